@@ -1,0 +1,1 @@
+"""Data containers: one per kind of coarse supervision, validated once."""

@@ -1,0 +1,306 @@
+"""Grouped click data with a noisy group-level label (seed 000).
+
+Items (clicks) belong to groups; each item has one behavior bin, the crossing
+of one or more categorical behavior columns. Each group has a noisy logit
+estimate HE of its share of class-1 items. The container validates once and
+keeps only the sufficient statistics: the I x K table of weighted counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.special import logit
+
+from bayes_wsc.data.tables import key_column, numeric_column, require_columns, require_rows
+from bayes_wsc.errors import InputError
+
+MAX_BINS = 100_000
+
+
+def _sorted_levels(values: pd.Series) -> list:
+    """Distinct levels in natural order: numeric when every level is a number."""
+    uniques = pd.unique(values)
+    numeric = pd.to_numeric(pd.Series(uniques), errors="coerce")
+    if numeric.notna().all():
+        return [uniques[i] for i in np.argsort(numeric.to_numpy(), kind="stable")]
+    return sorted(uniques, key=str)
+
+
+@dataclass(frozen=True)
+class BehaviorBins:
+    """The crossing of behavior columns into K bins.
+
+    `levels[c]` lists the levels of column `columns[c]` as text; bin k is the
+    row-major crossing, so `bin_levels[k, c]` is the level index of column c.
+    """
+
+    columns: tuple[str, ...]
+    levels: tuple[tuple[str, ...], ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(lv) for lv in self.levels)
+
+    @property
+    def n_bins(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def bin_levels(self) -> np.ndarray:
+        return np.stack(np.unravel_index(np.arange(self.n_bins), self.shape), axis=1)
+
+    @property
+    def labels(self) -> list[str]:
+        if len(self.columns) == 1:
+            return list(self.levels[0])
+        return [
+            ", ".join(f"{c}={self.levels[j][i]}" for j, (c, i) in enumerate(zip(self.columns, row)))
+            for row in self.bin_levels
+        ]
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, columns: Sequence[str], what: str) -> BehaviorBins:
+        levels = []
+        for column in columns:
+            values = frame[column]
+            if values.isna().any():
+                row = int(np.flatnonzero(values.isna().to_numpy())[0])
+                raise InputError(f"{what} behavior column {column!r} has a missing value (row {row + 1})")
+            levels.append(tuple(str(v) for v in _sorted_levels(values)))
+        bins = cls(tuple(columns), tuple(levels))
+        if bins.n_bins > MAX_BINS:
+            raise InputError(
+                f"crossing behavior columns {list(columns)} gives {bins.n_bins} bins (more than {MAX_BINS}); "
+                "use fewer columns or coarser levels"
+            )
+        return bins
+
+    def index(self, frame: pd.DataFrame, what: str) -> np.ndarray:
+        """Bin index of every row; a level not seen in training is an error that names it."""
+        require_columns(frame, self.columns, what)
+        codes = []
+        for column, levels in zip(self.columns, self.levels):
+            text = frame[column].astype(str)
+            if frame[column].isna().any():
+                row = int(np.flatnonzero(frame[column].isna().to_numpy())[0])
+                raise InputError(f"{what} behavior column {column!r} has a missing value (row {row + 1})")
+            code = pd.Categorical(text, categories=list(levels)).codes
+            if (code < 0).any():
+                row = int(np.flatnonzero(code < 0)[0])
+                raise InputError(
+                    f"{what} behavior column {column!r} has level {text.iloc[row]!r} (row {row + 1}) "
+                    "that the fit never saw"
+                )
+            codes.append(code.astype(np.int64))
+        if not codes:
+            return np.zeros(len(frame), dtype=np.int64)
+        return np.ravel_multi_index(tuple(codes), self.shape).astype(np.int64)
+
+
+@dataclass
+class GroupedCounts:
+    """Sufficient statistics for the HE -> mu -> Z -> X model.
+
+    Attributes
+    ----------
+    counts : (I, K) weighted item counts per group and bin, after down-weighting.
+    he : (I,) noisy logit-scale estimate of each group's class-1 share.
+    group_ids : (I,) group identifiers as text.
+    bins : how the K bins cross the behavior columns.
+    n_items : (I,) raw number of items per group (unweighted).
+    group_scale : (I,) down-weighting factor applied to each group's counts.
+    """
+
+    counts: np.ndarray
+    he: np.ndarray
+    group_ids: np.ndarray
+    bins: BehaviorBins
+    n_items: np.ndarray
+    group_scale: np.ndarray
+    settings: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.counts = np.asarray(self.counts, dtype=float)
+        self.he = np.asarray(self.he, dtype=float)
+        self.group_ids = np.asarray(self.group_ids).astype(str)
+        n_groups, n_bins = self.counts.shape
+        if self.he.shape != (n_groups,):
+            raise InputError(f"he has {self.he.size} values but there are {n_groups} groups")
+        if n_bins != self.bins.n_bins:
+            raise InputError(f"counts have {n_bins} bins but the behavior crossing has {self.bins.n_bins}")
+        if not np.isfinite(self.he).all():
+            raise InputError(f"he has a non-finite value {self.he[~np.isfinite(self.he)][0]!r}")
+        if not np.isfinite(self.counts).all() or (self.counts < 0).any():
+            raise InputError("counts must be finite and non-negative")
+        if self.counts.sum() <= 0:
+            raise InputError("there are no items (all counts are zero)")
+        if len(set(self.group_ids)) != n_groups:
+            dup = pd.Index(self.group_ids)[pd.Index(self.group_ids).duplicated()][0]
+            raise InputError(f"group id {dup!r} appears more than once")
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_frames(
+        cls,
+        clicks: pd.DataFrame,
+        groups: pd.DataFrame,
+        *,
+        group_col: str = "group",
+        behavior: Sequence[str] | None = None,
+        weight_col: str | None = None,
+        he_col: str | None = None,
+        he_prob_col: str | None = None,
+        max_group_weight: float | None = None,
+    ) -> GroupedCounts:
+        """Validate one-row-per-item clicks and one-row-per-group HE, and count.
+
+        By default the behavior columns are all click columns other than the
+        group and weight columns; HE is read from `he` (logit scale) or, if
+        absent, from `he_prob` (a probability in (0, 1)).
+        """
+        require_rows(clicks, "clicks")
+        require_rows(groups, "groups")
+        require_columns(clicks, [group_col], "clicks")
+        require_columns(groups, [group_col], "groups")
+        he, he_col, he_prob_col = _read_he(groups, he_col, he_prob_col)
+        group_ids = key_column(groups, group_col, "groups")
+        duplicated = group_ids.duplicated()
+        if duplicated.any():
+            row = int(np.flatnonzero(duplicated.to_numpy())[0])
+            raise InputError(f"groups has a duplicate row for group {group_ids.iloc[row]!r} (row {row + 1})")
+
+        if weight_col is not None:
+            require_columns(clicks, [weight_col], "clicks")
+            weights = numeric_column(clicks, weight_col, "clicks", lower=0.0)
+        else:
+            weights = np.ones(len(clicks))
+        if behavior is None:
+            behavior = [c for c in clicks.columns if c not in (group_col, weight_col)]
+            if not behavior:
+                raise InputError("clicks has no behavior columns besides the group and weight columns")
+        behavior = list(behavior)
+        require_columns(clicks, behavior, "clicks")
+        for column in behavior:
+            if column in (group_col, weight_col):
+                raise InputError(f"behavior column {column!r} is also the group or weight column")
+
+        click_groups = key_column(clicks, group_col, "clicks")
+        group_index = pd.Index(group_ids).get_indexer(click_groups)
+        if (group_index < 0).any():
+            row = int(np.flatnonzero(group_index < 0)[0])
+            raise InputError(
+                f"clicks row {row + 1} is in group {click_groups.iloc[row]!r}, which is absent from groups"
+            )
+        bins = BehaviorBins.from_frame(clicks, behavior, "clicks")
+        bin_index = bins.index(clicks, "clicks")
+        n_groups, n_bins = len(group_ids), bins.n_bins
+        flat = group_index.astype(np.int64) * n_bins + bin_index
+        counts = np.bincount(flat, weights=weights, minlength=n_groups * n_bins).reshape(n_groups, n_bins)
+        n_items = np.bincount(group_index, minlength=n_groups)
+        counts, scale = downweight(counts, max_group_weight)
+        settings = {
+            "group_col": group_col,
+            "behavior": behavior,
+            "weight_col": weight_col,
+            "he_col": he_col,
+            "he_prob_col": he_prob_col,
+            "max_group_weight": max_group_weight,
+        }
+        return cls(counts, he, group_ids.to_numpy(), bins, n_items, scale, settings)
+
+    @classmethod
+    def from_counts(
+        cls,
+        counts: np.ndarray,
+        he: np.ndarray,
+        *,
+        group_ids: Sequence | None = None,
+        bin_labels: Sequence | None = None,
+        behavior: str = "behavior",
+        max_group_weight: float | None = None,
+    ) -> GroupedCounts:
+        """Build directly from an I x K count table (simulations, tests, pre-aggregated data)."""
+        counts = np.asarray(counts, dtype=float)
+        if counts.ndim != 2:
+            raise InputError(f"counts must be a 2-D groups x bins table, got shape {counts.shape}")
+        n_groups, n_bins = counts.shape
+        group_ids = np.arange(n_groups) if group_ids is None else np.asarray(group_ids)
+        bin_labels = [str(k) for k in (range(n_bins) if bin_labels is None else bin_labels)]
+        bins = BehaviorBins((behavior,), (tuple(bin_labels),))
+        n_items = np.rint(counts.sum(axis=1)).astype(np.int64)
+        counts, scale = downweight(counts, max_group_weight)
+        settings = {"group_col": "group", "behavior": [behavior], "weight_col": None,
+                    "he_col": "he", "he_prob_col": None, "max_group_weight": max_group_weight}
+        return cls(counts, he, group_ids, bins, n_items, scale, settings)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def n_groups(self) -> int:
+        return self.counts.shape[0]
+
+    @property
+    def n_bins(self) -> int:
+        return self.counts.shape[1]
+
+    @property
+    def group_totals(self) -> np.ndarray:
+        """Weighted items per group: the weights of the click-weighted mean pi."""
+        return self.counts.sum(axis=1)
+
+    @property
+    def coords(self) -> dict[str, list]:
+        return {"group": list(self.group_ids), "bin": self.bins.labels}
+
+    def bin_factor_coords(self) -> dict[str, tuple[str, list[str]]]:
+        """Non-dimension coordinates along `bin`: the level of each behavior column."""
+        bin_levels = self.bins.bin_levels
+        return {
+            f"level_{c}": ("bin", [self.bins.levels[j][i] for i in bin_levels[:, j]])
+            for j, c in enumerate(self.bins.columns)
+        }
+
+    def subset(self, group_index: np.ndarray) -> GroupedCounts:
+        """The same data restricted to some groups (half-sampling, cross-validation)."""
+        group_index = np.asarray(group_index)
+        return GroupedCounts(
+            self.counts[group_index], self.he[group_index], self.group_ids[group_index], self.bins,
+            self.n_items[group_index], self.group_scale[group_index], dict(self.settings),
+        )
+
+    def group_positions(self, ids: Sequence) -> np.ndarray:
+        """Position of each id among the groups, -1 where unknown."""
+        return pd.Index(self.group_ids).get_indexer(pd.Index(np.asarray(ids).astype(str)))
+
+
+def downweight(counts: np.ndarray, max_group_weight: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Scale each group so that its total weight is at most M (seed 000, Sec. 6.2)."""
+    totals = counts.sum(axis=1)
+    if max_group_weight is None:
+        return counts, np.ones(len(totals))
+    if not np.isfinite(max_group_weight) or max_group_weight <= 0:
+        raise InputError(f"max_group_weight must be a positive number, got {max_group_weight!r}")
+    scale = np.minimum(1.0, max_group_weight / np.maximum(totals, np.finfo(float).tiny))
+    return counts * scale[:, None], scale
+
+
+def _read_he(groups, he_col: str | None, he_prob_col: str | None) -> tuple[np.ndarray, str | None, str | None]:
+    """HE on the logit scale, and which column it came from."""
+    if he_col is not None and he_prob_col is not None:
+        raise InputError("give either he_col or he_prob_col, not both")
+    if he_col is None and he_prob_col is None:
+        if "he" in groups.columns:
+            he_col = "he"
+        elif "he_prob" in groups.columns:
+            he_prob_col = "he_prob"
+        else:
+            raise InputError("groups has neither an 'he' (logit) nor an 'he_prob' (probability) column")
+    if he_col is not None:
+        require_columns(groups, [he_col], "groups")
+        return numeric_column(groups, he_col, "groups"), he_col, None
+    require_columns(groups, [he_prob_col], "groups")
+    prob = numeric_column(groups, he_prob_col, "groups", lower=0.0, upper=1.0, lower_open=True, upper_open=True)
+    return logit(prob), None, he_prob_col
