@@ -1,0 +1,284 @@
+"""Weakly supervised clustering from noisy group averages (seed 000, Sec. 2, Fig. 3).
+
+    mu_i ~ F0                      group quality (logit scale)
+    HE_i ~ Normal(mu_i, sigma_H)   noisy human evaluation, WH = 1 / sigma_H^2
+    Z_ij ~ Bernoulli(sigmoid(mu_i))
+    X_ij ~ Categorical(w_{Z_ij})   behavior bin, w_0, w_1 ~ Dirichlet(c)
+
+Z is summed out on the I x K table of weighted counts. The model is written as
+small blocks that add to the current `pm.Model`, so that a variant in
+`models/` can swap one block (rater noise, emissions) and keep the rest.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+from scipy.special import expit
+
+from bayes_wsc import inference
+from bayes_wsc.baselines.wsc import naive_emissions
+from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
+from bayes_wsc.errors import FitWarning, InputError
+from bayes_wsc.estimator import Estimator
+from bayes_wsc.posterior import stacked, summarize_columns
+from bayes_wsc.likelihoods import binary_counts_mixture_logp
+from bayes_wsc.transforms import StickBreaking
+
+MU_PRIORS = ("hierarchical", "flat")
+#: Below this WH the HE barely orients the classes; the posterior can hold both labelings.
+WEAK_WH = 1.0
+
+
+def check_settings(wh: float, mu_prior: str, w_concentration: float) -> None:
+    """Fail early, naming the setting, before any model is built."""
+    if not isinstance(wh, (int, float)) or math.isnan(wh) or wh < 0:
+        raise InputError(f"wh must be >= 0 or inf, got {wh!r}")
+    if mu_prior not in MU_PRIORS:
+        raise InputError(f"mu_prior must be one of {MU_PRIORS}, got {mu_prior!r}")
+    if not (isinstance(w_concentration, (int, float)) and math.isfinite(w_concentration) and w_concentration > 0):
+        raise InputError(f"w_concentration must be a positive number, got {w_concentration!r}")
+    if wh == 0 and mu_prior == "flat":
+        raise InputError("wh=0 with mu_prior='flat' gives an improper posterior; use mu_prior='hierarchical'")
+    if wh < WEAK_WH:
+        warnings.warn(
+            f"WH={wh} gives the human evaluations little weight: the labelings Z and 1-Z then fit the "
+            "clicks almost equally well, so the posterior can be bimodal and chains may land in "
+            "opposite orientations. Raise WH, or check the fit's orientation diagnostics.",
+            FitWarning,
+            stacklevel=3,
+        )
+
+
+# ---------------------------------------------------------------------- blocks
+def add_group_quality(data: GroupedCounts, *, wh: float = 10.0, mu_prior: str = "hierarchical"):
+    """mu[group] with its prior F0, and the observed HE ~ Normal(mu, 1/sqrt(WH)).
+
+    WH = inf fixes mu at HE (known proportions); WH = 0 drops the HE term.
+    """
+    he = pm.Data("he_data", data.he, dims="group")
+    if math.isinf(wh):
+        return pm.Deterministic("mu", he, dims="group")
+    mu = group_quality_prior(mu_prior)
+    if wh > 0:
+        pm.Normal("he", mu=mu, sigma=1.0 / math.sqrt(wh), observed=he, dims="group")
+    return mu
+
+
+def group_quality_prior(mu_prior: str = "hierarchical"):
+    """F0: Normal(mu_loc, mu_scale) with weakly informative hyperpriors, or flat."""
+    if mu_prior == "flat":
+        return pm.Flat("mu", dims="group")
+    mu_loc = pm.Normal("mu_loc", 0.0, 2.0)
+    mu_scale = pm.HalfNormal("mu_scale", 2.0)
+    return pm.Normal("mu", mu_loc, mu_scale, dims="group")
+
+
+def add_emissions(data: GroupedCounts, *, w_concentration: float = 1.0):
+    """w0[bin], w1[bin] ~ Dirichlet(c); returns w as a (2, K) tensor (class 0 first).
+
+    The stick-breaking transform gives NUTS near-independent coordinates.
+    """
+    if data.n_bins == 1:
+        w0 = pm.Deterministic("w0", pt.ones(1), dims="bin")
+        w1 = pm.Deterministic("w1", pt.ones(1), dims="bin")
+    else:
+        alpha = np.full(data.n_bins, float(w_concentration))
+        w0 = pm.Dirichlet("w0", a=alpha, dims="bin", default_transform=StickBreaking())
+        w1 = pm.Dirichlet("w1", a=alpha, dims="bin", default_transform=StickBreaking())
+    return pt.stack([w0, w1])
+
+
+def add_click_likelihood(data: GroupedCounts, mu, w):
+    """The weighted counts n_ik with Z marginalized: sum n_ik log(sig(mu_i) w1_k + (1-sig(mu_i)) w0_k)."""
+    counts = pm.Data("counts", data.counts, dims=("group", "bin"))
+    pm.Potential("clicks", binary_counts_mixture_logp(counts, mu, w[0], w[1]).sum())
+    return counts
+
+
+def add_estimands(data: GroupedCounts, mu, w):
+    """pi (click-weighted mean of sigmoid(mu)) and rho[bin] = P(Z = 1 | X = k) by Bayes' rule."""
+    totals = pm.Data("group_totals", data.group_totals, dims="group")
+    pi = pm.Deterministic("pi", pt.sum(totals * pt.sigmoid(mu)) / pt.sum(totals))
+    pm.Deterministic("rho", pi * w[1] / (pi * w[1] + (1 - pi) * w[0]), dims="bin")
+    return pi
+
+
+def build_model(
+    data: GroupedCounts,
+    *,
+    wh: float = 10.0,
+    mu_prior: str = "hierarchical",
+    w_concentration: float = 1.0,
+) -> pm.Model:
+    """The HE -> mu -> Z -> X model as a `pm.Model` with dims `group` and `bin`.
+
+    Add to it inside `with model:` before fitting, or copy a file from
+    `models/` to swap a block.
+    """
+    check_settings(wh, mu_prior, w_concentration)
+    with pm.Model(coords=data.coords) as model:
+        mu = add_group_quality(data, wh=wh, mu_prior=mu_prior)
+        w = add_emissions(data, w_concentration=w_concentration)
+        add_click_likelihood(data, mu, w)
+        add_estimands(data, mu, w)
+    return model
+
+
+# ---------------------------------------------------------------------- estimator
+def class1_probability(mu, w0, w1):
+    """P(Z = 1 | X = k, group i) = sigmoid(mu_i + log w1_k - log w0_k), elementwise on draws."""
+    return expit(mu + np.log(w1) - np.log(w0))
+
+
+class WSC(Estimator):
+    """Bayesian weakly supervised clustering from noisy group averages (seed 000).
+
+    Parameters
+    ----------
+    wh : weight of the human evaluation, 1 / sigma_H^2 (10 as in the paper; inf fixes mu at HE).
+    mu_prior : "hierarchical" (Normal with learned location and scale) or "flat" (the paper's).
+    w_concentration : Dirichlet concentration c of w0 and w1 (2 reproduces the paper's +1 smoothing).
+    method : "map" (posterior mode, started from the paper's naive solution) or "nuts".
+    draws, tune, chains, seed, backend, target_accept : NUTS settings.
+    model_file : a variant file (see `models/`) whose `build_model(data, **settings)` replaces the default.
+
+    After `fit(data)`: `idata_` (InferenceData with `rho[bin]`, `pi`, `w0`, `w1`, `mu[group]`) and `model_`.
+    """
+
+    model_name = "wsc"
+    estimands = ["rho", "pi", "w0", "w1", "mu_loc", "mu_scale", "sigma_h"]
+
+    def __init__(self, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.wh = wh
+        self.mu_prior = mu_prior
+        self.w_concentration = w_concentration
+
+    def model_settings(self) -> dict:
+        return {"wh": float(self.wh), "mu_prior": self.mu_prior, "w_concentration": float(self.w_concentration)}
+
+    def check_params(self) -> None:
+        super().check_params()
+        if isinstance(self.wh, str):
+            try:
+                self.wh = float(self.wh)
+            except ValueError:
+                raise InputError(f"wh must be a number or inf, got {self.wh!r}") from None
+
+    def build_model(self, data: GroupedCounts) -> pm.Model:
+        return build_model(data, **self.model_settings())
+
+    def initial_values(self, data: GroupedCounts) -> dict:
+        """The paper's initialization (eq. 4.1-4.4): mu = HE and the naive w0, w1."""
+        w0, w1 = naive_emissions(data)
+        return {"mu": data.he, "mu_loc": float(np.mean(data.he)),
+                "mu_scale": max(float(np.std(data.he)), 0.1), "w0": w0, "w1": w1}
+
+    def data_groups(self, data: GroupedCounts) -> dict:
+        return {
+            "observed_data": {"counts": data.counts, "he": data.he},
+            "constant_data": {"group_totals": data.group_totals, "n_items": data.n_items,
+                              "group_scale": data.group_scale},
+            "dims": {"counts": ["group", "bin"], "he": ["group"], "group_totals": ["group"],
+                     "n_items": ["group"], "group_scale": ["group"]},
+            "extra_coords": data.bin_factor_coords(),
+            "attrs": {"data_settings": data.settings,
+                      "behavior_levels": {c: list(lv) for c, lv in zip(data.bins.columns, data.bins.levels)}},
+        }
+
+    def model_checks(self, idata) -> list[str]:
+        """Warn when chains disagree on which class is 'happy' (the orientation set by HE)."""
+        if self.method != "nuts" or "he" not in idata.observed_data or np.isinf(float(self.wh)):
+            return []
+        he = idata.observed_data["he"].values
+        if he.std() == 0:
+            return []
+        mu = idata.posterior["mu"].mean("draw").values
+        signs = [np.sign(np.corrcoef(m, he)[0, 1]) for m in mu]
+        if min(signs) < 0:
+            return ["some chains put the 'happy' class on the groups with low HE (the opposite "
+                    "orientation): the posterior is bimodal. Raise WH or check that HE is on the logit scale."]
+        return []
+
+    # ------------------------------------------------------------------ data back from a fit
+    @property
+    def bins_(self) -> BehaviorBins:
+        self._check_fitted()
+        levels = inference.get_attrs(self.idata_)["behavior_levels"]
+        return BehaviorBins(tuple(levels), tuple(tuple(v) for v in levels.values()))
+
+    def data_from_fit(self) -> GroupedCounts:
+        """The count table the fit saw, rebuilt from the saved fit (for baselines and reports)."""
+        self._check_fitted()
+        obs, const = self.idata_.observed_data, self.idata_.constant_data
+        attrs = inference.get_attrs(self.idata_)
+        return GroupedCounts(obs["counts"].values, obs["he"].values, np.asarray(obs["group"].values),
+                             self.bins_, const["n_items"].values, const["group_scale"].values,
+                             dict(attrs.get("data_settings", {})))
+
+    # ------------------------------------------------------------------ predictions
+    def class_probability(self, groups=None, ci: float = 0.94) -> xr.Dataset:
+        """P(Z = 1 | X = k, group i) for chosen groups and every bin: mean and HDI, computed on demand."""
+        self._check_fitted()
+        all_ids = np.asarray(self.idata_.posterior["group"].values).astype(str)
+        ids = all_ids if groups is None else np.asarray(groups).astype(str)
+        pos = pd.Index(all_ids).get_indexer(ids)
+        if (pos < 0).any():
+            raise InputError(f"unknown group {ids[pos < 0][0]!r}")
+        n_bins = self.idata_.posterior.sizes["bin"]
+        cells = (pos[:, None] * n_bins + np.arange(n_bins)[None]).ravel()
+        mean, low, high = self._group_bin_summary(cells, ci)
+        shape = (len(ids), n_bins)
+        coords = {"group": ids, "bin": self.idata_.posterior["bin"].values}
+        return xr.Dataset({k: (("group", "bin"), v.reshape(shape)) for k, v in
+                           {"mean": mean, "low": low, "high": high}.items()}, coords=coords,
+                          attrs={"ci": ci})
+
+    def _group_bin_summary(self, cells: np.ndarray, ci: float):
+        mu, w0, w1 = (stacked(self.idata_, n) for n in ("mu", "w0", "w1"))
+        n_bins = w0.shape[1]
+
+        def draws_of(cols):
+            g, k = np.divmod(cells[cols], n_bins)
+            return class1_probability(mu[:, g], w0[:, k], w1[:, k])
+
+        return summarize_columns(len(cells), draws_of, mu.shape[0], ci)
+
+    def predict(self, items: pd.DataFrame, *, ci: float = 0.94, group_col: str | None = None) -> pd.DataFrame:
+        """Every input column plus `prob`, `prob_low`, `prob_high`: P(Z = 1 | behavior).
+
+        Group-specific for rows whose group the fit knows; the population
+        `rho` for the others (or when there is no group column).
+        """
+        self._check_fitted()
+        if not 0 < ci < 1:
+            raise InputError(f"ci must be in (0, 1), got {ci!r}")
+        bin_index = self.bins_.index(items, "items")
+        group_col = group_col or inference.get_attrs(self.idata_).get("data_settings", {}).get("group_col", "group")
+        n_bins = self.idata_.posterior.sizes["bin"]
+        pos = np.full(len(items), -1)
+        if group_col in items.columns:
+            ids = pd.Index(np.asarray(self.idata_.posterior["group"].values).astype(str))
+            pos = ids.get_indexer(items[group_col].astype(str))
+        out = items.copy()
+        prob, low, high = (np.empty(len(items)) for _ in range(3))
+        known = pos >= 0
+        cells = pos[known] * n_bins + bin_index[known]
+        uniq, inverse = np.unique(cells, return_inverse=True)
+        stats = self._group_bin_summary(uniq, ci)
+        for target, values in zip((prob, low, high), stats):
+            target[known] = values[inverse]
+        bins_needed, inverse = np.unique(bin_index[~known], return_inverse=True)
+        rho = stacked(self.idata_, "rho")
+        stats = summarize_columns(len(bins_needed), lambda cols: rho[:, bins_needed[cols]], rho.shape[0], ci)
+        for target, values in zip((prob, low, high), stats):
+            target[~known] = values[inverse]
+        out["prob"], out["prob_low"], out["prob_high"] = prob, low, high
+        return out
