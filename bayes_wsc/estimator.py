@@ -1,0 +1,214 @@
+"""The lifecycle every model shares: settings in `__init__`, `fit`, `summary`, `save`, `load`.
+
+A model subclass supplies three things: `build_model(data)` (a `pm.Model`),
+`initial_values(data)` (where the MAP starts) and `data_groups(data)` (what
+of the data goes into the InferenceData). Constructing an estimator never
+touches data or samples; `fit` does, and sets the attributes with a trailing
+underscore (scikit-learn style).
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import importlib.util
+import inspect
+import warnings
+from pathlib import Path
+from typing import ClassVar
+
+from bayes_wsc import diagnostics, inference
+from bayes_wsc.errors import FitWarning, InputError
+
+METHODS = ("map", "nuts")
+#: model name -> "module:Class", imported only when needed
+REGISTRY = {"wsc": "bayes_wsc.models.wsc:WSC"}
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bayes-wsc")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class Estimator:
+    """Shared fit/summary/save/load; subclasses add the model and its predictions."""
+
+    model_name: ClassVar[str]
+    #: variables shown by `summary` and checked by the diagnostics
+    estimands: ClassVar[list[str]]
+
+    def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=None, backend=None,
+                 target_accept=0.8, model_file=None, progressbar=True):
+        self.method = method
+        self.draws = draws
+        self.tune = tune
+        self.chains = chains
+        self.seed = seed
+        self.backend = backend
+        self.target_accept = target_accept
+        self.model_file = model_file
+        self.progressbar = progressbar
+
+    # ------------------------------------------------------------------ settings
+    def get_params(self) -> dict:
+        """Every constructor argument by name, as scikit-learn does."""
+        names = []
+        for cls in type(self).__mro__:
+            if "__init__" in vars(cls):
+                names += [p.name for p in inspect.signature(cls.__init__).parameters.values()
+                          if p.kind is p.KEYWORD_ONLY]
+        return {n: getattr(self, n) for n in dict.fromkeys(names)}
+
+    def check_params(self) -> None:
+        if self.method not in METHODS:
+            raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
+        if not (0 < self.target_accept < 1):
+            raise InputError(f"target_accept must be in (0, 1), got {self.target_accept!r}")
+
+    # ------------------------------------------------------------------ hooks
+    # build_model(data) -> pm.Model is defined by each subclass.
+
+    def initial_values(self, data) -> dict:
+        return {}
+
+    def data_groups(self, data) -> dict:
+        """observed_data, constant_data, their dims, extra_coords and attrs describing the data."""
+        return {}
+
+    def _builder(self):
+        """The model-building function: this class's own, or `build_model` from `model_file`."""
+        if self.model_file is None:
+            return self.build_model
+        variant = load_variant(self.model_file)
+        return lambda data: variant.build_model(data, **self.model_settings())
+
+    def model_settings(self) -> dict:
+        """The settings that `build_model` takes (what a variant file receives)."""
+        return {}
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, data):
+        """Build the model on validated `data`, fit it, diagnose it; sets `idata_` and `model_`."""
+        from bayes_wsc.fit import fit_map, fit_nuts
+
+        self.check_params()
+        model = self._builder()(data)
+        free = {rv.name for rv in model.free_RVs}
+        start = {k: v for k, v in self.initial_values(data).items() if k in free}
+        map_draws, map_point = fit_map(model, start)
+        messages = diagnostics.map_messages(map_draws.info)
+        fit_info = {"map": map_draws.info}
+        if self.method == "map":
+            draws = map_draws
+        else:
+            map_values = {rv.name: map_draws.posterior[rv.name][0, 0] for rv in model.free_RVs}
+            draws = fit_nuts(model, draws=self.draws, tune=self.tune, chains=self.chains, seed=self.seed,
+                             initvals=map_values, backend=self.backend, target_accept=self.target_accept,
+                             progressbar=self.progressbar)
+            fit_info["nuts"] = draws.info
+        self.model_ = model
+        self.idata_ = self._assemble(model, draws, data, fit_info)
+        if self.method == "nuts":
+            messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
+        messages += self.model_checks(self.idata_)
+        inference.set_attrs(self.idata_, {"diagnostics": messages})
+        for message in messages:
+            warnings.warn(message, FitWarning, stacklevel=2)
+        return self
+
+    def diagnosed_names(self) -> list[str]:
+        return [n for n in self.estimands if n in self.idata_.posterior]
+
+    def model_checks(self, idata) -> list[str]:
+        """Model-specific warnings (orientation, label switching); none by default."""
+        return []
+
+    def _assemble(self, model, draws, data, fit_info) -> inference.InferenceData:
+        groups = self.data_groups(data)
+        dims = {name: list(d) for name, d in model.named_vars_to_dims.items() if d}
+        attrs = {
+            "model": self.model_name,
+            "package_version": package_version(),
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "method": self.method,
+            "settings": self.get_params(),
+            "fit_info": fit_info,
+            **groups.get("attrs", {}),
+        }
+        if self.model_file is not None:
+            attrs["model_source"] = Path(self.model_file).read_text()
+        return inference.from_draws(
+            draws.posterior,
+            sample_stats=draws.sample_stats,
+            coords={k: list(v) for k, v in model.coords.items()},
+            dims={**dims, **groups.get("dims", {})},
+            observed_data=groups.get("observed_data"),
+            constant_data=groups.get("constant_data"),
+            extra_coords=groups.get("extra_coords"),
+            attrs=attrs,
+        )
+
+    def _check_fitted(self):
+        if not hasattr(self, "idata_"):
+            raise InputError(f"this {type(self).__name__} is not fitted yet: call fit(data) first")
+
+    # ------------------------------------------------------------------ reporting
+    @property
+    def diagnostics_(self) -> list[str]:
+        self._check_fitted()
+        return list(inference.get_attrs(self.idata_).get("diagnostics", []))
+
+    def summary(self, var_names: list[str] | None = None, hdi_prob: float = 0.94):
+        """`az.summary` of the estimands (mean, sd, HDI, and R-hat/ESS after NUTS)."""
+        self._check_fitted()
+        return inference.summary(self.idata_, var_names or self.diagnosed_names(), hdi_prob)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path) -> Path:
+        """Write the fit as netCDF: draws, data, coords and every setting (no pickle)."""
+        self._check_fitted()
+        return inference.save(self.idata_, path)
+
+    @classmethod
+    def from_idata(cls, idata):
+        attrs = inference.get_attrs(idata)
+        params = dict(attrs.get("settings", {}))
+        known = set(inspect.signature(cls.__init__).parameters) | set(Estimator().get_params())
+        unknown = set(params) - known
+        if unknown:
+            warnings.warn(f"this fit has settings this version does not know and ignores: {sorted(unknown)}",
+                          FitWarning, stacklevel=2)
+        estimator = cls(**{k: v for k, v in params.items() if k in known})
+        estimator.idata_ = idata
+        return estimator
+
+
+def load(path):
+    """Load any saved fit; the model named in the file picks the estimator class."""
+    idata = inference.load(path)
+    name = idata.posterior.attrs["model"]
+    if name not in REGISTRY:
+        raise InputError(f"fit file {str(path)!r} holds a model {name!r} that this version does not know")
+    module_name, class_name = REGISTRY[name].split(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    return cls.from_idata(idata)
+
+
+def load_variant(path):
+    """Import a model-variant file (it runs as code, like any Python module) and check it."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"model file {str(path)!r} does not exist")
+    spec = importlib.util.spec_from_file_location(f"bayes_wsc_variant_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - report any failure of user code in one line
+        raise InputError(f"model file {str(path)!r} failed to load: {type(exc).__name__}: {exc}") from None
+    if not callable(getattr(module, "build_model", None)):
+        raise InputError(f"model file {str(path)!r} defines no build_model(data, **settings) function")
+    return module

@@ -1,0 +1,260 @@
+"""Fitting any `pm.Model` of the package: the posterior mode (MAP) or NUTS.
+
+Both return plain dictionaries of draws keyed by variable name, shaped
+(chain, draw, ...), plus sampler statistics; `bayes_wsc.inference` turns
+them into InferenceData. Nothing here knows which model it fits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from pymc.blocking import DictToArrayBijection, RaveledVars
+from pymc.initial_point import make_initial_point_fn
+from pymc.util import get_default_varnames
+from scipy.optimize import minimize
+
+from bayes_wsc.errors import InputError
+
+log = logging.getLogger("bayes_wsc")
+
+NUTS_BACKENDS = ("numpyro", "pymc", "nutpie", "blackjax")
+
+
+@dataclass
+class Draws:
+    """What a fit produced: draws and statistics, each shaped (chain, draw, ...)."""
+
+    posterior: dict[str, np.ndarray]
+    sample_stats: dict[str, np.ndarray] = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------- MAP
+def _value_and_grad_fn(model: pm.Model, start: dict) -> tuple[Callable, RaveledVars]:
+    """Negative log density (no Jacobian: the mode in the constrained space) and its gradient,
+    both on one raveled vector of the model's value variables, compiled once."""
+    value_vars = model.continuous_value_vars
+    x0 = DictToArrayBijection.map({v.name: start[v.name] for v in value_vars})
+    flat = pt.vector("x", dtype=pytensor.config.floatX)
+    replacements, offset = {}, 0
+    for name, shape, size, dtype in x0.point_map_info:
+        var = next(v for v in value_vars if v.name == name)
+        replacements[var] = flat[offset : offset + size].reshape(shape).astype(var.dtype)
+        offset += size
+    logp = model.logp(jacobian=False)
+    neg = -pytensor.graph_replace(logp, replacements, strict=False)
+    grad = pt.grad(neg, flat)
+    fn = pytensor.function([flat], [neg, grad], on_unused_input="ignore")
+
+    def value_and_grad(x):
+        value, gradient = fn(x)
+        return float(value), np.asarray(gradient, dtype=float)
+
+    return value_and_grad, x0
+
+
+def transformed_start(model: pm.Model, initvals: Mapping[str, np.ndarray] | None, seed: int | None = None):
+    """The model's initial point in the unconstrained space, with `initvals` given on the
+    constrained scale (as a user thinks of them)."""
+    fn = make_initial_point_fn(model=model, overrides=dict(initvals or {}), jitter_rvs=set(),
+                               return_transformed=True)
+    return fn(seed)
+
+
+def fit_map(
+    model: pm.Model,
+    initvals: Mapping[str, np.ndarray] | None = None,
+    *,
+    maxiter: int = 5000,
+    tol: float = 1e-10,
+) -> tuple[Draws, dict]:
+    """Posterior mode by L-BFGS in the unconstrained space, without Jacobian terms.
+
+    Returns draws with chain = draw = 1 and the optimizer's report. A
+    non-converged optimizer is reported in `info`, not hidden.
+    """
+    start = transformed_start(model, initvals)
+    value_and_grad, x0 = _value_and_grad_fn(model, start)
+    t0 = time.perf_counter()
+    result = minimize(value_and_grad, x0.data, jac=True, method="L-BFGS-B",
+                      options={"maxiter": maxiter, "ftol": tol, "gtol": 1e-7, "maxcor": 20})
+    point = DictToArrayBijection.rmap(RaveledVars(result.x, x0.point_map_info), start)
+    posterior = constrained_values(model, [point])
+    info = {
+        "converged": bool(result.success),
+        "optimizer_message": str(result.message),
+        "iterations": int(result.nit),
+        "log_density": float(-result.fun),
+        "seconds": time.perf_counter() - t0,
+    }
+    draws = Draws({k: v[None] for k, v in posterior.items()},
+                  {"lp": np.array([[-result.fun]])}, info)
+    return draws, point
+
+
+def constrained_values(model: pm.Model, points: Sequence[dict]) -> dict[str, np.ndarray]:
+    """Free variables and Deterministics on their natural scale, stacked over `points`."""
+    outs = get_default_varnames(model.unobserved_value_vars, include_transformed=False)
+    names = [v.name for v in outs]
+    fn = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore", point_fn=False)
+    rows = [fn(*[p[v.name] for v in model.value_vars]) for p in points]
+    return {n: np.stack([np.asarray(r[i]) for r in rows]) for i, n in enumerate(names)}
+
+
+# ---------------------------------------------------------------------- NUTS
+def default_backend() -> str:
+    """NumPyro when JAX is installed: measured fastest by ESS/s (benchmarks/RESULTS.md); else PyMC."""
+    try:
+        import numpyro  # noqa: F401
+    except ImportError:
+        return "pymc"
+    return "numpyro"
+
+
+def jittered_starts(model: pm.Model, initvals: Mapping[str, np.ndarray] | None, chains: int,
+                    seed: int | None, jitter: float) -> list[dict]:
+    """One unconstrained start per chain: `initvals` (constrained scale) plus Gaussian jitter.
+
+    Starting every chain near one mode (the MAP) is what keeps the orientation
+    of the latent classes, and the labels of exchangeable clusters, the same
+    across chains.
+    """
+    centre = transformed_start(model, initvals, seed)
+    rng = np.random.default_rng(seed)
+    return [{k: np.asarray(v) + jitter * rng.standard_normal(np.shape(v)) for k, v in centre.items()}
+            for _ in range(chains)]
+
+
+def fit_nuts(
+    model: pm.Model,
+    *,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    seed: int | None = None,
+    initvals: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]] | None = None,
+    backend: str | None = None,
+    target_accept: float = 0.8,
+    var_names: Sequence[str] | None = None,
+    progressbar: bool = True,
+    jitter: float = 0.05,
+) -> Draws:
+    """NUTS on the model's log density through the chosen backend.
+
+    `initvals` is one point for all chains (jittered) or one point per
+    chain. `var_names` limits what is kept per draw (default: every free
+    variable and Deterministic on its natural scale).
+    """
+    backend = backend or default_backend()
+    if backend not in NUTS_BACKENDS:
+        raise InputError(f"backend must be one of {NUTS_BACKENDS}, got {backend!r}")
+    for name, value in (("draws", draws), ("tune", tune), ("chains", chains)):
+        if not isinstance(value, (int, np.integer)) or value < (0 if name == "tune" else 1):
+            raise InputError(f"{name} must be a positive integer, got {value!r}")
+    seed = int(np.random.SeedSequence(seed).generate_state(1)[0] % (2**31)) if seed is None else int(seed)
+    if initvals is None or isinstance(initvals, Mapping):
+        starts = jittered_starts(model, initvals, chains, seed, jitter)
+    else:
+        starts = [jittered_starts(model, iv, 1, seed + c, jitter)[0] for c, iv in enumerate(initvals)]
+        if len(starts) != chains:
+            raise InputError(f"got {len(starts)} initial points for {chains} chains")
+    t0 = time.perf_counter()
+    if backend == "numpyro":
+        result = _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, progressbar)
+    else:
+        result = _sample_pymc(model, starts, draws, tune, seed, target_accept, var_names, progressbar, backend)
+    result.info.update({"backend": backend, "draws": draws, "tune": tune, "chains": chains, "seed": seed,
+                        "target_accept": target_accept, "seconds": time.perf_counter() - t0})
+    return result
+
+
+def _ensure_host_devices(n: int) -> None:
+    """Let JAX run chains in parallel on CPU cores; only possible before JAX starts."""
+    import sys
+
+    if "jax" in sys.modules:
+        return
+    wanted = max(n, os.cpu_count() or 1)
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={wanted}".strip()
+
+
+def _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, progressbar) -> Draws:
+    chains = len(starts)
+    _ensure_host_devices(chains)
+    import jax
+    from numpyro.infer import MCMC, NUTS
+    from pymc.sampling.jax import get_jaxified_graph
+
+    value_vars = model.value_vars
+    potential = get_jaxified_graph(inputs=value_vars, outputs=[-model.logp()])
+    chain_method = "parallel" if jax.local_device_count() >= chains else "sequential"
+    mcmc = MCMC(
+        NUTS(potential_fn=lambda xs: potential(*xs)[0], target_accept_prob=target_accept),
+        num_warmup=tune, num_samples=draws, num_chains=chains, chain_method=chain_method,
+        progress_bar=progressbar,
+    )
+    init = [np.stack([np.asarray(s[v.name], dtype=float) for s in starts]) for v in value_vars]
+    if chains == 1:
+        init = [x[0] for x in init]
+    mcmc.run(jax.random.PRNGKey(seed), init_params=init,
+             extra_fields=("num_steps", "diverging", "energy", "potential_energy", "accept_prob",
+                           "adapt_state.step_size"))
+    samples = mcmc.get_samples(group_by_chain=True)
+    outs = _kept_outputs(model, var_names)
+    values_fn = get_jaxified_graph(inputs=value_vars, outputs=outs)
+    values = jax.jit(jax.vmap(jax.vmap(values_fn)))(*samples)
+    posterior = {o.name: np.asarray(v) for o, v in zip(outs, values)}
+    extra = mcmc.get_extra_fields(group_by_chain=True)
+    stats = {
+        "diverging": np.asarray(extra["diverging"], dtype=bool),
+        "n_steps": np.asarray(extra["num_steps"], dtype=np.int64),
+        "tree_depth": np.floor(np.log2(np.maximum(np.asarray(extra["num_steps"]), 1))).astype(np.int64) + 1,
+        "energy": np.asarray(extra["energy"]),
+        "lp": -np.asarray(extra["potential_energy"]),
+        "acceptance_rate": np.asarray(extra["accept_prob"]),
+        "step_size": np.asarray(extra["adapt_state.step_size"]),
+    }
+    return Draws(posterior, stats, {"chain_method": chain_method})
+
+
+def _kept_outputs(model, var_names):
+    outs = get_default_varnames(model.unobserved_value_vars, include_transformed=False)
+    if var_names is not None:
+        missing = set(var_names) - {o.name for o in outs}
+        if missing:
+            raise InputError(f"the model has no variables {sorted(missing)}")
+        outs = [o for o in outs if o.name in var_names]
+    return outs
+
+
+def _sample_pymc(model, starts, draws, tune, seed, target_accept, var_names, progressbar, backend) -> Draws:
+    """PyMC's own NUTS, nutpie or BlackJAX through `pm.sample`, started from `starts`."""
+    names = [o.name for o in _kept_outputs(model, var_names)]
+    initvals = [constrained_point(model, s) for s in starts]  # pm.sample takes the constrained scale
+    kwargs = dict(draws=draws, tune=tune, chains=len(starts), random_seed=seed, progressbar=progressbar,
+                  initvals=initvals, model=model, var_names=names, target_accept=target_accept,
+                  compute_convergence_checks=False)
+    if backend == "pymc":
+        idata = pm.sample(cores=min(len(starts), os.cpu_count() or 1), init="adapt_diag", **kwargs)
+    else:
+        idata = pm.sample(nuts_sampler=backend, **kwargs)
+    posterior = {n: idata.posterior[n].values for n in names}
+    stats = {k: idata.sample_stats[k].values for k in idata.sample_stats.data_vars}
+    return Draws(posterior, stats, {})
+
+
+def constrained_point(model: pm.Model, point: dict) -> dict:
+    """Free variables of one unconstrained point, on their natural scale."""
+    values = constrained_values(model, [point])
+    return {rv.name: values[rv.name][0] for rv in model.free_RVs}

@@ -1,0 +1,41 @@
+"""Posterior summaries of quantities computed on demand from the draws.
+
+Per-item quantities (an I x K table, or n items) are never stored per draw;
+they are computed here in chunks of columns and reduced at once to a mean
+and a credible interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from bayes_wsc import inference
+
+#: floats per chunk of (draws x columns): about 64 MB
+CHUNK_FLOATS = 8_000_000
+
+
+def stacked(idata, name: str) -> np.ndarray:
+    """A posterior variable as (chain * draw, ...)."""
+    values = idata.posterior[name].values
+    return values.reshape(-1, *values.shape[2:])
+
+
+def summarize_columns(
+    n_columns: int,
+    draws_of: Callable[[np.ndarray], np.ndarray],
+    n_draws: int,
+    ci: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean and HDI of `draws_of(columns) -> (draws, len(columns))`, one chunk of columns at a time."""
+    mean = np.empty(n_columns)
+    bounds = np.empty((n_columns, 2))
+    step = max(1, CHUNK_FLOATS // max(n_draws, 1))
+    for start in range(0, n_columns, step):
+        cols = np.arange(start, min(start + step, n_columns))
+        values = draws_of(cols)
+        mean[cols] = values.mean(axis=0)
+        bounds[cols] = inference.hdi(values, ci)
+    return mean, bounds[:, 0], bounds[:, 1]
