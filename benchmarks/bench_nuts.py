@@ -1,0 +1,113 @@
+"""NUTS throughput on the first model: bayes_wsc's backends against a hand-written NumPyro model.
+
+Workload (issue 2 / issue 5 P2): the Sec. 5 simulation at I groups, J = 100
+clicks per group, K = 30 bins; 2 chains x (tune + draws) iterations. Every
+candidate runs in its own fresh process, timed from the outside (imports,
+compilation, MAP start, sampling and post-processing all count), in
+alternating rounds so that machine noise hits all of them alike. The figure
+of merit is the minimum bulk ESS over rho(k) per second of wall time, and
+each candidate is reported as a ratio to the hand-written NumPyro model of
+the same round.
+
+    python benchmarks/bench_nuts.py --groups 1000 --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CANDIDATES = ("handwritten-numpyro", "bayes_wsc", "bayes_wsc-pymc", "bayes_wsc-nutpie")
+
+
+def worker(name: str, groups: int, draws: int, tune: int, chains: int, seed: int) -> dict:
+    """Run one candidate in this process and return its ESS figures."""
+    import numpy as np
+
+    from bayes_wsc.simulate import simulate_wsc
+
+    data, truth = simulate_wsc(n_groups=groups, items_per_group=100, n_bins=30, seed=seed)
+    if name == "handwritten-numpyro":
+        sys.path.insert(0, str(HERE))
+        from handwritten_numpyro import run
+
+        out = run(data.counts, data.he, draws=draws, tune=tune, chains=chains, seed=seed)
+        rho = out["rho"]
+    else:
+        from bayes_wsc.models.wsc import WSC
+
+        backend = {"bayes_wsc": None, "bayes_wsc-pymc": "pymc", "bayes_wsc-nutpie": "nutpie"}[name]
+        est = WSC(method="nuts", draws=draws, tune=tune, chains=chains, seed=seed, backend=backend,
+                  progressbar=False)
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(data)
+        rho = est.idata_.posterior["rho"].values
+    from bayes_wsc import inference
+
+    idata = inference.from_draws({"rho": rho})
+    conv = inference.convergence(idata, ["rho"])["rho"]
+    rmse = float(np.sqrt(np.mean((rho.mean(axis=(0, 1)) - truth.rho) ** 2)))
+    return {"ess_bulk_min": conv["ess_bulk"], "rhat_max": conv["rhat"], "rmse": rmse}
+
+
+def run_candidate(name: str, args) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--groups", str(args.groups),
+           "--draws", str(args.draws), "--tune", str(args.tune), "--chains", str(args.chains),
+           "--seed", str(args.seed)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        return {"name": name, "error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result.update(name=name, seconds=seconds, ess_per_second=result["ess_bulk_min"] / seconds)
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--groups", type=int, default=1000)
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--chains", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--candidates", default=",".join(CANDIDATES))
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.groups, args.draws, args.tune, args.chains, args.seed)))
+        return
+    names = args.candidates.split(",")
+    rows = []
+    for round_ in range(args.rounds):
+        results = {name: run_candidate(name, args) for name in names}
+        ref = results.get("handwritten-numpyro", {}).get("ess_per_second")
+        for name, r in results.items():
+            r["round"] = round_ + 1
+            r["ratio_to_handwritten"] = r["ess_per_second"] / ref if ref and "ess_per_second" in r else None
+            rows.append(r)
+            print(json.dumps(r), flush=True)
+    print()
+    print(f"NUTS, I={args.groups}, J=100, K=30, {args.chains} chains x ({args.tune} tune + {args.draws} draws)")
+    print(f"{'candidate':22s} {'round':>5s} {'seconds':>8s} {'min ESS':>8s} {'ESS/s':>7s} {'R-hat':>6s} "
+          f"{'RMSE':>6s} {'vs hand':>8s}")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['name']:22s} {r['round']:5d}  failed: {r['error']}")
+            continue
+        ratio = f"{r['ratio_to_handwritten']:.2f}x" if r["ratio_to_handwritten"] else "-"
+        print(f"{r['name']:22s} {r['round']:5d} {r['seconds']:8.1f} {r['ess_bulk_min']:8.0f} "
+              f"{r['ess_per_second']:7.1f} {r['rhat_max']:6.3f} {r['rmse']:6.3f} {ratio:>8s}")
+
+
+if __name__ == "__main__":
+    main()
