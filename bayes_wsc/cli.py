@@ -164,7 +164,6 @@ def _print_fit(est) -> None:
 def cmd_fit(args) -> None:
     from bayes_wsc.data.grouped import GroupedCounts
     from bayes_wsc.data.tables import read_table
-    from bayes_wsc.models.wsc import WSC
 
     clicks = read_table(args.clicks, "clicks")
     groups = read_table(args.groups, "groups")
@@ -173,6 +172,8 @@ def cmd_fit(args) -> None:
         he_col=args.he_col, he_prob_col=args.he_prob_col, max_group_weight=args.max_group_weight,
     )
     print(f"{data.n_groups} groups, {int(data.n_items.sum())} items, {data.n_bins} behavior bins", flush=True)
+    from bayes_wsc.models.wsc import WSC  # PyMC loads only once the data are known to be good
+
     est = WSC(wh=args.wh, mu_prior=args.mu_prior, w_concentration=args.w_concentration,
               method=args.method, draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
               backend=args.backend, target_accept=args.target_accept, model_file=args.model_file,

@@ -84,13 +84,14 @@ def get_attrs(idata: InferenceData) -> dict:
 
 # ---------------------------------------------------------------------- summaries
 def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = 0.94) -> pd.DataFrame:
-    """`az.summary`, with R-hat and ESS left out when there is a single draw (a MAP fit)."""
+    """`az.summary`; a MAP fit (a single draw) gets one column, `map`, and no intervals."""
     n_draws = idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"]
-    kind = "all" if n_draws > 1 else "stats"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        table = az.summary(idata, var_names=var_names, hdi_prob=hdi_prob, kind=kind)
-    return table
+        if n_draws == 1:
+            table = az.summary(idata, var_names=var_names, kind="stats", round_to="none")[["mean"]]
+            return table.rename(columns={"mean": "map"})
+        return az.summary(idata, var_names=var_names, hdi_prob=hdi_prob, kind="all", round_to="none")
 
 
 def hdi(samples: np.ndarray, prob: float) -> np.ndarray:

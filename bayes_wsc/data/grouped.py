@@ -133,7 +133,7 @@ class GroupedCounts:
         if n_bins != self.bins.n_bins:
             raise InputError(f"counts have {n_bins} bins but the behavior crossing has {self.bins.n_bins}")
         if not np.isfinite(self.he).all():
-            raise InputError(f"he has a non-finite value {self.he[~np.isfinite(self.he)][0]!r}")
+            raise InputError(f"he has a non-finite value {float(self.he[~np.isfinite(self.he)][0])!r}")
         if not np.isfinite(self.counts).all() or (self.counts < 0).any():
             raise InputError("counts must be finite and non-negative")
         if self.counts.sum() <= 0:

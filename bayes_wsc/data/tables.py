@@ -86,20 +86,20 @@ def numeric_column(
     finite_or_missing = np.isfinite(values) | np.isnan(values)
     if not finite_or_missing.all():
         row = int(np.flatnonzero(~finite_or_missing)[0])
-        raise InputError(f"{what} column {column!r} has a non-finite value {values[row]!r} (row {row + 1})")
+        raise InputError(f"{what} column {column!r} has a non-finite value {float(values[row])!r} (row {row + 1})")
     present = ~np.isnan(values)
     if lower is not None:
         bad = present & ((values <= lower) if lower_open else (values < lower))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             bound = f"> {lower}" if lower_open else f">= {lower}"
-            raise InputError(f"{what} column {column!r} has value {values[row]!r} (row {row + 1}); it must be {bound}")
+            raise InputError(f"{what} column {column!r} has value {float(values[row])!r} (row {row + 1}); it must be {bound}")
     if upper is not None:
         bad = present & ((values >= upper) if upper_open else (values > upper))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             bound = f"< {upper}" if upper_open else f"<= {upper}"
-            raise InputError(f"{what} column {column!r} has value {values[row]!r} (row {row + 1}); it must be {bound}")
+            raise InputError(f"{what} column {column!r} has value {float(values[row])!r} (row {row + 1}); it must be {bound}")
     return values
 
 

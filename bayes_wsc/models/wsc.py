@@ -223,6 +223,12 @@ class WSC(Estimator):
                              self.bins_, const["n_items"].values, const["group_scale"].values,
                              dict(attrs.get("data_settings", {})))
 
+    def report(self, out_dir, **kwargs):
+        """Write `out_dir/report.html`: rho(k) with intervals beside the paper's baselines, and more."""
+        from bayes_wsc.report.wsc import write_report
+
+        return write_report(self, out_dir, **kwargs)
+
     # ------------------------------------------------------------------ predictions
     def class_probability(self, groups=None, ci: float = 0.94) -> xr.Dataset:
         """P(Z = 1 | X = k, group i) for chosen groups and every bin: mean and HDI, computed on demand."""
