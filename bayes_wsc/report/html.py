@@ -1,0 +1,156 @@
+"""Model-agnostic pieces of an HTML report: sections, embedded figures, one file written atomically.
+
+A report is a single HTML file that can be mailed or archived on its own:
+the CSS is inline and every figure is a PNG embedded as a data URI. Figures
+are drawn on matplotlib's Agg canvas without pyplot, so writing a report
+never opens a window and never changes the backend of the user's session
+(a notebook keeps its inline backend).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+PNG_DPI = 110
+
+CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #222;
+       max-width: 1000px; margin: 2em auto; padding: 0 1.2em; line-height: 1.5; }
+h1 { font-size: 1.7em; border-bottom: 2px solid #ccc; padding-bottom: .3em; }
+h2 { font-size: 1.3em; margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: .2em; }
+nav ol { columns: 2; font-size: .95em; }
+figure { margin: 1.2em 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: .9em; color: #444; margin: .4em 0; }
+table.data { border-collapse: collapse; font-size: .85em; font-variant-numeric: tabular-nums; }
+table.data th, table.data td { border-bottom: 1px solid #ddd; padding: .25em .7em; text-align: right; }
+table.data thead th { border-bottom: 2px solid #999; }
+table.data tbody tr:nth-child(even) { background: #f7f7f7; }
+.table-wrap { overflow-x: auto; }
+ul.warnings { list-style: none; padding: 0; }
+ul.warnings li { background: #fff4e0; border-left: 4px solid #e69500; padding: .5em .8em; margin: .4em 0; }
+footer { margin-top: 3em; font-size: .8em; color: #777; }
+"""
+
+
+@dataclass
+class Section:
+    """One titled part of a report, rendered in field order: prose, figures, tables, warnings.
+
+    Text is plain (it is escaped); a figure or table may come with a caption
+    as a `(figure, caption)` or `(table, caption)` pair.
+    """
+
+    heading: str
+    paragraphs: list[str] = field(default_factory=list)
+    figures: list[Figure | tuple[Figure, str]] = field(default_factory=list)
+    tables: list[pd.DataFrame | tuple[pd.DataFrame, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def new_figure(nrows: int = 1, ncols: int = 1, *, width: float = 8.0, height: float = 4.5, **subplots_kw):
+    """A (Figure, axes) pair on the Agg canvas, outside pyplot's global state."""
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(nrows, ncols, squeeze=False, **subplots_kw)
+
+
+def figure_to_data_uri(fig: Figure) -> str:
+    """The figure as a base64 PNG data URI; the figure is closed (freed) afterwards."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=PNG_DPI)
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None and getattr(fig.canvas, "manager", None) is not None:
+        pyplot.close(fig)  # a figure made with pyplot is held by pyplot until closed
+    else:
+        fig.clear()
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def write_html(
+    path: str | Path,
+    title: str,
+    intro: str | Sequence[str],
+    sections: Sequence[Section],
+    *,
+    footer: str | None = None,
+) -> Path:
+    """Write one self-contained HTML page; written to a temporary file and renamed, so a
+    failed or interrupted write never leaves a half page behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page = render_page(title, intro, sections, footer=footer)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(page)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def render_page(title: str, intro: str | Sequence[str], sections: Sequence[Section], *,
+                footer: str | None = None) -> str:
+    paragraphs = [intro] if isinstance(intro, str) else list(intro)
+    nav = "".join(f'<li><a href="#section-{i}">{_text(s.heading)}</a></li>' for i, s in enumerate(sections, 1))
+    body = "\n".join(_render_section(i, s) for i, s in enumerate(sections, 1))
+    foot = f"<footer>{_text(footer)}</footer>" if footer else ""
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{_text(title)}</title>\n"
+        f"<style>{CSS}</style>\n</head>\n<body>\n<h1>{_text(title)}</h1>\n"
+        + "".join(_paragraph(p) for p in paragraphs)
+        + (f"<nav><ol>{nav}</ol></nav>\n" if len(sections) > 1 else "")
+        + body + foot + "\n</body>\n</html>\n"
+    )
+
+
+def _render_section(number: int, section: Section) -> str:
+    parts = [f'<section id="section-{number}">', f"<h2>{_text(section.heading)}</h2>"]
+    parts += [_paragraph(p) for p in section.paragraphs]
+    for item in section.figures:
+        fig, caption = item if isinstance(item, tuple) else (item, "")
+        parts.append(f'<figure><img src="{figure_to_data_uri(fig)}" alt="{_text(section.heading)}">'
+                     + (f"<figcaption>{_text(caption)}</figcaption>" if caption else "") + "</figure>")
+    for item in section.tables:
+        table, caption = item if isinstance(item, tuple) else (item, "")
+        parts.append("<figure>" + (f"<figcaption>{_text(caption)}</figcaption>" if caption else "")
+                     + '<div class="table-wrap">' + _table(table) + "</div></figure>")
+    if section.warnings:
+        parts.append('<ul class="warnings">' + "".join(f"<li>{_text(w)}</li>" for w in section.warnings) + "</ul>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _table(table: pd.DataFrame) -> str:
+    """A default 0..n-1 index carries no information and is left out."""
+    plain_index = isinstance(table.index, pd.RangeIndex) and table.index.start == 0 and table.index.step == 1
+    return table.to_html(classes="data", border=0, escape=True, na_rep="\u2013", float_format=_number,
+                         index=not plain_index)
+
+
+def _number(x: float) -> str:
+    """Whole numbers without decimals; others to six significant digits (callers round first)."""
+    return f"{x:.0f}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:.6g}"
+
+
+def _paragraph(text: str) -> str:
+    return f"<p>{_text(text)}</p>\n"
+
+
+def _text(text) -> str:
+    return html.escape(str(text), quote=True)
