@@ -79,12 +79,21 @@ class Estimator:
         """observed_data, constant_data, their dims, extra_coords and attrs describing the data."""
         return {}
 
-    def _builder(self):
-        """The model-building function: this class's own, or `build_model` from `model_file`."""
+    def _recipe(self):
+        """(build_model, initial_values, start NUTS at the MAP?): the class's own, or a variant's.
+
+        A variant file in `model_file` must define `build_model(data, **settings)`;
+        it may define `initial_values(data)` (else the class's is used) and set
+        `START_NUTS_AT_MAP = False` when its joint posterior mode is degenerate
+        (a learned noise scale collapsing to 0), so that chains start from the
+        initial values instead.
+        """
         if self.model_file is None:
-            return self.build_model
+            return self.build_model, self.initial_values, True
         variant = load_variant(self.model_file)
-        return lambda data: variant.build_model(data, **self.model_settings())
+        init = getattr(variant, "initial_values", self.initial_values)
+        return ((lambda data: variant.build_model(data, **self.model_settings())), init,
+                bool(getattr(variant, "START_NUTS_AT_MAP", True)))
 
     def model_settings(self) -> dict:
         """The settings that `build_model` takes (what a variant file receives)."""
@@ -96,18 +105,19 @@ class Estimator:
         from bayes_wsc.fit import fit_map, fit_nuts
 
         self.check_params()
-        model = self._builder()(data)
+        build, initial_values, start_at_map = self._recipe()
+        model = build(data)
         free = {rv.name for rv in model.free_RVs}
-        start = {k: v for k, v in self.initial_values(data).items() if k in free}
-        map_draws, map_point = fit_map(model, start)
-        messages = diagnostics.map_messages(map_draws.info)
-        fit_info = {"map": map_draws.info}
-        if self.method == "map":
-            draws = map_draws
-        else:
-            map_values = {rv.name: map_draws.posterior[rv.name][0, 0] for rv in model.free_RVs}
+        start = {k: v for k, v in initial_values(data).items() if k in free}
+        messages, fit_info = [], {}
+        if self.method == "map" or start_at_map:
+            draws, _ = fit_map(model, start)
+            messages += diagnostics.map_messages(draws.info)
+            fit_info["map"] = draws.info
+            start = {rv.name: draws.posterior[rv.name][0, 0] for rv in model.free_RVs}
+        if self.method == "nuts":
             draws = fit_nuts(model, draws=self.draws, tune=self.tune, chains=self.chains, seed=self.seed,
-                             initvals=map_values, backend=self.backend, target_accept=self.target_accept,
+                             initvals=start, backend=self.backend, target_accept=self.target_accept,
                              progressbar=self.progressbar)
             fit_info["nuts"] = draws.info
         self.model_ = model

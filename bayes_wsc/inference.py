@@ -50,11 +50,8 @@ def from_draws(
         dims=dims,
     )
     if extra_coords:
-        for group in idata.groups():
-            ds = idata[group]
-            usable = {k: v for k, v in extra_coords.items() if v[0] in ds.dims}
-            if usable:
-                idata[group] = ds.assign_coords(usable)
+        idata.map(lambda ds: ds.assign_coords({k: v for k, v in extra_coords.items() if v[0] in ds.dims}),
+                  inplace=True)
     if attrs:
         set_attrs(idata, attrs)
     return idata

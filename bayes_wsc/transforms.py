@@ -21,8 +21,9 @@ import pytensor.tensor as pt
 from pymc.logprob.transforms import Transform
 
 
-def _offset(n_sticks):
-    return pt.log(pt.arange(n_sticks, 0, -1).astype("float64"))
+def _offset(value):
+    """log(K - 1 - k) for stick k, shaped like `value` (no symbolic arange, so JAX can trace it)."""
+    return pt.log(pt.cumsum(pt.ones_like(value), axis=-1)[..., ::-1])
 
 
 class StickBreaking(Transform):
@@ -36,10 +37,10 @@ class StickBreaking(Transform):
         remaining = 1.0 - pt.cumsum(head, axis=-1)
         # logit(z_k) = log(w_k) - log(stick left after piece k)
         logit_z = pt.log(head) - pt.log(pt.maximum(remaining, np.finfo(float).tiny))
-        return logit_z + _offset(head.shape[-1])
+        return logit_z + _offset(logit_z)
 
     def _log_sticks(self, value):
-        x = value - _offset(value.shape[-1])
+        x = value - _offset(value)
         return -pt.softplus(-x), -pt.softplus(x)  # log z, log(1 - z)
 
     def backward(self, value, *inputs):

@@ -1,0 +1,50 @@
+"""Variant: the rater noise sigma_H is learned, instead of fixed through WH.
+
+Seed 000 fixes WH = 1 / sigma_H^2 = 10. Here sigma_H ~ HalfNormal(1) (logit
+scale) is estimated with everything else, so intervals for rho(k) also carry
+the uncertainty about how noisy the human evaluations are. The `wh` setting
+is ignored.
+
+Written in terms of the rater error e_i = (mu_i - HE_i) / sigma_H ~ N(0, 1),
+with mu_i = HE_i + sigma_H e_i and F0 added as a potential on mu. This is the
+same posterior as HE_i ~ N(mu_i, sigma_H), but without its funnel: written
+that way, mu = HE with sigma_H -> 0 is a spike of unbounded density that
+traps both the MAP and NUTS chains.
+
+Fit it with NUTS. A posterior mode is not a useful summary here: in either
+parameterization the mode sits where the posterior mass is not (sigma_H at 0,
+or inflated), so chains start from the initial values below, not the MAP.
+
+    bayes-wsc fit wsc --model models/learned_rater_noise.py --clicks ... --groups ... --out fit.nc
+"""
+
+import pymc as pm
+
+from bayes_wsc.models.wsc import add_click_likelihood, add_emissions, add_estimands, check_settings
+
+START_NUTS_AT_MAP = False
+
+
+def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0):
+    check_settings(10.0, mu_prior, w_concentration)
+    with pm.Model(coords=data.coords) as model:
+        sigma_h = pm.HalfNormal("sigma_h", 1.0)
+        rater_error = pm.Normal("rater_error", 0.0, 1.0, dims="group")
+        he = pm.Data("he_data", data.he, dims="group")
+        mu = pm.Deterministic("mu", he + sigma_h * rater_error, dims="group")
+        if mu_prior == "hierarchical":
+            mu_loc = pm.Normal("mu_loc", 0.0, 2.0)
+            mu_scale = pm.HalfNormal("mu_scale", 2.0)
+            pm.Potential("mu_prior", pm.logp(pm.Normal.dist(mu_loc, mu_scale), mu).sum())
+        w = add_emissions(data, w_concentration=w_concentration)
+        add_click_likelihood(data, mu, w)
+        add_estimands(data, mu, w)
+    return model
+
+
+def initial_values(data):
+    """Start at the paper's naive solution: mu = HE (no rater error) and the naive w0, w1."""
+    from bayes_wsc.baselines.wsc import naive_emissions
+
+    w0, w1 = naive_emissions(data)
+    return {"sigma_h": 0.5, "w0": w0, "w1": w1}
