@@ -88,7 +88,7 @@ class BehaviorBins:
             if frame[column].isna().any():
                 row = int(np.flatnonzero(frame[column].isna().to_numpy())[0])
                 raise InputError(f"{what} behavior column {column!r} has a missing value (row {row + 1})")
-            code = pd.Categorical(text, categories=list(levels)).codes
+            code = pd.Index(list(levels)).get_indexer(text)
             if (code < 0).any():
                 row = int(np.flatnonzero(code < 0)[0])
                 raise InputError(
