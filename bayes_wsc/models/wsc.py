@@ -229,6 +229,12 @@ class WSC(Estimator):
 
         return write_report(self, out_dir, **kwargs)
 
+    def plot_rho(self, **kwargs):
+        """rho(k) with its credible intervals beside the paper's baselines (a matplotlib Figure)."""
+        from bayes_wsc.report.wsc import plot_rho
+
+        return plot_rho(self, **kwargs)
+
     # ------------------------------------------------------------------ predictions
     def class_probability(self, groups=None, ci: float = 0.94) -> xr.Dataset:
         """P(Z = 1 | X = k, group i) for chosen groups and every bin: mean and HDI, computed on demand."""

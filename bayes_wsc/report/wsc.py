@@ -258,13 +258,30 @@ def _fit_words(est) -> str:
 
 
 # ---------------------------------------------------------------------- rho(k)
-def _rho_section(rhos: list[FitRho], base: Baselines, bins: BehaviorBins, truth, ci: float) -> Section:
+def plot_rho(fits, *, truth_rho=None, ci: float = 0.90, half_sampling_reps: int = 50, seed: int | None = 0):
+    """The report's rho(k) figure on its own: fits with credible intervals beside the baselines.
+
+    `fits` is one fitted `WSC` or a dict label -> fitted `WSC` on the same data.
+    Returns a matplotlib Figure (not registered with pyplot).
+    """
+    fits = _as_labelled(fits)
+    data = _shared_data(fits)
+    base = compute_baselines(data, float(_settings(next(iter(fits.values())))["wh"]), half_sampling_reps, seed)
+    rhos = [_fit_rho(label, est, ci, FIT_COLORS[i % len(FIT_COLORS)]) for i, (label, est) in enumerate(fits.items())]
+    return _rho_figure(rhos, base, data.bins, _checked_truth(truth_rho, data.n_bins), ci)
+
+
+def _rho_figure(rhos: list[FitRho], base: Baselines, bins: BehaviorBins, truth, ci: float):
     clipped = base.moments_outside > 0
     if len(bins.columns) == 1:
-        fig = _rho_by_bin(rhos, base, bins, truth, ci, clipped)
-    else:
-        chosen = next((r for r in rhos if r.method == "nuts"), rhos[0])
-        fig = _rho_crossed(chosen, base, bins, truth, ci, clipped)
+        return _rho_by_bin(rhos, base, bins, truth, ci, clipped)
+    chosen = next((r for r in rhos if r.method == "nuts"), rhos[0])
+    return _rho_crossed(chosen, base, bins, truth, ci, clipped)
+
+
+def _rho_section(rhos: list[FitRho], base: Baselines, bins: BehaviorBins, truth, ci: float) -> Section:
+    clipped = base.moments_outside > 0
+    fig = _rho_figure(rhos, base, bins, truth, ci)
     em_words = (f"EM (Sec. 4, WH = {base.wh:g}) error bars are the estimate \u00b1 {Z_SE} standard errors from "
                 f"grouped half-sampling ({base.reps} refits, each on half of the groups drawn without "
                 "replacement, as in the paper)")
