@@ -112,12 +112,13 @@ def constrained_values(model: pm.Model, points: Sequence[dict]) -> dict[str, np.
 
 # ---------------------------------------------------------------------- NUTS
 def default_backend() -> str:
-    """NumPyro when JAX is installed: measured fastest by ESS/s (benchmarks/RESULTS.md); else PyMC."""
-    try:
-        import numpyro  # noqa: F401
-    except ImportError:
-        return "pymc"
-    return "numpyro"
+    """NumPyro when it is installed (checked without importing JAX); else PyMC's own NUTS.
+
+    The choice follows the measured ESS per second in benchmarks/RESULTS.md.
+    """
+    import importlib.util
+
+    return "numpyro" if importlib.util.find_spec("numpyro") is not None else "pymc"
 
 
 def jittered_starts(model: pm.Model, initvals: Mapping[str, np.ndarray] | None, chains: int,
@@ -177,24 +178,40 @@ def fit_nuts(
     return result
 
 
-def _ensure_host_devices(n: int) -> None:
-    """Let JAX run chains in parallel on CPU cores; only possible before JAX starts."""
-    import sys
+def usable_cpus() -> int:
+    """CPUs this process may run on (os.cpu_count() reports the host's, not the container's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
-    if "jax" in sys.modules:
+
+def _set_host_devices(n: int) -> None:
+    """Give JAX one CPU device per chain so that chains run in parallel.
+
+    XLA reads the device count when its backend starts, so this only works
+    before the first JAX computation. It must also come after importing
+    `pymc.sampling.jax`, which sets the count to 100 on import: with 100
+    devices on a 2-core machine every chain fights for the cores.
+    """
+    import re
+
+    from jax._src import xla_bridge
+
+    if xla_bridge.backends_are_initialized():
         return
-    wanted = max(n, os.cpu_count() or 1)
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_force_host_platform_device_count" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={wanted}".strip()
+    flags = re.sub(r"--xla_force_host_platform_device_count=\S+", "", os.environ.get("XLA_FLAGS", ""))
+    wanted = max(n, usable_cpus())
+    os.environ["XLA_FLAGS"] = f"{flags.strip()} --xla_force_host_platform_device_count={wanted}".strip()
 
 
 def _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, progressbar) -> Draws:
     chains = len(starts)
-    _ensure_host_devices(chains)
+    from pymc.sampling.jax import get_jaxified_graph
+
+    _set_host_devices(chains)
     import jax
     from numpyro.infer import MCMC, NUTS
-    from pymc.sampling.jax import get_jaxified_graph
 
     value_vars = model.value_vars
     potential = get_jaxified_graph(inputs=value_vars, outputs=[-model.logp()])
@@ -246,7 +263,7 @@ def _sample_pymc(model, starts, draws, tune, seed, target_accept, var_names, pro
                   initvals=initvals, model=model, var_names=names, target_accept=target_accept,
                   compute_convergence_checks=False)
     if backend == "pymc":
-        idata = pm.sample(cores=min(len(starts), os.cpu_count() or 1), init="adapt_diag", **kwargs)
+        idata = pm.sample(cores=min(len(starts), usable_cpus()), init="adapt_diag", **kwargs)
     else:
         idata = pm.sample(nuts_sampler=backend, **kwargs)
     posterior = {n: idata.posterior[n].values for n in names}

@@ -113,16 +113,17 @@ def convergence(idata: InferenceData, var_names: list[str]) -> dict[str, dict[st
     """Worst R-hat (rank-normalized), smallest bulk and tail ESS per variable."""
     out = {}
     with warnings.catch_warnings():
+        # a constant variable (pi with mu fixed at HE) has NaN R-hat and ESS: reported as NaN, not warned
         warnings.simplefilter("ignore")
         rhat = az.rhat(idata, var_names=var_names)
         ess_bulk = az.ess(idata, var_names=var_names, method="bulk")
         ess_tail = az.ess(idata, var_names=var_names, method="tail")
-    for name in var_names:
-        out[name] = {
-            "rhat": float(np.nanmax(rhat[name].values)),
-            "ess_bulk": float(np.nanmin(ess_bulk[name].values)),
-            "ess_tail": float(np.nanmin(ess_tail[name].values)),
-        }
+        for name in var_names:
+            out[name] = {
+                "rhat": float(np.nanmax(rhat[name].values)),
+                "ess_bulk": float(np.nanmin(ess_bulk[name].values)),
+                "ess_tail": float(np.nanmin(ess_tail[name].values)),
+            }
     return out
 
 
