@@ -205,6 +205,14 @@ def _set_host_devices(n: int) -> None:
     os.environ["XLA_FLAGS"] = f"{flags.strip()} --xla_force_host_platform_device_count={wanted}".strip()
 
 
+def _use_compilation_cache(jax) -> None:
+    """Keep XLA's compiled samplers on disk, so that a second fit of the same shape starts at once."""
+    if jax.config.jax_compilation_cache_dir:
+        return  # the user chose
+    base = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
+    jax.config.update("jax_compilation_cache_dir", os.path.join(base, "bayes_wsc", "jax"))
+
+
 def _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, progressbar) -> Draws:
     chains = len(starts)
     from pymc.sampling.jax import get_jaxified_graph
@@ -212,6 +220,8 @@ def _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, 
     _set_host_devices(chains)
     import jax
     from numpyro.infer import MCMC, NUTS
+
+    _use_compilation_cache(jax)
 
     value_vars = model.value_vars
     potential = get_jaxified_graph(inputs=value_vars, outputs=[-model.logp()])
