@@ -1,0 +1,63 @@
+"""`bayes-wsc fit wsc`: noisy group averages (Wager et al.): clicks plus a per-group HE."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from bayes_wsc.commands.common import add_sampling_options, columns, positive_float
+
+HELP = "noisy group averages (Wager et al.): clicks + per-group HE"
+
+
+def wh_value(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'inf', got {text!r}") from None
+    if math.isnan(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"WH must be >= 0 (or inf), got {text!r}")
+    return value
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    data = parser.add_argument_group("data")
+    data.add_argument("--clicks", required=True, help="CSV or Parquet, one row per item (click)")
+    data.add_argument("--groups", required=True, help="CSV or Parquet, one row per group with he or he_prob")
+    data.add_argument("--out", required=True, help="where to write the fit (netCDF)")
+    data.add_argument("--group-col", default="group")
+    data.add_argument("--behavior", type=columns, default=None,
+                      help="behavior columns, crossed into bins (default: all but group and weight)")
+    data.add_argument("--weight-col", default=None, help="per-item weights")
+    he = data.add_mutually_exclusive_group()
+    he.add_argument("--he-col", default=None, help="HE on the logit scale (default column: he)")
+    he.add_argument("--he-prob-col", default=None, help="HE as a probability in (0, 1)")
+    data.add_argument("--max-group-weight", type=positive_float, default=None, metavar="M",
+                      help="down-weight each group to at most M items (Sec. 6.2)")
+    model = parser.add_argument_group("model")
+    model.add_argument("--wh", type=wh_value, default=10.0, help="weight of HE, 1/sigma_H^2; 'inf' fixes mu = HE")
+    model.add_argument("--mu-prior", choices=("hierarchical", "flat"), default="hierarchical")
+    model.add_argument("--w-concentration", type=positive_float, default=1.0, help="Dirichlet c of w0, w1")
+    model.add_argument("--model", dest="model_file", default=None, metavar="FILE.py",
+                       help="a model variant file defining build_model(data, **settings)")
+    add_sampling_options(parser)
+
+
+def run(args) -> None:
+    from bayes_wsc.commands.common import fit_save_report
+    from bayes_wsc.data.grouped import GroupedCounts
+    from bayes_wsc.data.tables import read_table
+
+    data = GroupedCounts.from_frames(
+        read_table(args.clicks, "clicks"), read_table(args.groups, "groups"), group_col=args.group_col,
+        behavior=args.behavior, weight_col=args.weight_col, he_col=args.he_col, he_prob_col=args.he_prob_col,
+        max_group_weight=args.max_group_weight,
+    )
+    print(f"{data.n_groups} groups, {int(data.n_items.sum())} items, {data.n_bins} behavior bins", flush=True)
+    from bayes_wsc.models.wsc import WSC  # PyMC loads only once the data are known to be good
+
+    est = WSC(wh=args.wh, mu_prior=args.mu_prior, w_concentration=args.w_concentration,
+              method=args.method, draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
+              backend=args.backend, target_accept=args.target_accept, model_file=args.model_file,
+              progressbar=not args.no_progress)
+    fit_save_report(est, data, args)
