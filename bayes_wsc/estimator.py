@@ -109,9 +109,9 @@ class Estimator:
         model = build(data)
         free = {rv.name for rv in model.free_RVs}
         start = {k: v for k, v in initial_values(data).items() if k in free}
-        messages, fit_info = [], {}
+        messages, fit_info, map_draws = [], {}, None
         if self.method == "map" or start_at_map:
-            draws, _ = fit_map(model, start)
+            draws = map_draws = fit_map(model, start)[0]
             messages += diagnostics.map_messages(draws.info)
             fit_info["map"] = draws.info
             start = {rv.name: draws.posterior[rv.name][0, 0] for rv in model.free_RVs}
@@ -120,6 +120,7 @@ class Estimator:
                              initvals=start, backend=self.backend, target_accept=self.target_accept,
                              progressbar=self.progressbar)
             fit_info["nuts"] = draws.info
+            messages += self.align_draws(draws, map_draws, data)
         self.model_ = model
         self.idata_ = self._assemble(model, draws, data, fit_info)
         if self.method == "nuts":
@@ -132,6 +133,11 @@ class Estimator:
 
     def diagnosed_names(self) -> list[str]:
         return [n for n in self.estimands if n in self.idata_.posterior]
+
+    def align_draws(self, draws, map_draws, data) -> list[str]:
+        """Relabel exchangeable clusters in `draws.posterior` in place (see `relabel.py`) before
+        diagnostics; returns warnings. Models without exchangeable labels keep this no-op."""
+        return []
 
     def model_checks(self, idata) -> list[str]:
         """Model-specific warnings (orientation, label switching); none by default."""
