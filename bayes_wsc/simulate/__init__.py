@@ -1,0 +1,10 @@
+"""Seeded generators for every paper's simulation study, one module per model.
+
+Each returns data in the form a user would have (tables or a data container)
+together with the true parameters, so that tests and benchmarks can score
+recovery.
+"""
+
+from bayes_wsc.simulate.wsc import WSCTruth, counts_to_clicks, emissions_from_rho, sec5_rho, simulate_wsc
+
+__all__ = ["WSCTruth", "counts_to_clicks", "emissions_from_rho", "sec5_rho", "simulate_wsc"]
