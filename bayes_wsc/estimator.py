@@ -72,7 +72,9 @@ class Estimator:
     # ------------------------------------------------------------------ hooks
     # build_model(data) -> pm.Model is defined by each subclass.
 
-    def initial_values(self, data) -> dict:
+    def initial_values(self, data) -> dict | list[dict]:
+        """Where the MAP starts (constrained scale); a list of starts means random restarts,
+        of which the best log density is kept (and starts NUTS)."""
         return {}
 
     def data_groups(self, data) -> dict:
@@ -108,7 +110,11 @@ class Estimator:
         build, initial_values, start_at_map = self._recipe()
         model = build(data)
         free = {rv.name for rv in model.free_RVs}
-        start = {k: v for k, v in initial_values(data).items() if k in free}
+        starts = initial_values(data)
+        starts = [starts] if isinstance(starts, dict) else list(starts)  # a list means random restarts
+        start = [{k: v for k, v in s.items() if k in free} for s in starts]
+        if len(start) == 1:
+            start = start[0]
         messages, fit_info, map_draws = [], {}, None
         if self.method == "map" or start_at_map:
             draws = map_draws = fit_map(model, start)[0]

@@ -72,22 +72,34 @@ def transformed_start(model: pm.Model, initvals: Mapping[str, np.ndarray] | None
 
 def fit_map(
     model: pm.Model,
-    initvals: Mapping[str, np.ndarray] | None = None,
+    initvals: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]] | None = None,
     *,
     maxiter: int = 5000,
     tol: float = 1e-10,
 ) -> tuple[Draws, dict]:
     """Posterior mode by L-BFGS in the unconstrained space, without Jacobian terms.
 
-    Returns draws with chain = draw = 1 and the optimizer's report. A
-    non-converged optimizer is reported in `info`, not hidden.
+    `initvals` is one start (constrained scale) or a list of starts: random
+    restarts for models with many local modes, optimized with one compiled
+    function; the best log density wins and every restart's value is kept in
+    `info["restart_log_densities"]`. Returns draws with chain = draw = 1 and
+    the unconstrained point. A non-converged optimizer is reported in
+    `info`, not hidden.
     """
-    start = transformed_start(model, initvals)
-    value_and_grad, x0 = _value_and_grad_fn(model, start)
+    starts = [initvals] if initvals is None or isinstance(initvals, Mapping) else list(initvals)
+    if not starts:
+        raise InputError("fit_map needs at least one start")
+    points = [transformed_start(model, s) for s in starts]
+    value_and_grad, x0 = _value_and_grad_fn(model, points[0])
     t0 = time.perf_counter()
-    result = minimize(value_and_grad, x0.data, jac=True, method="L-BFGS-B",
-                      options={"maxiter": maxiter, "ftol": tol, "gtol": 1e-7, "maxcor": 20})
-    point = DictToArrayBijection.rmap(RaveledVars(result.x, x0.point_map_info), start)
+    results = []
+    for point in points:
+        x = DictToArrayBijection.map({name: point[name] for name, *_ in x0.point_map_info}).data
+        results.append(minimize(value_and_grad, x, jac=True, method="L-BFGS-B",
+                                options={"maxiter": maxiter, "ftol": tol, "gtol": 1e-7, "maxcor": 20}))
+    best = min(range(len(results)), key=lambda i: results[i].fun if np.isfinite(results[i].fun) else np.inf)
+    result = results[best]
+    point = DictToArrayBijection.rmap(RaveledVars(result.x, x0.point_map_info), points[best])
     posterior = constrained_values(model, [point])
     info = {
         "converged": bool(result.success),
@@ -96,6 +108,9 @@ def fit_map(
         "log_density": float(-result.fun),
         "seconds": time.perf_counter() - t0,
     }
+    if len(results) > 1:
+        info.update(restarts=len(results), best_restart=best,
+                    restart_log_densities=[float(-r.fun) for r in results])
     draws = Draws({k: v[None] for k, v in posterior.items()},
                   {"lp": np.array([[-result.fun]])}, info)
     return draws, point
