@@ -293,6 +293,10 @@ def _sample_pymc(model, starts, draws, tune, seed, target_accept, var_names, pro
     if backend == "pymc":
         idata = pm.sample(cores=min(len(starts), usable_cpus()), init="adapt_diag", **kwargs)
     else:
+        if backend == "blackjax":
+            import pymc.sampling.jax  # noqa: F401 - sets 100 host devices on import; undone next line
+
+            _set_host_devices(len(starts))
         idata = pm.sample(nuts_sampler=backend, **kwargs)
     posterior = {n: idata.posterior[n].values for n in names}
     stats = {k: idata.sample_stats[k].values for k in idata.sample_stats.data_vars}
