@@ -22,7 +22,11 @@ def wh_value(text: str) -> float:
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     data = parser.add_argument_group("data")
-    data.add_argument("--clicks", required=True, help="CSV or Parquet, one row per item (click)")
+    data.add_argument("--clicks", required=True,
+                      help="CSV or Parquet, one row per item (click); a folder or glob of Parquet files "
+                           "streams through Dask, for logs bigger than memory")
+    data.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                      help="Dask distributed scheduler for Parquet clicks (default: local threads)")
     data.add_argument("--groups", required=True, help="CSV or Parquet, one row per group with he or he_prob")
     data.add_argument("--out", required=True, help="where to write the fit (netCDF)")
     data.add_argument("--group-col", default="group")
@@ -46,13 +50,16 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 def run(args) -> None:
     from bayes_wsc.commands.common import fit_save_report
     from bayes_wsc.data.grouped import GroupedCounts
+    from bayes_wsc.data.stream import grouped_counts_from_parquet, is_parquet_source
     from bayes_wsc.data.tables import read_table
 
-    data = GroupedCounts.from_frames(
-        read_table(args.clicks, "clicks"), read_table(args.groups, "groups"), group_col=args.group_col,
-        behavior=args.behavior, weight_col=args.weight_col, he_col=args.he_col, he_prob_col=args.he_prob_col,
-        max_group_weight=args.max_group_weight,
-    )
+    groups = read_table(args.groups, "groups")
+    options = dict(group_col=args.group_col, behavior=args.behavior, weight_col=args.weight_col,
+                   he_col=args.he_col, he_prob_col=args.he_prob_col, max_group_weight=args.max_group_weight)
+    if is_parquet_source(args.clicks):
+        data = grouped_counts_from_parquet(args.clicks, groups, scheduler=args.scheduler, **options)
+    else:
+        data = GroupedCounts.from_frames(read_table(args.clicks, "clicks"), groups, **options)
     print(f"{data.n_groups} groups, {int(data.n_items.sum())} items, {data.n_bins} behavior bins", flush=True)
     from bayes_wsc.models.wsc import WSC  # PyMC loads only once the data are known to be good
 

@@ -155,16 +155,21 @@ class GroupedCounts:
         he_col: str | None = None,
         he_prob_col: str | None = None,
         max_group_weight: float | None = None,
+        count_col: str | None = None,
+        what: str = "clicks",
     ) -> GroupedCounts:
         """Validate one-row-per-item clicks and one-row-per-group HE, and count.
 
         By default the behavior columns are all click columns other than the
-        group and weight columns; HE is read from `he` (logit scale) or, if
-        absent, from `he_prob` (a probability in (0, 1)).
+        group, weight and count columns; HE is read from `he` (logit scale)
+        or, if absent, from `he_prob` (a probability in (0, 1)). With
+        `count_col`, each clicks row stands for that many items (an
+        aggregated table, as `data.stream` produces) and `weight_col`, if
+        given, holds their summed weight.
         """
-        require_rows(clicks, "clicks")
+        require_rows(clicks, what)
         require_rows(groups, "groups")
-        require_columns(clicks, [group_col], "clicks")
+        require_columns(clicks, [group_col], what)
         require_columns(groups, [group_col], "groups")
         he, he_col, he_prob_col = _read_he(groups, he_col, he_prob_col)
         group_ids = key_column(groups, group_col, "groups")
@@ -173,34 +178,39 @@ class GroupedCounts:
             row = int(np.flatnonzero(duplicated.to_numpy())[0])
             raise InputError(f"groups has a duplicate row for group {group_ids.iloc[row]!r} (row {row + 1})")
 
+        items = np.ones(len(clicks))
+        if count_col is not None:
+            require_columns(clicks, [count_col], what)
+            items = numeric_column(clicks, count_col, what, lower=0.0)
         if weight_col is not None:
-            require_columns(clicks, [weight_col], "clicks")
-            weights = numeric_column(clicks, weight_col, "clicks", lower=0.0)
+            require_columns(clicks, [weight_col], what)
+            weights = numeric_column(clicks, weight_col, what, lower=0.0)
         else:
-            weights = np.ones(len(clicks))
+            weights = items
+        not_behavior = (group_col, weight_col, count_col)
         if behavior is None:
-            behavior = [c for c in clicks.columns if c not in (group_col, weight_col)]
+            behavior = [c for c in clicks.columns if c not in not_behavior]
             if not behavior:
-                raise InputError("clicks has no behavior columns besides the group and weight columns")
+                raise InputError(f"{what} has no behavior columns besides the group and weight columns")
         behavior = list(behavior)
-        require_columns(clicks, behavior, "clicks")
+        require_columns(clicks, behavior, what)
         for column in behavior:
-            if column in (group_col, weight_col):
-                raise InputError(f"behavior column {column!r} is also the group or weight column")
+            if column in not_behavior:
+                raise InputError(f"behavior column {column!r} is also the group, weight or count column")
 
-        click_groups = key_column(clicks, group_col, "clicks")
+        click_groups = key_column(clicks, group_col, what)
         group_index = pd.Index(group_ids).get_indexer(click_groups)
         if (group_index < 0).any():
             row = int(np.flatnonzero(group_index < 0)[0])
             raise InputError(
-                f"clicks row {row + 1} is in group {click_groups.iloc[row]!r}, which is absent from groups"
+                f"{what} row {row + 1} is in group {click_groups.iloc[row]!r}, which is absent from groups"
             )
-        bins = BehaviorBins.from_frame(clicks, behavior, "clicks")
-        bin_index = bins.index(clicks, "clicks")
+        bins = BehaviorBins.from_frame(clicks, behavior, what)
+        bin_index = bins.index(clicks, what)
         n_groups, n_bins = len(group_ids), bins.n_bins
         flat = group_index.astype(np.int64) * n_bins + bin_index
         counts = np.bincount(flat, weights=weights, minlength=n_groups * n_bins).reshape(n_groups, n_bins)
-        n_items = np.bincount(group_index, minlength=n_groups)
+        n_items = np.rint(np.bincount(group_index, weights=items, minlength=n_groups)).astype(np.int64)
         counts, scale = downweight(counts, max_group_weight)
         settings = {
             "group_col": group_col,

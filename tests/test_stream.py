@@ -1,0 +1,67 @@
+"""Parquet click logs streamed through Dask give the same count table as in memory."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_wsc.cli import main
+from bayes_wsc.data.grouped import GroupedCounts
+from bayes_wsc.data.stream import grouped_counts_from_parquet
+from bayes_wsc.errors import InputError
+
+
+@pytest.fixture
+def parquet_logs(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 3000
+    clicks = pd.DataFrame({
+        "site": rng.choice([f"s{i}" for i in range(12)], n),
+        "speed": rng.choice(["slow", "fast"], n),
+        "depth": rng.integers(0, 3, n),
+        "w": rng.uniform(0.5, 2.0, n),
+    })
+    groups = pd.DataFrame({"site": [f"s{i}" for i in range(12)], "he": rng.normal(size=12)})
+    folder = tmp_path / "clicks"
+    folder.mkdir()
+    for part, chunk in enumerate(np.array_split(np.arange(n), 5)):
+        clicks.iloc[chunk].to_parquet(folder / f"part-{part}.parquet", row_group_size=200)
+    return folder, clicks, groups
+
+
+def test_streamed_table_equals_in_memory(parquet_logs):
+    folder, clicks, groups = parquet_logs
+    options = dict(group_col="site", behavior=["speed", "depth"], weight_col="w", max_group_weight=200.0)
+    streamed = grouped_counts_from_parquet(folder, groups, **options)
+    memory = GroupedCounts.from_frames(clicks, groups, **options)
+    assert streamed.bins == memory.bins
+    np.testing.assert_allclose(streamed.counts, memory.counts)
+    np.testing.assert_array_equal(streamed.n_items, memory.n_items)
+    np.testing.assert_allclose(streamed.group_scale, memory.group_scale)
+    assert streamed.settings["weight_col"] == "w"
+    globbed = grouped_counts_from_parquet(str(folder / "part-*.parquet"), groups, group_col="site",
+                                          behavior=["speed", "depth"])
+    assert globbed.n_items.sum() == len(clicks)
+
+
+def test_stream_errors_name_the_problem(parquet_logs, tmp_path):
+    folder, clicks, groups = parquet_logs
+    with pytest.raises(InputError, match="holds no Parquet files"):
+        grouped_counts_from_parquet(tmp_path / "nothing*.parquet", groups, group_col="site")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    clicks.assign(w=-clicks.w).to_parquet(bad / "a.parquet")
+    with pytest.raises(InputError, match="'w' has value"):
+        grouped_counts_from_parquet(bad, groups, group_col="site", weight_col="w")
+    clicks.assign(speed=clicks.speed.where(clicks.index != 7)).to_parquet(bad / "a.parquet")
+    with pytest.raises(InputError, match="'speed' has missing values"):
+        grouped_counts_from_parquet(bad, groups, group_col="site", weight_col="w")
+    with pytest.raises(InputError, match="no column 'colour'"):
+        grouped_counts_from_parquet(folder, groups, group_col="site", behavior=["colour"])
+
+
+def test_cli_fits_a_folder_of_parquet(parquet_logs, tmp_path, capsys):
+    folder, _, groups = parquet_logs
+    groups.to_csv(tmp_path / "groups.csv", index=False)
+    code = main(["fit", "wsc", "--clicks", str(folder), "--groups", str(tmp_path / "groups.csv"),
+                 "--group-col", "site", "--weight-col", "w", "--out", str(tmp_path / "fit.nc")])
+    assert code == 0 and "12 groups, 3000 items, 6 behavior bins" in capsys.readouterr().out
