@@ -65,3 +65,40 @@ def counts_mixture_logp(counts, log_class_weights, log_emissions):
     """
     per_cell = mixture_logp(log_class_weights[:, None, :], log_emissions.T[None, :, :])
     return counts * per_cell
+
+#: log(2 pi), for Gaussian densities
+LOG_2PI = 1.8378770664093453
+
+
+def diag_normal_logp(x, mean, sd):
+    """log N(x_d | mean_k, diag(sd_k^2)) for every item d and component k.
+
+    x : (n, D); mean, sd : (K, D). Returns (n, K): the component log-densities
+    f(x_d | k) that `mixture_logp` sums over (seed 003, eq. 20).
+
+    The square is expanded, sum_j (x_j^2 p_kj - 2 x_j m_kj p_kj + m_kj^2 p_kj)
+    with p = 1 / sd^2, so that the work over items is one (n, 2D) x (2D, K)
+    matrix product (and its transpose in the gradient) instead of (n, K, D)
+    elementwise arrays: about twice as fast for the MAP at n = 5000, D = 5. The
+    expansion loses no useful precision on standardized features. It is written
+    as one plain product, not a*dot + b*c, so that PyTensor keeps it a Dot22 and
+    does not build a C BLAS (Gemm) node.
+    """
+    precision = 1.0 / sd**2
+    weights = pt.concatenate([precision, -2.0 * mean * precision], axis=1)  # (K, 2D)
+    quad = pt.dot(pt.concatenate([x**2, x], axis=1), weights.T)  # (n, K)
+    const = pt.sum(mean**2 * precision + 2.0 * pt.log(sd) + LOG_2PI, axis=1)  # (K,)
+    return -0.5 * (quad + const[None, :])
+
+
+def predictive_mixture_logp(log_weights, x_logp, y_logp, axis: int = -1):
+    """(log p(x_d), log p(y_d | x_d)) of a mixture whose class emits x and y independently.
+
+    log p(x) = logsumexp_k(log w_k + log f(x | k)) and
+    log p(y | x) = logsumexp_k(log w_k + log f(x | k) + log g(y | k)) - log p(x)
+    (seed 003, eq. 22-23): the class is summed out given x alone, as at
+    prediction time. An item whose `y_logp` row is all zero (no label) gets
+    log p(y | x) = 0 exactly, so masking by zero rows needs no branch.
+    """
+    log_px = mixture_logp(log_weights, x_logp, axis=axis)
+    return log_px, mixture_logp(log_weights + y_logp, x_logp, axis=axis) - log_px
