@@ -46,6 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
         module = _fit_module(name)
         module.add_parser(models.add_parser(name, help=module.HELP))
 
+    path = sub.add_parser("path", help="fit a model at a grid of a tuning weight and report the trade-off")
+    path_models = path.add_subparsers(dest="model", required=True, parser_class=_Parser)
+    for name in FIT_COMMANDS:
+        module = _fit_module(name)
+        if hasattr(module, "add_path_parser"):  # models with a weight to sweep (pcmix: lam)
+            module.add_path_parser(path_models.add_parser(name, help=module.PATH_HELP))
+
     predict = sub.add_parser("predict", help="posterior predictions for new items")
     predict.add_argument("fit", help="a fit written by `bayes-wsc fit`")
     predict.add_argument("--items", required=True, help="CSV or Parquet with the model's item columns")
@@ -73,6 +80,10 @@ def _quiet_libraries() -> None:
 
 def cmd_fit(args) -> None:
     _fit_module(args.model).run(args)
+
+
+def cmd_path(args) -> None:
+    _fit_module(args.model).run_path(args)
 
 
 def cmd_predict(args) -> None:
@@ -127,7 +138,7 @@ def cmd_demo(args) -> None:
     print(f"\nreport: {path}")
 
 
-COMMANDS = {"fit": cmd_fit, "predict": cmd_predict, "report": cmd_report, "summary": cmd_summary,
+COMMANDS = {"fit": cmd_fit, "path": cmd_path, "predict": cmd_predict, "report": cmd_report, "summary": cmd_summary,
             "demo": cmd_demo}
 
 

@@ -23,6 +23,7 @@ from bayes_wsc.errors import FitWarning, InputError
 METHODS = ("map", "nuts")
 #: model name -> "module:Class", imported only when needed
 REGISTRY = {"wsc": "bayes_wsc.models.wsc:WSC"}
+REGISTRY["pcmix"] = "bayes_wsc.models.pcmix:PCMixture"
 
 
 def package_version() -> str:

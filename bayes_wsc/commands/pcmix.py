@@ -1,0 +1,121 @@
+"""`bayes-wsc fit pcmix` and `bayes-wsc path pcmix`: the prediction-constrained mixture (Hughes et al.)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from bayes_wsc.commands.common import add_sampling_options, columns, positive_float, positive_int
+
+HELP = "a few labels among many items: prediction-constrained Gaussian mixture (Hughes et al.)"
+PATH_HELP = "prediction-constrained mixture at a grid of lam, warm-started, with the trade-off report"
+
+
+def lam_value(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"lam must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def lam_list(text: str) -> list[float]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError("expected lam values separated by commas, like 1,4,16,64")
+    return [lam_value(p) for p in parts]
+
+
+def _add_data_options(parser: argparse.ArgumentParser, out_help: str) -> None:
+    data = parser.add_argument_group("data")
+    data.add_argument("--items", required=True, help="CSV or Parquet, one row per item: features and a label column")
+    data.add_argument("--label-col", default="y", help="label column; an empty cell means unlabeled (default: y)")
+    data.add_argument("--out", required=True, help=out_help)
+    data.add_argument("--features", type=columns, default=None,
+                      help="feature columns (default: every column but the label and id columns)")
+    data.add_argument("--classes", type=columns, default=None,
+                      help="the label classes in order, the positive one last (default: the labels seen, sorted)")
+    data.add_argument("--id-col", default=None, help="an item id column (kept out of the features)")
+
+
+def _add_model_options(parser: argparse.ArgumentParser):
+    model = parser.add_argument_group("model")
+    model.add_argument("--components", type=positive_int, required=True, metavar="K", help="number of clusters K")
+    model.add_argument("--restarts", type=positive_int, default=10,
+                       help="MAP starts (k-means, then random); the best objective wins (default 10)")
+    model.add_argument("--sd-floor", type=positive_float, default=0.001,
+                       help="lower bound of every sd, standardized units (default 0.001, the paper's)")
+    model.add_argument("--mean-prior-sd", type=positive_float, default=3.0,
+                       help="sd of the Normal prior on standardized means (default 3)")
+    model.add_argument("--sd-prior-rate", type=positive_float, default=1.0,
+                       help="rate of the Gamma(2, rate) prior on sd - floor (default 1)")
+    model.add_argument("--concentration", type=positive_float, default=1.01,
+                       help="Dirichlet/Beta concentration of pi and rho (default 1.01, eq. 25)")
+    return model
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    _add_data_options(parser, "where to write the fit (netCDF)")
+    _add_model_options(parser).add_argument(
+        "--lam", type=lam_value, required=True, metavar="L",
+        help="weight of sum log p(y | x) in the PC objective (1 = the joint model)")
+    add_sampling_options(parser)
+
+
+def add_path_parser(parser: argparse.ArgumentParser) -> None:
+    _add_data_options(parser, "folder for one fit per lam (lam_<L>.nc), path.csv and report.html")
+    model = _add_model_options(parser)
+    model.add_argument("--lams", type=lam_list, required=True, metavar="L1,L2,...", help="the lam grid, like 1,4,16,64")
+    model.add_argument(
+        "--no-warm-start", action="store_true",
+        help="do not start each lam from the previous lam's optimum (random restarts only)")
+    add_sampling_options(parser)
+
+
+def _data_and_estimator(args, lam: float):
+    from bayes_wsc.data.labeled import LabeledItems
+    from bayes_wsc.data.tables import read_table
+
+    data = LabeledItems.from_frame(read_table(args.items, "items"), label_col=args.label_col,
+                                   features=args.features, classes=args.classes, id_col=args.id_col)
+    print(f"{data.n_items} items, {data.n_features} features, {data.n_labeled} labeled "
+          f"(classes {', '.join(data.classes)})", flush=True)
+    from bayes_wsc.models.pcmix import PCMixture  # PyMC loads only once the data are known to be good
+
+    est = PCMixture(components=args.components, lam=lam, restarts=args.restarts, sd_floor=args.sd_floor,
+                    mean_prior_sd=args.mean_prior_sd, sd_prior_rate=args.sd_prior_rate,
+                    concentration=args.concentration, method=args.method, draws=args.draws, tune=args.tune,
+                    chains=args.chains, seed=args.seed, backend=args.backend, target_accept=args.target_accept,
+                    progressbar=not args.no_progress)
+    return data, est
+
+
+def run(args) -> None:
+    from bayes_wsc.commands.common import fit_save_report
+
+    data, est = _data_and_estimator(args, args.lam)
+    fit_save_report(est, data, args)
+
+
+def run_path(args) -> None:
+    import warnings
+
+    import pandas as pd
+
+    from bayes_wsc.errors import FitWarning
+
+    data, est = _data_and_estimator(args, args.lams[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        path = est.fit_path(data, args.lams, warm_start=not args.no_warm_start)
+    out = path.save(args.out)
+    table = pd.read_csv(out / "path.csv")
+    with pd.option_context("display.max_columns", 20, "display.width", 140):
+        print(table.drop(columns=["data_loglik", "label_loglik", "file"]).round(4).to_string(index=False))
+    for lam, fit in zip(path.lams, path.fits):
+        for message in fit.diagnostics_:
+            print(f"  - lam = {lam:g}: {message}")
+    print(f"\nwrote {len(path.fits)} fits and path.csv to {out}")
+    print(f"wrote {path.report(args.report or out)}")

@@ -1,0 +1,632 @@
+"""Prediction-constrained supervised mixture (seed 003: Hughes et al., Sec. 2-3, eq. 19-25).
+
+    z_d ~ Categorical(pi)                           pi ~ Dirichlet(1.01)
+    x_d | z = k ~ Normal(mean_k, diag(sd_k^2))      sd_kj >= 0.001 (standardized units)
+    y_d | z = k ~ Categorical(rho_k)                 rho_k ~ Beta(1.01, 1.01) or Dirichlet(1.01)
+
+z is summed out. With p(x_d) = sum_k pi_k f(x_d | k) and
+p(y_d | x_d) = sum_k pi_k f(x_d | k) g(y_d | k) / p(x_d) (eq. 22-23), the
+prediction-constrained (PC) objective of eq. 5 and, with missing labels, eq. 9
+
+    J(xi) = sum_d log p(x_d) + lam * sum_{labeled d} log p(y_d | x_d)
+
+enters the model as one `pm.Potential`. So
+
+* the model's log density is log p0(xi) + J(xi), and its mode (MAP) *is* PC
+  training (eq. 24 with R = -log p0). lam = 1 is the ordinary joint model,
+  log p(x, y); lam = 0 ignores the labels; lam > 1 asks the clusters to
+  predict y from x at some cost in how well they describe x.
+* NUTS samples the *generalized posterior* proportional to p0(xi) exp(J(xi)).
+  At lam = 1 it is the ordinary Bayesian posterior of the joint model. At any
+  other lam it is not the posterior of any probability model of the data:
+  the labels' conditional likelihood is counted lam times, so the draws
+  concentrate as if there were lam times more labeled information than there
+  is. Its spread shows which parameters are compatible with the lam-weighted
+  objective (how flat it is around the optimum, and whether other basins
+  compete); its credible intervals are not calibrated in either the Bayesian
+  or the frequentist sense and should not be read as such. Nobody has
+  published this use of the PC objective; treat it as a sensitivity tool.
+
+Features are standardized by the data container; the priors on the means
+(Normal(0, 3)) and on the sds (0.001 + Gamma(2, 1)) are weakly informative
+on that scale. `mean` and `sd` are reported in the data's units.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+from scipy.special import logsumexp
+
+from bayes_wsc import inference
+from bayes_wsc.baselines.pcmix import LOG_2PI, Params, Priors, check_components, check_lam, component_logp, random_starts
+from bayes_wsc.data.labeled import LabeledItems, standardize
+from bayes_wsc.errors import InputError
+from bayes_wsc.estimator import Estimator
+from bayes_wsc.likelihoods import diag_normal_logp, mixture_logp, predictive_mixture_logp
+from bayes_wsc.posterior import stacked, summarize_columns
+from bayes_wsc.relabel import mode_messages, relabel_draws
+from bayes_wsc.transforms import StickBreaking
+
+#: free variables and Deterministics indexed by component (axis 0 of one draw), for relabeling
+CLUSTER_AXES = {"pi": 0, "mean_z": 0, "sd_excess": 0, "rho": 0, "mean": 0, "sd": 0}
+#: items used to compute memberships when aligning draws (a seeded subsample beyond this)
+RELABEL_ITEMS = 2000
+#: two restarts reached the same basin when their log densities agree this closely (relative)
+BASIN_TOL = 1e-5
+#: ... and never closer than this (nats): L-BFGS stops a little short on the flat rho directions
+BASIN_ATOL = 0.05
+
+
+# ---------------------------------------------------------------------- settings
+def priors_from(sd_floor: float = 0.001, mean_prior_sd: float = 3.0, sd_prior_rate: float = 1.0,
+                concentration: float = 1.01) -> Priors:
+    for name, value in (("sd_floor", sd_floor), ("mean_prior_sd", mean_prior_sd),
+                        ("sd_prior_rate", sd_prior_rate)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+            raise InputError(f"{name} must be a positive number, got {value!r}")
+    if isinstance(concentration, bool) or not isinstance(concentration, numbers.Real) \
+            or not math.isfinite(concentration) or concentration < 1:
+        raise InputError(f"concentration must be a number >= 1 (1.01 in the paper), got {concentration!r}")
+    return Priors(pi_concentration=float(concentration), rho_concentration=float(concentration),
+                  mean_sd=float(mean_prior_sd), sd_rate=float(sd_prior_rate), sd_floor=float(sd_floor))
+
+
+def check_data(data) -> LabeledItems:
+    if not isinstance(data, LabeledItems):
+        raise InputError(f"PCMixture fits LabeledItems (bayes_wsc.data.labeled), got {type(data).__name__}")
+    return data
+
+
+# ---------------------------------------------------------------------- blocks
+def add_mixture_weights(priors: Priors = Priors()):
+    """pi[component] ~ Dirichlet(1.01) (eq. 25), on stick-breaking coordinates."""
+    components = len(pm.modelcontext(None).coords["component"])
+    if components == 1:
+        return pm.Deterministic("pi", pt.ones(1), dims="component")
+    return pm.Dirichlet("pi", a=np.full(components, priors.pi_concentration), dims="component",
+                        default_transform=StickBreaking())
+
+
+def add_gaussian_components(priors: Priors = Priors()):
+    """mean_z[component, feature] ~ Normal(0, 3) and sd_z = 0.001 + Gamma(2, 1) on standardized features.
+
+    Returns (mean_z, sd_z). The Gamma(2, .) density vanishes at 0, which keeps
+    a component from collapsing onto one point; the floor is the paper's.
+    """
+    mean_z = pm.Normal("mean_z", 0.0, priors.mean_sd, dims=("component", "feature"))
+    excess = pm.Gamma("sd_excess", alpha=priors.sd_shape, beta=priors.sd_rate, dims=("component", "feature"))
+    return mean_z, priors.sd_floor + excess
+
+
+def add_label_probabilities(n_classes: int, priors: Priors = Priors()):
+    """rho[component] = P(y = 1 | z) ~ Beta(1.01, 1.01) for two classes (eq. 25), or
+    rho[component, class] ~ Dirichlet(1.01) for more. Returns log P(y = c | z = k) as (K, C)."""
+    if n_classes == 2:
+        rho = pm.Beta("rho", priors.rho_concentration, priors.rho_concentration, dims="component")
+        return pt.stack([pt.log1p(-rho), pt.log(rho)], axis=-1)
+    components = len(pm.modelcontext(None).coords["component"])
+    rho = pm.Dirichlet("rho", a=np.full((components, n_classes), priors.rho_concentration),
+                       dims=("component", "class"), default_transform=StickBreaking())
+    return pt.log(rho)
+
+
+def add_pc_objective(data: LabeledItems, pi, mean_z, sd_z, log_rho, lam: float = 1.0):
+    """The PC objective sum_d log p(x_d) + lam sum_{labeled d} log p(y_d | x_d) as one Potential.
+
+    log p(x_d) is computed for every item and log p(y_d | x_d) for the
+    labeled ones only (eq. 9). Also records the two terms per draw
+    (`data_loglik`, `label_loglik`).
+    """
+    x = pm.Data("x", data.x, dims=("item", "feature"))
+    lam = pm.Data("lam", float(lam))
+    log_weights = pt.log(pi)[None, :]
+    x_logp = diag_normal_logp(x, mean_z, sd_z)
+    data_term = pt.sum(mixture_logp(log_weights, x_logp))
+    if data.n_labeled:
+        labeled = pm.Data("labeled_index", np.flatnonzero(data.labeled).astype(np.int64))
+        labels = pm.Data("labels", data.onehot[data.labeled])  # (n labeled, C) indicators
+        y_logp = pt.sum(labels[:, None, :] * log_rho[None, :, :], axis=-1)  # (n labeled, K)
+        label_term = pt.sum(predictive_mixture_logp(log_weights, x_logp[labeled], y_logp)[1])
+    else:  # nothing to predict: the objective is the unsupervised mixture's
+        label_term = pt.zeros(())
+    pm.Deterministic("data_loglik", data_term)
+    pm.Deterministic("label_loglik", label_term)
+    return pm.Potential("pc_objective", data_term + lam * label_term)
+
+
+def add_estimands(data: LabeledItems, mean_z, sd_z):
+    """mean and sd in the data's units (the features were standardized)."""
+    pm.Deterministic("mean", data.center + data.scale * mean_z, dims=("component", "feature"))
+    pm.Deterministic("sd", data.scale * sd_z, dims=("component", "feature"))
+
+
+def build_model(data: LabeledItems, *, components: int = 2, lam: float = 1.0, sd_floor: float = 0.001,
+                mean_prior_sd: float = 3.0, sd_prior_rate: float = 1.0, concentration: float = 1.01) -> pm.Model:
+    """The supervised mixture with the PC objective, as a `pm.Model` with dims component, feature,
+    class and item. Its MAP is PC training at `lam`; NUTS samples the generalized posterior."""
+    data = check_data(data)
+    check_components(data, components)
+    lam = check_lam(lam)
+    priors = priors_from(sd_floor, mean_prior_sd, sd_prior_rate, concentration)
+    coords = {"component": list(range(int(components))), **data.coords}
+    with pm.Model(coords=coords) as model:
+        pi = add_mixture_weights(priors)
+        mean_z, sd_z = add_gaussian_components(priors)
+        log_rho = add_label_probabilities(data.n_classes, priors)
+        add_pc_objective(data, pi, mean_z, sd_z, log_rho, lam)
+        add_estimands(data, mean_z, sd_z)
+    return model
+
+
+# ---------------------------------------------------------------------- numbers from draws
+def params_to_point(params: Params, sd_floor: float) -> dict:
+    """Mixture parameters (standardized scale) as a start for the model (constrained scale)."""
+    rho = params.rho[:, 1] if params.rho.shape[1] == 2 else params.rho
+    return {"pi": params.pi, "mean_z": params.mean, "sd_excess": np.maximum(params.sd - sd_floor, 1e-6),
+            "rho": np.clip(rho, 1e-9, 1 - 1e-9)}
+
+
+def point_to_params(point: dict, sd_floor: float) -> Params:
+    rho = np.asarray(point["rho"], dtype=float)
+    if rho.ndim == 1:
+        rho = np.stack([1 - rho, rho], axis=-1)
+    return Params(np.asarray(point["pi"], float), np.asarray(point["mean_z"], float),
+                  sd_floor + np.asarray(point["sd_excess"], float), rho)
+
+
+def component_logp_draws(x: np.ndarray, mean_z: np.ndarray, sd_z: np.ndarray) -> np.ndarray:
+    """log f(x_d | k) for many draws at once: x (m, D), mean_z and sd_z (S, K, D) -> (S, m, K).
+
+    The square is expanded so that no (S, m, K, D) array is formed.
+    """
+    precision = 1.0 / sd_z**2
+    quad = (np.einsum("md,skd->smk", x**2, precision) - 2 * np.einsum("md,skd->smk", x, mean_z * precision)
+            + np.sum(mean_z**2 * precision, axis=-1)[:, None, :])
+    return -0.5 * np.maximum(quad, 0.0) - np.sum(np.log(sd_z), axis=-1)[:, None, :] - 0.5 * LOG_2PI * x.shape[1]
+
+
+def memberships(x: np.ndarray, pi: np.ndarray, mean_z: np.ndarray, sd_z: np.ndarray) -> np.ndarray:
+    """p(z = k | x_d) for one draw: (n, K)."""
+    joint = np.log(pi)[None] + component_logp(x, mean_z, sd_z)
+    return np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
+
+
+def basins(log_densities, tol: float = BASIN_TOL, atol: float = BASIN_ATOL) -> pd.DataFrame:
+    """Restarts grouped by the log density they converged to: one row per basin, best first.
+
+    Restarts within max(atol, tol |value|) of a basin's best value share the
+    basin. Label-switched copies of one solution have equal values and count
+    as one basin.
+    """
+    values = np.sort(np.asarray([v for v in log_densities if np.isfinite(v)], dtype=float))[::-1]
+    rows = []
+    for value in values:
+        if rows and abs(rows[-1]["log_density"] - value) <= max(atol, tol * abs(value)):
+            rows[-1]["restarts"] += 1
+        else:
+            rows.append({"log_density": float(value), "restarts": 1})
+    failed = sum(1 for v in log_densities if not np.isfinite(v))
+    if failed:
+        rows.append({"log_density": float("-inf"), "restarts": failed})
+    return pd.DataFrame(rows, columns=["log_density", "restarts"])
+
+
+# ---------------------------------------------------------------------- estimator
+class PCMixture(Estimator):
+    """Prediction-constrained Gaussian mixture with (partly) labeled items (seed 003).
+
+    Parameters
+    ----------
+    components : K, the number of clusters.
+    lam : the weight lambda >= 0 of sum_{labeled} log p(y | x) in the PC objective (1 = joint model).
+    restarts : random restarts of the MAP (k-means plus random starts; the best objective wins, >= 1).
+    sd_floor : lower bound of every sd on the standardized scale (0.001 as in the paper).
+    mean_prior_sd : sd of the Normal(0, .) prior on the standardized cluster means.
+    sd_prior_rate : rate of the Gamma(2, .) prior on sd - sd_floor.
+    concentration : Dirichlet / Beta concentration of pi and rho (1.01 as in eq. 25).
+    method : "map" (PC training) or "nuts" (the generalized posterior, chains started at the MAP).
+    draws, tune, chains, seed, backend, target_accept : NUTS settings; `seed` also seeds the restarts.
+
+    After `fit(data)`: `idata_` with `pi[component]`, `mean` and `sd[component, feature]` (data units),
+    `rho[component]` (or `rho[component, class]`), `data_loglik`, `label_loglik`; `model_`.
+    """
+
+    model_name = "pcmix"
+    estimands = ["pi", "mean", "sd", "rho"]
+
+    def __init__(self, *, components=2, lam=1.0, restarts=10, sd_floor=0.001, mean_prior_sd=3.0,
+                 sd_prior_rate=1.0, concentration=1.01, **kwargs):
+        super().__init__(**kwargs)
+        self.components = components
+        self.lam = lam
+        self.restarts = restarts
+        self.sd_floor = sd_floor
+        self.mean_prior_sd = mean_prior_sd
+        self.sd_prior_rate = sd_prior_rate
+        self.concentration = concentration
+
+    # ------------------------------------------------------------------ settings
+    def model_settings(self) -> dict:
+        return {"components": int(self.components), "lam": float(self.lam), "sd_floor": float(self.sd_floor),
+                "mean_prior_sd": float(self.mean_prior_sd), "sd_prior_rate": float(self.sd_prior_rate),
+                "concentration": float(self.concentration)}
+
+    def check_params(self) -> None:
+        super().check_params()
+        if isinstance(self.components, bool) or not isinstance(self.components, numbers.Integral) \
+                or self.components < 1:
+            raise InputError(f"components (K) must be a whole number >= 1, got {self.components!r}")
+        self.lam = check_lam(self.lam)
+        if isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral) or self.restarts < 1:
+            raise InputError(f"restarts must be a whole number >= 1, got {self.restarts!r}")
+        priors_from(self.sd_floor, self.mean_prior_sd, self.sd_prior_rate, self.concentration)
+
+    @property
+    def priors(self) -> Priors:
+        return priors_from(self.sd_floor, self.mean_prior_sd, self.sd_prior_rate, self.concentration)
+
+    # ------------------------------------------------------------------ hooks
+    def fit(self, data: LabeledItems, *, start: dict | list[dict] | None = None):
+        """PC training (MAP, `restarts` starts) and, with method="nuts", the generalized posterior.
+
+        start : extra starting points on the constrained scale (for example another fit's
+            `map_point_`), tried before the random restarts; the best objective still wins.
+        """
+        check_data(data)
+        self._extra_starts = [] if start is None else ([start] if isinstance(start, dict) else list(start))
+        self._map_point = None
+        return super().fit(data)
+
+    def build_model(self, data: LabeledItems) -> pm.Model:
+        return build_model(data, **self.model_settings())
+
+    def initial_values(self, data: LabeledItems) -> list[dict]:
+        """Extra starts (warm starts) first, then k-means and random starts from `random_starts`."""
+        extra = [dict(s) for s in getattr(self, "_extra_starts", [])]
+        starts = random_starts(data, int(self.components), int(self.restarts), self.seed)
+        return extra + [params_to_point(p, float(self.sd_floor)) for p in starts]
+
+    def data_groups(self, data: LabeledItems) -> dict:
+        attrs = {
+            "data_settings": {**data.settings, "features": list(data.features)},
+            "classes": list(data.classes),
+            "n_labeled": data.n_labeled,
+            "warm_starts": len(getattr(self, "_extra_starts", [])),
+        }
+        if getattr(self, "_map_point", None) is not None:
+            attrs["map_point"] = {k: np.asarray(v).tolist() for k, v in self._map_point.items()}
+        return {
+            "observed_data": {"x": data.x_raw, "y": data.y},
+            "constant_data": {"center": data.center, "scale": data.scale},
+            "dims": {"x": ["item", "feature"], "y": ["item"], "center": ["feature"], "scale": ["feature"]},
+            "attrs": attrs,
+        }
+
+    def align_draws(self, draws, map_draws, data: LabeledItems) -> list[str]:
+        """Relabel every draw against the best MAP's memberships (Hungarian), then warn about
+        chains that sit in a different partition."""
+        reference_point = {k: np.asarray(v[0, 0]) for k, v in map_draws.posterior.items()}
+        self._map_point = {k: reference_point[k] for k in ("pi", "mean_z", "sd_excess", "rho")}
+        if int(self.components) == 1:
+            return []
+        x = data.x
+        if data.n_items > RELABEL_ITEMS:
+            x = x[np.sort(np.random.default_rng(0).choice(data.n_items, RELABEL_ITEMS, replace=False))]
+        floor = float(self.sd_floor)
+
+        def of(draw):
+            return memberships(x, draw["pi"], draw["mean_z"], floor + draw["sd_excess"])
+
+        reference = of(reference_point)
+        out, perms, agreement = relabel_draws(draws.posterior, CLUSTER_AXES, of, reference)
+        draws.posterior.update(out)
+        identity = np.arange(int(self.components))
+        draws.info["relabeled_draws"] = int(np.any(perms != identity, axis=-1).sum())
+        draws.info["chain_agreement"] = [float(a) for a in agreement]
+        return mode_messages(agreement)
+
+    def model_checks(self, idata) -> list[str]:
+        attrs = inference.get_attrs(idata)
+        messages = []
+        lam = float(self.lam)
+        if attrs.get("n_labeled", 1) == 0 and lam > 0:
+            messages.append(no_labels_message(lam))
+        restart_values = attrs.get("fit_info", {}).get("map", {}).get("restart_log_densities")
+        if restart_values and len(restart_values) >= 3:
+            table = basins(restart_values)
+            if table["restarts"].iloc[0] == 1 and len(table) > 1:
+                messages.append(
+                    f"only 1 of {len(restart_values)} restarts reached the best log density "
+                    f"({table['log_density'].iloc[0]:.2f}); the next basin ({table['log_density'].iloc[1]:.2f}) "
+                    f"was reached by {table['restarts'].iloc[1]}. The objective has several local optima: "
+                    "raise restarts to be surer that the best one was found."
+                )
+        post = idata.posterior
+        sd_z = post["sd_excess"].mean(("chain", "draw")).values + float(self.sd_floor)
+        if (sd_z < 2 * float(self.sd_floor)).any():
+            k, j = np.argwhere(sd_z < 2 * float(self.sd_floor))[0]
+            messages.append(f"the sd of component {k} on feature {post['feature'].values[j]!r} sits at its floor "
+                            f"({self.sd_floor} standardized units): the component has collapsed onto (nearly) one "
+                            "value. Use fewer components or check for repeated values.")
+        n_items = idata.observed_data.sizes["item"]
+        pi = post["pi"].mean(("chain", "draw")).values
+        if (pi * n_items < 1).any() and int(self.components) > 1:
+            k = int(np.argmin(pi))
+            messages.append(f"component {k} has weight {pi[k]:.2g}, less than one of the {n_items} items: it "
+                            "explains no data. Use fewer components.")
+        return messages
+
+    # ------------------------------------------------------------------ fitted values
+    @property
+    def classes_(self) -> list[str]:
+        self._check_fitted()
+        return [str(c) for c in inference.get_attrs(self.idata_)["classes"]]
+
+    @property
+    def features_(self) -> list[str]:
+        self._check_fitted()
+        return [str(f) for f in self.idata_.posterior["feature"].values]
+
+    @property
+    def map_point_(self) -> dict:
+        """The best MAP's free variables (constrained scale): a warm start for another fit."""
+        self._check_fitted()
+        attrs = inference.get_attrs(self.idata_)
+        if attrs["method"] == "map":
+            return {k: self.idata_.posterior[k].values[0, 0] for k in ("pi", "mean_z", "sd_excess", "rho")}
+        return {k: np.asarray(v) for k, v in attrs["map_point"].items()}
+
+    @property
+    def restart_basins_(self) -> pd.DataFrame:
+        """The MAP's restarts grouped by the log density they reached (one row per basin)."""
+        self._check_fitted()
+        info = inference.get_attrs(self.idata_).get("fit_info", {}).get("map", {})
+        values = info.get("restart_log_densities", [info.get("log_density", float("nan"))])
+        return basins(values)
+
+    def data_from_fit(self) -> LabeledItems:
+        """The items the fit saw, rebuilt from the saved fit (for reports and scores)."""
+        self._check_fitted()
+        obs, const = self.idata_.observed_data, self.idata_.constant_data
+        attrs = inference.get_attrs(self.idata_)
+        center, scale = const["center"].values, const["scale"].values
+        return LabeledItems((obs["x"].values - center) / scale, obs["y"].values, self.features_, self.classes_,
+                            center, scale, obs["item"].values, dict(attrs.get("data_settings", {})))
+
+    def _draws(self):
+        pi, mean_z = stacked(self.idata_, "pi"), stacked(self.idata_, "mean_z")
+        sd_z = float(self.sd_floor) + stacked(self.idata_, "sd_excess")
+        rho = stacked(self.idata_, "rho")
+        if rho.ndim == 2:
+            rho = np.stack([1 - rho, rho], axis=-1)
+        return pi, mean_z, sd_z, rho
+
+    def objective_terms(self) -> pd.DataFrame:
+        """Per draw: the data term sum log p(x), the label term sum log p(y | x), the PC objective."""
+        self._check_fitted()
+        data_term = stacked(self.idata_, "data_loglik")
+        label_term = stacked(self.idata_, "label_loglik")
+        return pd.DataFrame({"data_loglik": data_term, "label_loglik": label_term,
+                             "objective": data_term + float(self.lam) * label_term})
+
+    # ------------------------------------------------------------------ predictions
+    def predict_arrays(self, x_std: np.ndarray, ci: float = 0.94) -> dict[str, np.ndarray]:
+        """Posterior mean and HDI of P(y = c | x) and the mean of p(z = k | x) for standardized items.
+
+        Returns "label_mean", "label_low", "label_high" (m, C) and "cluster_mean" (m, K); nothing
+        per draw is kept (computed in chunks of items).
+        """
+        self._check_fitted()
+        if not 0 < ci < 1:
+            raise InputError(f"ci must be in (0, 1), got {ci!r}")
+        pi, mean_z, sd_z, rho = self._draws()
+        n_draws, components, n_classes = pi.shape[0], pi.shape[1], rho.shape[2]
+        width = n_classes + components
+        m = x_std.shape[0]
+
+        def draws_of(cols):
+            items, quantity = np.divmod(cols, width)
+            unique, inverse = np.unique(items, return_inverse=True)
+            joint = np.log(pi)[:, None, :] + component_logp_draws(x_std[unique], mean_z, sd_z)  # (S, m', K)
+            resp = np.exp(joint - logsumexp(joint, axis=2, keepdims=True))
+            values = np.concatenate([np.einsum("smk,skc->smc", resp, rho), resp], axis=2)  # (S, m', C + K)
+            return values[:, inverse, quantity]
+
+        mean, low, high = summarize_columns(m * width, draws_of, n_draws, ci)
+        shape = (m, width)
+        mean, low, high = mean.reshape(shape), low.reshape(shape), high.reshape(shape)
+        return {"label_mean": mean[:, :n_classes], "label_low": low[:, :n_classes],
+                "label_high": high[:, :n_classes], "cluster_mean": mean[:, n_classes:]}
+
+    def predict(self, items: pd.DataFrame, *, ci: float = 0.94) -> pd.DataFrame:
+        """Every input column plus the label probabilities and the clusters of new items.
+
+        Two classes: `prob` (posterior mean of P(y = positive | x)), `prob_low`, `prob_high` (HDI at
+        `ci`); more classes: `prob_<class>`, `prob_<class>_low`, `prob_<class>_high`. Then `cluster`
+        (the most probable) and `cluster_prob_<k>` (posterior mean of p(z = k | x)). After a MAP fit
+        the interval has no width: the mode is a single point.
+        """
+        self._check_fitted()
+        const = self.idata_.constant_data
+        x_std = standardize(items, self.features_, const["center"].values, const["scale"].values, "items")
+        result = self.predict_arrays(x_std, ci)
+        out = items.copy()
+        classes = self.classes_
+        if len(classes) == 2:
+            out["prob"], out["prob_low"], out["prob_high"] = (result[f"label_{s}"][:, 1] for s in ("mean", "low", "high"))
+        else:
+            for c, name in enumerate(classes):
+                out[f"prob_{name}"] = result["label_mean"][:, c]
+                out[f"prob_{name}_low"] = result["label_low"][:, c]
+                out[f"prob_{name}_high"] = result["label_high"][:, c]
+        components = [int(k) for k in self.idata_.posterior["component"].values]
+        out["cluster"] = np.asarray(components)[result["cluster_mean"].argmax(axis=1)]
+        for k, name in enumerate(components):
+            out[f"cluster_prob_{name}"] = result["cluster_mean"][:, k]
+        return out
+
+    def scores(self, data: LabeledItems | None = None, y: np.ndarray | None = None) -> dict[str, float]:
+        """How the fit explains x and predicts y on `data` (default: the training items).
+
+        data_nll_per_item: -sum log p(x) / N (posterior mean of the per-draw value);
+        error_rate: share of items with a label (or a code in `y`) whose most probable class
+        (by the posterior mean of P(y | x)) is wrong; label_nll_per_label: -mean log p(y | x)
+        at the posterior mean prediction.
+        """
+        self._check_fitted()
+        if data is None:
+            data = self.data_from_fit()
+            data_loglik = stacked(self.idata_, "data_loglik")  # sum log p(x) per draw, kept by the fit
+        else:
+            pi, mean_z, sd_z, _ = self._draws()
+            data_loglik = np.array([logsumexp(np.log(pi[s])[None] + component_logp(data.x, mean_z[s], sd_z[s]),
+                                              axis=1).sum() for s in range(pi.shape[0])])
+        codes = data.y if y is None else np.asarray(y)
+        out = {"data_nll_per_item": float(-data_loglik.mean() / data.n_items)}
+        known = codes >= 0
+        if known.any():
+            proba = self.predict_arrays(data.x[known], 0.9)["label_mean"]
+            picked = proba[np.arange(known.sum()), codes[known]]
+            out["error_rate"] = float(np.mean(proba.argmax(axis=1) != codes[known]))
+            out["label_nll_per_label"] = float(-np.mean(np.log(np.maximum(picked, 1e-300))))
+        else:
+            out["error_rate"] = out["label_nll_per_label"] = float("nan")
+        return out
+
+    # ------------------------------------------------------------------ lambda path
+    def fit_path(self, data: LabeledItems, lams, *, warm_start: bool = True) -> PCPath:
+        """Fit a grid of lam in increasing order with this estimator's other settings (Sec. 4.1).
+
+        warm_start : each fit also starts from the previous lam's MAP, besides its own
+            `restarts` random starts; the best objective wins, so the path can still jump to a
+            new basin (the paper warns that a warm start alone may not escape the old one).
+        """
+        data = check_data(data)
+        grid = parse_lams(lams)
+        fits, previous = [], None
+        for lam in grid:
+            est = type(self)(**{**self.get_params(), "lam": lam})
+            est.fit(data, start=previous if warm_start else None)
+            previous = est.map_point_
+            fits.append(est)
+        return PCPath(grid, fits, bool(warm_start))
+
+    # ------------------------------------------------------------------ reporting
+    def report(self, out_dir, **kwargs) -> Path:
+        """Write `out_dir/report.html`: the fitted clusters, estimands, restarts and diagnostics."""
+        from bayes_wsc.report.pcmix import write_report
+
+        return write_report(self, out_dir, **kwargs)
+
+    def plot_clusters(self, **kwargs):
+        """The fitted clusters over the data (Fig. 2 / Fig. 3 style), a matplotlib Figure."""
+        from bayes_wsc.report.pcmix import plot_clusters
+
+        return plot_clusters(self, **kwargs)
+
+
+def no_labels_message(lam: float) -> str:
+    return (f"no item has a label, so lam = {lam:g} has nothing to weigh: the fit is the unsupervised "
+            "mixture and rho stays at its prior")
+
+
+def parse_lams(lams) -> list[float]:
+    """A sorted list of distinct lam values >= 0 from a sequence or a text like '1,4,16'."""
+    if isinstance(lams, str):
+        parts = [p.strip() for p in lams.split(",") if p.strip()]
+    else:
+        try:
+            parts = list(lams)
+        except TypeError:
+            raise InputError(f"lams must be a list of numbers, got {lams!r}") from None
+    if not parts:
+        raise InputError("give at least one lam")
+    values = sorted({check_lam(p) for p in parts})
+    return values
+
+
+# ---------------------------------------------------------------------- the lambda path
+@dataclass
+class PCPath:
+    """Fits of one data set along a grid of lam (`PCMixture.fit_path`)."""
+
+    lams: list[float]
+    fits: list[PCMixture]
+    warm_start: bool = True
+
+    def table(self, y: np.ndarray | None = None) -> pd.DataFrame:
+        """One row per lam: PC objective, its terms, the best log density and its basin count,
+        error rate and -log p(x)/N. `y` (label codes, -1 = unknown) scores the error on other
+        labels than the training ones (a simulation's full truth)."""
+        rows = []
+        for lam, est in zip(self.lams, self.fits):
+            terms = est.objective_terms().mean()
+            table = est.restart_basins_
+            attrs = inference.get_attrs(est.idata_)
+            info = attrs.get("fit_info", {}).get("map", {})
+            warm = int(attrs.get("warm_starts", 0))
+            best = info.get("best_restart", 0)
+            scores = est.scores(y=y)
+            rows.append({
+                "lam": lam,
+                "objective": float(terms["objective"]),
+                "data_loglik": float(terms["data_loglik"]),
+                "label_loglik": float(terms["label_loglik"]),
+                "log_density": float(info.get("log_density", np.nan)),
+                "basins": int(len(table)),
+                "restarts_at_best": int(table["restarts"].iloc[0]),
+                "best_start": "warm start" if best < warm else ("k-means" if best == warm else f"random {best - warm}"),
+                **scores,
+            })
+        return pd.DataFrame(rows)
+
+    def plot_tradeoff(self, **kwargs):
+        from bayes_wsc.report.pcmix import plot_tradeoff
+
+        return plot_tradeoff(self, **kwargs)
+
+    def plot_clusters(self, **kwargs):
+        from bayes_wsc.report.pcmix import plot_path_clusters
+
+        return plot_path_clusters(self, **kwargs)
+
+    def report(self, out_dir, **kwargs) -> Path:
+        from bayes_wsc.report.pcmix import write_path_report
+
+        return write_path_report(self, out_dir, **kwargs)
+
+    def save(self, out_dir) -> Path:
+        """One netCDF fit per lam (lam_<value>.nc) and path.csv with the table."""
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        names = []
+        for lam, est in zip(self.lams, self.fits):
+            name = f"lam_{lam:g}.nc"
+            est.save(out_dir / name)
+            names.append(name)
+        table = self.table().assign(file=names)
+        tmp = out_dir / ".path.csv.tmp"
+        table.to_csv(tmp, index=False)
+        tmp.replace(out_dir / "path.csv")
+        return out_dir
+
+    @classmethod
+    def load(cls, out_dir) -> PCPath:
+        from bayes_wsc.estimator import load
+
+        out_dir = Path(out_dir)
+        index = out_dir / "path.csv"
+        if not index.exists():
+            raise InputError(f"{str(out_dir)!r} holds no path.csv: it is not a saved lam path")
+        table = pd.read_csv(index)
+        fits = [load(out_dir / name) for name in table["file"]]
+        warm = [int(inference.get_attrs(f.idata_).get("warm_starts", 0)) for f in fits]
+        return cls([float(v) for v in table["lam"]], fits, any(warm))
