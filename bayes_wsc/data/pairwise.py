@@ -1,0 +1,351 @@
+"""Items with features, and must-link / cannot-link constraints from several experts (seed 002).
+
+Two tables describe the data:
+
+* **items**: one row per item, an id column and numeric feature columns. The
+  features are standardized (training mean and standard deviation) by
+  default; the same scaling is applied to new items at prediction time.
+* **constraints**: rows ``expert, i, j, link`` with ``link`` 1 (must-link:
+  same cluster) or 0 (cannot-link), ``i`` and ``j`` item ids; or, instead,
+  **expert labels**: rows ``expert, id, label``, a partial clustering by each
+  expert, turned here into every pairwise constraint it implies (same label:
+  must-link, different labels: cannot-link).
+
+The container validates once (every failure is a one-line `InputError`
+naming the table, column, row and value) and keeps the sufficient
+statistics: the unique item pairs, each computed once however many experts
+rated it, and one cell per (pair, expert) with that expert's link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from bayes_wsc.data.tables import key_column, numeric_column, require_columns, require_rows
+from bayes_wsc.errors import InputError
+
+CONSTRAINT_COLUMNS = ("expert", "i", "j", "link")
+LABEL_COLUMNS = ("expert", "id", "label")
+
+
+@dataclass(frozen=True)
+class FeatureScaling:
+    """Which columns are the features, and the centre and scale applied to them.
+
+    A constant column gets scale 1 (it becomes all zeros rather than NaN).
+    """
+
+    names: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def fit(cls, frame: pd.DataFrame, columns: Sequence[str], what: str, standardize: bool = True):
+        """Read `columns` of `frame` as floats (one-line errors) and learn the scaling; returns
+        (scaling, standardized matrix)."""
+        raw = np.column_stack([numeric_column(frame, c, what) for c in columns])
+        if standardize:
+            mean = raw.mean(axis=0)
+            scale = raw.std(axis=0)
+            scale[scale <= 1e-12 * np.maximum(np.abs(mean), 1.0)] = 1.0
+        else:
+            mean, scale = np.zeros(raw.shape[1]), np.ones(raw.shape[1])
+        scaling = cls(tuple(str(c) for c in columns), mean, scale)
+        return scaling, (raw - mean) / scale
+
+    def transform(self, frame: pd.DataFrame, what: str = "items") -> np.ndarray:
+        """The feature matrix of new items, scaled as in training; missing or bad columns are errors."""
+        require_columns(frame, self.names, what)
+        if len(frame) == 0:
+            raise InputError(f"{what} has no rows")
+        raw = np.column_stack([numeric_column(frame, c, what) for c in self.names])
+        return (raw - self.mean) / self.scale
+
+
+@dataclass
+class PairwiseConstraints:
+    """Features of n items and the constraints of M experts on their pairs.
+
+    Attributes
+    ----------
+    item_ids : (n,) item ids as text.
+    features : (n, d) feature matrix, standardized unless asked otherwise.
+    scaling : the feature names and the centre and scale used (applied again to new items).
+    expert_names : (M,) expert names as text, in order of first appearance.
+    pairs : (P, 2) item indices of each unique pair, i < j.
+    cell_pair, cell_expert : (N,) the pair and the expert of each constraint (one per pair and expert).
+    link : (N,) 1 = must-link, 0 = cannot-link.
+    settings : how the tables were read (kept in the fit so that it can be rebuilt).
+    """
+
+    item_ids: np.ndarray
+    features: np.ndarray
+    scaling: FeatureScaling
+    expert_names: np.ndarray
+    pairs: np.ndarray
+    cell_pair: np.ndarray
+    cell_expert: np.ndarray
+    link: np.ndarray
+    settings: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.item_ids = np.asarray(self.item_ids).astype(str)
+        self.features = np.asarray(self.features, dtype=float)
+        self.expert_names = np.asarray(self.expert_names).astype(str)
+        self.pairs = np.asarray(self.pairs, dtype=np.int64).reshape(-1, 2)
+        self.cell_pair = np.asarray(self.cell_pair, dtype=np.int64)
+        self.cell_expert = np.asarray(self.cell_expert, dtype=np.int64)
+        self.link = np.asarray(self.link, dtype=np.int8)
+        n = self.item_ids.size
+        if self.features.ndim != 2 or self.features.shape[0] != n:
+            raise InputError(f"features must be an (items x features) matrix for {n} items, "
+                             f"got shape {self.features.shape}")
+        if self.features.shape[1] != len(self.scaling.names):
+            raise InputError(f"features have {self.features.shape[1]} columns but {len(self.scaling.names)} names")
+        if not np.isfinite(self.features).all():
+            raise InputError("features must be finite numbers")
+        if len(set(self.item_ids)) != n:
+            dup = pd.Index(self.item_ids)[pd.Index(self.item_ids).duplicated()][0]
+            raise InputError(f"item id {dup!r} appears more than once")
+        if self.pairs.size == 0 or self.link.size == 0:
+            raise InputError("there are no constraints")
+        if (self.pairs < 0).any() or (self.pairs >= n).any() or (self.pairs[:, 0] >= self.pairs[:, 1]).any():
+            raise InputError("pairs must hold two different item indices, the smaller first")
+        sizes = {self.cell_pair.size, self.cell_expert.size, self.link.size}
+        if len(sizes) != 1:
+            raise InputError("cell_pair, cell_expert and link must have the same length")
+        if (self.cell_pair < 0).any() or (self.cell_pair >= len(self.pairs)).any():
+            raise InputError("cell_pair refers to a pair that does not exist")
+        if (self.cell_expert < 0).any() or (self.cell_expert >= self.expert_names.size).any():
+            raise InputError("cell_expert refers to an expert that does not exist")
+        if not np.isin(self.link, (0, 1)).all():
+            raise InputError("link must be 0 (cannot-link) or 1 (must-link)")
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_frames(
+        cls,
+        items: pd.DataFrame,
+        constraints: pd.DataFrame | None = None,
+        expert_labels: pd.DataFrame | None = None,
+        *,
+        id_col: str = "id",
+        features: Sequence[str] | None = None,
+        standardize: bool = True,
+        max_pairs_per_expert: int | None = None,
+        seed: int | None = 0,
+    ) -> PairwiseConstraints:
+        """Validate the items and either the constraints or the expert labels (exactly one).
+
+        features : feature columns (default: every items column except `id_col`).
+        max_pairs_per_expert : with expert labels, keep at most this many of each expert's
+            implied pairs, drawn at random with `seed` (an expert who labels m items implies
+            m (m - 1) / 2 pairs; all are kept by default).
+        """
+        if (constraints is None) == (expert_labels is None):
+            raise InputError("give either constraints (expert, i, j, link) or expert labels (expert, id, label), "
+                             "not both and not neither")
+        if max_pairs_per_expert is not None and (isinstance(max_pairs_per_expert, bool)
+                                                 or int(max_pairs_per_expert) != max_pairs_per_expert
+                                                 or max_pairs_per_expert < 1):
+            raise InputError(f"max_pairs_per_expert must be a positive whole number, got {max_pairs_per_expert!r}")
+        item_ids, scaling, matrix = _read_items(items, id_col, features, standardize)
+        index = pd.Index(item_ids)
+        if constraints is not None:
+            source = "constraints"
+            experts, lo, hi, link = _read_constraints(constraints, index)
+        else:
+            source = "expert labels"
+            experts, lo, hi, link = _pairs_from_labels(expert_labels, index, max_pairs_per_expert, seed)
+        expert_names = pd.unique(experts)
+        expert_code = pd.Index(expert_names).get_indexer(experts)
+        pair_key, cell_pair = np.unique(lo * len(item_ids) + hi, return_inverse=True)
+        pairs = np.stack(np.divmod(pair_key, len(item_ids)), axis=1)
+        settings = {"id_col": id_col, "features": list(scaling.names), "standardize": bool(standardize),
+                    "source": source, "max_pairs_per_expert": max_pairs_per_expert,
+                    "seed": seed if max_pairs_per_expert is not None else None}
+        return cls(item_ids, matrix, scaling, np.asarray(expert_names), pairs, cell_pair, expert_code, link,
+                   settings)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def n_items(self) -> int:
+        return self.item_ids.size
+
+    @property
+    def n_features(self) -> int:
+        return self.features.shape[1]
+
+    @property
+    def n_experts(self) -> int:
+        return self.expert_names.size
+
+    @property
+    def n_pairs(self) -> int:
+        return self.pairs.shape[0]
+
+    @property
+    def n_constraints(self) -> int:
+        return self.link.size
+
+    @property
+    def feature_names(self) -> list[str]:
+        return list(self.scaling.names)
+
+    @property
+    def linked_items(self) -> np.ndarray:
+        """Indices of the items that appear in at least one constraint (sorted)."""
+        return np.unique(self.pairs)
+
+    @property
+    def coords(self) -> dict[str, list]:
+        return {"item": list(self.item_ids), "feature": self.feature_names, "expert": list(self.expert_names)}
+
+    def expert_counts(self) -> pd.DataFrame:
+        """Per expert: the number of must-links, cannot-links and pairs rated."""
+        must = np.bincount(self.cell_expert, weights=self.link, minlength=self.n_experts).astype(np.int64)
+        total = np.bincount(self.cell_expert, minlength=self.n_experts)
+        return pd.DataFrame({"must_link": must, "cannot_link": total - must, "pairs": total},
+                            index=pd.Index(self.expert_names, name="expert"))
+
+    def pair_votes(self) -> np.ndarray:
+        """(P, 2) counts over experts of cannot-links (column 0) and must-links (column 1) per pair."""
+        must = np.bincount(self.cell_pair, weights=self.link, minlength=self.n_pairs)
+        total = np.bincount(self.cell_pair, minlength=self.n_pairs)
+        return np.stack([total - must, must], axis=1).astype(np.int64)
+
+    def link_matrix(self) -> np.ndarray:
+        """(P, M) link of every pair by every expert: 1 must-link, 0 cannot-link, -1 not rated."""
+        out = np.full((self.n_pairs, self.n_experts), -1, dtype=np.int8)
+        out[self.cell_pair, self.cell_expert] = self.link
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """The constraints as rows expert, i, j, link (item ids), one per pair and expert."""
+        return pd.DataFrame({
+            "expert": self.expert_names[self.cell_expert],
+            "i": self.item_ids[self.pairs[self.cell_pair, 0]],
+            "j": self.item_ids[self.pairs[self.cell_pair, 1]],
+            "link": self.link.astype(np.int64),
+        })
+
+
+# ---------------------------------------------------------------------- reading
+def _read_items(items: pd.DataFrame, id_col: str, features, standardize: bool):
+    require_rows(items, "items")
+    require_columns(items, [id_col], "items")
+    ids = key_column(items, id_col, "items")
+    duplicated = ids.duplicated()
+    if duplicated.any():
+        row = int(np.flatnonzero(duplicated.to_numpy())[0])
+        raise InputError(f"items has a duplicate id {ids.iloc[row]!r} (row {row + 1})")
+    if features is None:
+        features = [c for c in items.columns if c != id_col]
+        if not features:
+            raise InputError(f"items has no feature columns besides the id column {id_col!r}")
+    features = list(features)
+    if not features:
+        raise InputError("the list of feature columns is empty")
+    require_columns(items, features, "items")
+    if id_col in features:
+        raise InputError(f"feature column {id_col!r} is also the id column")
+    if len(set(features)) != len(features):
+        dup = pd.Index(features)[pd.Index(features).duplicated()][0]
+        raise InputError(f"feature column {dup!r} is listed twice")
+    if len(items) < 2:
+        raise InputError("items has a single row: clustering needs at least two items")
+    scaling, matrix = FeatureScaling.fit(items, features, "items", standardize)
+    return ids.to_numpy(), scaling, matrix
+
+
+def _item_index(frame: pd.DataFrame, column: str, index: pd.Index, what: str) -> np.ndarray:
+    ids = key_column(frame, column, what)
+    pos = index.get_indexer(ids)
+    if (pos < 0).any():
+        row = int(np.flatnonzero(pos < 0)[0])
+        raise InputError(f"{what} column {column!r} has item id {ids.iloc[row]!r} (row {row + 1}), "
+                         "which is not in items")
+    return pos.astype(np.int64)
+
+
+def _read_constraints(frame: pd.DataFrame, index: pd.Index):
+    what = "constraints"
+    require_rows(frame, what)
+    require_columns(frame, CONSTRAINT_COLUMNS, what)
+    experts = key_column(frame, "expert", what).to_numpy()
+    i = _item_index(frame, "i", index, what)
+    j = _item_index(frame, "j", index, what)
+    link = numeric_column(frame, "link", what)
+    bad = ~np.isin(link, (0.0, 1.0))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{what} column 'link' has value {link[row]:g} (row {row + 1}); "
+                         "it must be 1 (must-link) or 0 (cannot-link)")
+    same = i == j
+    if same.any():
+        row = int(np.flatnonzero(same)[0])
+        raise InputError(f"{what} row {row + 1} pairs item {index[i[row]]!r} with itself (i = j)")
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    keys = pd.DataFrame({"expert": experts, "lo": lo, "hi": hi})
+    repeated = keys.duplicated(keep="first").to_numpy()
+    if repeated.any():
+        row = int(np.flatnonzero(repeated)[0])
+        match = (keys["expert"].to_numpy() == experts[row]) & (lo == lo[row]) & (hi == hi[row])
+        first = int(np.flatnonzero(match)[0])
+        pair = (index[lo[row]], index[hi[row]])
+        if link[first] != link[row]:
+            kinds = {1.0: "must-link", 0.0: "cannot-link"}
+            raise InputError(f"{what}: expert {experts[row]!r} gives pair {pair} both {kinds[link[first]]} "
+                             f"(row {first + 1}) and {kinds[link[row]]} (row {row + 1})")
+        raise InputError(f"{what}: expert {experts[row]!r} rates pair {pair} twice (rows {first + 1} and "
+                         f"{row + 1}); keep one row per expert and pair")
+    return experts, lo, hi, link.astype(np.int8)
+
+
+def _pairs_from_labels(frame: pd.DataFrame, index: pd.Index, max_pairs: int | None, seed):
+    """Every pair of items that an expert labelled: must-link when the labels agree."""
+    what = "expert labels"
+    require_rows(frame, what)
+    require_columns(frame, LABEL_COLUMNS, what)
+    experts = key_column(frame, "expert", what).to_numpy()
+    item = _item_index(frame, "id", index, what)
+    raw_label = frame["label"]
+    if raw_label.isna().any():
+        row = int(np.flatnonzero(raw_label.isna().to_numpy())[0])
+        raise InputError(f"{what} column 'label' has a missing value (row {row + 1})")
+    labels = raw_label.astype(str).to_numpy()
+    keys = pd.DataFrame({"expert": experts, "item": item, "label": labels})
+    repeated = keys.duplicated(["expert", "item"], keep=False).to_numpy()
+    if repeated.any():
+        rows = np.flatnonzero(repeated)
+        first = int(rows[0])
+        clash = rows[(experts[rows] == experts[first]) & (item[rows] == item[first])
+                     & (labels[rows] != labels[first])]
+        if clash.size:
+            raise InputError(f"{what}: expert {experts[first]!r} gives item {index[item[first]]!r} two labels, "
+                             f"{labels[first]!r} (row {first + 1}) and {labels[clash[0]]!r} (row {clash[0] + 1})")
+        keys = keys.drop_duplicates(["expert", "item"])  # the same label twice implies the same pairs
+    rng = np.random.default_rng(seed)
+    out_experts, out_lo, out_hi, out_link = [], [], [], []
+    for name, rows in keys.groupby("expert", sort=False).indices.items():
+        members = keys["item"].to_numpy()[rows]
+        member_labels = keys["label"].to_numpy()[rows]
+        m = members.size
+        if m < 2:
+            raise InputError(f"{what}: expert {name!r} labels only one item, which implies no pair; "
+                             "drop the expert or label more items")
+        a, b = np.triu_indices(m, 1)
+        if max_pairs is not None and a.size > max_pairs:
+            keep = np.sort(rng.choice(a.size, int(max_pairs), replace=False))
+            a, b = a[keep], b[keep]
+        lo, hi = np.minimum(members[a], members[b]), np.maximum(members[a], members[b])
+        out_experts.append(np.full(a.size, name, dtype=object))
+        out_lo.append(lo)
+        out_hi.append(hi)
+        out_link.append((member_labels[a] == member_labels[b]).astype(np.int8))
+    return (np.concatenate(out_experts).astype(str), np.concatenate(out_lo), np.concatenate(out_hi),
+            np.concatenate(out_link))
