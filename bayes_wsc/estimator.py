@@ -23,6 +23,7 @@ from bayes_wsc.errors import FitWarning, InputError
 METHODS = ("map", "nuts")
 #: model name -> "module:Class", imported only when needed
 REGISTRY = {"wsc": "bayes_wsc.models.wsc:WSC"}
+REGISTRY["experts"] = "bayes_wsc.models.experts:NoisyExperts"
 REGISTRY["pcmix"] = "bayes_wsc.models.pcmix:PCMixture"
 
 
@@ -82,21 +83,32 @@ class Estimator:
         """observed_data, constant_data, their dims, extra_coords and attrs describing the data."""
         return {}
 
+    def map_fixed(self, data) -> dict:
+        """Free variables held at these values (constrained scale) while the MAP is sought.
+
+        The joint mode of a hierarchical model is degenerate: its density grows
+        without bound as a group-level scale goes to 0 with every group at the
+        common location, and L-BFGS can slide there (seen by simulation-based
+        calibration: chains started at such a mode never leave it). Holding the
+        scale at an estimate gives the conditional mode instead. None by default.
+        """
+        return {}
+
     def _recipe(self):
-        """(build_model, initial_values, start NUTS at the MAP?): the class's own, or a variant's.
+        """(build_model, initial_values, start NUTS at the MAP?, map_fixed): the class's own, or a variant's.
 
         A variant file in `model_file` must define `build_model(data, **settings)`;
-        it may define `initial_values(data)` (else the class's is used) and set
-        `START_NUTS_AT_MAP = False` when its joint posterior mode is degenerate
-        (a learned noise scale collapsing to 0), so that chains start from the
-        initial values instead.
+        it may define `initial_values(data)` and `map_fixed(data)` (else the
+        class's are used) and set `START_NUTS_AT_MAP = False` when its joint
+        posterior mode is degenerate (a learned noise scale collapsing to 0), so
+        that chains start from the initial values instead.
         """
         if self.model_file is None:
-            return self.build_model, self.initial_values, True
+            return self.build_model, self.initial_values, True, self.map_fixed
         variant = load_variant(self.model_file)
         init = getattr(variant, "initial_values", self.initial_values)
         return ((lambda data: variant.build_model(data, **self.model_settings())), init,
-                bool(getattr(variant, "START_NUTS_AT_MAP", True)))
+                bool(getattr(variant, "START_NUTS_AT_MAP", True)), getattr(variant, "map_fixed", self.map_fixed))
 
     def model_settings(self) -> dict:
         """The settings that `build_model` takes (what a variant file receives)."""
@@ -108,9 +120,10 @@ class Estimator:
         from bayes_wsc.fit import fit_map, fit_nuts
 
         self.check_params()
-        build, initial_values, start_at_map = self._recipe()
+        build, initial_values, start_at_map, map_fixed = self._recipe()
         model = build(data)
         free = {rv.name for rv in model.free_RVs}
+        fixed = {k: v for k, v in map_fixed(data).items() if k in free}
         starts = initial_values(data)
         starts = [starts] if isinstance(starts, dict) else list(starts)  # a list means random restarts
         start = [{k: v for k, v in s.items() if k in free} for s in starts]
@@ -118,7 +131,7 @@ class Estimator:
             start = start[0]
         messages, fit_info, map_draws = [], {}, None
         if self.method == "map" or start_at_map:
-            draws = map_draws = fit_map(model, start)[0]
+            draws = map_draws = fit_map(model, start, fixed=fixed)[0]
             messages += diagnostics.map_messages(draws.info)
             fit_info["map"] = draws.info
             start = {rv.name: draws.posterior[rv.name][0, 0] for rv in model.free_RVs}

@@ -77,8 +77,14 @@ def fit_map(
     *,
     maxiter: int = 5000,
     tol: float = 1e-10,
+    fixed: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[Draws, dict]:
     """Posterior mode by L-BFGS in the unconstrained space, without Jacobian terms.
+
+    `fixed` holds some free variables at given values (constrained scale) and
+    seeks the mode of the others: the conditional mode, for models whose
+    joint mode is degenerate (a hierarchical scale at 0). The held values
+    are returned with the draws and listed in `info["held_fixed"]`.
 
     `initvals` is one start (constrained scale) or a list of starts: random
     restarts for models with many local modes, optimized with one compiled
@@ -90,6 +96,10 @@ def fit_map(
     starts = [initvals] if initvals is None or isinstance(initvals, Mapping) else list(initvals)
     if not starts:
         raise InputError("fit_map needs at least one start")
+    fixed = {k: np.asarray(v, dtype=float) for k, v in (fixed or {}).items()}
+    if fixed:
+        model = pm.do(model, fixed)
+        starts = [None if s is None else {k: v for k, v in s.items() if k not in fixed} for s in starts]
     points = [transformed_start(model, s) for s in starts]
     value_and_grad, x0 = _value_and_grad_fn(model, points[0])
     t0 = time.perf_counter()
@@ -114,6 +124,9 @@ def fit_map(
     if len(results) > 1:
         info.update(restarts=len(results), best_restart=best,
                     restart_log_densities=[float(-r.fun) for r in results])
+    if fixed:
+        posterior.update({k: v[None] for k, v in fixed.items()})
+        info["held_fixed"] = {k: v.tolist() for k, v in fixed.items()}
     draws = Draws({k: v[None] for k, v in posterior.items()},
                   {"lp": np.array([[-result.fun]])}, info)
     return draws, point

@@ -165,3 +165,19 @@ def load(path: str | Path) -> InferenceData:
     for group in idata.groups():
         idata[group].load()
     return idata
+
+
+# ---------------------------------------------------------------------- calibration (sbc.py)
+def ess_of_draws(draws: np.ndarray) -> float:
+    """The smaller of bulk and tail ESS of one scalar quantity's draws shaped (chain, draw)."""
+    draws = np.asarray(draws, dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(min(az.ess(draws, method="bulk"), az.ess(draws, method="tail")))
+
+
+def rhat_of_draws(draws: np.ndarray) -> float:
+    """Rank-normalized R-hat of one scalar quantity's draws shaped (chain, draw)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(az.rhat(np.asarray(draws, dtype=float)))

@@ -181,6 +181,16 @@ class WSC(Estimator):
         return {"mu": data.he, "mu_loc": float(np.mean(data.he)),
                 "mu_scale": max(float(np.std(data.he)), 0.1), "w0": w0, "w1": w1}
 
+    def map_fixed(self, data: GroupedCounts) -> dict:
+        """Under the hierarchical F0 the joint mode puts mu_scale at 0 (every mu at mu_loc: an
+        unbounded density), so the MAP holds mu_scale at its moment estimate from HE,
+        var(HE) = mu_scale^2 + 1/WH, floored at half the spread of HE and at 0.1."""
+        if self.mu_prior != "hierarchical" or np.isinf(float(self.wh)):
+            return {}
+        spread = float(np.var(data.he))
+        noise = 1.0 / float(self.wh) if float(self.wh) > 0 else 0.0
+        return {"mu_scale": float(np.sqrt(max(spread - noise, 0.25 * spread, 0.01)))}
+
     def data_groups(self, data: GroupedCounts) -> dict:
         return {
             "observed_data": {"counts": data.counts, "he": data.he},

@@ -60,15 +60,69 @@ def simulate_wsc(
     sizes = np.broadcast_to(np.asarray(items_per_group), (n_groups,)).astype(np.int64)
     mu = rng.normal(mu_loc, mu_scale, n_groups)
     he = mu + sigma_h * rng.standard_normal(n_groups) if sigma_h > 0 else mu.copy()
-    n_happy = rng.binomial(sizes, expit(mu))
-    counts = np.stack([rng.multinomial(n, w1) for n in n_happy]) + np.stack(
-        [rng.multinomial(n, w0) for n in sizes - n_happy]
-    )
+    counts = simulate_counts(mu, w0, w1, sizes, rng)
     data = GroupedCounts.from_counts(counts, he, group_ids=[f"g{i}" for i in range(n_groups)],
                                      bin_labels=[f"b{k + 1:02d}" for k in range(n_bins)])
     pi = float(np.sum(sizes * expit(mu)) / sizes.sum())
     rho = pi * w1 / (pi * w1 + (1 - pi) * w0)
     return data, WSCTruth(mu=mu, w0=w0, w1=w1, pi=pi, rho=rho)
+
+
+def simulate_counts(mu, w0, w1, sizes, rng: np.random.Generator) -> np.ndarray:
+    """The I x K click counts given the parameters: Z_ij ~ Bernoulli(sigmoid(mu_i)), X_ij ~ w_Z."""
+    sizes = np.broadcast_to(np.asarray(sizes), np.shape(mu)).astype(np.int64)
+    n_happy = rng.binomial(sizes, expit(mu))
+    return np.stack([rng.multinomial(n, w1) for n in n_happy]) + np.stack(
+        [rng.multinomial(n, w0) for n in sizes - n_happy]
+    )
+
+
+def sbc_case(
+    n_groups: int = 40,
+    items_per_group: int = 20,
+    n_bins: int = 5,
+    *,
+    wh: float = 10.0,
+    w_concentration: float = 1.0,
+    model_file: str | None = None,
+    draws: int = 500,
+    tune: int = 500,
+    chains: int = 2,
+    target_accept: float = 0.8,
+    n_mu: int = 3,
+):
+    """Simulation-based calibration of the WSC model (see `bayes_wsc.sbc`).
+
+    The prior draw holds mu_loc, mu_scale, mu, w0, w1 and the observed HE ~ N(mu, 1/sqrt(WH)),
+    all drawn from the model's own prior; the clicks (a `pm.Potential` in the model) are
+    simulated here given (mu, w0, w1). Ranked: every rho[k], pi, mu_loc, mu_scale, the first
+    `n_mu` mu[i], w0[0] and w1[0].
+    """
+    from bayes_wsc.models.wsc import WSC
+    from bayes_wsc.sbc import SBCCase
+
+    labels = [f"b{k + 1:02d}" for k in range(n_bins)]
+    ids = [f"g{i}" for i in range(n_groups)]
+    template = GroupedCounts.from_counts(np.full((n_groups, n_bins), float(items_per_group) / n_bins),
+                                         np.zeros(n_groups), group_ids=ids, bin_labels=labels)
+
+    def simulate(draw, rng):
+        counts = simulate_counts(draw["mu"], draw["w0"], draw["w1"], items_per_group, rng)
+        return GroupedCounts.from_counts(counts, draw["he"], group_ids=ids, bin_labels=labels)
+
+    def estimator(seed):
+        return WSC(wh=wh, w_concentration=w_concentration, model_file=model_file, method="nuts",
+                   draws=draws, tune=tune, chains=chains, seed=seed, target_accept=target_accept,
+                   progressbar=False)
+
+    quantities = [f"rho[{k}]" for k in range(n_bins)] + ["pi", "mu_loc", "mu_scale"]
+    quantities += [f"mu[{i}]" for i in range(min(n_mu, n_groups))]
+    if n_bins > 1:
+        quantities += ["w0[0]", "w1[0]"]
+    description = (f"WSC model, I = {n_groups} groups of J = {items_per_group} clicks, K = {n_bins} bins, "
+                   f"WH = {wh}, Dirichlet({w_concentration}); NUTS {chains} chains x ({tune} tune + {draws} draws)"
+                   + (f"; variant {model_file}" if model_file else ""))
+    return SBCCase("wsc", template, simulate, estimator, quantities, description=description)
 
 
 def counts_to_clicks(data: GroupedCounts) -> tuple[pd.DataFrame, pd.DataFrame]:
