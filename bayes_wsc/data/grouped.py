@@ -19,15 +19,18 @@ from bayes_wsc.data.tables import key_column, numeric_column, require_columns, r
 from bayes_wsc.errors import InputError
 
 MAX_BINS = 100_000
+#: a logit beyond this is a probability of 1 - 4e-44: surely a probability or percentage given as a logit
+MAX_ABS_HE = 100.0
 
 
-def _sorted_levels(values: pd.Series) -> list:
-    """Distinct levels in natural order: numeric when every level is a number."""
-    uniques = pd.unique(values)
+def _sorted_levels(values: pd.Series) -> list[str]:
+    """Distinct levels as text (as `BehaviorBins.index` matches them: 1 and 1.0 in one object column
+    are two levels), in natural order: numeric when every level is a number."""
+    uniques = pd.unique(values.astype(str))
     numeric = pd.to_numeric(pd.Series(uniques), errors="coerce")
     if numeric.notna().all():
         return [uniques[i] for i in np.argsort(numeric.to_numpy(), kind="stable")]
-    return sorted(uniques, key=str)
+    return sorted(uniques)
 
 
 @dataclass(frozen=True)
@@ -124,18 +127,31 @@ class GroupedCounts:
     settings: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        self.counts = np.asarray(self.counts, dtype=float)
-        self.he = np.asarray(self.he, dtype=float)
-        self.group_ids = np.asarray(self.group_ids).astype(str)
+        self.counts = _floats(self.counts, "counts")
+        self.he = _floats(self.he, "he")
+        if self.counts.ndim != 2:
+            raise InputError(f"counts must be a 2-D groups x bins table, got shape {self.counts.shape}")
         n_groups, n_bins = self.counts.shape
+        ids = np.asarray(self.group_ids, dtype=object).reshape(-1)
+        if ids.shape != (n_groups,):
+            raise InputError(f"there are {ids.size} group ids but {n_groups} groups")
+        if pd.isna(pd.Series(ids, dtype=object)).any():
+            raise InputError("group ids have a missing value")
+        self.group_ids = np.asarray(self.group_ids).astype(str)
         if self.he.shape != (n_groups,):
             raise InputError(f"he has {self.he.size} values but there are {n_groups} groups")
         if n_bins != self.bins.n_bins:
             raise InputError(f"counts have {n_bins} bins but the behavior crossing has {self.bins.n_bins}")
         if not np.isfinite(self.he).all():
             raise InputError(f"he has a non-finite value {float(self.he[~np.isfinite(self.he)][0])!r}")
+        if (np.abs(self.he) > MAX_ABS_HE).any():
+            bad = int(np.flatnonzero(np.abs(self.he) > MAX_ABS_HE)[0])
+            raise InputError(f"he of group {self.group_ids[bad]!r} is {float(self.he[bad])!r}, not a plausible logit "
+                             f"(|he| <= {MAX_ABS_HE:g}); give probabilities as he_prob")
         if not np.isfinite(self.counts).all() or (self.counts < 0).any():
             raise InputError("counts must be finite and non-negative")
+        if not np.isfinite(self.counts.sum()):
+            raise InputError("counts are too large: their total overflows")
         if self.counts.sum() <= 0:
             raise InputError("there are no items (all counts are zero)")
         if len(set(self.group_ids)) != n_groups:
@@ -234,12 +250,17 @@ class GroupedCounts:
         max_group_weight: float | None = None,
     ) -> GroupedCounts:
         """Build directly from an I x K count table (simulations, tests, pre-aggregated data)."""
-        counts = np.asarray(counts, dtype=float)
+        counts = _floats(counts, "counts")
         if counts.ndim != 2:
             raise InputError(f"counts must be a 2-D groups x bins table, got shape {counts.shape}")
         n_groups, n_bins = counts.shape
-        group_ids = np.arange(n_groups) if group_ids is None else np.asarray(group_ids)
+        group_ids = np.arange(n_groups) if group_ids is None else np.asarray(group_ids, dtype=object)
         bin_labels = [str(k) for k in (range(n_bins) if bin_labels is None else bin_labels)]
+        if len(bin_labels) != n_bins:
+            raise InputError(f"there are {len(bin_labels)} bin labels but {n_bins} bins")
+        if len(set(bin_labels)) != n_bins:
+            dup = pd.Index(bin_labels)[pd.Index(bin_labels).duplicated()][0]
+            raise InputError(f"bin label {dup!r} appears more than once")
         bins = BehaviorBins((behavior,), (tuple(bin_labels),))
         n_items = np.rint(counts.sum(axis=1)).astype(np.int64)
         counts, scale = downweight(counts, max_group_weight)
@@ -291,10 +312,20 @@ def downweight(counts: np.ndarray, max_group_weight: float | None) -> tuple[np.n
     totals = counts.sum(axis=1)
     if max_group_weight is None:
         return counts, np.ones(len(totals))
-    if not np.isfinite(max_group_weight) or max_group_weight <= 0:
+    if (isinstance(max_group_weight, bool) or not isinstance(max_group_weight, (int, float, np.number))
+            or not np.isfinite(max_group_weight) or max_group_weight <= 0):
         raise InputError(f"max_group_weight must be a positive number, got {max_group_weight!r}")
     scale = np.minimum(1.0, max_group_weight / np.maximum(totals, np.finfo(float).tiny))
     return counts * scale[:, None], scale
+
+
+def _floats(values, name: str) -> np.ndarray:
+    """`values` as a float array, or an InputError naming them (text, ragged rows)."""
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{name} must be numbers in a regular table: {reason}") from None
 
 
 def _read_he(groups, he_col: str | None, he_prob_col: str | None) -> tuple[np.ndarray, str | None, str | None]:

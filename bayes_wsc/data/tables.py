@@ -47,14 +47,26 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
 
 
 def require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
-    """Fail naming the first column of `columns` that `frame` lacks."""
+    """Fail naming the first column of `columns` that `frame` lacks (or repeats)."""
+    check_frame(frame, what)
     for column in columns:
         if column not in frame.columns:
             available = ", ".join(map(str, frame.columns[:12]))
             raise InputError(f"{what} has no column {column!r} (columns: {available})")
 
 
+def check_frame(frame, what: str) -> None:
+    """A pandas DataFrame whose column names are unique (Parquet and DataFrames allow repeats)."""
+    if not isinstance(frame, pd.DataFrame):
+        raise InputError(f"{what} must be a pandas DataFrame, got {type(frame).__name__}")
+    repeated = frame.columns[frame.columns.duplicated()]
+    if len(repeated):
+        raise InputError(f"{what} has more than one column named {repeated[0]!r}")
+
+
 def require_rows(frame: pd.DataFrame, what: str) -> None:
+    """A DataFrame (see `check_frame`) with at least one row."""
+    check_frame(frame, what)
     if len(frame) == 0:
         raise InputError(f"{what} has no rows")
 
