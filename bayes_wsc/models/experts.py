@@ -1,0 +1,471 @@
+"""Clustering from multiple uncertain experts (seed 002, Chang et al. 2017), declared in PyMC.
+
+    p(z_i = k | x_i) = softmax_k(x_i^T W + b)                  discriminative clustering (eq. 1)
+    P(S_ij^(m) = 1 | z_i = z_j)  = alpha_m                    expert m's sensitivity (eq. 2)
+    P(S_ij^(m) = 0 | z_i != z_j) = beta_m                     expert m's specificity (eq. 3)
+    alpha_m, beta_m ~ 0.5 + 0.5 Beta(a, b)                    on [0.5, 1]: no expert worse than chance
+    W, b: Gaussian priors, the paper's penalty lambda ||W||^2 with sd = 1 / sqrt(2 lambda)
+    omega_m = log(alpha_m beta_m / ((1 - alpha_m)(1 - beta_m)))  the expert's weight (Sec. 2.4)
+
+The clusters of the two items of a pair are summed out in closed form:
+with gamma_ij = sum_k p_ik p_jk, P(S = 1) = gamma alpha + (1 - gamma)(1 - beta)
+(`likelihoods.coclustering_probability`, `likelihoods.expert_link_logp`).
+Multiplying these over constraints gives a **pairwise composite
+likelihood**, not the joint marginal over all z (intractable: pairs sharing
+an item are dependent); the paper's EM optimizes a Jensen bound of the same
+pairwise quantity. gamma is computed once per unique pair.
+
+Identifiability. The softmax is invariant to adding a vector to every column
+of W, so cluster 0 is the reference: the free parameters are W_ref[feature,
+cluster_ref] and b_ref[cluster_ref], the logits of clusters 1..K-1 relative
+to cluster 0. Their prior is the one induced by independent N(0, sd^2)
+columns of a full W on these differences, MvNormal(0, sd^2 (I + 1 1^T)),
+which is exactly the paper's penalty lambda ||W||_F^2 evaluated at the
+minimum-norm (zero-sum) representative and, unlike independent priors on
+the K - 1 free columns, unchanged when clusters are relabelled. The reported
+W[feature, cluster] and b[cluster] are that zero-sum representative.
+
+Label switching: the clusters are exchangeable. The MAP takes the best of
+many random restarts (20 by default, as in the paper); NUTS chains start at
+that MAP and every draw is then relabelled against the MAP's memberships by
+the Hungarian method (`relabel.py`), which permutes the full logits [b; W]
+and re-references W_ref, b_ref, before any diagnostic.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+from scipy.special import softmax
+
+from bayes_wsc import inference, relabel
+from bayes_wsc.data.pairwise import FeatureScaling, PairwiseConstraints
+from bayes_wsc.errors import InputError
+from bayes_wsc.estimator import Estimator
+from bayes_wsc.likelihoods import coclustering_probability, expert_link_logp
+from bayes_wsc.posterior import stacked, summarize_columns
+
+#: relabeling compares memberships on at most this many training items (a seeded random subset beyond)
+RELABEL_MAX_ITEMS = 5000
+#: MAP restarts whose log density is within this of the best count as having reached it
+SAME_OPTIMUM = 1e-3
+#: a cluster holding less than this share of the items (hard assignment) is reported as nearly empty
+EMPTY_CLUSTER_SHARE = 0.01
+
+
+def check_settings(n_clusters, prior_sd, intercept_sd, accuracy_a, accuracy_b) -> None:
+    """Fail early, naming the setting, before any model is built."""
+    if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral) or n_clusters < 2:
+        raise InputError(f"the number of clusters K must be a whole number >= 2, got {n_clusters!r}")
+    for name, value in (("prior_sd", prior_sd), ("intercept_sd", intercept_sd), ("accuracy_a", accuracy_a),
+                        ("accuracy_b", accuracy_b)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+            raise InputError(f"{name} must be a positive number, got {value!r}")
+
+
+def reference_covariance(n_clusters: int, sd: float) -> np.ndarray:
+    """Covariance of (w_k - w_0), k = 1..K-1, when the K columns w_k are independent N(0, sd^2)."""
+    return sd**2 * (np.eye(n_clusters - 1) + np.ones((n_clusters - 1, n_clusters - 1)))
+
+
+# ---------------------------------------------------------------------- blocks
+def feature_rotation(features: np.ndarray) -> np.ndarray:
+    """The principal axes of the training features: an orthogonal (d, d) matrix V.
+
+    The rows of W have i.i.d. priors, so W = V W_pc with the same prior on W_pc is the same model;
+    in the rotated basis the features are uncorrelated and so, nearly, is the posterior, which NUTS
+    with a diagonal mass matrix explores in far fewer steps (collinear features otherwise give
+    long, thin ridges). With more features than items the identity is used.
+    """
+    n, d = features.shape
+    if d > n:
+        return np.eye(d)
+    _, _, vt = np.linalg.svd(features - features.mean(axis=0), full_matrices=True)
+    return vt.T
+
+
+def add_cluster_weights(data: PairwiseConstraints, n_clusters: int, *, prior_sd: float = 1.0,
+                        intercept_sd: float = 2.0):
+    """The clustering parameters; returns the reference-coded (W_ref[feature, cluster_ref], b_ref).
+
+    W_ref and b_ref are the logits of clusters 1..K-1 relative to cluster 0, with the exchangeable
+    prior MvNormal(0, sd^2 (I + 1 1^T)) on every row. They are written non-centred,
+    W_ref = V W_raw L^T and b_ref = L_b b_raw with W_raw, b_raw ~ N(0, 1), where L, L_b are the
+    Cholesky factors of the prior covariances and V the principal axes of the features
+    (`feature_rotation`): the same model, in coordinates that NUTS with a diagonal mass matrix
+    explores easily. The zero-sum W[feature, cluster] and b[cluster] are kept as Deterministics.
+    """
+    rotation = feature_rotation(data.features)
+    chol_w = np.linalg.cholesky(reference_covariance(n_clusters, prior_sd))
+    chol_b = np.linalg.cholesky(reference_covariance(n_clusters, intercept_sd))
+    w_raw = pm.Normal("W_raw", 0.0, 1.0, dims=("component", "cluster_ref"))
+    b_raw = pm.Normal("b_raw", 0.0, 1.0, dims="cluster_ref")
+    w_ref = pt.dot(pt.dot(rotation, w_raw), chol_w.T)
+    b_ref = pt.dot(b_raw, chol_b.T)
+    w_full = pt.concatenate([pt.zeros((w_ref.shape[0], 1)), w_ref], axis=1)
+    b_full = pt.concatenate([pt.zeros(1), b_ref])
+    pm.Deterministic("W", w_full - w_full.mean(axis=1, keepdims=True), dims=("feature", "cluster"))
+    pm.Deterministic("b", b_full - b_full.mean(), dims="cluster")
+    return w_ref, b_ref
+
+
+def raw_coordinates(W: np.ndarray, b: np.ndarray, features: np.ndarray, prior_sd: float,
+                    intercept_sd: float) -> dict[str, np.ndarray]:
+    """W_raw, b_raw of full logit weights W (..., d, K) and b (..., K): the inverse of
+    `add_cluster_weights`, used to start the optimizer and to re-reference relabelled draws."""
+    n_clusters = W.shape[-1]
+    w_ref, b_ref = reference_coded(W, b)
+    chol_w = np.linalg.cholesky(reference_covariance(n_clusters, prior_sd))
+    chol_b = np.linalg.cholesky(reference_covariance(n_clusters, intercept_sd))
+    rotated = np.einsum("fc,...fk->...ck", feature_rotation(features), w_ref)
+    w_raw = np.swapaxes(np.linalg.solve(chol_w, np.swapaxes(rotated, -1, -2)), -1, -2)  # rotated L^-T
+    b_raw = np.linalg.solve(chol_b, b_ref[..., None])[..., 0]
+    return {"W_raw": w_raw, "b_raw": b_raw}
+
+
+def add_memberships(data: PairwiseConstraints, w_ref, b_ref):
+    """P(z = k | x) of the two items of every unique pair: (first, second), each (pair, K).
+
+    Memberships are computed once for the items that appear in a constraint (the only ones
+    the likelihood sees) and gathered at the pair ends.
+    """
+    features = pm.Data("linked_features", data.features[data.linked_items], dims=("linked_item", "feature"))
+    logits = pt.dot(features, w_ref) + b_ref
+    probs = pt.special.softmax(pt.concatenate([pt.zeros((logits.shape[0], 1)), logits], axis=1), axis=-1)
+    local = np.searchsorted(data.linked_items, data.pairs)  # pair items as rows of `probs`
+    return probs[local[:, 0]], probs[local[:, 1]]
+
+
+def add_experts(*, accuracy_a: float = 2.0, accuracy_b: float = 2.0):
+    """alpha[expert], beta[expert] = 0.5 + 0.5 Beta(a, b) (free: alpha_raw = 2 alpha - 1, beta_raw),
+    and the expert weight omega[expert]."""
+    alpha_raw = pm.Beta("alpha_raw", accuracy_a, accuracy_b, dims="expert")
+    beta_raw = pm.Beta("beta_raw", accuracy_a, accuracy_b, dims="expert")
+    alpha = pm.Deterministic("alpha", 0.5 + 0.5 * alpha_raw, dims="expert")
+    beta = pm.Deterministic("beta", 0.5 + 0.5 * beta_raw, dims="expert")
+    # 1 - alpha = (1 - alpha_raw) / 2, computed without cancellation
+    pm.Deterministic("omega", pt.log(alpha) + pt.log(beta) - pt.log1p(-alpha_raw) - pt.log1p(-beta_raw)
+                     + 2 * np.log(2.0), dims="expert")
+    return alpha, beta
+
+
+def add_constraint_likelihood(data: PairwiseConstraints, ends, alpha, beta):
+    """The pairwise composite likelihood of every constraint; gamma is computed once per unique
+    pair and gathered for each expert that rated the pair."""
+    gamma = coclustering_probability(*ends)
+    link = pm.Data("link", data.link.astype(float), dims="constraint")
+    cell_pair = pm.Data("constraint_pair", data.cell_pair, dims="constraint")
+    cell_expert = pm.Data("constraint_expert", data.cell_expert, dims="constraint")
+    logp = expert_link_logp(gamma[cell_pair], link, alpha[cell_expert], beta[cell_expert])
+    pm.Potential("constraints", logp.sum())
+    return gamma
+
+
+def build_model(
+    data: PairwiseConstraints,
+    *,
+    n_clusters: int = 2,
+    prior_sd: float = 1.0,
+    intercept_sd: float = 2.0,
+    accuracy_a: float = 2.0,
+    accuracy_b: float = 2.0,
+) -> pm.Model:
+    """The noisy-experts model as a `pm.Model` with dims feature, cluster, cluster_ref, expert.
+
+    prior_sd : sd of the Gaussian prior on each column of W (the paper's lambda = 1 / (2 sd^2)
+        on the unnormalized log-likelihood; the paper divides it by the number of constraints N,
+        so its lambda corresponds to sd = 1 / sqrt(2 N lambda)).
+    intercept_sd : sd of the Gaussian prior on each entry of b.
+    accuracy_a, accuracy_b : alpha, beta ~ 0.5 + 0.5 Beta(a, b); (1, 1) is uniform on [0.5, 1]
+        (the paper's unpenalized constraint), the default (2, 2) keeps the mode inside the interval.
+    """
+    check_settings(n_clusters, prior_sd, intercept_sd, accuracy_a, accuracy_b)
+    if data.n_items < n_clusters:
+        raise InputError(f"there are {data.n_items} items but {n_clusters} clusters: "
+                         "the number of clusters must not exceed the number of items")
+    coords = {**data.coords, "cluster": list(range(n_clusters)), "cluster_ref": list(range(1, n_clusters)),
+              "component": list(range(data.n_features)),
+              "linked_item": list(data.item_ids[data.linked_items]), "constraint": list(range(data.n_constraints))}
+    with pm.Model(coords=coords) as model:
+        w_ref, b_ref = add_cluster_weights(data, n_clusters, prior_sd=prior_sd, intercept_sd=intercept_sd)
+        ends = add_memberships(data, w_ref, b_ref)
+        alpha, beta = add_experts(accuracy_a=accuracy_a, accuracy_b=accuracy_b)
+        add_constraint_likelihood(data, ends, alpha, beta)
+    return model
+
+
+# ---------------------------------------------------------------------- estimator
+def membership_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """softmax(x W + b) for one parameter draw (W: (d, K), b: (K,)) or a stack of draws
+    (W: (S, d, K), b: (S, K) -> (S, n, K))."""
+    if W.ndim == 2:
+        return softmax(features @ W + b, axis=-1)
+    return softmax(np.einsum("nd,sdk->snk", features, W) + b[:, None, :], axis=-1)
+
+
+def reference_coded(W: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """W_ref, b_ref from full (any representative) W, b: logits of clusters 1..K-1 minus cluster 0's."""
+    return W[..., 1:] - W[..., :1], b[..., 1:] - b[..., :1]
+
+
+class NoisyExperts(Estimator):
+    """Bayesian clustering from the pairwise constraints of several uncertain experts (seed 002).
+
+    Parameters
+    ----------
+    n_clusters : K, the number of clusters (>= 2).
+    prior_sd : sd of the Gaussian prior on W (the paper's lambda ||W||^2: sd = 1 / sqrt(2 lambda)).
+    intercept_sd : sd of the Gaussian prior on b.
+    accuracy_a, accuracy_b : alpha, beta ~ 0.5 + 0.5 Beta(a, b) on [0.5, 1].
+    restarts : random restarts of the MAP (the best is kept and starts NUTS); 20 as in the paper.
+    method : "map" (posterior mode) or "nuts" (full posterior, chains started at the MAP).
+    draws, tune, chains, seed, backend, target_accept : NUTS settings; seed also seeds the restarts.
+
+    After `fit(data)`: `idata_` (InferenceData with alpha[expert], beta[expert], omega[expert],
+    W[feature, cluster], b[cluster], and the free W_raw, b_raw, alpha_raw, beta_raw) and `model_`. Item memberships are computed on
+    demand (`memberships`, `predict`), never stored per draw.
+    """
+
+    model_name = "experts"
+    estimands = ["alpha", "beta", "omega", "b", "W"]
+
+    def __init__(self, *, n_clusters=2, prior_sd=1.0, intercept_sd=2.0, accuracy_a=2.0, accuracy_b=2.0,
+                 restarts=20, **kwargs):
+        super().__init__(**kwargs)
+        self.n_clusters = n_clusters
+        self.prior_sd = prior_sd
+        self.intercept_sd = intercept_sd
+        self.accuracy_a = accuracy_a
+        self.accuracy_b = accuracy_b
+        self.restarts = restarts
+
+    def model_settings(self) -> dict:
+        return {"n_clusters": self.n_clusters, "prior_sd": self.prior_sd, "intercept_sd": self.intercept_sd,
+                "accuracy_a": self.accuracy_a, "accuracy_b": self.accuracy_b}
+
+    def check_params(self) -> None:
+        super().check_params()
+        check_settings(**self.model_settings())
+        if isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral) or self.restarts < 1:
+            raise InputError(f"restarts must be a positive whole number, got {self.restarts!r}")
+
+    def build_model(self, data: PairwiseConstraints) -> pm.Model:
+        return build_model(data, **self.model_settings())
+
+    def initial_values(self, data: PairwiseConstraints) -> list[dict]:
+        """The paper's random restarts (Sec. 2.5): W, b ~ N(0, 1) entries, alpha, beta ~ U(0.5, 1).
+
+        The sensitivities and specificities are drawn inside (0.51, 0.99) so that every start
+        has a finite log density.
+        """
+        rng = np.random.default_rng(self.seed)
+        k = self.n_clusters
+        starts = []
+        for _ in range(self.restarts):
+            W = rng.standard_normal((data.n_features, k))
+            b = rng.standard_normal(k)
+            start = raw_coordinates(W, b, data.features, self.prior_sd, self.intercept_sd)
+            start["alpha_raw"] = 2 * rng.uniform(0.51, 0.99, data.n_experts) - 1
+            start["beta_raw"] = 2 * rng.uniform(0.51, 0.99, data.n_experts) - 1
+            starts.append(start)
+        return starts
+
+    def data_groups(self, data: PairwiseConstraints) -> dict:
+        return {
+            "observed_data": {"link": data.link.astype(np.int64)},
+            "constant_data": {
+                "features": data.features,
+                "feature_mean": data.scaling.mean,
+                "feature_scale": data.scaling.scale,
+                "pair_first": data.pairs[:, 0],
+                "pair_second": data.pairs[:, 1],
+                "constraint_pair": data.cell_pair,
+                "constraint_expert": data.cell_expert,
+            },
+            "dims": {"link": ["constraint"], "features": ["item", "feature"], "feature_mean": ["feature"],
+                     "feature_scale": ["feature"], "pair_first": ["pair"], "pair_second": ["pair"],
+                     "constraint_pair": ["constraint"], "constraint_expert": ["constraint"]},
+            "attrs": {"data_settings": data.settings},
+        }
+
+    # ------------------------------------------------------------------ label switching
+    def align_draws(self, draws, map_draws, data: PairwiseConstraints) -> list[str]:
+        """Relabel every draw against the MAP's memberships (Hungarian), then re-reference."""
+        post = draws.posterior
+        rng = np.random.default_rng(0)
+        rows = np.arange(data.n_items)
+        if rows.size > RELABEL_MAX_ITEMS:
+            rows = np.sort(rng.choice(rows, RELABEL_MAX_ITEMS, replace=False))
+        features = data.features[rows]
+        if map_draws is not None:
+            reference = membership_probabilities(features, map_draws.posterior["W"][0, 0],
+                                                 map_draws.posterior["b"][0, 0])
+        else:  # no MAP (a variant that starts elsewhere): the first chain's mean memberships
+            reference = membership_probabilities(features, post["W"][0], post["b"][0]).mean(axis=0)
+        relabelled, perms, agreement = relabel.relabel_draws(
+            {"W": post["W"], "b": post["b"]}, {"W": 1, "b": 0},
+            lambda draw: membership_probabilities(features, draw["W"], draw["b"]), reference,
+        )
+        post["W"], post["b"] = relabelled["W"], relabelled["b"]
+        raw = raw_coordinates(post["W"], post["b"], data.features, self.prior_sd, self.intercept_sd)
+        for name, values in raw.items():
+            if name in post:
+                post[name] = values
+        identity = np.arange(self.n_clusters)
+        draws.info["relabelled_draws"] = int((perms != identity).any(axis=-1).sum())
+        draws.info["chain_agreement"] = [float(a) for a in agreement]
+        return relabel.mode_messages(agreement)
+
+    def model_checks(self, idata) -> list[str]:
+        messages = []
+        fit_info = inference.get_attrs(idata).get("fit_info", {})
+        restart_lps = fit_info.get("map", {}).get("restart_log_densities")
+        if restart_lps and len(restart_lps) >= 5:
+            lps = np.asarray(restart_lps, dtype=float)
+            best = np.nanmax(lps)
+            reached = int(np.sum(best - lps <= SAME_OPTIMUM * max(1.0, abs(best) * 1e-6)))
+            if reached == 1:
+                messages.append(
+                    f"only 1 of {lps.size} random restarts reached the best posterior mode; the others stopped "
+                    "in worse local optima, so a better clustering may exist. Rerun with more restarts."
+                )
+        shares = self._cluster_shares(idata)
+        for k, share in enumerate(shares):
+            if share < EMPTY_CLUSTER_SHARE:
+                messages.append(
+                    f"cluster {k} holds {share:.1%} of the items: the constraints and features support fewer "
+                    f"than {self.n_clusters} clusters. Try a smaller K."
+                )
+        return messages
+
+    @staticmethod
+    def _cluster_shares(idata) -> np.ndarray:
+        features = idata.constant_data["features"].values
+        W = idata.posterior["W"].mean(("chain", "draw")).values
+        b = idata.posterior["b"].mean(("chain", "draw")).values
+        hard = membership_probabilities(features, W, b).argmax(axis=1)
+        return np.bincount(hard, minlength=W.shape[1]) / features.shape[0]
+
+    # ------------------------------------------------------------------ data back from a fit
+    @property
+    def scaling_(self) -> FeatureScaling:
+        self._check_fitted()
+        const = self.idata_.constant_data
+        return FeatureScaling(tuple(str(f) for f in const["feature"].values), const["feature_mean"].values,
+                              const["feature_scale"].values)
+
+    def data_from_fit(self) -> PairwiseConstraints:
+        """The items and constraints the fit saw, rebuilt from the saved fit (for baselines and reports)."""
+        self._check_fitted()
+        const = self.idata_.constant_data
+        pairs = np.stack([const["pair_first"].values, const["pair_second"].values], axis=1)
+        return PairwiseConstraints(
+            const["item"].values, const["features"].values, self.scaling_, self.idata_.posterior["expert"].values, pairs,
+            const["constraint_pair"].values, const["constraint_expert"].values,
+            self.idata_.observed_data["link"].values, dict(inference.get_attrs(self.idata_).get("data_settings", {})),
+        )
+
+    # ------------------------------------------------------------------ summaries
+    def expert_order(self) -> np.ndarray:
+        """Expert positions sorted by posterior mean omega, most reliable first."""
+        self._check_fitted()
+        omega = self.idata_.posterior["omega"].mean(("chain", "draw")).values
+        return np.argsort(-omega, kind="stable")
+
+    def summary(self, var_names: list[str] | None = None, hdi_prob: float = 0.94) -> pd.DataFrame:
+        """`az.summary` of the estimands, the expert rows (omega, alpha, beta) sorted by omega."""
+        table = super().summary(var_names or ["omega", "alpha", "beta", "b", "W"], hdi_prob)
+        experts = self.idata_.posterior["expert"].values[self.expert_order()]
+        order = [f"{name}[{e}]" for name in ("omega", "alpha", "beta") for e in experts
+                 if f"{name}[{e}]" in table.index]
+        return table.loc[order + [r for r in table.index if r not in set(order)]]
+
+    def expert_table(self, ci: float = 0.94) -> pd.DataFrame:
+        """One row per expert, most reliable first: alpha, beta, omega (posterior mean, or the MAP)
+        with the bounds of their `ci` HDI, and the expert's numbers of must- and cannot-links."""
+        self._check_fitted()
+        _check_ci(ci)
+        post = self.idata_.posterior
+        table = pd.DataFrame(index=pd.Index(post["expert"].values.astype(str), name="expert"))
+        for name in ("alpha", "beta", "omega"):
+            draws = stacked(self.idata_, name)
+            bounds = inference.hdi(draws, ci)
+            table[name] = draws.mean(axis=0)
+            table[f"{name}_low"], table[f"{name}_high"] = bounds[:, 0], bounds[:, 1]
+        link = self.idata_.observed_data["link"].values
+        expert = self.idata_.constant_data["constraint_expert"].values
+        must = np.bincount(expert, weights=link, minlength=len(table)).astype(np.int64)
+        table["must_link"] = must
+        table["cannot_link"] = np.bincount(expert, minlength=len(table)) - must
+        return table.iloc[self.expert_order()]
+
+    # ------------------------------------------------------------------ memberships and predictions
+    def _membership_summary(self, features: np.ndarray, ci: float):
+        """Posterior mean of P(z = k | x) for every row and cluster, the most probable cluster and the
+        HDI of its probability; computed in chunks, never stored per draw."""
+        W, b = stacked(self.idata_, "W"), stacked(self.idata_, "b")
+        n, k = features.shape[0], W.shape[-1]
+
+        def draws_of(cols):
+            rows, clusters = np.divmod(cols, k)
+            uniq, inverse = np.unique(rows, return_inverse=True)
+            probs = membership_probabilities(features[uniq], W, b)  # (S, len(uniq), K)
+            return probs[:, inverse, clusters]
+
+        mean, low, high = summarize_columns(n * k, draws_of, W.shape[0], ci)
+        mean, low, high = (v.reshape(n, k) for v in (mean, low, high))
+        cluster = mean.argmax(axis=1)
+        pick = np.arange(n)
+        return mean, cluster, low[pick, cluster], high[pick, cluster]
+
+    def _membership_frame(self, features: np.ndarray, ci: float, index=None) -> pd.DataFrame:
+        mean, cluster, low, high = self._membership_summary(features, ci)
+        out = pd.DataFrame({"cluster": cluster}, index=index)
+        for k in range(mean.shape[1]):
+            out[f"prob_{k}"] = mean[:, k]
+        out["prob_low"], out["prob_high"] = low, high
+        return out
+
+    def memberships(self, ci: float = 0.94) -> pd.DataFrame:
+        """Training items: `cluster` (most probable), `prob_<k>` (posterior mean P(z = k | x)) and
+        `prob_low`, `prob_high` (HDI of the chosen cluster's probability), indexed by item id."""
+        self._check_fitted()
+        _check_ci(ci)
+        index = pd.Index(self.idata_.constant_data["item"].values.astype(str), name="item")
+        return self._membership_frame(self.idata_.constant_data["features"].values, ci, index)
+
+    def predict(self, items: pd.DataFrame, *, ci: float = 0.94) -> pd.DataFrame:
+        """Every input column plus `cluster`, `prob_<k>` for each cluster k (posterior mean) and
+        `prob_low`, `prob_high` (HDI of the chosen cluster's probability). New items need the
+        feature columns of the fit; they are scaled as the training items were."""
+        self._check_fitted()
+        _check_ci(ci)
+        features = self.scaling_.transform(items, "items")
+        added = self._membership_frame(features, ci, index=items.index)
+        clash = [c for c in added.columns if c in items.columns]
+        if clash:
+            raise InputError(f"items already has a column {clash[0]!r}, which predict would overwrite; rename it")
+        return pd.concat([items, added], axis=1)
+
+    # ------------------------------------------------------------------ report
+    def report(self, out_dir, **kwargs):
+        """Write `out_dir/report.html`: the expert table and forest plot, the clustering, diagnostics."""
+        from bayes_wsc.report.experts import write_report
+
+        return write_report(self, out_dir, **kwargs)
+
+    def plot_experts(self, **kwargs):
+        """Forest plot of omega, alpha and beta per expert, sorted by omega (a matplotlib Figure)."""
+        from bayes_wsc.report.experts import plot_experts
+
+        return plot_experts(self, **kwargs)
+
+
+def _check_ci(ci) -> None:
+    if not 0 < ci < 1:
+        raise InputError(f"ci must be in (0, 1), got {ci!r}")

@@ -1,0 +1,208 @@
+"""Simulated experts for seed 002: the paper's UCI protocol (Sec. 3.2) and data from the model itself.
+
+UCI protocol: draw q must-link pairs and q cannot-link pairs from the true
+classes (2q constraints in all); every expert rates this common set, and
+expert m flips floor(q (1 - alpha_m)) of the must-links to cannot-links and
+floor(q (1 - beta_m)) of the cannot-links to must-links, chosen at random.
+The data sets are the ones that ship with scikit-learn (no download).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.special import softmax
+
+from bayes_wsc.errors import InputError
+
+#: Sec. 3.2, Case 1: experts of unequal accuracy (alpha = beta)
+CASE_1 = (0.95, 0.85, 0.75, 0.65, 0.55)
+#: Sec. 3.2, Case 2: five good experts of equal accuracy
+CASE_2 = (0.9, 0.9, 0.9, 0.9, 0.9)
+UCI_DATASETS = ("breast_cancer", "wine", "iris")
+
+
+@dataclass
+class ExpertsTruth:
+    """What generated simulated constraints.
+
+    labels : (n,) true cluster of every item.
+    alpha, beta : (M,) the experts' nominal sensitivity and specificity.
+    realized_alpha, realized_beta : (M,) the share of true must-links (cannot-links) each expert
+        kept, as the data actually hold them.
+    W, b : the clustering parameters (zero-sum over clusters) when simulated from the model, else None.
+    """
+
+    labels: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+    realized_alpha: np.ndarray
+    realized_beta: np.ndarray
+    W: np.ndarray | None = None
+    b: np.ndarray | None = None
+
+    @property
+    def omega(self) -> np.ndarray:
+        """The experts' weights log(alpha beta / ((1 - alpha)(1 - beta))) (Sec. 2.4)."""
+        return omega_of(self.alpha, self.beta)
+
+
+def omega_of(alpha, beta) -> np.ndarray:
+    alpha, beta = np.asarray(alpha, dtype=float), np.asarray(beta, dtype=float)
+    return np.log(alpha * beta / ((1 - alpha) * (1 - beta)))
+
+
+def expert_names(n: int) -> list[str]:
+    return [f"expert{m + 1}" for m in range(n)]
+
+
+def load_uci(name: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """A UCI data set bundled with scikit-learn as (items table with `id` and features, true classes).
+
+    breast_cancer: 569 x 30, 2 classes; wine: 178 x 13, 3 classes; iris: 150 x 4, 3 classes.
+    """
+    from sklearn import datasets
+
+    loaders = {"breast_cancer": datasets.load_breast_cancer, "wine": datasets.load_wine,
+               "iris": datasets.load_iris}
+    if name not in loaders:
+        raise InputError(f"unknown data set {name!r}; choose one of {sorted(loaders)}")
+    bunch = loaders[name]()
+    items = pd.DataFrame(bunch.data, columns=[str(c).replace(" ", "_") for c in bunch.feature_names])
+    items.insert(0, "id", [f"{name}{i}" for i in range(len(items))])
+    return items, np.asarray(bunch.target, dtype=np.int64)
+
+
+def sample_pairs(labels: np.ndarray, q: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """q distinct pairs (i < j) from the same class and q from different classes, uniformly at random."""
+    labels = np.asarray(labels)
+    n = labels.size
+    counts = np.bincount(pd.factorize(labels)[0])
+    available_same = int(np.sum(counts * (counts - 1) // 2))
+    available_diff = n * (n - 1) // 2 - available_same
+    if q > available_same or q > available_diff:
+        raise InputError(f"{q} must-link and {q} cannot-link pairs were asked for, but the classes give only "
+                         f"{available_same} and {available_diff}")
+    found = {True: {}, False: {}}  # insertion-ordered sets of pair keys
+    while len(found[True]) < q or len(found[False]) < q:
+        i = rng.integers(0, n, 4 * q + 64)
+        j = rng.integers(0, n, 4 * q + 64)
+        keep = i != j
+        lo, hi = np.minimum(i, j)[keep], np.maximum(i, j)[keep]
+        for a, b in zip(lo.tolist(), hi.tolist()):
+            bucket = found[bool(labels[a] == labels[b])]
+            if len(bucket) < q:
+                bucket[(a, b)] = None
+    must = np.array(list(found[True]), dtype=np.int64).reshape(-1, 2)
+    cannot = np.array(list(found[False]), dtype=np.int64).reshape(-1, 2)
+    return must, cannot
+
+
+def simulate_uci_experts(
+    labels: np.ndarray,
+    n_constraints: int,
+    alpha=CASE_1,
+    beta=None,
+    *,
+    item_ids=None,
+    seed: int | None = 0,
+) -> tuple[pd.DataFrame, ExpertsTruth]:
+    """The paper's protocol (Sec. 3.2): rows expert, i, j, link for 2q = `n_constraints` common pairs.
+
+    alpha, beta : the experts' sensitivities and specificities (beta defaults to alpha, as in the
+    paper's Case 1 and Case 2). Expert m turns floor(q (1 - alpha_m)) of the q must-links into
+    cannot-links and floor(q (1 - beta_m)) of the q cannot-links into must-links.
+    """
+    labels = np.asarray(labels)
+    alpha = np.asarray(alpha, dtype=float)
+    beta = alpha.copy() if beta is None else np.asarray(beta, dtype=float)
+    if alpha.shape != beta.shape or alpha.ndim != 1 or alpha.size == 0:
+        raise InputError("alpha and beta must be equally long lists, one value per expert")
+    if ((alpha < 0) | (alpha > 1) | (beta < 0) | (beta > 1)).any():
+        raise InputError("alpha and beta must be probabilities")
+    if n_constraints < 2 or n_constraints % 2:
+        raise InputError(f"n_constraints must be an even number >= 2 (q must-links and q cannot-links), "
+                         f"got {n_constraints!r}")
+    q = n_constraints // 2
+    rng = np.random.default_rng(seed)
+    must, cannot = sample_pairs(labels, q, rng)
+    ids = np.asarray(item_ids if item_ids is not None else np.arange(labels.size)).astype(str)
+    names = expert_names(alpha.size)
+    frames = []
+    realized_alpha, realized_beta = np.empty(alpha.size), np.empty(alpha.size)
+    for m, name in enumerate(names):
+        n_flip_must = int(np.floor(q * (1 - alpha[m]) + 1e-9))
+        n_flip_cannot = int(np.floor(q * (1 - beta[m]) + 1e-9))
+        must_link = np.ones(q, dtype=np.int64)
+        must_link[rng.choice(q, n_flip_must, replace=False)] = 0
+        cannot_link = np.zeros(q, dtype=np.int64)
+        cannot_link[rng.choice(q, n_flip_cannot, replace=False)] = 1
+        pairs = np.concatenate([must, cannot])
+        frames.append(pd.DataFrame({"expert": name, "i": ids[pairs[:, 0]], "j": ids[pairs[:, 1]],
+                                    "link": np.concatenate([must_link, cannot_link])}))
+        realized_alpha[m] = 1 - n_flip_must / q
+        realized_beta[m] = 1 - n_flip_cannot / q
+    truth = ExpertsTruth(labels=labels, alpha=alpha, beta=beta, realized_alpha=realized_alpha,
+                         realized_beta=realized_beta)
+    return pd.concat(frames, ignore_index=True), truth
+
+
+def simulate_experts_model(
+    n_items: int = 300,
+    n_features: int = 4,
+    n_clusters: int = 3,
+    alpha=(0.95, 0.85, 0.75, 0.65),
+    beta=(0.9, 0.8, 0.7, 0.6),
+    pairs_per_expert: int = 1000,
+    *,
+    separation: float = 3.0,
+    common_pairs: bool = False,
+    seed: int | None = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame, ExpertsTruth]:
+    """Data drawn from the model itself: x ~ N(0, I), z ~ softmax(x W + b), and each expert's
+    link on random pairs ~ Bernoulli(alpha if z_i = z_j else 1 - beta).
+
+    W has zero-sum columns with entries of size about `separation`, so that clusters are clear.
+    Each expert rates `pairs_per_expert` distinct random pairs, its own (or, with `common_pairs`,
+    the same set for all). Returns (items table, constraints table, truth).
+    """
+    rng = np.random.default_rng(seed)
+    alpha, beta = np.asarray(alpha, dtype=float), np.asarray(beta, dtype=float)
+    if alpha.shape != beta.shape or alpha.ndim != 1:
+        raise InputError("alpha and beta must be equally long lists, one value per expert")
+    if n_items > 3000:
+        raise InputError("simulate_experts_model enumerates all pairs; it supports up to 3000 items")
+    max_pairs = n_items * (n_items - 1) // 2
+    if pairs_per_expert > max_pairs:
+        raise InputError(f"{pairs_per_expert} pairs per expert asked for, but {n_items} items have {max_pairs}")
+    X = rng.standard_normal((n_items, n_features))
+    W = separation * rng.standard_normal((n_features, n_clusters))
+    W -= W.mean(axis=1, keepdims=True)
+    b = np.zeros(n_clusters)
+    probs = softmax(X @ W + b, axis=1)
+    z = np.array([rng.choice(n_clusters, p=p) for p in probs])
+    ids = np.array([f"item{i}" for i in range(n_items)])
+    items = pd.DataFrame(X, columns=[f"x{d + 1}" for d in range(n_features)])
+    items.insert(0, "id", ids)
+
+    all_i, all_j = np.triu_indices(n_items, 1)
+
+    def random_pairs():
+        chosen = rng.choice(max_pairs, pairs_per_expert, replace=False)
+        return all_i[chosen], all_j[chosen]
+
+    shared = random_pairs() if common_pairs else None
+    frames = []
+    realized_alpha, realized_beta = np.empty(alpha.size), np.empty(alpha.size)
+    for m, name in enumerate(expert_names(alpha.size)):
+        i, j = shared if common_pairs else random_pairs()
+        same = z[i] == z[j]
+        link = np.where(same, rng.random(i.size) < alpha[m], rng.random(i.size) >= beta[m]).astype(np.int64)
+        frames.append(pd.DataFrame({"expert": name, "i": ids[i], "j": ids[j], "link": link}))
+        realized_alpha[m] = link[same].mean() if same.any() else np.nan
+        realized_beta[m] = 1 - link[~same].mean() if (~same).any() else np.nan
+    truth = ExpertsTruth(labels=z, alpha=alpha, beta=beta, realized_alpha=realized_alpha,
+                         realized_beta=realized_beta, W=W, b=b)
+    return items, pd.concat(frames, ignore_index=True), truth

@@ -1,0 +1,374 @@
+"""The noisy-experts model (seed 002): likelihood against enumeration, data validation, recovery,
+the paper's UCI experiment, predictions, relabeling, bad input and the command line."""
+
+import itertools
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytensor.tensor as pt
+import pytest
+from scipy.special import softmax
+from sklearn.metrics import normalized_mutual_info_score
+
+from bayes_wsc.baselines.experts import (
+    kmeans_labels,
+    majority_vote,
+    majority_vote_pckmeans,
+    pck_means,
+    point_estimate,
+)
+from bayes_wsc.cli import main
+from bayes_wsc.data.pairwise import PairwiseConstraints
+from bayes_wsc.errors import FitWarning, InputError
+from bayes_wsc.fit import constrained_values, transformed_start
+from bayes_wsc.likelihoods import coclustering_probability, expert_link_logp
+from bayes_wsc.simulate.experts import CASE_1, load_uci, omega_of, simulate_experts_model, simulate_uci_experts
+
+
+def nmi(a, b):
+    return normalized_mutual_info_score(a, b, average_method="geometric")
+
+
+def cli(argv):
+    """Exit code of the command line run in-process (argparse errors raise SystemExit)."""
+    try:
+        return main(argv)
+    except SystemExit as exit_:
+        return exit_.code
+
+
+# ---------------------------------------------------------------------- likelihood
+def enumerated_pair_loglik(probs, pairs, cells):
+    """sum over constraints of log sum_{z_i, z_j} p(z_i) p(z_j) p(S | z_i, z_j), by brute force.
+
+    cells: (pair index, link, alpha, beta) per constraint.
+    """
+    total = 0.0
+    k = probs.shape[1]
+    for p, link, alpha, beta in cells:
+        i, j = pairs[p]
+        prob = 0.0
+        for zi, zj in itertools.product(range(k), repeat=2):
+            if zi == zj:
+                p_link = alpha if link else 1 - alpha
+            else:
+                p_link = 1 - beta if link else beta
+            prob += probs[i, zi] * probs[j, zj] * p_link
+        total += np.log(prob)
+    return total
+
+
+def test_pairwise_marginal_equals_enumeration():
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), size=5)
+    pairs = np.array([[0, 1], [0, 4], [2, 3], [1, 4]])
+    alpha, beta = rng.uniform(0.5, 1, 3), rng.uniform(0.5, 1, 3)
+    cell_pair = np.array([0, 0, 1, 2, 3, 3, 3])
+    cell_expert = np.array([0, 1, 2, 0, 0, 1, 2])
+    link = np.array([1, 0, 1, 0, 0, 1, 1])
+    expected = enumerated_pair_loglik(probs, pairs, [(p, s, alpha[e], beta[e])
+                                                     for p, s, e in zip(cell_pair, link, cell_expert)])
+    gamma = coclustering_probability(probs[pairs[:, 0]], probs[pairs[:, 1]])
+    got = expert_link_logp(pt.as_tensor(gamma[cell_pair]), link, pt.as_tensor(alpha[cell_expert]),
+                           pt.as_tensor(beta[cell_expert])).sum().eval()
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_model_likelihood_equals_enumeration():
+    """The likelihood inside the PyMC model (softmax with a reference column) matches enumeration."""
+    from bayes_wsc.models.experts import build_model, raw_coordinates
+
+    rng = np.random.default_rng(1)
+    items = pd.DataFrame({"id": list("abcdef"), "x1": rng.normal(size=6), "x2": rng.normal(size=6)})
+    constraints = pd.DataFrame({"expert": ["e1", "e1", "e2", "e2", "e2", "e3"],
+                                "i": ["a", "b", "a", "f", "c", "e"], "j": ["b", "c", "b", "d", "e", "f"],
+                                "link": [1, 0, 0, 1, 1, 0]})
+    data = PairwiseConstraints.from_frames(items, constraints)
+    model = build_model(data, n_clusters=3)
+    W, b = rng.normal(size=(2, 3)), rng.normal(size=3)
+    alpha, beta = np.array([0.9, 0.7, 0.6]), np.array([0.8, 0.55, 0.95])
+    start = raw_coordinates(W, b, data.features, 1.0, 2.0)
+    start.update(alpha_raw=2 * alpha - 1, beta_raw=2 * beta - 1)
+    point = transformed_start(model, start)
+    got = model.compile_logp(vars=[model["constraints"]], jacobian=False)(point)
+    probs = softmax(data.features @ W + b, axis=1)
+    cells = [(p, s, alpha[e], beta[e]) for p, s, e in zip(data.cell_pair, data.link, data.cell_expert)]
+    np.testing.assert_allclose(got, enumerated_pair_loglik(probs, data.pairs, cells), rtol=1e-10)
+    values = constrained_values(model, [point])
+    np.testing.assert_allclose(values["omega"][0], omega_of(alpha, beta), rtol=1e-12)
+    np.testing.assert_allclose(values["W"][0], W - W.mean(axis=1, keepdims=True), atol=1e-12)
+
+
+def test_link_probability_is_finite_for_confident_memberships():
+    gamma = np.array([0.0, 1.0, 1.0 - 1e-17, 1e-300])
+    got = expert_link_logp(pt.as_tensor(gamma), np.array([1, 0, 0, 1]), pt.as_tensor(np.full(4, 0.999999)),
+                           pt.as_tensor(np.full(4, 0.999999))).eval()
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got[:2], np.log(1e-6), rtol=1e-6)
+
+
+# ---------------------------------------------------------------------- data
+@pytest.fixture
+def tables():
+    items = pd.DataFrame({"id": ["a", "b", "c", "d"], "x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 1.0, 0.0, 5.0]})
+    constraints = pd.DataFrame({"expert": ["e1", "e1", "e2", "e2"], "i": ["a", "c", "b", "a"],
+                                "j": ["b", "d", "a", "c"], "link": [1, 0, 1, 0]})
+    return items, constraints
+
+
+def test_container_pairs_counts_and_scaling(tables):
+    items, constraints = tables
+    data = PairwiseConstraints.from_frames(items, constraints)
+    assert data.n_items == 4 and data.n_experts == 2 and data.n_constraints == 4
+    assert data.n_pairs == 3  # (a, b) is rated by both experts, in either order: one unique pair
+    np.testing.assert_array_equal(data.pairs, [[0, 1], [0, 2], [2, 3]])
+    np.testing.assert_allclose(data.features.mean(axis=0), 0, atol=1e-12)
+    np.testing.assert_allclose(data.features.std(axis=0), 1)
+    assert data.pair_votes().tolist() == [[0, 2], [1, 0], [1, 0]]
+    assert data.expert_counts().loc["e2"].tolist() == [1, 1, 2]
+    assert data.link_matrix().tolist() == [[1, 1], [-1, 0], [0, -1]]
+    back = data.to_frame()
+    assert sorted(map(tuple, back[["expert", "i", "j", "link"]].values.tolist())) == sorted(
+        [("e1", "a", "b", 1), ("e1", "c", "d", 0), ("e2", "a", "b", 1), ("e2", "a", "c", 0)])
+    new = data.scaling.transform(pd.DataFrame({"x": [1.5], "y": [1.75]}))
+    np.testing.assert_allclose(new, [[0.0, 0.0]], atol=1e-12)
+    raw = PairwiseConstraints.from_frames(items, constraints, standardize=False)
+    np.testing.assert_array_equal(raw.features, items[["x", "y"]].to_numpy())
+
+
+def test_expert_labels_become_pairwise_constraints(tables):
+    items, _ = tables
+    labels = pd.DataFrame({"expert": ["e1", "e1", "e1", "e2", "e2"], "id": ["a", "b", "c", "c", "d"],
+                           "label": ["x", "x", "y", 3, 3]})
+    data = PairwiseConstraints.from_frames(items, expert_labels=labels)
+    got = sorted(map(tuple, data.to_frame().values.tolist()))
+    assert got == [("e1", "a", "b", 1), ("e1", "a", "c", 0), ("e1", "b", "c", 0), ("e2", "c", "d", 1)]
+    capped = PairwiseConstraints.from_frames(items, expert_labels=labels, max_pairs_per_expert=2, seed=3)
+    assert capped.expert_counts()["pairs"].tolist() == [2, 1]
+
+
+BAD_DATA = {
+    "self-pair": (lambda i, c: (i, c.assign(j=["b", "c", "b", "a"])), {}, "pairs item 'c' with itself (i = j)"),
+    "unknown id": (lambda i, c: (i, c.assign(i=["a", "zz", "b", "a"])), {}, "item id 'zz' (row 2), which is not in items"),
+    "link not 0/1": (lambda i, c: (i, c.assign(link=[1, 2, 1, 0])), {}, "'link' has value 2 (row 2); it must be 1"),
+    "text link": (lambda i, c: (i, c.assign(link=["1", "yes", "1", "0"])), {}, "non-numeric value 'yes' (row 2)"),
+    "missing link": (lambda i, c: (i, c.assign(link=[1, None, 1, 0])), {}, "'link' has a missing value (row 2)"),
+    "both links": (lambda i, c: (i, pd.concat([c, c.head(1).assign(i="b", j="a", link=0)], ignore_index=True)), {},
+                   "expert 'e1' gives pair ('a', 'b') both must-link (row 1) and cannot-link (row 5)"),
+    "duplicate constraint": (lambda i, c: (i, pd.concat([c, c.head(1)], ignore_index=True)), {},
+                             "rates pair ('a', 'b') twice (rows 1 and 5)"),
+    "non-numeric feature": (lambda i, c: (i.assign(x=["0", "1", "two", "3"]), c), {},
+                            "items column 'x' has a non-numeric value 'two' (row 3)"),
+    "NaN feature": (lambda i, c: (i.assign(y=[1.0, np.nan, 0.0, 5.0]), c), {}, "items column 'y' has a missing value (row 2)"),
+    "infinite feature": (lambda i, c: (i.assign(y=[1.0, np.inf, 0.0, 5.0]), c), {}, "non-finite value inf (row 2)"),
+    "duplicate item": (lambda i, c: (i.assign(id=["a", "b", "b", "d"]), c), {}, "duplicate id 'b' (row 3)"),
+    "missing column": (lambda i, c: (i, c.drop(columns="link")), {}, "constraints has no column 'link'"),
+    "missing feature": (lambda i, c: (i, c), {"features": ["x", "z"]}, "items has no column 'z'"),
+    "no features": (lambda i, c: (i[["id"]], c), {}, "no feature columns besides the id column 'id'"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_DATA))
+def test_bad_data_is_one_line(case, tables):
+    items, constraints = tables
+    mutate, kwargs, expected = BAD_DATA[case]
+    bad_items, bad_constraints = mutate(items.copy(), constraints.copy())
+    with pytest.raises(InputError) as error:
+        PairwiseConstraints.from_frames(bad_items, bad_constraints, **kwargs)
+    assert expected in str(error.value) and "\n" not in str(error.value)
+
+
+def test_bad_expert_labels(tables):
+    items, _ = tables
+    clash = pd.DataFrame({"expert": ["e1", "e1", "e1"], "id": ["a", "b", "a"], "label": ["x", "x", "y"]})
+    with pytest.raises(InputError, match="gives item 'a' two labels, 'x' \\(row 1\\) and 'y' \\(row 3\\)"):
+        PairwiseConstraints.from_frames(items, expert_labels=clash)
+    lonely = pd.DataFrame({"expert": ["e1", "e1", "e2"], "id": ["a", "b", "a"], "label": ["x", "x", "y"]})
+    with pytest.raises(InputError, match="expert 'e2' labels only one item"):
+        PairwiseConstraints.from_frames(items, expert_labels=lonely)
+    with pytest.raises(InputError, match="either constraints .* or expert labels"):
+        PairwiseConstraints.from_frames(items)
+
+
+# ---------------------------------------------------------------------- fits
+def fit_quietly(est, data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return est.fit(data)
+
+
+@pytest.fixture(scope="module")
+def wine_case1():
+    """Wine, Case 1 (alpha = beta = 0.95 ... 0.55), 1000 constraints, MAP with the default 20 restarts."""
+    from bayes_wsc.models.experts import NoisyExperts
+
+    items, labels = load_uci("wine")
+    constraints, truth = simulate_uci_experts(labels, 1000, CASE_1, item_ids=items["id"], seed=0)
+    data = PairwiseConstraints.from_frames(items, constraints)
+    return data, truth, fit_quietly(NoisyExperts(n_clusters=3, seed=0), data)
+
+
+def check_uci_case1(data, truth, est):
+    """NMI beats KMeans and is at least majority vote + PCKMeans'; omega ranks the experts truly."""
+    k = est.n_clusters
+    ours = nmi(truth.labels, est.memberships()["cluster"])
+    kmeans = nmi(truth.labels, kmeans_labels(data.features, k, seed=0))
+    voted = nmi(truth.labels, majority_vote_pckmeans(data, k, seed=0).labels)
+    assert ours > kmeans + 0.05, (ours, kmeans)
+    assert ours >= voted - 1e-9, (ours, voted)
+    assert list(est.expert_order()) == [0, 1, 2, 3, 4]  # CASE_1 lists the experts from best to worst
+    assert list(est.expert_table().index) == ["expert1", "expert2", "expert3", "expert4", "expert5"]
+    return ours, kmeans, voted
+
+
+def test_wine_case1_beats_baselines_and_ranks_experts(wine_case1):
+    data, truth, est = wine_case1
+    check_uci_case1(data, truth, est)
+    info = __import__("bayes_wsc").inference.get_attrs(est.idata_)["fit_info"]["map"]
+    assert info["restarts"] == 20 and info["log_density"] == pytest.approx(max(info["restart_log_densities"]))
+    # 500 must-links and 500 cannot-links per expert: the standard error of alpha, beta is about 0.01-0.02
+    np.testing.assert_allclose(est.idata_.posterior["alpha"].values[0, 0], truth.alpha, atol=0.04)
+    np.testing.assert_allclose(est.idata_.posterior["beta"].values[0, 0], truth.beta, atol=0.04)
+
+
+@pytest.mark.slow
+def test_breast_cancer_case1_beats_baselines_and_ranks_experts():
+    from bayes_wsc.models.experts import NoisyExperts
+
+    items, labels = load_uci("breast_cancer")
+    constraints, truth = simulate_uci_experts(labels, 1000, CASE_1, item_ids=items["id"], seed=0)
+    data = PairwiseConstraints.from_frames(items, constraints)
+    est = fit_quietly(NoisyExperts(n_clusters=2, seed=0), data)
+    check_uci_case1(data, truth, est)
+    paper = point_estimate(data, 2, seed=0)
+    assert nmi(truth.labels, est.memberships()["cluster"]) >= nmi(truth.labels, paper.labels(data.features)) - 1e-9
+
+
+def test_alpha_beta_recovered_from_the_model_itself():
+    from bayes_wsc.models.experts import NoisyExperts
+
+    items, constraints, truth = simulate_experts_model(n_items=300, n_features=4, n_clusters=3,
+                                                       pairs_per_expert=1500, seed=5)
+    data = PairwiseConstraints.from_frames(items, constraints)
+    est = fit_quietly(NoisyExperts(n_clusters=3, seed=1, restarts=10), data)
+    post = est.idata_.posterior
+    np.testing.assert_allclose(post["alpha"].values[0, 0], truth.realized_alpha, atol=0.05)
+    np.testing.assert_allclose(post["beta"].values[0, 0], truth.realized_beta, atol=0.05)
+    assert nmi(truth.labels, est.memberships()["cluster"]) > 0.75
+    assert list(est.expert_order()) == [0, 1, 2, 3]
+
+
+@pytest.mark.slow
+def test_credible_intervals_cover_the_truth_from_the_model_itself():
+    """NUTS on data from the model: 90% intervals of alpha and beta cover the realized values."""
+    from bayes_wsc.models.experts import NoisyExperts
+
+    covered = []
+    for seed in range(3):
+        items, constraints, truth = simulate_experts_model(n_items=300, n_features=4, n_clusters=3,
+                                                           pairs_per_expert=800, seed=100 + seed)
+        data = PairwiseConstraints.from_frames(items, constraints)
+        est = fit_quietly(NoisyExperts(n_clusters=3, seed=seed, method="nuts", draws=500, tune=500,
+                                       progressbar=False), data)
+        table = est.expert_table(ci=0.9).loc[[f"expert{m + 1}" for m in range(4)]]
+        covered += list((table["alpha_low"] <= truth.realized_alpha) & (truth.realized_alpha <= table["alpha_high"]))
+        covered += list((table["beta_low"] <= truth.realized_beta) & (truth.realized_beta <= table["beta_high"]))
+        assert est.summary()["r_hat"].max() < 1.02
+    assert np.mean(covered) >= 0.75, covered  # 24 intervals at 90%: 0.75 allows ~3 misses beyond chance
+
+
+@pytest.fixture(scope="module")
+def iris_split():
+    """Iris: fit on 100 items, the other 50 are never seen (no constraints, not in the fit)."""
+    from bayes_wsc.models.experts import NoisyExperts
+
+    items, labels = load_uci("iris")
+    rng = np.random.default_rng(3)
+    order = rng.permutation(len(items))
+    train, test = order[:100], order[100:]
+    constraints, truth = simulate_uci_experts(labels[train], 400, (0.95, 0.85, 0.7), item_ids=items["id"].values[train],
+                                              seed=2)
+    data = PairwiseConstraints.from_frames(items.iloc[train], constraints)
+    est = fit_quietly(NoisyExperts(n_clusters=3, seed=0, restarts=8), data)
+    return est, items.iloc[test].reset_index(drop=True), labels[test], labels[train]
+
+
+def test_predict_on_unseen_items(iris_split):
+    est, new, labels, _ = iris_split
+    new = new.assign(note="kept")
+    pred = est.predict(new, ci=0.9)
+    assert list(pred.columns) == list(new.columns) + ["cluster", "prob_0", "prob_1", "prob_2", "prob_low",
+                                                      "prob_high"]
+    probs = pred[["prob_0", "prob_1", "prob_2"]].to_numpy()
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0)
+    assert np.array_equal(pred["cluster"].to_numpy(), probs.argmax(axis=1))
+    chosen = probs.max(axis=1)
+    assert np.all((pred["prob_low"] <= chosen + 1e-12) & (chosen <= pred["prob_high"] + 1e-12))
+    assert nmi(labels, pred["cluster"]) > 0.7
+    # the unseen items go through the training scaling: predicting raw training rows reproduces memberships
+    train_ids = est.idata_.constant_data["item"].values[:5]
+    items, _ = load_uci("iris")
+    again = est.predict(items.set_index("id").loc[train_ids].reset_index())
+    np.testing.assert_allclose(again[["prob_0", "prob_1", "prob_2"]].to_numpy(),
+                               est.memberships().loc[train_ids, ["prob_0", "prob_1", "prob_2"]].to_numpy(),
+                               rtol=1e-10)
+    with pytest.raises(InputError, match="items has no column 'petal_width_\\(cm\\)'"):
+        est.predict(new.drop(columns="petal_width_(cm)"))
+    with pytest.raises(InputError, match="already has a column 'cluster'"):
+        est.predict(pred)
+
+
+def test_relabeling_keeps_rhat_low(wine_case1):
+    """Chains started in four different labelings of the MAP: R-hat is huge before relabeling, ~1 after."""
+    from bayes_wsc import inference
+    from bayes_wsc.fit import Draws, fit_nuts
+    from bayes_wsc.models.experts import NoisyExperts, raw_coordinates
+
+    data, _, est = wine_case1
+    model = est.model_
+    post = est.idata_.posterior
+    W, b = post["W"].values[0, 0], post["b"].values[0, 0]
+    base = {rv.name: post[rv.name].values[0, 0] for rv in model.free_RVs}
+    starts = []
+    for perm in ([0, 1, 2], [1, 2, 0], [2, 0, 1], [1, 0, 2]):
+        starts.append({**base, **raw_coordinates(W[:, perm], b[perm], data.features, est.prior_sd,
+                                                 est.intercept_sd)})
+    draws = fit_nuts(model, draws=150, tune=150, chains=4, seed=3, initvals=starts, progressbar=False)
+
+    def worst_rhat(posterior):
+        idata = inference.from_draws({k: posterior[k] for k in ("W", "b", "omega")},
+                                     coords={"cluster": [0, 1, 2], "expert": list(data.expert_names),
+                                             "feature": data.feature_names},
+                                     dims={"W": ["feature", "cluster"], "b": ["cluster"], "omega": ["expert"]})
+        conv = inference.convergence(idata, ["W", "b", "omega"])
+        return max(c["rhat"] for c in conv.values())
+
+    before = worst_rhat(draws.posterior)
+    messages = NoisyExperts.align_draws(est, draws, Draws({"W": W[None, None], "b": b[None, None]}), data)
+    after = worst_rhat(draws.posterior)
+    assert before > 1.5 and after < 1.05, (before, after)
+    assert messages == [] and draws.info["relabelled_draws"] == 3 * 150
+    # the free coordinates follow the relabelled W, b
+    np.testing.assert_allclose(
+        draws.posterior["W_raw"], raw_coordinates(draws.posterior["W"], draws.posterior["b"], data.features,
+                                                  est.prior_sd, est.intercept_sd)["W_raw"], atol=1e-10)
+
+
+def test_baselines_behave():
+    """PCKMeans follows consistent constraints; the majority vote breaks ties toward cannot-link;
+    eq. 8 recovers wine's classes with accurate experts."""
+    items, labels = load_uci("wine")
+    constraints, truth = simulate_uci_experts(labels, 400, (0.95, 0.95, 0.95), item_ids=items["id"], seed=4)
+    data = PairwiseConstraints.from_frames(items, constraints)
+    pairs, voted = majority_vote(data)
+    truly_same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
+    assert np.mean(voted == truly_same) > 0.95
+    tie = PairwiseConstraints.from_frames(items, pd.DataFrame({"expert": ["a", "b"], "i": ["wine0", "wine0"],
+                                                               "j": ["wine1", "wine1"], "link": [1, 0]}))
+    assert majority_vote(tie)[1].tolist() == [0]
+    exact = pck_means(data.features, 3, pairs, truly_same.astype(int), seed=0)
+    assert exact.violations == 0
+    paper = point_estimate(data, 3, seed=0, restarts=5)
+    assert nmi(labels, paper.labels(data.features)) > 0.9
+    assert np.all((paper.alpha >= 0.5) & (paper.alpha <= 1) & (paper.beta >= 0.5) & (paper.beta <= 1))
