@@ -214,36 +214,35 @@ class _Eq8:
         self.linked = data.linked_items
         self.x = data.features[self.linked]
         local = np.searchsorted(self.linked, data.pairs)
-        n, p = self.linked.size, data.n_pairs
-        self.first = sparse.csr_matrix((np.ones(p), (np.arange(p), local[:, 0])), shape=(p, n))
-        self.second = sparse.csr_matrix((np.ones(p), (np.arange(p), local[:, 1])), shape=(p, n))
+        self.first, self.second = local[:, 0], local[:, 1]
         self.cell_pair, self.cell_expert = data.cell_pair, data.cell_expert
-        self.s = data.link.astype(float)
-        self.n_pairs, self.n_experts = p, data.n_experts
+        self.s = data.link.astype(bool)
+        self.n_pairs, self.n_experts = data.n_pairs, data.n_experts
         self.n = data.n_constraints
         self.lam = lam
 
     def gamma(self, W, b):
-        probs = softmax(self.x @ W + b, axis=1)
-        pi, pj = self.first @ probs, self.second @ probs
-        return probs, pi, pj, (pi * pj).sum(axis=1)
+        logits = self.x @ W + b
+        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        pi, pj = probs[self.first], probs[self.second]
+        return pi, pj, (pi * pj).sum(axis=1)
 
     def log_terms(self, alpha, beta):
         """log p(S | same cluster) and log p(S | different clusters) of every constraint."""
-        e, s = self.cell_expert, self.s.astype(bool)
+        e, s = self.cell_expert, self.s
         same = np.where(s, np.log(alpha)[e], np.log1p(-alpha)[e])
         diff = np.where(s, np.log1p(-beta)[e], np.log(beta)[e])
         return same, diff
 
     def value(self, W, b, alpha, beta) -> float:
-        _, _, _, gamma = self.gamma(W, b)
+        gamma = self.gamma(W, b)[2][self.cell_pair]
         same, diff = self.log_terms(alpha, beta)
-        g = gamma[self.cell_pair]
-        return float(-(g * same + (1 - g) * diff).sum() / self.n + self.lam * np.sum(W**2))
+        return float(-(gamma * same + (1 - gamma) * diff).sum() / self.n + self.lam * np.sum(W**2))
 
     def logit_grad(self, W, b, alpha, beta):
-        """(value, d value / d logits of the linked items)."""
-        probs, pi, pj, gamma = self.gamma(W, b)
+        """(value without the penalty, d value / d logits of the linked items)."""
+        pi, pj, gamma = self.gamma(W, b)
         same, diff = self.log_terms(alpha, beta)
         g = gamma[self.cell_pair]
         value = -(g * same + (1 - g) * diff).sum() / self.n
@@ -251,9 +250,13 @@ class _Eq8:
         # d gamma / d logit_it = p_it (p_jt - gamma), and symmetrically for j
         grad_i = d_gamma[:, None] * pi * (pj - gamma[:, None])
         grad_j = d_gamma[:, None] * pj * (pi - gamma[:, None])
-        return value, self.first.T @ grad_i + self.second.T @ grad_j
+        n = self.x.shape[0]
+        grad = np.column_stack([np.bincount(self.first, grad_i[:, k], n) + np.bincount(self.second, grad_j[:, k], n)
+                                for k in range(W.shape[1])])
+        return value, grad
 
     def w_step(self, W, b, alpha, beta):
+        """L-BFGS over W with b, alpha, beta fixed (Sec. 2.5.1)."""
         shape = W.shape
 
         def f(w):
@@ -264,28 +267,26 @@ class _Eq8:
         return minimize(f, W.ravel(), jac=True, method="L-BFGS-B").x.reshape(shape)
 
     def b_step(self, W, b, alpha, beta):
+        """L-BFGS over b with W, alpha, beta fixed (Sec. 2.5.2)."""
         def f(bb):
             value, g = self.logit_grad(W, bb, alpha, beta)
             return value, g.sum(axis=0)
 
         return minimize(f, b, jac=True, method="L-BFGS-B").x
 
-    def accuracy_step(self, W, b, alpha, beta):
-        _, _, _, gamma = self.gamma(W, b)
-        g, s, m = gamma[self.cell_pair], self.s, self.n_experts
+    def accuracy_step(self, W, b):
+        """The exact minimizer over alpha, beta with W, b fixed (Sec. 2.5.3).
 
-        def f(ab):
-            a, bt = ab[:m], ab[m:]
-            same, diff = self.log_terms(a, bt)
-            value = -(g * same + (1 - g) * diff).sum() / self.n
-            ac, bc = a[self.cell_expert], bt[self.cell_expert]
-            d_a = -np.bincount(self.cell_expert, weights=g * (s / ac - (1 - s) / (1 - ac)), minlength=m) / self.n
-            d_b = -np.bincount(self.cell_expert, weights=(1 - g) * ((1 - s) / bc - s / (1 - bc)), minlength=m) / self.n
-            return value, np.concatenate([d_a, d_b])
-
-        bounds = [(0.5, 1 - ALPHA_EPS)] * (2 * m)
-        x = minimize(f, np.concatenate([alpha, beta]), jac=True, method="L-BFGS-B", bounds=bounds).x
-        return x[:m], x[m:]
+        The block objective is concave in each alpha_m (beta_m) with stationary point the
+        gamma-weighted share of must-links among the expert's constraints (the (1 - gamma)-weighted
+        share of cannot-links), so the bounded optimum is that share clipped to [0.5, 1]. The paper
+        reaches the same point with projected L-BFGS.
+        """
+        g = self.gamma(W, b)[2][self.cell_pair]
+        e, m, s = self.cell_expert, self.n_experts, self.s
+        alpha = np.bincount(e, g * s, m) / np.maximum(np.bincount(e, g, m), 1e-300)
+        beta = np.bincount(e, (1 - g) * ~s, m) / np.maximum(np.bincount(e, 1 - g, m), 1e-300)
+        return np.clip(alpha, 0.5, 1 - ALPHA_EPS), np.clip(beta, 0.5, 1 - ALPHA_EPS)
 
 
 def point_estimate(
@@ -329,7 +330,7 @@ def _point_estimate(problem, data, n_clusters, lam, restarts, seed, max_outer, t
         for outer in range(1, max_outer + 1):
             W = problem.w_step(W, b, alpha, beta)
             b = problem.b_step(W, b, alpha, beta)
-            alpha, beta = problem.accuracy_step(W, b, alpha, beta)
+            alpha, beta = problem.accuracy_step(W, b)
             current = problem.value(W, b, alpha, beta)
             if abs(previous - current) <= tol * max(1.0, abs(current)):
                 converged = True

@@ -16,20 +16,25 @@ an item are dependent); the paper's EM optimizes a Jensen bound of the same
 pairwise quantity. gamma is computed once per unique pair.
 
 Identifiability. The softmax is invariant to adding a vector to every column
-of W, so cluster 0 is the reference: the free parameters are W_ref[feature,
-cluster_ref] and b_ref[cluster_ref], the logits of clusters 1..K-1 relative
-to cluster 0. Their prior is the one induced by independent N(0, sd^2)
-columns of a full W on these differences, MvNormal(0, sd^2 (I + 1 1^T)),
-which is exactly the paper's penalty lambda ||W||_F^2 evaluated at the
-minimum-norm (zero-sum) representative and, unlike independent priors on
-the K - 1 free columns, unchanged when clusters are relabelled. The reported
-W[feature, cluster] and b[cluster] are that zero-sum representative.
+of W, so cluster 0 is the reference: the logits of clusters 1..K-1 relative
+to cluster 0 are W_ref[feature, cluster_ref] and b_ref[cluster_ref], with
+the prior induced by independent N(0, sd^2) columns of a full W on these
+differences, MvNormal(0, sd^2 (I + 1 1^T)) per row. That is exactly the
+paper's penalty lambda ||W||_F^2 evaluated at the minimum-norm (zero-sum)
+representative and, unlike independent priors on the K - 1 free columns, it
+is unchanged when clusters are relabelled. The sampler's coordinates are
+non-centred, W_ref = V W_raw L^T, b_ref = L_b b_raw with W_raw, b_raw ~ N(0, 1)
+(L, L_b the Cholesky factors of the prior covariances, V the principal axes
+of the features): the same model, but collinear features no longer make a
+thin ridge that NUTS with a diagonal mass matrix crawls along. The reported
+W[feature, cluster] and b[cluster] are the zero-sum representative.
 
 Label switching: the clusters are exchangeable. The MAP takes the best of
 many random restarts (20 by default, as in the paper); NUTS chains start at
 that MAP and every draw is then relabelled against the MAP's memberships by
 the Hungarian method (`relabel.py`), which permutes the full logits [b; W]
-and re-references W_ref, b_ref, before any diagnostic.
+(W_ref with its zero reference column) and re-references W_raw, b_raw,
+before any diagnostic.
 """
 
 from __future__ import annotations
@@ -78,9 +83,10 @@ def feature_rotation(features: np.ndarray) -> np.ndarray:
     """The principal axes of the training features: an orthogonal (d, d) matrix V.
 
     The rows of W have i.i.d. priors, so W = V W_pc with the same prior on W_pc is the same model;
-    in the rotated basis the features are uncorrelated and so, nearly, is the posterior, which NUTS
-    with a diagonal mass matrix explores in far fewer steps (collinear features otherwise give
-    long, thin ridges). With more features than items the identity is used.
+    in the rotated basis the features are uncorrelated and the posterior much less so than on
+    collinear raw features, which give long, thin ridges to NUTS with a diagonal mass matrix (on
+    breast_cancer, 30 features: tree depth 6.6 -> 5.3, sampling time more than halved). With more
+    features than items the identity is used.
     """
     n, d = features.shape
     if d > n:
