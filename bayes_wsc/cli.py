@@ -107,9 +107,13 @@ def _write_csv(frame, path) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w") as handle:
-            frame.to_csv(handle, index=False)
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                frame.to_csv(handle, index=False)
+            os.replace(tmp, path)
+        finally:  # an interrupted or failed write leaves neither a half file nor the temporary one
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     except OSError as exc:
         raise InputError(f"cannot write {str(path)!r}: {exc.strerror}") from None
 
@@ -151,6 +155,10 @@ def main(argv=None) -> int:
         COMMANDS[args.command](args)
     except InputError as exc:
         print(f"bayes-wsc: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as exc:  # a path the user gave that cannot be read or written (a folder, no permission)
+        where = f" {exc.filename!r}" if exc.filename else ""
+        print(f"bayes-wsc: error: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("bayes-wsc: interrupted; no output was left half-written", file=sys.stderr)

@@ -13,6 +13,8 @@ import datetime
 import importlib
 import importlib.util
 import inspect
+import math
+import numbers
 import warnings
 from pathlib import Path
 from typing import ClassVar
@@ -42,6 +44,9 @@ class Estimator:
     model_name: ClassVar[str]
     #: variables shown by `summary` and checked by the diagnostics
     estimands: ClassVar[list[str]]
+    #: what a saved fit must hold for `load` to use it: attrs, and variables per InferenceData group
+    required_attrs: ClassVar[tuple[str, ...]] = ("model", "method", "settings")
+    required_variables: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=None, backend=None,
                  target_accept=0.8, model_file=None, progressbar=True):
@@ -66,10 +71,23 @@ class Estimator:
         return {n: getattr(self, n) for n in dict.fromkeys(names)}
 
     def check_params(self) -> None:
+        """Every setting in range, before any data is touched (subclasses add theirs after `super()`)."""
+        from bayes_wsc.fit import NUTS_BACKENDS
+
         if self.method not in METHODS:
             raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
-        if not (0 < self.target_accept < 1):
+        if not (_is_real(self.target_accept) and 0 < self.target_accept < 1):
             raise InputError(f"target_accept must be in (0, 1), got {self.target_accept!r}")
+        for name, lowest in (("draws", 1), ("tune", 0), ("chains", 1)):
+            value = getattr(self, name)
+            if not (_is_whole(value) and value >= lowest):
+                raise InputError(f"{name} must be a whole number >= {lowest}, got {value!r}")
+        if self.seed is not None and not (_is_whole(self.seed) and self.seed >= 0):
+            raise InputError(f"seed must be None or a whole number >= 0, got {self.seed!r}")
+        if self.backend is not None and self.backend not in NUTS_BACKENDS:
+            raise InputError(f"backend must be one of {NUTS_BACKENDS}, got {self.backend!r}")
+        if self.model_file is not None and not isinstance(self.model_file, (str, Path)):
+            raise InputError(f"model_file must be a path, got {self.model_file!r}")
 
     # ------------------------------------------------------------------ hooks
     # build_model(data) -> pm.Model is defined by each subclass.
@@ -107,7 +125,18 @@ class Estimator:
             return self.build_model, self.initial_values, True, self.map_fixed
         variant = load_variant(self.model_file)
         init = getattr(variant, "initial_values", self.initial_values)
-        return ((lambda data: variant.build_model(data, **self.model_settings())), init,
+
+        def build(data):
+            try:
+                return variant.build_model(data, **self.model_settings())
+            except InputError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - user code: one line here, the cause chained for the API
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise InputError(f"model file {str(self.model_file)!r}: build_model failed: "
+                                 f"{type(exc).__name__}: {reason}") from exc
+
+        return (build, init,
                 bool(getattr(variant, "START_NUTS_AT_MAP", True)), getattr(variant, "map_fixed", self.map_fixed))
 
     def model_settings(self) -> dict:
@@ -210,17 +239,37 @@ class Estimator:
         return inference.save(self.idata_, path)
 
     @classmethod
-    def from_idata(cls, idata):
+    def from_idata(cls, idata, source: str = "this fit"):
+        """An estimator around a saved fit. A fit written by another version either works, warns
+        about settings this version ignores, or is a one-line `InputError` naming what is missing."""
         attrs = inference.get_attrs(idata)
-        params = dict(attrs.get("settings", {}))
+        written_by = f"written by bayes_wsc {attrs.get('package_version', 'unknown')}"
+        missing = [f"attribute {a!r}" for a in cls.required_attrs if a not in attrs]
+        for group, names in cls.required_variables.items():
+            have = set(idata[group].variables) if group in idata.groups() else set()
+            missing += [f"{group} variable {n!r}" for n in names if n not in have]
+        if missing:
+            raise InputError(f"{source} ({written_by}) lacks {', '.join(missing)}, which bayes_wsc "
+                             f"{package_version()} needs for a {cls.model_name!r} fit")
+        params = attrs["settings"]
+        if not isinstance(params, dict):
+            raise InputError(f"{source} ({written_by}) has settings that are not a mapping: {params!r}")
         known = set(inspect.signature(cls.__init__).parameters) | set(Estimator().get_params())
         unknown = set(params) - known
         if unknown:
-            warnings.warn(f"this fit has settings this version does not know and ignores: {sorted(unknown)}",
-                          FitWarning, stacklevel=2)
+            warnings.warn(f"{source} ({written_by}) has settings this version does not know and ignores: "
+                          f"{sorted(unknown)}", FitWarning, stacklevel=2)
         estimator = cls(**{k: v for k, v in params.items() if k in known})
         estimator.idata_ = idata
         return estimator
+
+
+def _is_whole(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def load(path):
@@ -231,7 +280,7 @@ def load(path):
         raise InputError(f"fit file {str(path)!r} holds a model {name!r} that this version does not know")
     module_name, class_name = REGISTRY[name].split(":")
     cls = getattr(importlib.import_module(module_name), class_name)
-    return cls.from_idata(idata)
+    return cls.from_idata(idata, source=f"fit file {str(path)!r}")
 
 
 def load_variant(path):

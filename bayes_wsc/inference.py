@@ -139,14 +139,19 @@ def save(idata: InferenceData, path: str | Path) -> Path:
     An interrupted write never leaves a truncated fit behind.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    tmp = None
     try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "Is a directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
         idata.to_netcdf(tmp, engine="h5netcdf")
         os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"cannot write fit file {str(path)!r}: {exc.strerror or exc}") from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
     return path
 

@@ -36,17 +36,18 @@ MU_PRIORS = ("hierarchical", "flat")
 WEAK_WH = 1.0
 
 
-def check_settings(wh: float, mu_prior: str, w_concentration: float) -> None:
-    """Fail early, naming the setting, before any model is built."""
-    if not isinstance(wh, (int, float)) or math.isnan(wh) or wh < 0:
+def check_settings(wh: float, mu_prior: str, w_concentration: float, *, warn: bool = True) -> None:
+    """Fail early, naming the setting, before any model is built; warn about a weak WH."""
+    if isinstance(wh, bool) or not isinstance(wh, (int, float, np.number)) or math.isnan(wh) or wh < 0:
         raise InputError(f"wh must be >= 0 or inf, got {wh!r}")
     if mu_prior not in MU_PRIORS:
         raise InputError(f"mu_prior must be one of {MU_PRIORS}, got {mu_prior!r}")
-    if not (isinstance(w_concentration, (int, float)) and math.isfinite(w_concentration) and w_concentration > 0):
+    if isinstance(w_concentration, bool) or not (isinstance(w_concentration, (int, float, np.number))
+                                                 and math.isfinite(w_concentration) and w_concentration > 0):
         raise InputError(f"w_concentration must be a positive number, got {w_concentration!r}")
     if wh == 0 and mu_prior == "flat":
         raise InputError("wh=0 with mu_prior='flat' gives an improper posterior; use mu_prior='hierarchical'")
-    if wh < WEAK_WH:
+    if warn and wh < WEAK_WH:
         warnings.warn(
             f"WH={wh} gives the human evaluations little weight: the labelings Z and 1-Z then fit the "
             "clicks almost equally well, so the posterior can be bimodal and chains may land in "
@@ -132,6 +133,11 @@ def build_model(
 
 
 # ---------------------------------------------------------------------- estimator
+def check_ci(ci) -> None:
+    if isinstance(ci, bool) or not isinstance(ci, (int, float, np.number)) or not 0 < ci < 1:
+        raise InputError(f"ci must be a number in (0, 1), got {ci!r}")
+
+
 def class1_probability(mu, w0, w1):
     """P(Z = 1 | X = k, group i) = sigmoid(mu_i + log w1_k - log w0_k), elementwise on draws."""
     return expit(mu + np.log(w1) - np.log(w0))
@@ -154,6 +160,9 @@ class WSC(Estimator):
 
     model_name = "wsc"
     estimands = ["rho", "pi", "w0", "w1", "mu_loc", "mu_scale", "sigma_h"]
+    required_attrs = ("model", "method", "settings", "behavior_levels")
+    required_variables = {"posterior": ("rho", "pi", "mu", "w0", "w1"), "observed_data": ("counts", "he"),
+                          "constant_data": ("n_items", "group_scale")}
 
     def __init__(self, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0, **kwargs):
         super().__init__(**kwargs)
@@ -171,6 +180,7 @@ class WSC(Estimator):
                 self.wh = float(self.wh)
             except ValueError:
                 raise InputError(f"wh must be a number or inf, got {self.wh!r}") from None
+        check_settings(self.wh, self.mu_prior, self.w_concentration, warn=False)
 
     def build_model(self, data: GroupedCounts) -> pm.Model:
         return build_model(data, **self.model_settings())
@@ -249,11 +259,12 @@ class WSC(Estimator):
     def class_probability(self, groups=None, ci: float = 0.94) -> xr.Dataset:
         """P(Z = 1 | X = k, group i) for chosen groups and every bin: mean and HDI, computed on demand."""
         self._check_fitted()
+        check_ci(ci)
         all_ids = np.asarray(self.idata_.posterior["group"].values).astype(str)
         ids = all_ids if groups is None else np.asarray(groups).astype(str)
         pos = pd.Index(all_ids).get_indexer(ids)
         if (pos < 0).any():
-            raise InputError(f"unknown group {ids[pos < 0][0]!r}")
+            raise InputError(f"unknown group {str(ids[pos < 0][0])!r}")
         n_bins = self.idata_.posterior.sizes["bin"]
         cells = (pos[:, None] * n_bins + np.arange(n_bins)[None]).ravel()
         mean, low, high = self._group_bin_summary(cells, ci)
@@ -280,8 +291,7 @@ class WSC(Estimator):
         `rho` for the others (or when there is no group column).
         """
         self._check_fitted()
-        if not 0 < ci < 1:
-            raise InputError(f"ci must be in (0, 1), got {ci!r}")
+        check_ci(ci)
         bin_index = self.bins_.index(items, "items")
         group_col = group_col or inference.get_attrs(self.idata_).get("data_settings", {}).get("group_col", "group")
         n_bins = self.idata_.posterior.sizes["bin"]
