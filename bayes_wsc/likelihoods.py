@@ -66,6 +66,7 @@ def counts_mixture_logp(counts, log_class_weights, log_emissions):
     per_cell = mixture_logp(log_class_weights[:, None, :], log_emissions.T[None, :, :])
     return counts * per_cell
 
+
 #: log(2 pi), for Gaussian densities
 LOG_2PI = 1.8378770664093453
 
@@ -133,16 +134,57 @@ def expert_link_logp(gamma, link, alpha, beta):
     no log-sum-exp, and it is bounded below by 1 - beta (resp. 1 - alpha): finite
     whenever alpha, beta < 1.
 
-    Summed over constraints this is a **pairwise composite likelihood**: each
-    factor marginalizes the clusters of its own two items only, and the product
-    treats the pairs as independent although pairs that share an item share
-    its cluster. The exact joint marginal over all z, sum_Z p(S, Z | X), does
-    not factor over pairs and costs K^n terms: it is intractable. The paper's
-    EM (seed 002, eq. 7-9) optimizes the Jensen lower bound of this same
-    pairwise quantity, gamma log P(S | same) + (1 - gamma) log P(S | different)
-    <= log P(S). Because shared items make pairs dependent, a posterior built
-    on the composite likelihood can be more confident than the data warrant.
+    This is the marginal of a pair rated by ONE expert. When several experts
+    rate the same pair they all see the same (z_i, z_j): summing their factors
+    would redraw the pair's clusters for every expert, which inflates alpha and
+    beta and weakens the pull of agreeing experts on W. A pair with several
+    ratings takes `pair_ratings_logp`, which sums (z_i, z_j) out once.
     """
     given_same = link * alpha + (1 - link) * (1 - alpha)
     given_different = link * (1 - beta) + (1 - link) * beta
     return pt.log(gamma * given_same + (1 - gamma) * given_different)
+
+
+def pair_log_coclustering(log_probs_first, log_probs_second):
+    """(log gamma, log(1 - gamma)) of every pair from the log memberships of its two items.
+
+    log_probs_first, log_probs_second : (P, K) log P(z = k | x) (log-softmax) of the two items.
+    log gamma = logsumexp_k (lp_ik + lp_jk) and log(1 - gamma) = logsumexp_{k != l} (lp_ik + lp_jl),
+    both without cancellation (1 - gamma is below 1e-16 when both items are confidently in the
+    same cluster, where log1p(-gamma) would be -inf with a NaN gradient).
+    """
+    k = log_probs_first.shape[-1]
+    both = log_probs_first[:, :, None] + log_probs_second[:, None, :]  # (P, K, K)
+    off_diagonal = pt.switch(pt.eq(pt.arange(k)[:, None], pt.arange(k)[None, :]), -1e30, 0.0)
+    log_same = logsumexp(pt.diagonal(both, axis1=1, axis2=2), axis=-1, keepdims=False)
+    log_different = logsumexp((both + off_diagonal).reshape((both.shape[0], -1)), axis=-1, keepdims=False)
+    return log_same, log_different
+
+
+def pair_ratings_logp(log_same, log_different, link, alpha, beta, cell_pair, n_pairs: int):
+    """log P(every expert's link on the pair) with (z_i, z_j) summed out once per pair (seed 002, eq. 2-3).
+
+    log_same, log_different : (P,) log gamma and log(1 - gamma) of each unique pair
+    (`pair_log_coclustering`). link, alpha, beta, cell_pair : per constraint (one pair and expert
+    each): the observed link (1 must-link, 0 cannot-link), the rating expert's sensitivity and
+    specificity, and the pair it rates. Returns (P,):
+
+        log [ gamma prod_m P(S_m | same) + (1 - gamma) prod_m P(S_m | different) ]
+
+    the product running over the experts who rated the pair; given (z_i, z_j) the experts are
+    independent (eq. 2-3), and the pair's clusters are shared by all of them.
+
+    Summed over pairs this is a **pairwise composite likelihood**: each factor marginalizes the
+    clusters of its own two items only, and the product treats the pairs as independent although
+    pairs that share an item share its cluster. The exact joint marginal over all z,
+    sum_Z p(S, Z | X), does not factor over pairs and costs K^n terms: it is intractable. The
+    paper's EM (seed 002, eq. 7-9) optimizes the Jensen lower bound of this same pairwise
+    quantity, gamma log prod P(S | same) + (1 - gamma) log prod P(S | different), which is tight
+    only when gamma is 0 or 1. Because shared items make pairs dependent, a posterior built on
+    the composite likelihood can be more confident than the data warrant.
+    """
+    given_same = link * pt.log(alpha) + (1 - link) * pt.log1p(-alpha)
+    given_different = link * pt.log1p(-beta) + (1 - link) * pt.log(beta)
+    same = pt.inc_subtensor(pt.zeros(n_pairs)[cell_pair], given_same)
+    different = pt.inc_subtensor(pt.zeros(n_pairs)[cell_pair], given_different)
+    return pt.logaddexp(log_same + same, log_different + different)

@@ -262,7 +262,8 @@ class GroupedCounts:
             dup = pd.Index(bin_labels)[pd.Index(bin_labels).duplicated()][0]
             raise InputError(f"bin label {dup!r} appears more than once")
         bins = BehaviorBins((behavior,), (tuple(bin_labels),))
-        n_items = np.rint(counts.sum(axis=1)).astype(np.int64)
+        with np.errstate(invalid="ignore"):  # non-finite counts are rejected with a message by __post_init__
+            n_items = np.rint(counts.sum(axis=1)).astype(np.int64)
         counts, scale = downweight(counts, max_group_weight)
         settings = {"group_col": "group", "behavior": [behavior], "weight_col": None,
                     "he_col": "he", "he_prob_col": None, "max_group_weight": max_group_weight}
