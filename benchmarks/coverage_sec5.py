@@ -2,18 +2,25 @@
 
 Replicates of I = 500 groups, J clicks each, K = 15 bins, mu ~ N(0, 1),
 HE = mu + N(0, sigma_H^2) with sigma_H = 0.5 (the paper's setting). For each
-replicate and each fit, the RMSE of rho(k) against the truth and the share of
-bins whose 90% interval contains the truth:
+replicate and each fit, the RMSE of rho(k) against the truth and how many of
+the 15 bins have a 90% interval that contains the truth:
 
-  nuts_wh10      NUTS, WH = 10 as in the paper (sigma_H = 0.32: misspecified)
-  nuts_matched   NUTS, WH = 4 (sigma_H = 0.5: correctly specified)
+  nuts_wh10      NUTS, WH = 10 as in the paper (sigma_H = 0.32 assumed, 0.5 true: misspecified)
   nuts_learned   NUTS with sigma_H learned (models/learned_rater_noise.py)
-  em             the paper's EM, WH = 10, with the grouped half-sampling
+  nuts_matched   NUTS, WH = 4 = 1 / 0.5^2: the model that generated the data (correctly specified)
+  em             the paper's EM, WH = 10, with its grouped half-sampling
                  interval EM +- 1.64 SE (50 half-samples)
 
-    python benchmarks/coverage_sec5.py --reps 5 --items 100
+The intervals of the NUTS fits are 90% HDIs of the posterior of rho(k).
 
-Writes benchmarks/results/coverage_sec5_J<items>.csv and prints the means.
+    python benchmarks/coverage_sec5.py --reps 50 --items 100
+    python benchmarks/coverage_sec5.py --reps 50 --items 5
+
+Rows are appended to benchmarks/results/coverage_sec5_J<items>.csv after
+every replicate (one row per replicate and fit, with the covered bins as a
+0/1 string), so an interrupted run keeps what it finished; `--resume` skips
+replicates already in the file. `--summarize` only prints the table of a
+finished (or partial) file.
 """
 
 from __future__ import annotations
@@ -27,32 +34,39 @@ import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
-FITS = ("nuts_wh10", "nuts_matched", "nuts_learned", "em")
+FITS = ("nuts_wh10", "nuts_learned", "nuts_matched", "em")
+LEVEL = 0.90
+Z_SE = 1.64  # the paper's bars are +- 1 SE; +- 1.64 SE is the normal 90% interval
 
 
-def one_replicate(rep: int, items: int, draws: int, tune: int, chains: int, fits) -> list[dict]:
+def one_replicate(rep: int, items: int, draws: int, tune: int, chains: int, fits, sigma_h: float = 0.5,
+                  n_groups: int = 500, n_bins: int = 15, half_samples: int = 50) -> list[dict]:
     from bayes_wsc import inference
     from bayes_wsc.baselines.wsc import em_fit, half_sample_se
     from bayes_wsc.errors import FitWarning
     from bayes_wsc.models.wsc import WSC
     from bayes_wsc.simulate import simulate_wsc
 
-    data, truth = simulate_wsc(n_groups=500, items_per_group=items, n_bins=15, sigma_h=0.5, seed=1000 + rep)
+    data, truth = simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins, sigma_h=sigma_h,
+                               seed=1000 + rep)
     rows = []
 
     def score(name, mean, low, high, seconds, extra=None):
-        rows.append({"rep": rep, "fit": name, "rmse": float(np.sqrt(np.mean((mean - truth.rho) ** 2))),
-                     "coverage90": float(np.mean((low <= truth.rho) & (truth.rho <= high))),
+        covered = (low <= truth.rho) & (truth.rho <= high)
+        rows.append({"rep": rep, "items": items, "fit": name,
+                     "rmse": float(np.sqrt(np.mean((mean - truth.rho) ** 2))),
+                     "covered": int(covered.sum()), "bins": int(covered.size),
+                     "coverage90": float(np.mean(covered)), "covered_bins": "".join("01"[int(c)] for c in covered),
                      "mean_width": float(np.mean(high - low)), "seconds": seconds, **(extra or {})})
 
-    settings = {"nuts_wh10": {"wh": 10.0}, "nuts_matched": {"wh": 4.0},
+    settings = {"nuts_wh10": {"wh": 10.0}, "nuts_matched": {"wh": 1.0 / sigma_h**2},
                 "nuts_learned": {"model_file": str(HERE.parent / "models" / "learned_rater_noise.py")}}
     for name in fits:
         t0 = time.perf_counter()
         if name == "em":
             em = em_fit(data, 10.0)
-            _, se = half_sample_se(data, lambda d: em_fit(d, 10.0).rho, n_reps=50, seed=rep)
-            score(name, em.rho, em.rho - 1.64 * se, em.rho + 1.64 * se, time.perf_counter() - t0)
+            _, se = half_sample_se(data, lambda d: em_fit(d, 10.0).rho, n_reps=half_samples, seed=rep)
+            score(name, em.rho, em.rho - Z_SE * se, em.rho + Z_SE * se, time.perf_counter() - t0)
             continue
         est = WSC(method="nuts", draws=draws, tune=tune, chains=chains, seed=rep, progressbar=False,
                   **settings[name])
@@ -60,34 +74,71 @@ def one_replicate(rep: int, items: int, draws: int, tune: int, chains: int, fits
             warnings.simplefilter("ignore", FitWarning)
             est.fit(data)
         rho = est.idata_.posterior["rho"].values.reshape(-1, truth.rho.size)
-        bounds = inference.hdi(rho, 0.9)
+        bounds = inference.hdi(rho, LEVEL)
         conv = inference.convergence(est.idata_, ["rho"])["rho"]
+        n_div = int(np.asarray(est.idata_.sample_stats["diverging"]).sum())
         score(name, rho.mean(axis=0), bounds[:, 0], bounds[:, 1], time.perf_counter() - t0,
-              {"rhat_max": conv["rhat"], "warnings": len(est.diagnostics_)})
+              {"rhat_max": conv["rhat"], "ess_bulk_min": conv["ess_bulk"], "divergences": n_div,
+               "warnings": len(est.diagnostics_), "chains": chains, "tune": tune, "draws": draws})
     return rows
+
+
+def summarize(table: pd.DataFrame) -> pd.DataFrame:
+    """Per fit: mean RMSE, coverage over all (replicate, bin) intervals with its Monte Carlo SE
+    across replicates, the range of bins covered per replicate, width, seconds."""
+    def one(g):
+        per_rep = g["coverage90"].to_numpy()
+        return pd.Series({
+            "reps": len(g),
+            "rmse": g["rmse"].mean(),
+            "coverage90": per_rep.mean(),
+            "coverage_se": per_rep.std(ddof=1) / np.sqrt(len(g)) if len(g) > 1 else np.nan,
+            "bins_covered_min": g["covered"].min(),
+            "bins_covered_median": g["covered"].median(),
+            "mean_width": g["mean_width"].mean(),
+            "seconds": g["seconds"].mean(),
+            "rhat_max": g["rhat_max"].max() if "rhat_max" in g else np.nan,
+        })
+
+    return table.groupby("fit", sort=False)[list(table.columns)].apply(one)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--items", type=int, default=100, help="clicks per group (the paper used 5 and 100)")
+    parser.add_argument("--sigma-h", type=float, default=0.5, help="rater noise of the simulation (paper: 0.5)")
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--fits", default=",".join(FITS))
+    parser.add_argument("--out", default=None, help="CSV (default results/coverage_sec5_J<items>.csv)")
+    parser.add_argument("--resume", action="store_true", help="append, skipping replicates already in --out")
+    parser.add_argument("--summarize", action="store_true", help="only print the summary of --out")
     args = parser.parse_args(argv)
-    rows = []
-    for rep in range(args.reps):
-        rows += one_replicate(rep, args.items, args.draws, args.tune, args.chains, args.fits.split(","))
-        print(f"replicate {rep + 1}/{args.reps} done", flush=True)
-    table = pd.DataFrame(rows)
-    out = HERE / "results" / f"coverage_sec5_J{args.items}.csv"
+    out = Path(args.out) if args.out else HERE / "results" / f"coverage_sec5_J{args.items}.csv"
     out.parent.mkdir(exist_ok=True)
-    table.to_csv(out, index=False)
-    summary = table.groupby("fit", sort=False)[["rmse", "coverage90", "mean_width", "seconds"]].mean()
-    print(f"\nSec. 5, I=500, J={args.items}, K=15, sigma_H=0.5, {args.reps} replicates; 90% intervals")
+    done = set()
+    if args.summarize or args.resume:
+        if out.exists():
+            done = set(pd.read_csv(out)["rep"])
+    elif out.exists():
+        out.unlink()
+    if not args.summarize:
+        for rep in range(args.reps):
+            if rep in done:
+                continue
+            rows = one_replicate(rep, args.items, args.draws, args.tune, args.chains, args.fits.split(","),
+                                 sigma_h=args.sigma_h)
+            pd.DataFrame(rows).to_csv(out, mode="a", header=not out.exists(), index=False)
+            print(f"replicate {rep + 1}/{args.reps} done: "
+                  + ", ".join(f"{r['fit']} {r['covered']}/{r['bins']}" for r in rows), flush=True)
+    table = pd.read_csv(out)
+    summary = summarize(table)
+    print(f"\nSec. 5, I=500, J={args.items}, K=15, sigma_H={args.sigma_h}, {table['rep'].nunique()} replicates; "
+          f"{LEVEL:.0%} intervals")
     print(summary.round(3).to_string())
-    print(f"\nwrote {out}")
+    print(f"\n{out}")
     return table
 
 
