@@ -86,6 +86,11 @@ def pc_objective(data: LabeledItems, params: Params, lam: float) -> dict[str, fl
             "objective": float(log_px.sum() + lam * log_py.sum())}
 
 
+def data_nll_per_item(data: LabeledItems, params: Params) -> float:
+    """-sum_d log p(x_d) / N in the data's units (the features were standardized by their scale)."""
+    return float(-item_logps(data, params)[0].mean() + np.log(data.scale).sum())
+
+
 def log_prior(params: Params, priors: Priors = Priors()) -> float:
     """log p0(xi) with every normalizing constant, as PyMC computes it (no Jacobian)."""
     a_pi, a_rho = priors.pi_concentration, priors.rho_concentration

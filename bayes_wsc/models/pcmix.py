@@ -476,7 +476,7 @@ class PCMixture(Estimator):
     def scores(self, data: LabeledItems | None = None, y: np.ndarray | None = None) -> dict[str, float]:
         """How the fit explains x and predicts y on `data` (default: the training items).
 
-        data_nll_per_item: -sum log p(x) / N (posterior mean of the per-draw value);
+        data_nll_per_item: -sum log p(x) / N in the data's units (posterior mean of the per-draw value);
         error_rate: share of items with a label (or a code in `y`) whose most probable class
         (by the posterior mean of P(y | x)) is wrong; label_nll_per_label: -mean log p(y | x)
         at the posterior mean prediction.
@@ -490,7 +490,8 @@ class PCMixture(Estimator):
             data_loglik = np.array([logsumexp(np.log(pi[s])[None] + component_logp(data.x, mean_z[s], sd_z[s]),
                                               axis=1).sum() for s in range(pi.shape[0])])
         codes = data.y if y is None else np.asarray(y)
-        out = {"data_nll_per_item": float(-data_loglik.mean() / data.n_items)}
+        # the model sees standardized features: log p(x) in the data's units is lower by sum_j log scale_j
+        out = {"data_nll_per_item": float(-data_loglik.mean() / data.n_items + np.log(data.scale).sum())}
         known = codes >= 0
         if known.any():
             proba = self.predict_arrays(data.x[known], 0.9)["label_mean"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -80,26 +81,41 @@ def cluster_table(est) -> pd.DataFrame:
     return pd.DataFrame(rows).T
 
 
-def _positive_share(est) -> np.ndarray:
-    """A colour value per component: rho (two classes) or nan for more classes."""
-    rho = est.idata_.posterior["rho"].mean(("chain", "draw")).values
-    return rho if rho.ndim == 1 else np.full(rho.shape[0], np.nan)
+@dataclass
+class Mixture:
+    """Mixture parameters in the data's units, as drawn: pi (K,), mean and sd (K, D), rho (K, C)."""
 
+    pi: np.ndarray
+    mean: np.ndarray
+    sd: np.ndarray
+    rho: np.ndarray
 
-def _component_colors(est):
-    share = _positive_share(est)
-    if np.isnan(share).all():
+    @classmethod
+    def of_fit(cls, est) -> Mixture:
+        """Posterior means (or the MAP) of a fitted PCMixture."""
+        post = est.idata_.posterior
+        rho = post["rho"].mean(("chain", "draw")).values
+        if rho.ndim == 1:
+            rho = np.stack([1 - rho, rho], axis=-1)
+        return cls(*(post[n].mean(("chain", "draw")).values for n in ("pi", "mean", "sd")), rho)
+
+    @classmethod
+    def of_params(cls, params, data) -> Mixture:
+        """Parameters on the standardized scale (`baselines.pcmix.Params`) put in the data's units."""
+        return cls(params.pi, data.center + data.scale * params.mean, data.scale * params.sd, params.rho)
+
+    def colors(self) -> list:
+        """Red for clusters that emit the positive label (two classes), tab10 otherwise."""
+        if self.rho.shape[1] == 2:
+            cmap = colormaps[RHO_CMAP]
+            return [cmap(float(r)) for r in self.rho[:, 1]]
         cmap = colormaps["tab10"]
-        return [cmap(k % 10) for k in range(share.size)]
-    cmap = colormaps[RHO_CMAP]
-    return [cmap(float(s)) for s in share]
+        return [cmap(k % 10) for k in range(self.pi.size)]
 
-
-def _rho_words(est, k: int) -> str:
-    rho = est.idata_.posterior["rho"].mean(("chain", "draw")).values
-    if rho.ndim == 1:
-        return f"rho={rho[k]:.2f}"
-    return "rho=[" + ", ".join(f"{r:.2f}" for r in rho[k]) + "]"
+    def rho_words(self, k: int) -> str:
+        if self.rho.shape[1] == 2:
+            return f"rho={self.rho[k, 1]:.2f}"
+        return "rho=[" + ", ".join(f"{r:.2f}" for r in self.rho[k]) + "]"
 
 
 # ---------------------------------------------------------------------- clusters
@@ -111,19 +127,25 @@ def plot_clusters(est, *, features: tuple[str, str] | None = None, ax=None, titl
     ax : draw into this matplotlib Axes; otherwise a new Figure is returned.
     """
     est = _checked_fit(est)
+    return plot_mixture(est.data_from_fit(), Mixture.of_fit(est), features=features, ax=ax, legend=legend,
+                        title=title or f"lam = {float(_settings(est).get('lam', est.lam)):g}")
+
+
+def plot_mixture(data, mixture: Mixture, *, features: tuple[str, str] | None = None, ax=None,
+                 title: str = "", legend: bool = True):
+    """Any mixture (a fit, or a baseline's `Mixture.of_params`) over `data` (LabeledItems)."""
     fig = None
     if ax is None:
         fig, axes = new_figure(width=6.5, height=4.6)
         ax = axes[0, 0]
-    data = est.data_from_fit()
     if data.n_features == 1:
-        _clusters_1d(est, data, ax, legend)
+        _clusters_1d(mixture, data, ax, legend)
     else:
         names = list(features) if features is not None else list(data.features[:2])
         if len(names) != 2 or any(n not in data.features for n in names):
             raise InputError(f"features must name two of the fit's features {list(data.features)}, got {features!r}")
-        _clusters_2d(est, data, ax, [data.features.index(n) for n in names], legend)
-    ax.set_title(title or f"lam = {float(_settings(est).get('lam', est.lam)):g}", fontsize=10)
+        _clusters_2d(mixture, data, ax, [data.features.index(n) for n in names], legend)
+    ax.set_title(title, fontsize=10)
     return fig if fig is not None else ax.figure
 
 
@@ -137,32 +159,28 @@ def _label_groups(data):
     return groups
 
 
-def _clusters_1d(est, data, ax, legend: bool) -> None:
+def _clusters_1d(mixture: Mixture, data, ax, legend: bool) -> None:
     x = data.x_raw[:, 0]
     edges = np.histogram_bin_edges(x, bins=min(60, max(10, int(np.sqrt(x.size)))))
     groups = [g for g in _label_groups(data) if g[0].any()]
     ax.hist([x[m] for m, _, _ in groups], bins=edges, stacked=True, color=[c for _, c, _ in groups],
             label=[t for _, _, t in groups], alpha=0.6)
-    post = est.idata_.posterior
-    pi = post["pi"].mean(("chain", "draw")).values
-    mean = post["mean"].mean(("chain", "draw")).values[:, 0]
-    sd = post["sd"].mean(("chain", "draw")).values[:, 0]
+    pi, mean, sd = mixture.pi, mixture.mean[:, 0], mixture.sd[:, 0]
     grid = np.linspace(min(x.min(), (mean - 2.5 * sd).min()), max(x.max(), (mean + 2.5 * sd).max()), 400)
     width = edges[1] - edges[0]
-    colors = _component_colors(est)
+    colors = mixture.colors()
     for k in range(pi.size):
         density = pi[k] * np.exp(-0.5 * ((grid - mean[k]) / sd[k]) ** 2) / (sd[k] * math.sqrt(2 * math.pi))
         ax.plot(grid, density * x.size * width, color=colors[k], lw=2.2,
-                label=f"cluster {k}: {_rho_words(est, k)}, pi={pi[k]:.2f}")
-    top = ax.get_ylim()[1]
-    ax.set_ylim(0, min(top, 1.6 * np.histogram(x, edges)[0].max()))
+                label=f"cluster {k}: {mixture.rho_words(k)}, pi={pi[k]:.2f}")
+    ax.set_ylim(0, 1.6 * np.histogram(x, edges)[0].max())
     ax.set_xlabel(data.features[0])
     ax.set_ylabel("items per bin")
     if legend:
         ax.legend(fontsize=7, frameon=False, loc="upper left")
 
 
-def _clusters_2d(est, data, ax, dims: list[int], legend: bool) -> None:
+def _clusters_2d(mixture: Mixture, data, ax, dims: list[int], legend: bool) -> None:
     x = data.x_raw[:, dims]
     shown = np.arange(x.shape[0])
     if shown.size > MAX_POINTS:
@@ -173,15 +191,13 @@ def _clusters_2d(est, data, ax, dims: list[int], legend: bool) -> None:
             unlabeled = text == "unlabeled"
             ax.scatter(x[rows, 0], x[rows, 1], s=3 if unlabeled else 6, color=color, alpha=0.35 if unlabeled else 0.7,
                        marker="." if unlabeled else "o", linewidths=0, label=text, zorder=1 if unlabeled else 2)
-    post = est.idata_.posterior
-    mean = post["mean"].mean(("chain", "draw")).values[:, dims]
-    sd = post["sd"].mean(("chain", "draw")).values[:, dims]
-    colors = _component_colors(est)
+    mean, sd = mixture.mean[:, dims], mixture.sd[:, dims]
+    colors = mixture.colors()
     for k in range(mean.shape[0]):
         for scale, style in ((1, "-"), (2, "--")):
             ax.add_patch(Ellipse(mean[k], 2 * scale * sd[k, 0], 2 * scale * sd[k, 1], fill=False,
                                  edgecolor=colors[k], lw=2 if scale == 1 else 1.2, ls=style, zorder=3))
-        ax.annotate(f"{k}: {_rho_words(est, k)}", mean[k], fontsize=8, color="black", zorder=4,
+        ax.annotate(f"{k}: {mixture.rho_words(k)}", mean[k], fontsize=8, color="black", zorder=4,
                     ha="center", va="center", bbox={"boxstyle": "round,pad=0.2", "fc": "white", "alpha": 0.7,
                                                     "ec": colors[k]})
     ax.set_xlabel(data.features[dims[0]])
