@@ -206,3 +206,117 @@ def simulate_experts_model(
     truth = ExpertsTruth(labels=z, alpha=alpha, beta=beta, realized_alpha=realized_alpha,
                          realized_beta=realized_beta, W=W, b=b)
     return items, pd.concat(frames, ignore_index=True), truth
+
+
+def sbc_case(
+    n_items: int = 30,
+    n_features: int = 2,
+    n_clusters: int = 2,
+    n_experts: int = 3,
+    pairs_per_expert: int = 60,
+    *,
+    prior_sd: float = 1.0,
+    intercept_sd: float = 2.0,
+    accuracy_a: float = 2.0,
+    accuracy_b: float = 2.0,
+    restarts: int = 4,
+    draws: int = 500,
+    tune: int = 500,
+    chains: int = 2,
+    target_accept: float = 0.8,
+    n_pairs_ranked: int = 3,
+    seed: int = 0,
+):
+    """Simulation-based calibration of `NoisyExperts` (see `bayes_wsc.sbc`).
+
+    Fixed across simulations: the items' features (x ~ N(0, I), standardized) and which expert
+    rates which pairs (`pairs_per_expert` distinct random pairs each). Drawn per simulation, from
+    the prior as the model states it rather than from its sampling coordinates: the K columns of a
+    full W ~ N(0, prior_sd^2) and of b ~ N(0, intercept_sd^2) independently (the paper's penalty)
+    and alpha, beta = 0.5 + 0.5 Beta(a, b); the free W_raw, b_raw are their image under the
+    model's reference coding, rotation and Cholesky factors (`raw_coordinates`). So the check
+    covers that the non-centred, reference-coded prior of the model is the exchangeable one it
+    claims to be. Every constraint is then Bernoulli(gamma alpha_m + (1 - gamma)(1 - beta_m)),
+    independently, with gamma = sum_k p_ik p_jk from softmax(x W + b) in NumPy: the model's
+    likelihood is a pairwise composite likelihood, exact for data generated this way (drawing
+    one z per item instead would test the composite approximation, not the implementation).
+
+    Ranked, all invariant to relabeling the clusters (the estimator relabels draws against its
+    MAP; the truth has its own labels, so relabelled W or b would not be comparable): every
+    expert's alpha, beta and omega; the co-clustering probability `coclustering[p]` of
+    `n_pairs_ranked` fixed item pairs; and `W_norm`, the Frobenius norm of the zero-sum [b; W].
+    """
+    from scipy.special import softmax as _softmax
+
+    from bayes_wsc.data.pairwise import PairwiseConstraints
+    from bayes_wsc.models.experts import NoisyExperts, raw_coordinates
+    from bayes_wsc.sbc import SBCCase
+
+    rng = np.random.default_rng([seed, 2017])
+    x = rng.standard_normal((n_items, n_features))
+    ids = np.array([f"item{i}" for i in range(n_items)])
+    items = pd.DataFrame(x, columns=[f"x{d + 1}" for d in range(n_features)])
+    items.insert(0, "id", ids)
+    all_i, all_j = np.triu_indices(n_items, 1)
+    if pairs_per_expert > all_i.size:
+        raise InputError(f"{pairs_per_expert} pairs per expert asked for, but {n_items} items have {all_i.size}")
+    frames = []
+    for name in expert_names(n_experts):
+        chosen = rng.choice(all_i.size, pairs_per_expert, replace=False)
+        frames.append(pd.DataFrame({"expert": name, "i": ids[all_i[chosen]], "j": ids[all_j[chosen]],
+                                    "link": rng.integers(0, 2, pairs_per_expert)}))
+    template = PairwiseConstraints.from_frames(items, pd.concat(frames, ignore_index=True))
+    ranked_pairs = np.array([[0, 1], [2, 3], [4, 5]][:n_pairs_ranked], dtype=np.int64)
+
+    def draw_prior(draw_rng):
+        W = prior_sd * draw_rng.standard_normal((n_features, n_clusters))
+        b = intercept_sd * draw_rng.standard_normal(n_clusters)
+        draw = raw_coordinates(W, b, template.features, prior_sd, intercept_sd)
+        draw["alpha_raw"] = draw_rng.beta(accuracy_a, accuracy_b, n_experts)
+        draw["beta_raw"] = draw_rng.beta(accuracy_a, accuracy_b, n_experts)
+        draw["full_W"], draw["full_b"] = W, b
+        return draw
+
+    def simulate(draw, sim_rng):
+        probs = _softmax(template.features @ draw["full_W"] + draw["full_b"], axis=1)
+        gamma = (probs[template.pairs[:, 0]] * probs[template.pairs[:, 1]]).sum(axis=1)[template.cell_pair]
+        alpha = 0.5 + 0.5 * draw["alpha_raw"][template.cell_expert]
+        beta = 0.5 + 0.5 * draw["beta_raw"][template.cell_expert]
+        p_link = gamma * alpha + (1 - gamma) * (1 - beta)
+        link = (sim_rng.random(p_link.size) < p_link).astype(np.int8)
+        return PairwiseConstraints(template.item_ids, template.features, template.scaling, template.expert_names,
+                                   template.pairs, template.cell_pair, template.cell_expert, link,
+                                   dict(template.settings))
+
+    class SBCNoisyExperts(NoisyExperts):
+        """NoisyExperts with label-invariant Deterministics to rank (the model itself unchanged)."""
+
+        def build_model(self, data):
+            import pymc as pm
+            import pytensor.tensor as pt
+
+            model = super().build_model(data)
+            with model:
+                W, b = model["W"], model["b"]
+                logits = pt.dot(data.features[ranked_pairs.ravel()], W) + b
+                probs = pt.special.softmax(logits, axis=-1).reshape((len(ranked_pairs), 2, n_clusters))
+                pm.Deterministic("coclustering", (probs[:, 0] * probs[:, 1]).sum(axis=-1))
+                pm.Deterministic("W_norm", pt.sqrt(pt.sum(W**2) + pt.sum(b**2)))
+            return model
+
+    def estimator(est_seed):
+        return SBCNoisyExperts(n_clusters=n_clusters, prior_sd=prior_sd, intercept_sd=intercept_sd,
+                               accuracy_a=accuracy_a, accuracy_b=accuracy_b, restarts=restarts, method="nuts",
+                               draws=draws, tune=tune, chains=chains, seed=est_seed, target_accept=target_accept,
+                               progressbar=False)
+
+    quantities = [f"{name}[{m}]" for name in ("alpha", "beta", "omega") for m in range(n_experts)]
+    quantities += [f"coclustering[{p}]" for p in range(len(ranked_pairs))] + ["W_norm"]
+    description = (f"noisy experts, n = {n_items} items, d = {n_features} features, K = {n_clusters}, "
+                   f"M = {n_experts} experts x {pairs_per_expert} pairs, constraints drawn from the pairwise "
+                   f"likelihood; prior sd {prior_sd} (W), {intercept_sd} (b), alpha, beta = 0.5 + 0.5 "
+                   f"Beta({accuracy_a}, {accuracy_b}); MAP {restarts} restarts, NUTS {chains} chains x "
+                   f"({tune} tune + {draws} draws). Ranked (label-invariant): alpha, beta, omega of every "
+                   f"expert, co-clustering probability of {len(ranked_pairs)} fixed pairs, |[b; W]|")
+    return SBCCase("experts", template, simulate, estimator, quantities, draw_prior=draw_prior,
+                   description=description)

@@ -103,3 +103,106 @@ def simulate_two_blobs(
 def toy_items(frame: pd.DataFrame) -> LabeledItems:
     """The validated container of a toy table (binary classes 0 and 1)."""
     return LabeledItems.from_frame(frame, label_col="y", classes=[0, 1])
+
+
+def sbc_case(
+    n_items: int = 40,
+    n_features: int = 1,
+    components: int = 2,
+    labeled_fraction: float = 0.5,
+    *,
+    sd_floor: float = 0.001,
+    mean_prior_sd: float = 3.0,
+    sd_prior_rate: float = 1.0,
+    concentration: float = 1.01,
+    restarts: int = 4,
+    draws: int = 500,
+    tune: int = 500,
+    chains: int = 2,
+    target_accept: float = 0.8,
+    n_items_ranked: int = 4,
+):
+    """Simulation-based calibration of `PCMixture` at lam = 1, the ordinary posterior of the joint
+    model (see `bayes_wsc.sbc`); at any other lam the draws are not a posterior and SBC does not apply.
+
+    Drawn per simulation from the model's own prior (`pm.draw`): pi, mean_z, sd_excess and rho.
+    Then z_d ~ Categorical(pi), x_d ~ N(mean_z[z], sd_z[z]) and, for the first
+    round(`labeled_fraction` n) items (which items carry a label is fixed, so labels are missing
+    at random), y_d ~ Bernoulli(rho[z]). The container is built with centre 0 and scale 1: the
+    model's parameters live on the standardized scale, and re-standardizing simulated features
+    would move the data away from the draw that generated them (`from_frame` standardizes every
+    user's table; here that step is the identity).
+
+    Ranked, all invariant to relabeling the components (the estimator relabels draws against its
+    MAP, while the truth has its own labels, so pi[0] or rho[0] of the fit would not be
+    comparable): `pi_max`, the larger weight; the components sorted by their mean on the first
+    feature, `sorted_pi[0]`, `sorted_mean[k]`, `sorted_sd[k]`, `sorted_rho[k]` (the order is taken
+    within each draw and within the truth alike); `label_prob[i]`, P(y = 1 | x) of
+    `n_items_ranked` fixed items (half labeled, half not); and the log-likelihood terms
+    `data_loglik` and `label_loglik` (functions of the parameters and the data, which SBC covers).
+    """
+    from bayes_wsc.data.labeled import LabeledItems
+    from bayes_wsc.models.pcmix import PCMixture
+    from bayes_wsc.sbc import SBCCase
+
+    if not 0 < labeled_fraction <= 1:
+        raise InputError(f"labeled_fraction must be in (0, 1], got {labeled_fraction!r}")
+    n_labeled = max(1, int(round(labeled_fraction * n_items)))
+    features = [f"x{j + 1}" for j in range(n_features)]
+    ids = np.array([f"item{i}" for i in range(n_items)])
+    labeled = np.arange(n_items) < n_labeled
+    template = LabeledItems(np.linspace(-1.0, 1.0, n_items)[:, None] * np.ones(n_features),
+                            np.where(labeled, np.arange(n_items) % 2, -1), features, ("0", "1"),
+                            np.zeros(n_features), np.ones(n_features), ids)
+    half = n_items_ranked // 2
+    ranked_items = np.unique(np.concatenate([np.arange(half), n_labeled + np.arange(n_items_ranked - half)]))
+    ranked_items = ranked_items[ranked_items < n_items]
+
+    def simulate(draw, rng):
+        pi = np.asarray(draw["pi"], dtype=float)
+        z = rng.choice(components, size=n_items, p=pi / pi.sum())
+        sd = sd_floor + np.asarray(draw["sd_excess"], dtype=float)
+        x = np.asarray(draw["mean_z"])[z] + sd[z] * rng.standard_normal((n_items, n_features))
+        y = np.where(labeled, (rng.random(n_items) < np.asarray(draw["rho"])[z]).astype(np.int64), -1)
+        return LabeledItems(x, y, features, ("0", "1"), np.zeros(n_features), np.ones(n_features), ids)
+
+    class SBCPCMixture(PCMixture):
+        """PCMixture with label-invariant Deterministics to rank (the model itself unchanged)."""
+
+        def build_model(self, data):
+            import pymc as pm
+            import pytensor.tensor as pt
+
+            from bayes_wsc.likelihoods import diag_normal_logp
+
+            model = super().build_model(data)
+            with model:
+                pi, mean_z, rho = model["pi"], model["mean_z"], model["rho"]
+                sd_z = sd_floor + model["sd_excess"]
+                order = pt.argsort(mean_z[:, 0])
+                pm.Deterministic("pi_max", pt.max(pi))
+                pm.Deterministic("sorted_pi", pi[order])
+                pm.Deterministic("sorted_mean", mean_z[order, 0])
+                pm.Deterministic("sorted_sd", sd_z[order, 0])
+                pm.Deterministic("sorted_rho", rho[order])
+                joint = pt.log(pi)[None, :] + diag_normal_logp(model["x"][ranked_items], mean_z, sd_z)
+                resp = pt.special.softmax(joint, axis=-1)
+                pm.Deterministic("label_prob", pt.dot(resp, rho))
+            return model
+
+    def estimator(seed):
+        return SBCPCMixture(components=components, lam=1.0, restarts=restarts, sd_floor=sd_floor,
+                            mean_prior_sd=mean_prior_sd, sd_prior_rate=sd_prior_rate, concentration=concentration,
+                            method="nuts", draws=draws, tune=tune, chains=chains, seed=seed,
+                            target_accept=target_accept, progressbar=False)
+
+    quantities = ["pi_max", "sorted_pi[0]"]
+    quantities += [f"sorted_{name}[{k}]" for name in ("mean", "sd", "rho") for k in range(components)]
+    quantities += [f"label_prob[{i}]" for i in range(len(ranked_items))] + ["data_loglik", "label_loglik"]
+    description = (f"PC mixture at lam = 1, n = {n_items} items ({n_labeled} labeled), D = {n_features}, "
+                   f"K = {components}, two classes; priors Dirichlet({concentration}), N(0, {mean_prior_sd}), "
+                   f"{sd_floor} + Gamma(2, {sd_prior_rate}); MAP {restarts} restarts, NUTS {chains} chains x "
+                   f"({tune} tune + {draws} draws). Ranked (label-invariant): the larger weight, components "
+                   "sorted by their mean on x1 (weight, mean, sd, P(y = 1)), P(y = 1 | x) of items "
+                   f"{list(ranked_items)}, the data and label log-likelihoods")
+    return SBCCase("pcmix", template, simulate, estimator, quantities, description=description)
