@@ -22,7 +22,12 @@ from bayes_wsc.cli import main
 from bayes_wsc.data.pairwise import PairwiseConstraints
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.fit import constrained_values, transformed_start
-from bayes_wsc.likelihoods import coclustering_probability, expert_link_logp
+from bayes_wsc.likelihoods import (
+    coclustering_probability,
+    expert_link_logp,
+    pair_log_coclustering,
+    pair_ratings_logp,
+)
 from bayes_wsc.simulate.experts import CASE_1, load_uci, omega_of, simulate_experts_model, simulate_uci_experts
 
 
@@ -40,26 +45,30 @@ def cli(argv):
 
 # ---------------------------------------------------------------------- likelihood
 def enumerated_pair_loglik(probs, pairs, cells):
-    """sum over constraints of log sum_{z_i, z_j} p(z_i) p(z_j) p(S | z_i, z_j), by brute force.
+    """sum over unique pairs of log sum_{z_i, z_j} p(z_i) p(z_j) prod_m p(S_m | z_i, z_j), by brute force:
+    the pair's clusters are drawn once and every expert who rated the pair sees them.
 
     cells: (pair index, link, alpha, beta) per constraint.
     """
     total = 0.0
     k = probs.shape[1]
-    for p, link, alpha, beta in cells:
+    for p in sorted({cell[0] for cell in cells}):
         i, j = pairs[p]
         prob = 0.0
         for zi, zj in itertools.product(range(k), repeat=2):
-            if zi == zj:
-                p_link = alpha if link else 1 - alpha
-            else:
-                p_link = 1 - beta if link else beta
-            prob += probs[i, zi] * probs[j, zj] * p_link
+            term = probs[i, zi] * probs[j, zj]
+            for _, link, alpha, beta in (cell for cell in cells if cell[0] == p):
+                if zi == zj:
+                    term *= alpha if link else 1 - alpha
+                else:
+                    term *= 1 - beta if link else beta
+            prob += term
         total += np.log(prob)
     return total
 
 
 def test_pairwise_marginal_equals_enumeration():
+    """Pairs rated by one, two and three experts: the pair's (z_i, z_j) summed out once."""
     rng = np.random.default_rng(0)
     probs = rng.dirichlet(np.ones(3), size=5)
     pairs = np.array([[0, 1], [0, 4], [2, 3], [1, 4]])
@@ -67,12 +76,40 @@ def test_pairwise_marginal_equals_enumeration():
     cell_pair = np.array([0, 0, 1, 2, 3, 3, 3])
     cell_expert = np.array([0, 1, 2, 0, 0, 1, 2])
     link = np.array([1, 0, 1, 0, 0, 1, 1])
-    expected = enumerated_pair_loglik(probs, pairs, [(p, s, alpha[e], beta[e])
-                                                     for p, s, e in zip(cell_pair, link, cell_expert)])
+    cells = [(p, s, alpha[e], beta[e]) for p, s, e in zip(cell_pair, link, cell_expert)]
+    expected = enumerated_pair_loglik(probs, pairs, cells)
+    log_probs = np.log(probs)
+    log_same, log_diff = pair_log_coclustering(pt.as_tensor(log_probs[pairs[:, 0]]),
+                                               pt.as_tensor(log_probs[pairs[:, 1]]))
     gamma = coclustering_probability(probs[pairs[:, 0]], probs[pairs[:, 1]])
-    got = expert_link_logp(pt.as_tensor(gamma[cell_pair]), link, pt.as_tensor(alpha[cell_expert]),
-                           pt.as_tensor(beta[cell_expert])).sum().eval()
+    np.testing.assert_allclose(log_same.eval(), np.log(gamma), rtol=1e-12)
+    np.testing.assert_allclose(log_diff.eval(), np.log1p(-gamma), rtol=1e-12)
+    got = pair_ratings_logp(log_same, log_diff, link, pt.as_tensor(alpha[cell_expert]),
+                            pt.as_tensor(beta[cell_expert]), cell_pair, len(pairs)).sum().eval()
     np.testing.assert_allclose(got, expected, rtol=1e-12)
+    # a pair rated by one expert: P(S = 1) = gamma alpha + (1 - gamma)(1 - beta)
+    single = [2]  # pair 1 is rated by expert 2 only
+    one = expert_link_logp(pt.as_tensor(gamma[cell_pair[single]]), link[single], pt.as_tensor(alpha[cell_expert[single]]),
+                           pt.as_tensor(beta[cell_expert[single]])).sum().eval()
+    np.testing.assert_allclose(one, enumerated_pair_loglik(probs, pairs, [cells[2]]), rtol=1e-12)
+    # summing per-constraint factors instead would redraw the pair's clusters for every expert
+    per_constraint = expert_link_logp(pt.as_tensor(gamma[cell_pair]), link, pt.as_tensor(alpha[cell_expert]),
+                                      pt.as_tensor(beta[cell_expert])).sum().eval()
+    assert abs(per_constraint - expected) > 1e-3
+
+
+def test_pair_likelihood_is_finite_with_gradients_for_confident_memberships():
+    """Both items surely in the same cluster (1 - gamma underflows) or surely apart (gamma underflows)."""
+    import pytensor
+
+    logits = pt.dmatrix("logits")
+    log_probs = logits - pt.logsumexp(logits, axis=1, keepdims=True)
+    log_same, log_diff = pair_log_coclustering(log_probs[[0, 0]], log_probs[[1, 2]])
+    logp = pair_ratings_logp(log_same, log_diff, np.array([0.0, 1.0]), pt.as_tensor([0.9, 0.9]),
+                             pt.as_tensor([0.8, 0.8]), np.array([0, 1]), 2).sum()
+    f = pytensor.function([logits], [logp, pt.grad(logp, logits)])
+    value, grad = f(np.array([[80.0, 0.0, -80.0], [79.0, 0.0, -81.0], [-80.0, 80.0, 0.0]]))
+    assert np.isfinite(value) and np.all(np.isfinite(grad))
 
 
 def test_model_likelihood_equals_enumeration():

@@ -194,8 +194,9 @@ def _intro(est, data) -> list[str]:
         f"{data.n_pairs} distinct pairs; K = {k} clusters, fitted {how}.",
         "Model (Chang et al. 2017): a softmax (multinomial logistic) clustering p(z = k | x) = softmax(x W + b) "
         "and, for every expert, a sensitivity alpha = P(must-link | same cluster) and a specificity "
-        "beta = P(cannot-link | different clusters), both in [0.5, 1]. Each constraint's likelihood sums out the "
-        "clusters of its two items. The product over constraints is a pairwise composite likelihood: pairs that "
+        "beta = P(cannot-link | different clusters), both in [0.5, 1]. Each pair's likelihood sums out the "
+        "clusters of its two items once, for all the experts who rated it. The product over pairs is a pairwise "
+        "composite likelihood: pairs that "
         "share an item are treated as independent, because the exact joint marginal over all clusterings is "
         "intractable (the paper's EM optimizes a bound of the same pairwise quantity). Intervals can therefore be "
         "somewhat narrower than the data warrant when items appear in many pairs.",
