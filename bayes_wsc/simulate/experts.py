@@ -236,10 +236,12 @@ def sbc_case(
     and alpha, beta = 0.5 + 0.5 Beta(a, b); the free W_raw, b_raw are their image under the
     model's reference coding, rotation and Cholesky factors (`raw_coordinates`). So the check
     covers that the non-centred, reference-coded prior of the model is the exchangeable one it
-    claims to be. Every constraint is then Bernoulli(gamma alpha_m + (1 - gamma)(1 - beta_m)),
-    independently, with gamma = sum_k p_ik p_jk from softmax(x W + b) in NumPy: the model's
-    likelihood is a pairwise composite likelihood, exact for data generated this way (drawing
-    one z per item instead would test the composite approximation, not the implementation).
+    claims to be. Every unique pair then draws "same cluster" once, ~ Bernoulli(gamma) with
+    gamma = sum_k p_ik p_jk from softmax(x W + b) in NumPy, and each expert who rated it links it
+    with probability alpha_m if same, 1 - beta_m if not: the model's likelihood is a pairwise
+    composite likelihood (the pair's clusters summed out once for all its experts), exact for
+    data generated this way (drawing one z per item instead would test the composite
+    approximation, not the implementation).
 
     Ranked, all invariant to relabeling the clusters (the estimator relabels draws against its
     MAP; the truth has its own labels, so relabelled W or b would not be comparable): every
@@ -279,10 +281,11 @@ def sbc_case(
 
     def simulate(draw, sim_rng):
         probs = _softmax(template.features @ draw["full_W"] + draw["full_b"], axis=1)
-        gamma = (probs[template.pairs[:, 0]] * probs[template.pairs[:, 1]]).sum(axis=1)[template.cell_pair]
+        gamma = (probs[template.pairs[:, 0]] * probs[template.pairs[:, 1]]).sum(axis=1)
+        same = (sim_rng.random(gamma.size) < gamma)[template.cell_pair]  # once per pair, shared by its experts
         alpha = 0.5 + 0.5 * draw["alpha_raw"][template.cell_expert]
         beta = 0.5 + 0.5 * draw["beta_raw"][template.cell_expert]
-        p_link = gamma * alpha + (1 - gamma) * (1 - beta)
+        p_link = np.where(same, alpha, 1 - beta)
         link = (sim_rng.random(p_link.size) < p_link).astype(np.int8)
         return PairwiseConstraints(template.item_ids, template.features, template.scaling, template.expert_names,
                                    template.pairs, template.cell_pair, template.cell_expert, link,
