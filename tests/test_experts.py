@@ -518,3 +518,27 @@ def test_cli_bad_features(cli_files, tmp_path, capsys, column, value, expected):
                 str(tmp_path / "fit.nc")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and expected in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.slow
+def test_cli_nuts_end_to_end(cli_files, tmp_path, capsys):
+    """--method nuts from the command line: 4 chains started at the MAP and relabelled, R-hat near 1 on the
+    reported quantities, intervals in the summary and in the predictions."""
+    path = cli_files
+    code = cli(["fit", "experts", "--items", str(path / "items.csv"), "--constraints", str(path / "constraints.csv"),
+                "--clusters", "3", "--id-col", "patient", "--restarts", "4", "--seed", "2", "--method", "nuts",
+                "--draws", "300", "--tune", "300", "--chains", "4", "--out", str(tmp_path / "fit.nc")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    from bayes_wsc.estimator import load
+
+    est = load(tmp_path / "fit.nc")
+    summary = est.summary(var_names=["omega", "alpha", "beta", "b", "W"])
+    assert summary["r_hat"].max() < 1.05, summary["r_hat"].max()
+    table = est.expert_table(ci=0.9)
+    assert list(table.index) == ["expert1", "expert2", "expert3"]
+    assert np.all(table["omega_low"] < table["omega"]) and np.all(table["omega"] < table["omega_high"])
+    assert cli(["predict", str(tmp_path / "fit.nc"), "--items", str(path / "new.csv"), "--out",
+                str(tmp_path / "pred.csv")]) == 0
+    pred = pd.read_csv(tmp_path / "pred.csv")
+    assert np.all(pred["prob_low"] <= pred["prob_high"]) and (pred["prob_high"] - pred["prob_low"]).max() > 0
