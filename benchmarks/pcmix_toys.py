@@ -3,6 +3,7 @@
     python benchmarks/pcmix_toys.py                     # both studies, basins, figures, timing
     python benchmarks/pcmix_toys.py --nuts              # also the generalized posterior by NUTS
     python benchmarks/pcmix_toys.py --study intervals --interval-seeds 5
+    python benchmarks/pcmix_toys.py --study nuts --draws 500 --tune 500 --chains 2
 
 Sec. 3.2: 1-D, intervals A (175 points on [-1, 1], about half positive), B
 (100 on [1, 1.5], positive), C (75 on [1.5, 2], negative); K = 2.
@@ -303,7 +304,8 @@ def nuts_runs(draws: int, tune: int, chains: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--study", choices=("all", "intervals", "blobs", "timing"), default="all")
+    parser.add_argument("--study", choices=("all", "intervals", "blobs", "timing", "nuts"), default="all",
+                        help="nuts: only the NUTS runs (as --nuts alone)")
     parser.add_argument("--restarts", type=int, default=10)
     parser.add_argument("--interval-seeds", type=int, default=5, help="data draws of Sec. 3.2 summarized")
     parser.add_argument("--landscape-restarts", type=int, default=40,
@@ -322,7 +324,7 @@ def main() -> None:
         study_intervals(args.interval_seeds, args.restarts, args.landscape_restarts)
     if args.study in ("all", "blobs"):
         study_blobs(args.restarts, [float(b) for b in args.basin_fractions.split(",") if b])
-    if args.nuts:
+    if args.nuts or args.study == "nuts":
         nuts_runs(args.draws, args.tune, args.chains)
 
 
