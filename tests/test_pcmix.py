@@ -480,13 +480,15 @@ def test_toy_sec32_intervals():
 @pytest.mark.slow
 @pytest.mark.parametrize("labeled_fraction", [0.1, 1.0])
 def test_toy_sec33_blobs(labeled_fraction):
-    """Sec. 3.3: at lam = 1 the fit explains x and predicts y at the trivial rate; PC with large lam finds
-    the thin band of positives; ML+rep with few labels keeps the two blobs."""
+    """Sec. 3.3: at lam = 1 with few labels the fit explains x and predicts y at the trivial rate; PC with
+    large lam finds the thin band of positives; ML+rep with few labels does not (benchmarks/RESULTS.md)."""
     frame, truth = simulate_two_blobs(n=5000, labeled_fraction=labeled_fraction, seed=0)
     data = toy_items(frame)
     path = PCMixture(components=2, restarts=10, seed=0).fit_path(data, [1.0, 16.0, 64.0])
     table = path.table(y=truth.y)
-    assert table["error_rate"].iloc[0] == pytest.approx(truth.error_floor, abs=0.01)
+    if labeled_fraction <= 0.2:  # with every label the joint fit already has a cluster on the band (0.035)
+        assert table["error_rate"].iloc[0] == pytest.approx(truth.error_floor, abs=0.01)
+    assert table["error_rate"].iloc[-1] < 0.5 * table["error_rate"].iloc[0]
     assert table["error_rate"].iloc[-1] < 0.03
     assert table["data_nll_per_item"].iloc[-1] > table["data_nll_per_item"].iloc[0]
     ml_rep = ml_rep_em(data, 2, 64.0, restarts=10, seed=0)
