@@ -42,19 +42,27 @@ class Draws:
 # ---------------------------------------------------------------------- MAP
 def _value_and_grad_fn(model: pm.Model, start: dict) -> tuple[Callable, RaveledVars]:
     """Negative log density (no Jacobian: the mode in the constrained space) and its gradient,
-    both on one raveled vector of the model's value variables, compiled once."""
+    both on one raveled vector of the model's value variables.
+
+    The log density is PyMC's JAX graph, the one NUTS samples, differentiated by JAX and
+    compiled by XLA (cached on disk): no C compilation, and only the log density, not its
+    symbolic gradient, goes through PyTensor's rewrites.
+    """
+    from pymc.sampling.jax import get_jaxified_graph
+
+    jax = jax_runtime()
     value_vars = model.continuous_value_vars
     x0 = DictToArrayBijection.map({v.name: start[v.name] for v in value_vars})
-    flat = pt.vector("x", dtype=pytensor.config.floatX)
-    replacements, offset = {}, 0
-    for name, shape, size, dtype in x0.point_map_info:
-        var = next(v for v in value_vars if v.name == name)
-        replacements[var] = flat[offset : offset + size].reshape(shape).astype(var.dtype)
+    neg_logp = get_jaxified_graph(inputs=value_vars, outputs=[-model.logp(jacobian=False)])
+    pieces, offset = [], 0
+    for _, shape, size, _ in x0.point_map_info:
+        pieces.append((offset, size, shape))
         offset += size
-    logp = model.logp(jacobian=False)
-    neg = -pytensor.graph_replace(logp, replacements, strict=False)
-    grad = pt.grad(neg, flat)
-    fn = pytensor.function([flat], [neg, grad], on_unused_input="ignore")
+
+    def objective(flat):
+        return neg_logp(*[flat[o : o + n].reshape(shape) for o, n, shape in pieces])[0]
+
+    fn = jax.jit(jax.value_and_grad(objective))
 
     def value_and_grad(x):
         value, gradient = fn(x)
@@ -63,12 +71,32 @@ def _value_and_grad_fn(model: pm.Model, start: dict) -> tuple[Callable, RaveledV
     return value_and_grad, x0
 
 
+def transformed_starts(model: pm.Model, starts: Sequence[Mapping[str, np.ndarray] | None],
+                       seed: int | None = None) -> list[dict]:
+    """Initial points in the unconstrained space, for starts given on the constrained scale (as a
+    user thinks of them); a variable a start leaves out takes the model's default initial value.
+    One function, compiled once, transforms every start."""
+    defaults = make_initial_point_fn(model=model, jitter_rvs=set(), return_transformed=False)(seed)
+    free = model.free_RVs
+    inputs = [rv.type(name=rv.name) for rv in free]
+    outputs = []
+    for rv, value in zip(free, inputs):
+        transform = model.rvs_to_transforms.get(rv)
+        outputs.append(value if transform is None else transform.forward(value, *rv.owner.inputs))
+    outputs = pytensor.graph_replace(outputs, dict(zip(free, inputs)), strict=False)
+    forward = pytensor.function(inputs, outputs, mode="FAST_COMPILE", on_unused_input="ignore")
+    names = [model.rvs_to_values[rv].name for rv in free]
+    points = []
+    for start in starts:
+        given = {**defaults, **dict(start or {})}
+        values = forward(*[np.asarray(given[rv.name], dtype=rv.dtype) for rv in free])
+        points.append({n: np.asarray(v) for n, v in zip(names, values)})
+    return points
+
+
 def transformed_start(model: pm.Model, initvals: Mapping[str, np.ndarray] | None, seed: int | None = None):
-    """The model's initial point in the unconstrained space, with `initvals` given on the
-    constrained scale (as a user thinks of them)."""
-    fn = make_initial_point_fn(model=model, overrides=dict(initvals or {}), jitter_rvs=set(),
-                               return_transformed=True)
-    return fn(seed)
+    """The model's initial point in the unconstrained space, with `initvals` on the constrained scale."""
+    return transformed_starts(model, [initvals], seed)[0]
 
 
 def fit_map(
@@ -100,7 +128,7 @@ def fit_map(
     if fixed:
         model = pm.do(model, fixed)
         starts = [None if s is None else {k: v for k, v in s.items() if k not in fixed} for s in starts]
-    points = [transformed_start(model, s) for s in starts]
+    points = transformed_starts(model, starts)
     value_and_grad, x0 = _value_and_grad_fn(model, points[0])
     t0 = time.perf_counter()
     results = []
@@ -136,7 +164,8 @@ def constrained_values(model: pm.Model, points: Sequence[dict]) -> dict[str, np.
     """Free variables and Deterministics on their natural scale, stacked over `points`."""
     outs = get_default_varnames(model.unobserved_value_vars, include_transformed=False)
     names = [v.name for v in outs]
-    fn = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore", point_fn=False)
+    fn = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore", point_fn=False,
+                          mode="FAST_COMPILE")  # evaluated a few times: no C compilation
     rows = [fn(*[p[v.name] for v in model.value_vars]) for p in points]
     return {n: np.stack([np.asarray(r[i]) for r in rows]) for i, n in enumerate(names)}
 
@@ -236,6 +265,19 @@ def _set_host_devices(n: int) -> None:
     os.environ["XLA_FLAGS"] = f"{flags.strip()} --xla_force_host_platform_device_count={wanted}".strip()
 
 
+def jax_runtime(devices: int = 4):
+    """JAX as this package uses it: float64 (PyTensor's JAX linker), at least `devices` CPU
+    devices (one per chain; 4 is PyMC's default chain count, so a MAP that runs first leaves
+    room for the chains) and the persistent compilation cache."""
+    import pymc.sampling.jax  # noqa: F401 - sets 100 host devices on import; undone next line
+
+    _set_host_devices(devices)
+    import jax
+
+    _use_compilation_cache(jax)
+    return jax
+
+
 def _use_compilation_cache(jax) -> None:
     """Keep XLA's compiled samplers on disk, so that a second fit of the same shape starts at once."""
     if jax.config.jax_compilation_cache_dir:
@@ -248,11 +290,8 @@ def _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, 
     chains = len(starts)
     from pymc.sampling.jax import get_jaxified_graph
 
-    _set_host_devices(chains)
-    import jax
+    jax = jax_runtime(chains)
     from numpyro.infer import MCMC, NUTS
-
-    _use_compilation_cache(jax)
 
     value_vars = model.value_vars
     potential = get_jaxified_graph(inputs=value_vars, outputs=[-model.logp()])
