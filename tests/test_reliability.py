@@ -1,0 +1,144 @@
+"""What every model owes its users whatever the data: save -> load -> predict loses nothing, an
+interrupted save leaves no broken file, and the edge cases of the reliability issue fit."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import normalized_mutual_info_score
+
+from bayes_wsc import inference
+from bayes_wsc.data.grouped import GroupedCounts
+from bayes_wsc.data.labeled import LabeledItems
+from bayes_wsc.data.pairwise import PairwiseConstraints
+from bayes_wsc.errors import FitWarning
+from bayes_wsc.estimator import load
+from bayes_wsc.models.experts import NoisyExperts
+from bayes_wsc.models.pcmix import PCMixture
+from bayes_wsc.models.wsc import WSC
+from bayes_wsc.simulate import counts_to_clicks, simulate_wsc
+from bayes_wsc.simulate.experts import simulate_experts_model
+from bayes_wsc.simulate.pcmix import simulate_intervals
+
+
+def quietly(est, data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return est.fit(data)
+
+
+def wsc_case():
+    data, _ = simulate_wsc(n_groups=40, items_per_group=20, n_bins=5, seed=2)
+    clicks, _ = counts_to_clicks(data)
+    return quietly(WSC(method="map"), data), clicks
+
+
+def experts_case():
+    items, constraints, _ = simulate_experts_model(n_items=60, n_features=3, n_clusters=2, alpha=(0.9, 0.7),
+                                                   beta=(0.9, 0.7), pairs_per_expert=150, seed=3)
+    data = PairwiseConstraints.from_frames(items, constraints)
+    return quietly(NoisyExperts(n_clusters=2, restarts=3, seed=1), data), items.head(10)
+
+
+def pcmix_case():
+    table, _ = simulate_intervals(n_a=40, n_b=25, n_c=20, seed=4)
+    data = LabeledItems.from_frame(table, label_col="y")
+    return quietly(PCMixture(components=2, lam=4.0, restarts=3, seed=1), data), table.drop(columns="y").head(10)
+
+
+CASES = {"wsc": wsc_case, "experts": experts_case, "pcmix": pcmix_case}
+
+
+@pytest.mark.parametrize("model", sorted(CASES))
+def test_save_load_predict_is_lossless_for_every_model(model, tmp_path):
+    est, items = CASES[model]()
+    est.save(tmp_path / "fit.nc")
+    back = load(tmp_path / "fit.nc")
+    assert type(back) is type(est) and back.get_params() == est.get_params()
+    pd.testing.assert_frame_equal(est.predict(items), back.predict(items))
+    assert set(est.idata_.groups()) == set(back.idata_.groups())
+    for group in est.idata_.groups():
+        a, b = est.idata_[group], back.idata_[group]
+        assert set(a.data_vars) == set(b.data_vars)
+        for name in a.data_vars:
+            np.testing.assert_array_equal(a[name].values, b[name].values)
+    assert inference.get_attrs(est.idata_) == inference.get_attrs(back.idata_)
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*"))
+
+
+def test_an_interrupted_save_keeps_the_old_file_and_leaves_no_partial_one(tmp_path, monkeypatch):
+    est, _ = wsc_case()
+    target = tmp_path / "fit.nc"
+    target.write_bytes(b"the previous fit")
+
+    def interrupted(self, path, *args, **kwargs):
+        with open(path, "wb") as handle:
+            handle.write(b"half a netCDF")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(est.idata_), "to_netcdf", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        est.save(target)
+    assert target.read_bytes() == b"the previous fit"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.nc"]
+
+
+# ---------------------------------------------------------------------- edge cases, first model
+def wsc_table(case: str):
+    rng = np.random.default_rng(7)
+    n_groups, n_bins = 30, 4
+    counts = rng.poisson(6.0, size=(n_groups, n_bins)).astype(float) + 1
+    he = rng.normal(0, 1, n_groups)
+    if case == "extreme_he":
+        he[:5], he[5:10] = 20.0, -20.0
+    elif case == "unused_bin":
+        counts[:, 2] = 0
+    elif case == "one_item_groups":
+        counts = np.eye(n_bins)[rng.integers(0, n_bins, n_groups)]
+    elif case == "single_bin":
+        counts = counts[:, :1]
+    return GroupedCounts.from_counts(counts, he)
+
+
+@pytest.mark.parametrize("case", ["extreme_he", "unused_bin", "one_item_groups", "single_bin"])
+def test_wsc_edge_cases_fit_and_predict(case):
+    data = wsc_table(case)
+    est = quietly(WSC(method="map"), data)
+    rho = est.idata_.posterior["rho"].values.ravel()
+    assert rho.shape == (data.n_bins,) and np.all(np.isfinite(rho)) and np.all((rho >= 0) & (rho <= 1))
+    assert np.isfinite(inference.get_attrs(est.idata_)["fit_info"]["map"]["log_density"])
+    if case == "single_bin":  # one bin: every item looks alike, so P(happy | bin) is the mean happy share
+        assert rho[0] == pytest.approx(float(est.idata_.posterior["pi"].values.ravel()[0]), abs=1e-6)
+    table = inference.summary(est.idata_, var_names=["rho"])
+    assert len(table) == data.n_bins
+
+
+# ---------------------------------------------------------------------- edge cases, mixtures
+def test_an_expert_who_only_says_must_link():
+    """Beside three honest experts, a yes-sayer is read as one who cannot tell different pairs
+    apart (specificity at its floor 0.5) and does not spoil the clustering. (Its omega stays high:
+    omega grows without bound as alpha -> 1 whatever beta is, as eq. 8's weight does.)"""
+    items, constraints, truth = simulate_experts_model(n_items=60, n_features=3, n_clusters=2,
+                                                       alpha=(0.9, 0.8, 0.8, 0.9), beta=(0.9, 0.8, 0.8, 0.9),
+                                                       pairs_per_expert=150, seed=5)
+    constraints.loc[constraints["expert"] == constraints["expert"].iloc[-1], "link"] = 1
+    est = quietly(NoisyExperts(n_clusters=2, restarts=3, seed=1), PairwiseConstraints.from_frames(items, constraints))
+    post = est.idata_.posterior
+    alpha, beta = post["alpha"].values.ravel(), post["beta"].values.ravel()
+    assert np.all((alpha >= 0.5) & (alpha <= 1)) and np.all((beta >= 0.5) & (beta <= 1))
+    assert alpha[-1] > 0.95 and beta[-1] < 0.6 and beta[-1] == beta.min()
+    assert normalized_mutual_info_score(truth.labels, est.predict(items)["cluster"]) > 0.7
+
+
+def test_clusters_that_end_up_empty():
+    items, constraints, _ = simulate_experts_model(n_items=60, n_features=3, n_clusters=2, alpha=(0.9, 0.8),
+                                                   beta=(0.9, 0.8), pairs_per_expert=150, seed=6)
+    experts = quietly(NoisyExperts(n_clusters=4, restarts=3, seed=1), PairwiseConstraints.from_frames(items, constraints))
+    pred = experts.predict(items)
+    np.testing.assert_allclose(pred[[f"prob_{k}" for k in range(4)]].sum(axis=1), 1.0, atol=1e-8)
+    table, _ = simulate_intervals(n_a=40, n_b=25, n_c=20, seed=4)
+    mixture = quietly(PCMixture(components=5, lam=1.0, restarts=3, seed=1), LabeledItems.from_frame(table, label_col="y"))
+    pi = mixture.idata_.posterior["pi"].values.ravel()
+    assert pi.size == 5 and np.all(np.isfinite(pi)) and pi.sum() == pytest.approx(1.0)
+    assert np.all(np.isfinite(mixture.predict(table.drop(columns="y"))["prob"]))
