@@ -1,4 +1,4 @@
-"""Simulation-based calibration of the noisy-experts model and the PC mixture (slow tier: pytest -m slow).
+"""Simulation-based calibration of every model: WSC, noisy experts, PC mixture (slow tier: pytest -m slow).
 
 About 20 simulations of tiny data per model, every quantity ranked among 99
 thinned NUTS draws; the test fails when some quantity's binned ranks fail the
@@ -18,6 +18,10 @@ N_SIMS = 20
 
 
 def small_case(model: str):
+    if model == "wsc":
+        from bayes_wsc.simulate.wsc import sbc_case
+
+        return sbc_case(n_groups=20, items_per_group=20, n_bins=3, draws=500, tune=400, chains=2)
     if model == "experts":
         from bayes_wsc.simulate.experts import sbc_case
 
@@ -44,6 +48,6 @@ def check_calibration(model: str, n_sims: int = N_SIMS, seed: int = 6):
     return result
 
 
-@pytest.mark.parametrize("model", ["experts", "pcmix"])
+@pytest.mark.parametrize("model", ["wsc", "experts", "pcmix"])
 def test_sbc_ranks_are_uniform(model):
     check_calibration(model)
