@@ -23,6 +23,8 @@ from bayes_wsc import diagnostics, inference
 from bayes_wsc.errors import FitWarning, InputError
 
 METHODS = ("map", "nuts")
+#: where NUTS chains start: all at the best MAP, or chain c at the optimum of MAP restart c
+CHAIN_STARTS = ("map", "restarts")
 #: model name -> "module:Class", imported only when needed
 REGISTRY = {"wsc": "bayes_wsc.models.wsc:WSC"}
 REGISTRY["experts"] = "bayes_wsc.models.experts:NoisyExperts"
@@ -49,7 +51,7 @@ class Estimator:
     required_variables: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=None, backend=None,
-                 target_accept=0.8, model_file=None, progressbar=True):
+                 target_accept=0.8, model_file=None, progressbar=True, chain_starts="map"):
         self.method = method
         self.draws = draws
         self.tune = tune
@@ -59,6 +61,7 @@ class Estimator:
         self.target_accept = target_accept
         self.model_file = model_file
         self.progressbar = progressbar
+        self.chain_starts = chain_starts
 
     # ------------------------------------------------------------------ settings
     def get_params(self) -> dict:
@@ -86,6 +89,8 @@ class Estimator:
             raise InputError(f"seed must be None or a whole number >= 0, got {self.seed!r}")
         if self.backend is not None and self.backend not in NUTS_BACKENDS:
             raise InputError(f"backend must be one of {NUTS_BACKENDS}, got {self.backend!r}")
+        if self.chain_starts not in CHAIN_STARTS:
+            raise InputError(f"chain_starts must be one of {CHAIN_STARTS}, got {self.chain_starts!r}")
         if self.model_file is not None and not isinstance(self.model_file, (str, Path)):
             raise InputError(f"model_file must be a path, got {self.model_file!r}")
 
@@ -164,6 +169,9 @@ class Estimator:
             messages += diagnostics.map_messages(draws.info)
             fit_info["map"] = draws.info
             start = {rv.name: draws.posterior[rv.name][0, 0] for rv in model.free_RVs}
+            if self.chain_starts == "restarts" and draws.optima:
+                # chain c at restart c's optimum: other labelings, maybe other modes, for relabeling to face
+                start = [draws.optima[c % len(draws.optima)] for c in range(self.chains)]
         if self.method == "nuts":
             draws = fit_nuts(model, draws=self.draws, tune=self.tune, chains=self.chains, seed=self.seed,
                              initvals=start, backend=self.backend, target_accept=self.target_accept,

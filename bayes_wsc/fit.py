@@ -37,6 +37,8 @@ class Draws:
     posterior: dict[str, np.ndarray]
     sample_stats: dict[str, np.ndarray] = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    #: MAP with restarts: every restart's optimum (free variables, constrained scale), in restart order
+    optima: list[dict] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------- MAP
@@ -149,14 +151,18 @@ def fit_map(
         "log_density": float(-result.fun),
         "seconds": time.perf_counter() - t0,
     }
+    optima = []
     if len(results) > 1:
         info.update(restarts=len(results), best_restart=best,
                     restart_log_densities=[float(-r.fun) for r in results])
+        ends = constrained_values(model, [DictToArrayBijection.rmap(RaveledVars(r.x, x0.point_map_info), points[i])
+                                          for i, r in enumerate(results)])
+        optima = [{**{rv.name: ends[rv.name][i] for rv in model.free_RVs}, **fixed} for i in range(len(results))]
     if fixed:
         posterior.update({k: v[None] for k, v in fixed.items()})
         info["held_fixed"] = {k: v.tolist() for k, v in fixed.items()}
     draws = Draws({k: v[None] for k, v in posterior.items()},
-                  {"lp": np.array([[-result.fun]])}, info)
+                  {"lp": np.array([[-result.fun]])}, info, optima)
     return draws, point
 
 
@@ -181,18 +187,21 @@ def default_backend() -> str:
     return "numpyro" if importlib.util.find_spec("numpyro") is not None else "pymc"
 
 
-def jittered_starts(model: pm.Model, initvals: Mapping[str, np.ndarray] | None, chains: int,
-                    seed: int | None, jitter: float) -> list[dict]:
-    """One unconstrained start per chain: `initvals` (constrained scale) plus Gaussian jitter.
+def jittered_starts(model: pm.Model, initvals, chains: int, seed: int | None, jitter: float) -> list[dict]:
+    """One unconstrained start per chain: `initvals` (constrained scale; one point for every chain,
+    or a list with one per chain) plus Gaussian jitter.
 
     Starting every chain near one mode (the MAP) is what keeps the orientation
     of the latent classes, and the labels of exchangeable clusters, the same
-    across chains.
+    across chains; chains started at different restarts' optima test that
+    relabeling can reconcile them.
     """
-    centre = transformed_start(model, initvals, seed)
+    centres = [initvals] * chains if initvals is None or isinstance(initvals, Mapping) else list(initvals)
+    if len(centres) != chains:
+        raise InputError(f"got {len(centres)} initial points for {chains} chains")
     rng = np.random.default_rng(seed)
     return [{k: np.asarray(v) + jitter * rng.standard_normal(np.shape(v)) for k, v in centre.items()}
-            for _ in range(chains)]
+            for centre in transformed_starts(model, centres, seed)]
 
 
 def fit_nuts(
@@ -222,12 +231,7 @@ def fit_nuts(
         if not isinstance(value, (int, np.integer)) or value < (0 if name == "tune" else 1):
             raise InputError(f"{name} must be a positive integer, got {value!r}")
     seed = int(np.random.SeedSequence(seed).generate_state(1)[0] % (2**31)) if seed is None else int(seed)
-    if initvals is None or isinstance(initvals, Mapping):
-        starts = jittered_starts(model, initvals, chains, seed, jitter)
-    else:
-        starts = [jittered_starts(model, iv, 1, seed + c, jitter)[0] for c, iv in enumerate(initvals)]
-        if len(starts) != chains:
-            raise InputError(f"got {len(starts)} initial points for {chains} chains")
+    starts = jittered_starts(model, initvals, chains, seed, jitter)
     t0 = time.perf_counter()
     if backend == "numpyro":
         result = _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, progressbar)

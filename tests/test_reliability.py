@@ -142,3 +142,23 @@ def test_clusters_that_end_up_empty():
     pi = mixture.idata_.posterior["pi"].values.ravel()
     assert pi.size == 5 and np.all(np.isfinite(pi)) and pi.sum() == pytest.approx(1.0)
     assert np.all(np.isfinite(mixture.predict(table.drop(columns="y"))["prob"]))
+
+
+# ---------------------------------------------------------------------- label switching
+def test_chains_from_different_restarts_are_relabeled_to_one_labeling():
+    """Four chains, each at the optimum of its own MAP restart (their cluster labels permuted at
+    random): after relabeling, R-hat on what is reported is below 1.01."""
+    items, constraints, _ = simulate_experts_model(n_items=80, n_features=3, n_clusters=3, alpha=(0.9, 0.8),
+                                                   beta=(0.9, 0.8), pairs_per_expert=300, seed=8)
+    data = PairwiseConstraints.from_frames(items, constraints)
+    est = NoisyExperts(n_clusters=3, restarts=4, seed=2, method="nuts", chains=4, draws=500, tune=500,
+                       chain_starts="restarts", progressbar=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FitWarning)
+        est.fit(data)
+    optima = inference.get_attrs(est.idata_)["fit_info"]["map"]["restart_log_densities"]
+    assert len(optima) == 4
+    assert inference.get_attrs(est.idata_)["fit_info"]["nuts"]["relabelled_draws"] >= 500  # a chain was permuted
+    assert not [w for w in caught if "partition" in str(w.message)], [str(w.message) for w in caught]
+    conv = inference.convergence(est.idata_, ["alpha", "beta", "omega", "W", "b"])
+    assert max(c["rhat"] for c in conv.values()) < 1.01, conv
