@@ -204,5 +204,5 @@ def sbc_case(
                    f"{sd_floor} + Gamma(2, {sd_prior_rate}); MAP {restarts} restarts, NUTS {chains} chains x "
                    f"({tune} tune + {draws} draws). Ranked (label-invariant): the larger weight, components "
                    "sorted by their mean on x1 (weight, mean, sd, P(y = 1)), P(y = 1 | x) of items "
-                   f"{list(ranked_items)}, the data and label log-likelihoods")
+                   f"{[int(i) for i in ranked_items]}, the data and label log-likelihoods")
     return SBCCase("pcmix", template, simulate, estimator, quantities, description=description)
