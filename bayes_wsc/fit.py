@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pymc as pm
 import pytensor
-import pytensor.tensor as pt
 from pymc.blocking import DictToArrayBijection, RaveledVars
 from pymc.initial_point import make_initial_point_fn
 from pymc.util import get_default_varnames

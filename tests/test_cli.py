@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_wsc import inference
 from bayes_wsc.cli import main
 from bayes_wsc.estimator import load
 from bayes_wsc.simulate import counts_to_clicks, simulate_wsc
+from roundtrip import assert_lossless_round_trip
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,17 +88,7 @@ def test_save_load_predict_round_trip(tmp_path):
     est = WSC(method="nuts", draws=50, tune=50, chains=2, seed=4, progressbar=False)
     with pytest.warns(Warning):
         est.fit(data)
-    est.save(tmp_path / "fit.nc")
-    back = load(tmp_path / "fit.nc")
-    pd.testing.assert_frame_equal(est.predict(clicks), back.predict(clicks))
-    for group in est.idata_.groups():
-        xr_a, xr_b = est.idata_[group], back.idata_[group]
-        assert set(xr_a.data_vars) == set(xr_b.data_vars)
-        for name in xr_a.data_vars:
-            np.testing.assert_array_equal(xr_a[name].values, xr_b[name].values)
-    assert inference.get_attrs(est.idata_) == inference.get_attrs(back.idata_)
-    assert back.get_params() == est.get_params()
-    assert not list(tmp_path.glob("*.tmp"))
+    assert_lossless_round_trip(est, clicks, tmp_path / "fit.nc")
 
 
 def test_help_starts_fast():

@@ -4,7 +4,6 @@ interrupted save leaves no broken file, and the edge cases of the reliability is
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 from sklearn.metrics import normalized_mutual_info_score
 
@@ -13,13 +12,13 @@ from bayes_wsc.data.grouped import GroupedCounts
 from bayes_wsc.data.labeled import LabeledItems
 from bayes_wsc.data.pairwise import PairwiseConstraints
 from bayes_wsc.errors import FitWarning
-from bayes_wsc.estimator import load
 from bayes_wsc.models.experts import NoisyExperts
 from bayes_wsc.models.pcmix import PCMixture
 from bayes_wsc.models.wsc import WSC
 from bayes_wsc.simulate import counts_to_clicks, simulate_wsc
 from bayes_wsc.simulate.experts import simulate_experts_model
 from bayes_wsc.simulate.pcmix import simulate_intervals
+from roundtrip import assert_lossless_round_trip
 
 
 def quietly(est, data):
@@ -53,18 +52,7 @@ CASES = {"wsc": wsc_case, "experts": experts_case, "pcmix": pcmix_case}
 @pytest.mark.parametrize("model", sorted(CASES))
 def test_save_load_predict_is_lossless_for_every_model(model, tmp_path):
     est, items = CASES[model]()
-    est.save(tmp_path / "fit.nc")
-    back = load(tmp_path / "fit.nc")
-    assert type(back) is type(est) and back.get_params() == est.get_params()
-    pd.testing.assert_frame_equal(est.predict(items), back.predict(items))
-    assert set(est.idata_.groups()) == set(back.idata_.groups())
-    for group in est.idata_.groups():
-        a, b = est.idata_[group], back.idata_[group]
-        assert set(a.data_vars) == set(b.data_vars)
-        for name in a.data_vars:
-            np.testing.assert_array_equal(a[name].values, b[name].values)
-    assert inference.get_attrs(est.idata_) == inference.get_attrs(back.idata_)
-    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*"))
+    assert_lossless_round_trip(est, items, tmp_path / "fit.nc")
 
 
 def test_an_interrupted_save_keeps_the_old_file_and_leaves_no_partial_one(tmp_path, monkeypatch):
