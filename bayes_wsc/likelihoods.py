@@ -106,45 +106,6 @@ def predictive_mixture_logp(log_weights, x_logp, y_logp, axis: int = -1):
 
 
 # ---------------------------------------------------------------------- pairwise constraints (seed 002)
-def coclustering_probability(probs_first, probs_second):
-    """gamma_ij = sum_k p_ik p_jk: the probability that items i and j fall in the same cluster.
-
-    probs_first, probs_second : (P, K) membership probabilities P(z = k | x) of the first and
-    the second item of each pair. Returns (P,); each unique pair is computed once, however
-    many experts rated it.
-
-    This is the closed form of summing out (z_i, z_j) of one pair: under independent
-    memberships, sum_{k, l} p_ik p_jl [k = l] = sum_k p_ik p_jk.
-    """
-    return (probs_first * probs_second).sum(axis=-1)
-
-
-def expert_link_logp(gamma, link, alpha, beta):
-    """log P(S = link) of one expert's constraint on a pair, (z_i, z_j) summed out (seed 002, eq. 2-3).
-
-    gamma : P(z_i = z_j) of the pair (`coclustering_probability`), gathered per constraint.
-    link : 1 for must-link, 0 for cannot-link. alpha, beta : the expert's sensitivity
-    P(S = 1 | z_i = z_j) and specificity P(S = 0 | z_i != z_j), gathered per constraint.
-    Everything broadcasts elementwise.
-
-        P(S = 1) = gamma alpha       + (1 - gamma) (1 - beta)
-        P(S = 0) = gamma (1 - alpha) + (1 - gamma) beta
-
-    Each is a convex combination of two positive numbers, so it needs one log and
-    no log-sum-exp, and it is bounded below by 1 - beta (resp. 1 - alpha): finite
-    whenever alpha, beta < 1.
-
-    This is the marginal of a pair rated by ONE expert. When several experts
-    rate the same pair they all see the same (z_i, z_j): summing their factors
-    would redraw the pair's clusters for every expert, which inflates alpha and
-    beta and weakens the pull of agreeing experts on W. A pair with several
-    ratings takes `pair_ratings_logp`, which sums (z_i, z_j) out once.
-    """
-    given_same = link * alpha + (1 - link) * (1 - alpha)
-    given_different = link * (1 - beta) + (1 - link) * beta
-    return pt.log(gamma * given_same + (1 - gamma) * given_different)
-
-
 def pair_log_coclustering(log_probs_first, log_probs_second):
     """(log gamma, log(1 - gamma)) of every pair from the log memberships of its two items.
 
