@@ -10,12 +10,23 @@ matrix products. So where NumPy's BLAS is the renamed PyPI build, we set
 `blas__ldflags` to empty on purpose, which is exactly PyTensor's fallback,
 minus the warning. Any setting of the user's (PYTENSOR_FLAGS, .pytensorrc)
 wins; a conda or system BLAS is left to PyTensor's own detection.
+
+Without a C++ compiler PyTensor warns at import that performance "may be
+severely degraded". Not here: MAP and NUTS run on PyMC's JAX graph, and the
+few one-shot evaluations use PyTensor's Python linker, so nothing on the
+default path compiles C. Where no `g++` is on the PATH we set `cxx` to empty,
+PyTensor's documented way to say so, unless the user set it.
+
+ArviZ 0.23 announces its coming refactor once a day when it is first
+imported, which PyMC does: a notice a user can do nothing about, filtered
+by its message here (this package keeps its ArviZ calls in `inference.py`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 
 def _numpy_blas_is_pypi_build() -> bool:
@@ -42,8 +53,22 @@ def _user_configured_blas() -> bool:
     return False
 
 
+def _no_cxx_compiler() -> bool:
+    import shutil
+
+    return "cxx" not in os.environ.get("PYTENSOR_FLAGS", "") and shutil.which("g++") is None
+
+
+def _add_flag(flag: str) -> None:
+    flags = os.environ.get("PYTENSOR_FLAGS", "")
+    os.environ["PYTENSOR_FLAGS"] = ",".join(f for f in (flags, flag) if f)
+
+
 def configure() -> None:
     """Idempotent; safe whether or not PyTensor has been imported already."""
+    warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning)
+    if "pytensor" not in sys.modules and _no_cxx_compiler():
+        _add_flag("cxx=")
     if _user_configured_blas() or not _numpy_blas_is_pypi_build():
         return
     if "pytensor" in sys.modules:
@@ -51,5 +76,4 @@ def configure() -> None:
 
         pytensor.config.blas__ldflags = ""
     else:
-        flags = os.environ.get("PYTENSOR_FLAGS", "")
-        os.environ["PYTENSOR_FLAGS"] = ",".join(f for f in (flags, "blas__ldflags=") if f)
+        _add_flag("blas__ldflags=")

@@ -20,10 +20,7 @@ import xarray as xr
 
 from bayes_wsc.errors import InputError
 
-with warnings.catch_warnings():
-    # ArviZ 0.23 announces its coming refactor once a day on import; nothing a user can act on.
-    warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning)
-    import arviz as az
+import arviz as az  # its once-a-day refactor notice is filtered by bayes_wsc._runtime
 
 InferenceData = az.InferenceData
 SETTINGS_ATTR = "bayes_wsc_settings"
