@@ -1,0 +1,116 @@
+"""Start-up and first fits (issue 5, P6): `bayes-wsc --help`, and every model's CLI fit cold and warm.
+
+    python benchmarks/bench_startup.py
+
+Cold means a fresh environment's state: empty PyTensor compile directory and
+empty JAX compilation cache (both pointed at a new temporary folder through
+PYTENSOR_FLAGS and XDG_CACHE_HOME); warm is the same command run again with
+those caches filled. Each command is a fresh process timed from outside, at
+the model's default settings, on data of its paper's size:
+
+  wsc      Sec. 5 of seed 000: 500 groups x 100 clicks, 15 bins (CSV)
+  experts  breast_cancer (569 x 30), 1000 constraints from 5 experts, K = 2
+  pcmix    the Sec. 3.2 toy of seed 003 (350 items), K = 2, lam = 4
+
+MAP (the default method) and NUTS (default chains, tune and draws). The
+reference for `--help` is `python -c pass` in the same run. Writes
+benchmarks/results/startup.csv and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+CLI = str(Path(sys.executable).with_name("bayes-wsc"))
+
+
+def write_inputs(folder: Path) -> dict[str, list[str]]:
+    """Each model's input files and the arguments of its fit command."""
+    from sklearn.datasets import load_breast_cancer
+
+    from bayes_wsc.simulate import counts_to_clicks, simulate_wsc
+    from bayes_wsc.simulate.experts import simulate_uci_experts
+    from bayes_wsc.simulate.pcmix import simulate_intervals
+
+    data, _ = simulate_wsc(n_groups=500, items_per_group=100, n_bins=15, sigma_h=0.5, seed=1)
+    clicks, groups = counts_to_clicks(data)
+    clicks.to_csv(folder / "clicks.csv", index=False)
+    groups.to_csv(folder / "groups.csv", index=False)
+
+    cancer = load_breast_cancer(as_frame=True)
+    items = cancer.data.copy()
+    items.columns = [c.replace(" ", "_") for c in items.columns]
+    items.insert(0, "id", [f"p{i}" for i in range(len(items))])
+    items.to_csv(folder / "cancer.csv", index=False)
+    constraints, _ = simulate_uci_experts(cancer.target.to_numpy(), 1000, item_ids=items["id"], seed=1)
+    constraints.to_csv(folder / "constraints.csv", index=False)
+
+    toy, _ = simulate_intervals(seed=1)
+    toy.to_csv(folder / "toy.csv", index=False)
+    return {
+        "wsc": ["fit", "wsc", "--clicks", str(folder / "clicks.csv"), "--groups", str(folder / "groups.csv")],
+        "experts": ["fit", "experts", "--items", str(folder / "cancer.csv"), "--constraints",
+                    str(folder / "constraints.csv"), "--clusters", "2"],
+        "pcmix": ["fit", "pcmix", "--items", str(folder / "toy.csv"), "--label-col", "y", "--components", "2",
+                  "--lam", "4"],
+    }
+
+
+def timed(command: list[str], env: dict) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    return seconds
+
+
+def main(argv=None) -> pd.DataFrame:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default="wsc,experts,pcmix")
+    parser.add_argument("--methods", default="map,nuts")
+    parser.add_argument("--help-runs", type=int, default=5)
+    args = parser.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        commands = write_inputs(tmp)
+        env = {**os.environ, "XDG_CACHE_HOME": str(tmp / "cache"),
+               "PYTENSOR_FLAGS": f"compiledir={tmp / 'pytensor'}"}
+        for name, command in (("python -c pass", [sys.executable, "-c", "pass"]), ("bayes-wsc --help", [CLI, "--help"])):
+            runs = sorted(timed(command, env) for _ in range(args.help_runs))
+            rows.append({"what": name, "cache": "-", "seconds": runs[len(runs) // 2]})
+            print(f"{name}: median {rows[-1]['seconds']:.2f} s", flush=True)
+        for model in args.models.split(","):
+            for method in args.methods.split(","):
+                for cache in ("cold", "warm"):
+                    if cache == "cold":
+                        for sub in ("cache", "pytensor"):
+                            subprocess.run(["rm", "-rf", str(tmp / sub)], check=True)
+                    out = tmp / f"{model}_{method}.nc"
+                    seconds = timed([CLI, *commands[model], "--method", method, "--out", str(out), "--no-progress"],
+                                    env)
+                    rows.append({"what": f"fit {model} --method {method}", "cache": cache, "seconds": seconds})
+                    print(f"fit {model} --method {method} ({cache}): {seconds:.1f} s", flush=True)
+    table = pd.DataFrame(rows)
+    base = table.loc[table["what"] == "python -c pass", "seconds"].iloc[0]
+    table["vs python -c pass"] = table["seconds"] / base
+    out = HERE / "results" / "startup.csv"
+    out.parent.mkdir(exist_ok=True)
+    table.to_csv(out, index=False)
+    print(table.round(2).to_string(index=False))
+    print(f"\n{out}")
+    return table
+
+
+if __name__ == "__main__":
+    main()
