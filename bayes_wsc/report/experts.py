@@ -11,7 +11,6 @@ alone.
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 
 import numpy as np
@@ -176,11 +175,8 @@ def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None
     if baselines:
         sections.append(_baselines_section(est, data, members, truth, seed))
     sections += [_summary_section(est, ci), _diagnostics_section(est)]
-    from bayes_wsc.estimator import package_version
-
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return write_html(Path(out_dir) / "report.html", title or "Clustering from several uncertain experts",
-                      _intro(est, data), sections, footer=f"Written by bayes_wsc {package_version()} on {stamp}.")
+                      _intro(est, data), sections)
 
 
 def _intro(est, data) -> list[str]:

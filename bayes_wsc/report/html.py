@@ -15,7 +15,7 @@ import io
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,10 +88,11 @@ def write_html(
     footer: str | None = None,
 ) -> Path:
     """Write one self-contained HTML page; written to a temporary file and renamed, so a
-    failed or interrupted write never leaves a half page behind."""
+    failed or interrupted write never leaves a half page behind. The footer defaults to
+    `written_by()`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    page = render_page(title, intro, sections, footer=footer)
+    page = render_page(title, intro, sections, footer=written_by() if footer is None else footer)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -101,6 +102,30 @@ def write_html(
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def written_by() -> str:
+    """The package version and the time of writing, for a report's footer."""
+    import datetime
+
+    from bayes_wsc.estimator import package_version
+
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return f"Written by bayes_wsc {package_version()} on {stamp}."
+
+
+def fit_warnings(fits: Mapping[str, object]) -> tuple[list[str], list[str]]:
+    """For a Diagnostics section: one paragraph per labelled fit (how many warnings it raised,
+    or that it raised none) and its warnings prefixed by the label."""
+    paragraphs, warnings = [], []
+    for label, est in fits.items():
+        messages = list(est.diagnostics_)
+        if messages:
+            paragraphs.append(f"{label}: {len(messages)} warning{'s' if len(messages) > 1 else ''}, listed below.")
+            warnings += [f"{label}: {m}" for m in messages]
+        else:
+            paragraphs.append(f"{label}: No problems found.")
+    return paragraphs, warnings
 
 
 def render_page(title: str, intro: str | Sequence[str], sections: Sequence[Section], *,

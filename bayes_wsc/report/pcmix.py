@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import datetime
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from matplotlib.patches import Ellipse
 
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
-from bayes_wsc.report.html import Section, new_figure, write_html
+from bayes_wsc.report.html import Section, fit_warnings, new_figure, write_html
 
 RHO_CMAP = "coolwarm"
 LABEL_COLORS = ("#4a7fc1", "#d6604d")  # class 0 (negative), class 1 (positive)
@@ -320,22 +319,8 @@ def _restarts_section(est) -> Section:
 
 
 def _diagnostics_section(fits: dict) -> Section:
-    paragraphs, warnings = [], []
-    for label, est in fits.items():
-        messages = est.diagnostics_
-        if messages:
-            paragraphs.append(f"{label}: {len(messages)} warning{'s' if len(messages) > 1 else ''}, listed below.")
-            warnings += [f"{label}: {m}" for m in messages]
-        else:
-            paragraphs.append(f"{label}: no problems found.")
+    paragraphs, warnings = fit_warnings(fits)
     return Section("Diagnostics", paragraphs=paragraphs, warnings=warnings)
-
-
-def _footer() -> str:
-    from bayes_wsc.estimator import package_version
-
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return f"Written by bayes_wsc {package_version()} on {stamp}."
 
 
 def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) -> Path:
@@ -346,7 +331,7 @@ def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) ->
     sections = [_clusters_section(est), _estimands_section(est, ci), _restarts_section(est),
                 _diagnostics_section({f"lam = {float(_settings(est)['lam']):g}": est})]
     return write_html(Path(out_dir) / "report.html", title or "Prediction-constrained mixture report",
-                      [p for p in _intro(est) if p], sections, footer=_footer())
+                      [p for p in _intro(est) if p], sections)
 
 
 def write_path_report(path, out_dir, *, y: np.ndarray | None = None, baseline: pd.DataFrame | None = None,
@@ -394,4 +379,4 @@ def write_path_report(path, out_dir, *, y: np.ndarray | None = None, baseline: p
     if _method(first) == "nuts" and any(v != 1 for v in path.lams):
         intro.append(GENERALIZED_POSTERIOR_WORDS)
     return write_html(Path(out_dir) / "report.html", title or "Prediction-constrained mixture: lam path",
-                      intro, [trade, clusters, estimands, basin_section, diag], footer=_footer())
+                      intro, [trade, clusters, estimands, basin_section, diag])

@@ -9,7 +9,6 @@ saved in the fit, so a report can be written from a fit file alone.
 
 from __future__ import annotations
 
-import datetime
 import itertools
 import math
 import numbers
@@ -28,7 +27,7 @@ from bayes_wsc.baselines.wsc import em_fit, half_sample_se, moments_rho, naive_r
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import stacked
-from bayes_wsc.report.html import Section, new_figure, write_html
+from bayes_wsc.report.html import Section, fit_warnings, new_figure, write_html
 
 #: EM error bars are the estimate +- Z_SE standard errors: a normal 90% interval, to set beside a 90% HDI
 Z_SE = 1.64
@@ -118,12 +117,8 @@ def write_report(
     if truth_rho is not None:
         sections.append(_truth_section(rhos, baselines, truth_rho, ci))
     sections.append(_diagnostics_section(fits, baselines))
-
-    from bayes_wsc.estimator import package_version
-
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return write_html(Path(out_dir) / "report.html", title or "Weakly supervised clustering report",
-                      _intro(fits, data), sections, footer=f"Written by bayes_wsc {package_version()} on {stamp}.")
+                      _intro(fits, data), sections)
 
 
 # ---------------------------------------------------------------------- inputs
@@ -611,14 +606,8 @@ def _truth_section(rhos: list[FitRho], base: Baselines, truth: np.ndarray, ci: f
 
 # ---------------------------------------------------------------------- diagnostics
 def _diagnostics_section(fits: dict, base: Baselines) -> Section:
-    paragraphs, warnings = [], []
+    paragraphs, warnings = fit_warnings(fits)
     for label, est in fits.items():
-        messages = est.diagnostics_
-        if messages:
-            paragraphs.append(f"{label}: {len(messages)} warning{'s' if len(messages) > 1 else ''}, listed below.")
-            warnings += [f"{label}: {m}" for m in messages]
-        else:
-            paragraphs.append(f"{label}: No problems found.")
         if _method(est) == "map":
             paragraphs.append(f"{label} is a MAP fit (method=\"map\"): the single most probable point, with no "
                               "intervals. NUTS gives them: fit with method=\"nuts\" for credible intervals.")
