@@ -13,6 +13,11 @@ each number of constraints 2q and each repeat, the experts are simulated by the 
   bayes_nuts  NoisyExperts, NUTS (4 chains x 1000 draws after 1000 tuning steps, started at the
               MAP), clusters from the posterior mean memberships (only at --nuts-at sizes)
 
+paper, bayes_map and bayes_nuts cluster every item by the features-only rule P(z | x), the
+paper's clustering. Each also has a "+links" row: the same fit, with every item conditioned on
+the experts' links of its own pairs as well (`NoisyExperts.memberships()`, the default for
+training items; for the paper's estimate the same formula at its W, b, alpha, beta).
+
 NMI (geometric normalization, as in the paper's reference [19]) is computed against the true
 classes. For paper, bayes_map and bayes_nuts the recovered omega of every expert is recorded
 against the true omega (Fig. 3), with the 90% HDI for NUTS.
@@ -42,11 +47,14 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 DATASETS = ("breast_cancer", "wine", "iris")
 CASES = {1: (0.95, 0.85, 0.75, 0.65, 0.55), 2: (0.9, 0.9, 0.9, 0.9, 0.9)}
-METHODS = ("kmeans", "pckmeans", "paper", "bayes_map", "bayes_nuts")
+METHODS = ("kmeans", "pckmeans", "paper", "bayes_map", "bayes_nuts", "paper+links", "bayes_map+links",
+           "bayes_nuts+links")
 LABELS = {"kmeans": "KMeans", "pckmeans": "majority vote + PCKMeans", "paper": "paper's eq. 8 (point estimate)",
           "bayes_map": "Bayesian, MAP", "bayes_nuts": "Bayesian, NUTS"}
+LABELS.update({f"{m}+links": f"{LABELS[m]}, + own links" for m in ("paper", "bayes_map", "bayes_nuts")})
 COLORS = {"kmeans": "black", "pckmeans": "#2ca02c", "paper": "#7f7f7f", "bayes_map": "#ff7f0e",
           "bayes_nuts": "#1f5fa8"}
+COLORS.update({f"{m}+links": COLORS[m] for m in ("paper", "bayes_map", "bayes_nuts")})
 CI = 0.90
 NMI_COLUMNS = ["dataset", "case", "n_constraints", "rep", "method", "nmi", "seconds", "map_seconds", "nuts_seconds",
                "warnings", "max_rhat"]
@@ -64,7 +72,7 @@ def one_setting(dataset, case, n_constraints, rep, *, nuts, draws, tune, chains)
     from bayes_wsc.baselines.experts import kmeans_labels, majority_vote_pckmeans, point_estimate
     from bayes_wsc.data.pairwise import PairwiseConstraints
     from bayes_wsc.errors import FitWarning
-    from bayes_wsc.models.experts import NoisyExperts
+    from bayes_wsc.models.experts import NoisyExperts, constraint_informed_memberships
     from bayes_wsc.simulate.experts import load_uci, simulate_uci_experts
 
     items, labels = load_uci(dataset)
@@ -92,6 +100,9 @@ def one_setting(dataset, case, n_constraints, rep, *, nuts, draws, tune, chains)
     t0 = time.perf_counter()
     paper = point_estimate(data, k, seed=seed % 2**31)
     record("paper", paper.labels(data.features), time.perf_counter() - t0, paper.omega)
+    informed = constraint_informed_memberships(data.features, paper.W[None], paper.b[None], paper.alpha[None],
+                                               paper.beta[None], data, np.arange(data.n_items))[0]
+    record("paper+links", informed.argmax(axis=1), nmi_rows[-1]["seconds"])
     methods = [("bayes_map", "map")] + ([("bayes_nuts", "nuts")] if nuts else [])
     for name, method in methods:
         est = NoisyExperts(n_clusters=k, seed=seed % 2**31, method=method, draws=draws, tune=tune, chains=chains,
@@ -109,9 +120,10 @@ def one_setting(dataset, case, n_constraints, rep, *, nuts, draws, tune, chains)
                  "warnings": len(est.diagnostics_)}
         if method == "nuts":
             extra["max_rhat"] = float(est.summary()["r_hat"].max())
-        record(name, est.memberships()["cluster"].to_numpy(), seconds, table["omega"].to_numpy(),
-               table["omega_low"].to_numpy() if method == "nuts" else None,
+        record(name, est.memberships(use_constraints=False)["cluster"].to_numpy(), seconds,
+               table["omega"].to_numpy(), table["omega_low"].to_numpy() if method == "nuts" else None,
                table["omega_high"].to_numpy() if method == "nuts" else None, extra)
+        record(f"{name}+links", est.memberships()["cluster"].to_numpy(), seconds, extra=extra)
     return nmi_rows, omega_rows
 
 
@@ -173,6 +185,41 @@ def nmi_table(nmi: pd.DataFrame) -> pd.DataFrame:
     return table[[m for m in METHODS if m in table.columns]]
 
 
+PAIRINGS = [("bayes_map", "paper"), ("bayes_map+links", "paper"), ("bayes_map+links", "paper+links"),
+            ("bayes_nuts+links", "paper")]
+
+
+def head_to_head(nmi: pd.DataFrame, tol: float = 0.005) -> pd.DataFrame:
+    """For each pairing, over the constraint sets where both ran: how often the first is ahead of the
+    second by more than `tol`, within `tol`, or behind."""
+    wide = nmi.pivot_table(index=["dataset", "case", "n_constraints", "rep"], columns="method", values="nmi")
+    rows = []
+    for ours, theirs in PAIRINGS:
+        if ours not in wide or theirs not in wide:
+            continue
+        diff = (wide[ours] - wide[theirs]).dropna()
+        rows.append({"ours": ours, "theirs": theirs, "sets": len(diff), "ahead": int((diff > tol).sum()),
+                     "within": int((diff.abs() <= tol).sum()), "behind": int((diff < -tol).sum()),
+                     "mean difference": round(float(diff.mean()), 4)})
+    return pd.DataFrame(rows).set_index(["ours", "theirs"])
+
+
+def kruskal_table(nmi: pd.DataFrame, ours: str, theirs: str) -> pd.DataFrame:
+    """Per (dataset, case, constraints): mean NMI of `ours` minus `theirs` and the Kruskal-Wallis p-value."""
+    from scipy.stats import kruskal
+
+    rows = {}
+    for key, g in nmi.groupby(["dataset", "case", "n_constraints"]):
+        a, b = g.loc[g.method == ours, "nmi"].to_numpy(), g.loc[g.method == theirs, "nmi"].to_numpy()
+        if len(a) and len(b):
+            same = np.allclose(np.concatenate([a, b]), a[0])
+            rows[key] = {"difference": round(float(a.mean() - b.mean()), 3),
+                         "p": 1.0 if same else round(float(kruskal(a, b).pvalue), 3)}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index = pd.MultiIndex.from_tuples(table.index, names=["dataset", "case", "n_constraints"])
+    return table["difference"].astype(str).str.cat(table["p"].map(" (p {:.2f})".format)).unstack("n_constraints")
+
+
 def omega_table(omega: pd.DataFrame, n_constraints: int) -> pd.DataFrame:
     part = omega[(omega["case"] == 1) & (omega["n_constraints"] == n_constraints)]
     rows = []
@@ -211,9 +258,10 @@ def plot_nmi(nmi: pd.DataFrame, path: Path) -> None:
                 if method == "kmeans":
                     ax.axhline(mean.mean(), color="black", ls="--", lw=1, label=LABELS[method])
                     continue
-                ax.errorbar(mean.index, mean.values, yerr=std.values, marker="o", ms=4, capsize=3, lw=1.2,
-                            color=COLORS[method], label=LABELS[method],
-                            ls="none" if method == "bayes_nuts" and len(mean) < 3 else "-")
+                links = method.endswith("+links")
+                ax.errorbar(mean.index, mean.values, yerr=std.values, marker="s" if links else "o", ms=4,
+                            capsize=3, lw=1.2, color=COLORS[method], label=LABELS[method],
+                            ls="none" if method.startswith("bayes_nuts") and len(mean) < 3 else ("--" if links else "-"))
             ax.set_title(f"{dataset}, case {case}", fontsize=10)
             ax.set_xlabel("number of constraints")
             ax.grid(alpha=0.3)
@@ -260,11 +308,11 @@ def summarize(omega_at: int) -> None:
     plot_omega(omega, omega_at, RESULTS / "experts_uci_omega.png")
     print("\nNMI against the true classes (mean ± sd over repeats, number of repeats):\n")
     print(markdown(nmi_table(nmi)))
-    wins = nmi.pivot_table(index=["dataset", "case", "n_constraints", "rep"], columns="method", values="nmi")
-    print("\nBayesian MAP against the others, per constraint set (share of sets where MAP >= method - 0.005):\n")
-    shares = {m: round(float(np.mean((wins["bayes_map"] >= wins[m] - 0.005)[wins[m].notna()])), 2)
-              for m in wins.columns if m != "bayes_map"}
-    print(markdown(pd.Series(shares, name="share").rename_axis("method").to_frame()))
+    print("\nBayesian against the paper's eq. 8, per constraint set (ahead, within 0.005, behind):\n")
+    print(markdown(head_to_head(nmi)))
+    print("\nBayesian MAP + own links against the paper's clustering per setting: mean NMI difference and the "
+          "Kruskal-Wallis p-value over repeats (the paper's test):\n")
+    print(markdown(kruskal_table(nmi, "bayes_map+links", "paper")))
     print(f"\nRecovered omega, case 1, {omega_at} constraints (mean over repeats):\n")
     print(markdown(omega_table(omega, omega_at), index=False))
     seconds = nmi.groupby(["dataset", "method"])["seconds"].median().unstack()

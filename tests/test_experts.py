@@ -133,6 +133,39 @@ def test_model_likelihood_equals_enumeration():
     np.testing.assert_allclose(values["W"][0], W - W.mean(axis=1, keepdims=True), atol=1e-12)
 
 
+def test_constraint_informed_membership_equals_enumeration_on_a_star():
+    """Item a is in pairs with b, c, d (rated by one to three experts), who are in no other pair: then
+    P(z_a | x, theta, links) by brute force over (z_a, z_b, z_c, z_d) is what the estimator reports;
+    e, in no pair, keeps its softmax membership."""
+    from bayes_wsc.models.experts import constraint_informed_memberships
+
+    rng = np.random.default_rng(3)
+    items = pd.DataFrame({"id": list("abcde"), "x1": rng.normal(size=5), "x2": rng.normal(size=5)})
+    constraints = pd.DataFrame({"expert": ["e1", "e2", "e1", "e3", "e2", "e3"],
+                                "i": ["a", "a", "c", "a", "a", "d"], "j": ["b", "b", "a", "c", "d", "a"],
+                                "link": [1, 1, 0, 1, 0, 0]})
+    data = PairwiseConstraints.from_frames(items, constraints)
+    W, b = rng.normal(size=(2, 3)), rng.normal(size=3)
+    alpha, beta = np.array([0.9, 0.7, 0.6]), np.array([0.8, 0.55, 0.95])
+    probs = softmax(data.features @ W + b, axis=1)
+    cells = list(zip(data.cell_pair, data.link, data.cell_expert))
+    joint = np.zeros((3,) * 4)
+    for z in itertools.product(range(3), repeat=4):
+        term = np.prod([probs[i, z[i]] for i in range(4)])
+        for p, link, e in cells:
+            i, j = data.pairs[p]
+            if z[i] == z[j]:
+                term *= alpha[e] if link else 1 - alpha[e]
+            else:
+                term *= 1 - beta[e] if link else beta[e]
+        joint[z] = term
+    expected = joint.sum(axis=(1, 2, 3)) / joint.sum()
+    got = constraint_informed_memberships(data.features, W[None], b[None], alpha[None], beta[None], data,
+                                          np.array([0, 4]))
+    np.testing.assert_allclose(got[0, 0], expected, rtol=1e-10)
+    np.testing.assert_allclose(got[0, 1], probs[4], rtol=1e-12)
+
+
 # ---------------------------------------------------------------------- data
 @pytest.fixture
 def tables():
@@ -331,13 +364,14 @@ def test_predict_on_unseen_items(iris_split):
     chosen = probs.max(axis=1)
     assert np.all((pred["prob_low"] <= chosen + 1e-12) & (chosen <= pred["prob_high"] + 1e-12))
     assert nmi(labels, pred["cluster"]) > 0.7
-    # the unseen items go through the training scaling: predicting raw training rows reproduces memberships
+    # the unseen items go through the training scaling: predicting raw training rows reproduces their
+    # features-only memberships
     train_ids = est.idata_.constant_data["item"].values[:5]
     items, _ = load_uci("iris")
     again = est.predict(items.set_index("id").loc[train_ids].reset_index())
     np.testing.assert_allclose(again[["prob_0", "prob_1", "prob_2"]].to_numpy(),
-                               est.memberships().loc[train_ids, ["prob_0", "prob_1", "prob_2"]].to_numpy(),
-                               rtol=1e-10)
+                               est.memberships(use_constraints=False).loc[train_ids, ["prob_0", "prob_1", "prob_2"]]
+                               .to_numpy(), rtol=1e-10)
     with pytest.raises(InputError, match="items has no column 'petal_width_\\(cm\\)'"):
         est.predict(new.drop(columns="petal_width_(cm)"))
     with pytest.raises(InputError, match="already has a column 'cluster'"):

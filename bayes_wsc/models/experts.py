@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
-from scipy.special import softmax
+from scipy.special import logsumexp, softmax
 
 from bayes_wsc import inference, relabel
 from bayes_wsc.data.pairwise import FeatureScaling, PairwiseConstraints
@@ -222,6 +222,51 @@ def membership_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndarray)
     if W.ndim == 2:
         return softmax(features @ W + b, axis=-1)
     return softmax(np.einsum("nd,sdk->snk", features, W) + b[:, None, :], axis=-1)
+
+
+def pair_log_likelihoods(alpha: np.ndarray, beta: np.ndarray, data: PairwiseConstraints, pairs=slice(None)):
+    """log P(the pair's links | same cluster) and log P(... | different clusters) per pair, for a stack
+    of draws (alpha, beta: (S, M) -> two (S, P)): every expert who rated the pair, eq. 2-3."""
+    votes = data.link_matrix()[pairs]
+    must, cannot = (votes == 1).astype(float).T, (votes == 0).astype(float).T  # (M, P)
+    same = np.log(alpha) @ must + np.log1p(-alpha) @ cannot
+    different = np.log1p(-beta) @ must + np.log(beta) @ cannot
+    return same, different
+
+
+def constraint_informed_memberships(features: np.ndarray, W: np.ndarray, b: np.ndarray, alpha: np.ndarray,
+                                    beta: np.ndarray, data: PairwiseConstraints, rows: np.ndarray) -> np.ndarray:
+    """P(z_i = k | x, theta, the links on i) of training items `rows`, per draw: (S, len(rows), K).
+
+    The item's softmax membership times, for each pair it is in, that pair's likelihood with
+    the partner's cluster summed out under the partner's own P(z_j | x_j):
+
+        P(z_i = k | ...) prop. to p_ik prod_{pairs (i, j)} [p_jk L_same + (1 - p_jk) L_different]
+
+    It is the conditional of z_i in the same one-pair-at-a-time (composite) factorization as
+    the likelihood: the partners' other links are not used, so it is not the intractable joint
+    posterior over all z. Items in no pair get their softmax membership.
+    """
+    logits = np.einsum("nd,sdk->snk", features[rows], W) + b[:, None, :]
+    log_probs = logits - logsumexp(logits, axis=-1, keepdims=True)
+    position = np.full(data.n_items, -1)
+    position[rows] = np.arange(len(rows))
+    for end, partner in ((0, 1), (1, 0)):
+        mine = np.flatnonzero(position[data.pairs[:, end]] >= 0)
+        if mine.size == 0:
+            continue
+        same, different = pair_log_likelihoods(alpha, beta, data, mine)
+        other = np.einsum("nd,sdk->snk", features[data.pairs[mine, partner]], W) + b[:, None, :]
+        lp_other = other - logsumexp(other, axis=-1, keepdims=True)
+        factor = np.logaddexp(lp_other + same[..., None], log1mexp(lp_other) + different[..., None])
+        np.add.at(log_probs, (slice(None), position[data.pairs[mine, end]]), factor)
+    return np.exp(log_probs - logsumexp(log_probs, axis=-1, keepdims=True))
+
+
+def log1mexp(x: np.ndarray) -> np.ndarray:
+    """log(1 - exp(x)) for x <= 0, accurate at both ends (-inf at x = 0)."""
+    with np.errstate(divide="ignore"):
+        return np.where(x > -np.log(2), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
 
 
 def reference_coded(W: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -421,16 +466,23 @@ class NoisyExperts(Estimator):
         return table.iloc[self.expert_order()]
 
     # ------------------------------------------------------------------ memberships and predictions
-    def _membership_summary(self, features: np.ndarray, ci: float):
+    def _membership_summary(self, features: np.ndarray, ci: float, constraints: PairwiseConstraints | None = None):
         """Posterior mean of P(z = k | x) for every row and cluster, the most probable cluster and the
-        HDI of its probability; computed in chunks, never stored per draw."""
+        HDI of its probability; computed in chunks, never stored per draw. With `constraints` (the
+        training data) the rows are its items and each is also conditioned on its own links
+        (`constraint_informed_memberships`)."""
         W, b = stacked(self.idata_, "W"), stacked(self.idata_, "b")
+        if constraints is not None:
+            alpha, beta = stacked(self.idata_, "alpha"), stacked(self.idata_, "beta")
         n, k = features.shape[0], W.shape[-1]
 
         def draws_of(cols):
             rows, clusters = np.divmod(cols, k)
             uniq, inverse = np.unique(rows, return_inverse=True)
-            probs = membership_probabilities(features[uniq], W, b)  # (S, len(uniq), K)
+            if constraints is None:
+                probs = membership_probabilities(features[uniq], W, b)  # (S, len(uniq), K)
+            else:
+                probs = constraint_informed_memberships(features, W, b, alpha, beta, constraints, uniq)
             return probs[:, inverse, clusters]
 
         mean, low, high = summarize_columns(n * k, draws_of, W.shape[0], ci)
@@ -439,21 +491,28 @@ class NoisyExperts(Estimator):
         pick = np.arange(n)
         return mean, cluster, low[pick, cluster], high[pick, cluster]
 
-    def _membership_frame(self, features: np.ndarray, ci: float, index=None) -> pd.DataFrame:
-        mean, cluster, low, high = self._membership_summary(features, ci)
+    def _membership_frame(self, features: np.ndarray, ci: float, index=None, constraints=None) -> pd.DataFrame:
+        mean, cluster, low, high = self._membership_summary(features, ci, constraints)
         out = pd.DataFrame({"cluster": cluster}, index=index)
         for k in range(mean.shape[1]):
             out[f"prob_{k}"] = mean[:, k]
         out["prob_low"], out["prob_high"] = low, high
         return out
 
-    def memberships(self, ci: float = 0.94) -> pd.DataFrame:
-        """Training items: `cluster` (most probable), `prob_<k>` (posterior mean P(z = k | x)) and
-        `prob_low`, `prob_high` (HDI of the chosen cluster's probability), indexed by item id."""
+    def memberships(self, ci: float = 0.94, *, use_constraints: bool = True) -> pd.DataFrame:
+        """Training items: `cluster` (most probable), `prob_<k>` (posterior mean probability of cluster
+        k) and `prob_low`, `prob_high` (HDI of the chosen cluster's probability), indexed by item id.
+
+        use_constraints : True (default) conditions each item on the experts' links of its own
+            pairs as well as on its features, P(z_i = k | x, links on i)
+            (`constraint_informed_memberships`); False gives the features-only rule
+            P(z_i = k | x_i) that `predict` applies to new items (the paper's clustering).
+        """
         self._check_fitted()
         _check_ci(ci)
         index = pd.Index(self.idata_.constant_data["item"].values.astype(str), name="item")
-        return self._membership_frame(self.idata_.constant_data["features"].values, ci, index)
+        constraints = self.data_from_fit() if use_constraints else None
+        return self._membership_frame(self.idata_.constant_data["features"].values, ci, index, constraints)
 
     def predict(self, items: pd.DataFrame, *, ci: float = 0.94) -> pd.DataFrame:
         """Every input column plus `cluster`, `prob_<k>` for each cluster k (posterior mean) and

@@ -256,9 +256,11 @@ def _clusters_section(est, data, members, ci, truth) -> Section:
     }, index=pd.Index(data.expert_names, name="expert")).loc[table.index]
     agreement["omega"] = table["omega"].round(3)
     paragraphs = [
-        "Clusters from the posterior mean memberships P(z = k | x) of the training items (every item gets one, "
-        "including items that no expert rated). 'P(chosen)' is the posterior mean probability of the most "
-        "probable cluster; memberships are computed on demand from the draws, never stored per draw.",
+        "Clusters from the posterior mean memberships of the training items, each conditioned on its features "
+        "and on the experts' links of its own pairs, P(z_i = k | x, links on i); an item that no expert rated "
+        "gets P(z = k | x), the rule that also clusters new items. 'P(chosen)' is the posterior mean "
+        "probability of the most probable cluster; memberships are computed on demand from the draws, never "
+        "stored per draw.",
         "The second table is a model-free check of the expert ranking: the share of each expert's constraints "
         "that the clustering satisfies. Experts who agree more often should have larger omega.",
     ]
