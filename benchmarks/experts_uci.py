@@ -72,7 +72,7 @@ def one_setting(dataset, case, n_constraints, rep, *, nuts, draws, tune, chains)
     from bayes_wsc.baselines.experts import kmeans_labels, majority_vote_pckmeans, point_estimate
     from bayes_wsc.data.pairwise import PairwiseConstraints
     from bayes_wsc.errors import FitWarning
-    from bayes_wsc.models.experts import NoisyExperts, constraint_informed_memberships
+    from bayes_wsc.models.experts import NoisyExperts
     from bayes_wsc.simulate.experts import load_uci, simulate_uci_experts
 
     items, labels = load_uci(dataset)
@@ -100,9 +100,7 @@ def one_setting(dataset, case, n_constraints, rep, *, nuts, draws, tune, chains)
     t0 = time.perf_counter()
     paper = point_estimate(data, k, seed=seed % 2**31)
     record("paper", paper.labels(data.features), time.perf_counter() - t0, paper.omega)
-    informed = constraint_informed_memberships(data.features, paper.W[None], paper.b[None], paper.alpha[None],
-                                               paper.beta[None], data, np.arange(data.n_items))[0]
-    record("paper+links", informed.argmax(axis=1), nmi_rows[-1]["seconds"])
+    record("paper+links", paper.linked_memberships(data).argmax(axis=1), nmi_rows[-1]["seconds"])
     methods = [("bayes_map", "map")] + ([("bayes_nuts", "nuts")] if nuts else [])
     for name, method in methods:
         est = NoisyExperts(n_clusters=k, seed=seed % 2**31, method=method, draws=draws, tune=tune, chains=chains,

@@ -205,6 +205,14 @@ class PointEstimate:
     def labels(self, features: np.ndarray) -> np.ndarray:
         return self.memberships(features).argmax(axis=1)
 
+    def linked_memberships(self, data: PairwiseConstraints) -> np.ndarray:
+        """(n, K) memberships of the items of `data` conditioned also on their own pairs' links, at this
+        estimate: the rule of `NoisyExperts.memberships()`, for a like-for-like comparison."""
+        from bayes_wsc.models.experts import constraint_informed_memberships
+
+        return constraint_informed_memberships(data.features, self.W[None], self.b[None], self.alpha[None],
+                                               self.beta[None], data, np.arange(data.n_items))[0]
+
 
 class _Eq8:
     """Eq. 8 and its gradients: -(1/N) sum_cells [gamma log p(S | same) + (1 - gamma) log p(S | diff)]
