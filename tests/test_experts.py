@@ -378,6 +378,38 @@ def test_predict_on_unseen_items(iris_split):
         est.predict(pred)
 
 
+def test_memberships_in_blocks_equal_the_per_draw_average(wine_case1, monkeypatch):
+    """Six jittered draws: the chunked summaries equal the plain average over draws of each rule."""
+    import copy
+
+    import bayes_wsc.models.experts as experts_module
+    import bayes_wsc.posterior as posterior_module
+    from bayes_wsc.models.experts import constraint_informed_memberships
+
+    data, _, est = wine_case1
+    rng = np.random.default_rng(0)
+    fake = copy.copy(est)
+    fake.idata_ = est.idata_.copy()
+    post = fake.idata_.posterior.isel(draw=[0] * 6)
+    post = post.assign_coords(draw=np.arange(6))
+    post["W"] = post["W"] + 0.3 * rng.standard_normal(post["W"].shape)
+    post["b"] = post["b"] + 0.3 * rng.standard_normal(post["b"].shape)
+    fake.idata_.posterior = post
+    W, b = post["W"].values[0], post["b"].values[0]
+    alpha, beta = post["alpha"].values[0], post["beta"].values[0]
+    linked = constraint_informed_memberships(data.features, W, b, alpha, beta, data, np.arange(data.n_items))
+    plain = softmax(np.einsum("nd,sdk->snk", data.features, W) + b[:, None, :], axis=-1)
+    whole = fake.memberships()
+    for floats in (40, 2000):  # a few columns and a few draws at a time
+        monkeypatch.setattr(experts_module, "CHUNK_FLOATS", floats)
+        monkeypatch.setattr(posterior_module, "CHUNK_FLOATS", floats)
+        for use, expected in ((True, linked), (False, plain)):
+            got = fake.memberships(use_constraints=use)[["prob_0", "prob_1", "prob_2"]].to_numpy()
+            np.testing.assert_allclose(got, expected.mean(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(whole[["prob_0", "prob_1", "prob_2"]].to_numpy(), linked.mean(axis=0), rtol=1e-10)
+    assert not np.allclose(linked.mean(axis=0), plain.mean(axis=0))  # the links do move the memberships
+
+
 def test_relabeling_keeps_rhat_low(wine_case1):
     """Chains started in four different labelings of the MAP: R-hat is huge before relabeling, ~1 after."""
     from bayes_wsc import inference

@@ -62,7 +62,7 @@ from bayes_wsc.data.pairwise import FeatureScaling, PairwiseConstraints
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
 from bayes_wsc.likelihoods import pair_log_coclustering, pair_ratings_logp
-from bayes_wsc.posterior import stacked, summarize_columns
+from bayes_wsc.posterior import CHUNK_FLOATS, stacked, summarize_columns
 
 #: relabeling compares memberships on at most this many training items (a seeded random subset beyond)
 RELABEL_MAX_ITEMS = 5000
@@ -481,8 +481,13 @@ class NoisyExperts(Estimator):
             uniq, inverse = np.unique(rows, return_inverse=True)
             if constraints is None:
                 probs = membership_probabilities(features[uniq], W, b)  # (S, len(uniq), K)
-            else:
-                probs = constraint_informed_memberships(features, W, b, alpha, beta, constraints, uniq)
+            else:  # the partners' arrays are (draws, pairs of these rows, K): bound them by blocks of draws
+                in_rows = np.isin(constraints.pairs, uniq).sum()
+                step = max(1, CHUNK_FLOATS // max(1, in_rows * k))
+                probs = np.concatenate([
+                    constraint_informed_memberships(features, W[s:s + step], b[s:s + step], alpha[s:s + step],
+                                                    beta[s:s + step], constraints, uniq)
+                    for s in range(0, W.shape[0], step)])
             return probs[:, inverse, clusters]
 
         mean, low, high = summarize_columns(n * k, draws_of, W.shape[0], ci)
