@@ -10,12 +10,19 @@ each candidate is reported as a ratio to the hand-written NumPyro model of
 the same round.
 
     python benchmarks/bench_nuts.py --groups 1000 --rounds 2
+    python benchmarks/bench_nuts.py --groups 1000 --rounds 4 --new-data-each-round
+
+With --new-data-each-round, round r simulates its data and seeds its chains
+with seed + r, so the ratio is not one data set's luck; the geometric mean of
+the per-round ratios is printed at the end. The bayes_wsc candidates also
+report where their time went (imports, MAP start, sampling, the rest).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
@@ -26,7 +33,7 @@ CANDIDATES = ("handwritten-numpyro", "bayes_wsc", "bayes_wsc-pymc", "bayes_wsc-n
 
 
 def worker(name: str, groups: int, draws: int, tune: int, chains: int, seed: int) -> dict:
-    """Run one candidate in this process and return its ESS figures."""
+    """Run one candidate in this process and return its ESS figures (and, for bayes_wsc, its phases)."""
     import numpy as np
 
     from bayes_wsc.simulate import simulate_wsc
@@ -39,8 +46,10 @@ def worker(name: str, groups: int, draws: int, tune: int, chains: int, seed: int
         out = run(data.counts, data.he, draws=draws, tune=tune, chains=chains, seed=seed)
         rho = out["rho"]
     else:
+        t0 = time.perf_counter()
         from bayes_wsc.models.wsc import WSC
 
+        imported = time.perf_counter() - t0
         backend = {"bayes_wsc": None, "bayes_wsc-pymc": "pymc", "bayes_wsc-nutpie": "nutpie"}[name]
         est = WSC(method="nuts", draws=draws, tune=tune, chains=chains, seed=seed, backend=backend,
                   progressbar=False)
@@ -49,19 +58,29 @@ def worker(name: str, groups: int, draws: int, tune: int, chains: int, seed: int
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est.fit(data)
+        fitted = time.perf_counter() - t0 - imported
         rho = est.idata_.posterior["rho"].values
+        from bayes_wsc import inference
+
+        info = inference.get_attrs(est.idata_)["fit_info"]
+        phases = {"import_seconds": imported, "map_seconds": info["map"]["seconds"],
+                  "sampling_seconds": info["nuts"]["seconds"],
+                  "other_fit_seconds": fitted - info["map"]["seconds"] - info["nuts"]["seconds"]}
     from bayes_wsc import inference
 
     idata = inference.from_draws({"rho": rho})
     conv = inference.convergence(idata, ["rho"])["rho"]
     rmse = float(np.sqrt(np.mean((rho.mean(axis=(0, 1)) - truth.rho) ** 2)))
-    return {"ess_bulk_min": conv["ess_bulk"], "rhat_max": conv["rhat"], "rmse": rmse}
+    out = {"ess_bulk_min": conv["ess_bulk"], "rhat_max": conv["rhat"], "rmse": rmse}
+    if name != "handwritten-numpyro":
+        out.update({k: round(v, 2) for k, v in phases.items()})
+    return out
 
 
-def run_candidate(name: str, args) -> dict:
+def run_candidate(name: str, args, seed: int) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--groups", str(args.groups),
            "--draws", str(args.draws), "--tune", str(args.tune), "--chains", str(args.chains),
-           "--seed", str(args.seed)]
+           "--seed", str(seed)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
@@ -81,6 +100,8 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--candidates", default=",".join(CANDIDATES))
+    parser.add_argument("--new-data-each-round", action="store_true",
+                        help="round r uses seed + r for the data and the chains")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -89,10 +110,11 @@ def main(argv=None):
     names = args.candidates.split(",")
     rows = []
     for round_ in range(args.rounds):
-        results = {name: run_candidate(name, args) for name in names}
+        seed = args.seed + round_ if args.new_data_each_round else args.seed
+        results = {name: run_candidate(name, args, seed) for name in names}
         ref = results.get("handwritten-numpyro", {}).get("ess_per_second")
         for name, r in results.items():
-            r["round"] = round_ + 1
+            r["round"], r["seed"] = round_ + 1, seed
             r["ratio_to_handwritten"] = r["ess_per_second"] / ref if ref and "ess_per_second" in r else None
             rows.append(r)
             print(json.dumps(r), flush=True)
@@ -107,6 +129,16 @@ def main(argv=None):
         ratio = f"{r['ratio_to_handwritten']:.2f}x" if r["ratio_to_handwritten"] else "-"
         print(f"{r['name']:22s} {r['round']:5d} {r['seconds']:8.1f} {r['ess_bulk_min']:8.0f} "
               f"{r['ess_per_second']:7.1f} {r['rhat_max']:6.3f} {r['rmse']:6.3f} {ratio:>8s}")
+    print()
+    for name in names:
+        ratios = [r["ratio_to_handwritten"] for r in rows if r["name"] == name and r.get("ratio_to_handwritten")]
+        phases = [r for r in rows if r["name"] == name and "sampling_seconds" in r]
+        line = f"{name:22s} geometric mean ratio {math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f}x" if ratios else name
+        if phases:
+            mean = {k: sum(r[k] for r in phases) / len(phases)
+                    for k in ("import_seconds", "map_seconds", "sampling_seconds", "other_fit_seconds")}
+            line += "; mean seconds: " + ", ".join(f"{k.removesuffix('_seconds')} {v:.1f}" for k, v in mean.items())
+        print(line)
 
 
 if __name__ == "__main__":
