@@ -13,6 +13,14 @@ Also reported: how far the MAP rho is from EM's (with the paper's priors,
 flat mu, Dirichlet(2), they are the same fixed point).
 
     python benchmarks/bench_map.py --sizes 500x100x15,10000x100x30
+    python benchmarks/bench_map.py --cli --sizes 10000x100x30 --repeats 3
+
+With --cli, the issue's command-line target instead: the clicks (one row per
+click: group, bin) and the groups (group, he) are written to CSV once, then
+whole processes are timed from the outside in alternating rounds: the
+per-click EM reading the same CSVs with pandas, and `bayes-wsc fit wsc ...
+--method map` with the paper's priors and with the defaults, after one
+warm-up run of each so that the compile cache is warm.
 """
 
 from __future__ import annotations
@@ -94,11 +102,79 @@ def run_size(n_groups: int, items: int, n_bins: int, repeats: int) -> dict:
     }
 
 
+def em_from_csv(clicks_csv: str, groups_csv: str) -> np.ndarray:
+    """The per-click EM as a user would run it on the CSV files: read with pandas, then Sec. 4."""
+    import pandas as pd
+
+    clicks = pd.read_csv(clicks_csv)
+    groups = pd.read_csv(groups_csv)
+    index = pd.Index(groups["group"])
+    return per_click_em(index.get_indexer(clicks["group"]), clicks["bin"].to_numpy(), groups["he"].to_numpy(float),
+                        int(clicks["bin"].max()) + 1)
+
+
+def run_cli(n_groups: int, items: int, n_bins: int, repeats: int) -> dict:
+    """Whole-process wall clock of the CLI MAP against the per-click EM on the same CSV files."""
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    import pandas as pd
+
+    from bayes_wsc.simulate import simulate_wsc
+
+    data, _ = simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins, seed=3)
+    counts = data.counts.astype(np.int64)
+    tmp = Path(tempfile.mkdtemp(prefix="bench_cli_map_"))
+    clicks, groups = tmp / "clicks.csv", tmp / "groups.csv"
+    pd.DataFrame({"group": np.repeat(np.repeat(np.arange(n_groups), n_bins), counts.ravel()),
+                  "bin": np.repeat(np.tile(np.arange(n_bins), n_groups), counts.ravel())}).to_csv(clicks, index=False)
+    pd.DataFrame({"group": np.arange(n_groups), "he": data.he}).to_csv(groups, index=False)
+    cli = [sys.executable, "-m", "bayes_wsc.cli", "fit", "wsc", "--clicks", str(clicks), "--groups", str(groups),
+           "--method", "map", "--no-progress"]
+    commands = {
+        "per-click EM (pandas + NumPy)": [sys.executable, __file__, "--em-worker", str(clicks), str(groups)],
+        "CLI MAP, paper's priors": cli + ["--mu-prior", "flat", "--w-concentration", "2", "--out", str(tmp / "a.nc")],
+        "CLI MAP, defaults": cli + ["--out", str(tmp / "b.nc")],
+    }
+
+    def wall(cmd) -> float:
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        return time.perf_counter() - t0
+
+    for name, cmd in commands.items():
+        if name.startswith("CLI"):
+            wall(cmd)  # warm the compile cache
+    times = {name: [] for name in commands}
+    for _ in range(repeats):
+        for name, cmd in commands.items():
+            times[name].append(wall(cmd))
+    row = {"size": f"I={n_groups} J={items} K={n_bins} ({counts.sum()} clicks)"}
+    row.update({name: statistics.median(t) for name, t in times.items()})
+    em = row["per-click EM (pandas + NumPy)"]
+    for name in commands:
+        if name.startswith("CLI"):
+            row[f"{name} / EM"] = row[name] / em
+    return row
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="500x100x15,10000x100x30", help="IxJxK,...")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cli", action="store_true", help="time whole processes on CSV files (the P1 CLI target)")
+    parser.add_argument("--em-worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.em_worker:
+        em_from_csv(*args.em_worker)
+        return None
+    if args.cli:
+        rows = [run_cli(*map(int, size.split("x")), args.repeats) for size in args.sizes.split(",")]
+        for r in rows:
+            print("  ".join(f"{k}: {v:.2f}" if isinstance(v, float) else f"{k}: {v}" for k, v in r.items()))
+        return rows
     rows = [run_size(*map(int, size.split("x")), args.repeats) for size in args.sizes.split(",")]
     print(f"{'workload':42s} {'click EM':>9s} {'table EM':>9s} {'MAP(paper)':>10s} {'MAP(default)':>12s} "
           f"{'MAP/clickEM':>11s} {'|rho MAP-EM|':>12s}")
