@@ -114,19 +114,27 @@ def em_from_csv(clicks_csv: str, groups_csv: str) -> np.ndarray:
 
 
 def run_cli(n_groups: int, items: int, n_bins: int, repeats: int) -> dict:
-    """Whole-process wall clock of the CLI MAP against the per-click EM on the same CSV files."""
-    import subprocess
-    import sys
+    """Whole-process wall clock of the CLI MAP against the per-click EM on the same CSV files
+    (written to a temporary folder that is removed afterwards)."""
     import tempfile
     from pathlib import Path
 
-    import pandas as pd
-
     from bayes_wsc.simulate import simulate_wsc
 
-    data, _ = simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins, seed=3)
+    with tempfile.TemporaryDirectory(prefix="bench_cli_map_") as tmp:
+        return _time_cli(simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins, seed=3)[0],
+                         Path(tmp), repeats)
+
+
+def _time_cli(data, tmp, repeats: int) -> dict:
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    n_groups, n_bins = data.counts.shape
+    items = int(round(data.counts.sum() / n_groups))
     counts = data.counts.astype(np.int64)
-    tmp = Path(tempfile.mkdtemp(prefix="bench_cli_map_"))
     clicks, groups = tmp / "clicks.csv", tmp / "groups.csv"
     pd.DataFrame({"group": np.repeat(np.repeat(np.arange(n_groups), n_bins), counts.ravel()),
                   "bin": np.repeat(np.tile(np.arange(n_bins), n_groups), counts.ravel())}).to_csv(clicks, index=False)
