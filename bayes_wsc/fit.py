@@ -141,8 +141,10 @@ def fit_map(
                                     options={"maxiter": maxiter, "ftol": tol, "gtol": 1e-7, "maxcor": 20}))
     best = min(range(len(results)), key=lambda i: results[i].fun if np.isfinite(results[i].fun) else np.inf)
     result = results[best]
-    point = DictToArrayBijection.rmap(RaveledVars(result.x, x0.point_map_info), points[best])
-    posterior = constrained_values(model, [point])
+    ends = [DictToArrayBijection.rmap(RaveledVars(r.x, x0.point_map_info), points[i]) for i, r in enumerate(results)]
+    point = ends[best]
+    values = constrained_values(model, ends)  # every restart's optimum, in one compiled function
+    posterior = {k: v[best:best + 1] for k, v in values.items()}
     info = {
         "converged": bool(result.success),
         "optimizer_message": str(result.message),
@@ -154,9 +156,7 @@ def fit_map(
     if len(results) > 1:
         info.update(restarts=len(results), best_restart=best,
                     restart_log_densities=[float(-r.fun) for r in results])
-        ends = constrained_values(model, [DictToArrayBijection.rmap(RaveledVars(r.x, x0.point_map_info), points[i])
-                                          for i, r in enumerate(results)])
-        optima = [{**{rv.name: ends[rv.name][i] for rv in model.free_RVs}, **fixed} for i in range(len(results))]
+        optima = [{**{rv.name: values[rv.name][i] for rv in model.free_RVs}, **fixed} for i in range(len(results))]
     if fixed:
         posterior.update({k: v[None] for k, v in fixed.items()})
         info["held_fixed"] = {k: v.tolist() for k, v in fixed.items()}
