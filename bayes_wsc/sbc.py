@@ -183,9 +183,18 @@ def run_sbc(
     out_csv: str | Path | None = None,
     resume: bool = False,
     progress: Callable[[dict], None] | None = None,
+    shard: tuple[int, int] = (0, 1),
 ) -> SBCResult:
     """Run `n_sims` simulations of `case`; with `out_csv`, every finished simulation is appended
-    at once (an interrupted run keeps its work) and `resume` skips those already there."""
+    at once (an interrupted run keeps its work) and `resume` skips those already there.
+
+    `shard=(i, n)` runs only the simulations numbered i, i + n, i + 2n, ...: n processes with
+    the same `out_csv` and `resume` share one run (appends are locked), and a last call without
+    a shard writes the complete table.
+    """
+    index, count = shard
+    if not (isinstance(count, int) and count >= 1 and isinstance(index, int) and 0 <= index < count):
+        raise InputError(f"shard must be (i, n) with 0 <= i < n, got {shard!r}")
     out_csv = Path(out_csv) if out_csv is not None else None
     rows, done = [], set()
     if out_csv is not None and out_csv.exists():
@@ -193,21 +202,38 @@ def run_sbc(
             previous = pd.read_csv(out_csv)
             rows = previous.to_dict("records")
             done = set(previous["sim"])
-        else:
+        elif count == 1:
             out_csv.unlink()
+        else:
+            raise InputError(f"{out_csv} exists: a shard only continues a run (pass resume)")
     draws = prior_draws(case, n_sims, seed)
-    for sim in range(n_sims):
+    for sim in range(index, n_sims, count):
         if sim in done:
             continue
         row = one_simulation(case, draws[sim], sim, seed, n_rank_draws)
         rows.append(row)
         if out_csv is not None:
-            out_csv.parent.mkdir(parents=True, exist_ok=True)
-            pd.DataFrame([row]).to_csv(out_csv, mode="a", header=not out_csv.exists(), index=False)
+            append_row(out_csv, row)
         if progress is not None:
             progress(row)
     table = pd.DataFrame(rows).sort_values("sim").reset_index(drop=True)
     return SBCResult(table, list(case.quantities), n_rank_draws, case.name, case.description)
+
+
+
+def append_row(path: Path, row: dict) -> None:
+    """Append one simulation to the ranks CSV, under a lock so that shards can share the file."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", newline="") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            handle.seek(0, 2)
+            pd.DataFrame([row]).to_csv(handle, header=handle.tell() == 0, index=False)
+            handle.flush()
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # ---------------------------------------------------------------------- uniformity

@@ -79,6 +79,8 @@ def main(argv=None, program: str = "benchmarks/sbc.py", prefix: str | None = Non
     parser.add_argument("--tag", default="", help="suffix of the output files")
     parser.add_argument("--out", default=str(HERE / "results"))
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--shard", default="0/1", metavar="I/N",
+                        help="run simulations I, I+N, I+2N, ... only (with --resume; N processes share one run)")
     args = parser.parse_args(argv)
 
     from bayes_wsc.sbc import SBCResult, run_sbc
@@ -91,7 +93,17 @@ def main(argv=None, program: str = "benchmarks/sbc.py", prefix: str | None = Non
         print(f"sim {row['sim'] + 1}/{args.sims}: {row['seconds']:.0f} s, min ESS {row['ess_min']:.0f}, "
               f"{row['divergences']} divergences", flush=True)
 
-    result = run_sbc(case, args.sims, seed=args.seed, out_csv=ranks_csv, resume=args.resume, progress=progress)
+    try:
+        shard = tuple(int(part) for part in args.shard.split("/"))
+        if len(shard) != 2:
+            raise ValueError
+    except ValueError:
+        parser.error(f"--shard must be I/N, got {args.shard!r}")
+    result = run_sbc(case, args.sims, seed=args.seed, out_csv=ranks_csv, resume=args.resume, progress=progress,
+                     shard=shard)
+    if shard[1] > 1:
+        print(f"shard {args.shard} done; run again with --resume and no --shard for the report")
+        return 0
     result = SBCResult(result.table, result.quantities, result.n_rank_draws, case.name, case.description)
     command = f"python {program} " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     paths = result.write(args.out, prefix=prefix, command=command)
