@@ -18,6 +18,14 @@ drawn, what is held fixed and what is ranked:
     python benchmarks/sbc.py --model experts --sims 100 --resume
     python benchmarks/sbc.py --model pcmix --sims 100 --resume
 
+Two processes can share one run (each takes every other simulation and
+appends to the same ranks file); a last call without --shard writes the
+report:
+
+    python benchmarks/sbc.py --model pcmix --seed 2019 --tag seed2019 --resume --shard 0/2 &
+    python benchmarks/sbc.py --model pcmix --seed 2019 --tag seed2019 --resume --shard 1/2
+    python benchmarks/sbc.py --model pcmix --seed 2019 --tag seed2019 --resume
+
 Writes benchmarks/results/sbc_<model>[_<tag>]_{ranks,uniformity}.csv, the rank
 histograms and ECDF plots as PNG and an HTML report; every finished
 simulation is appended to the ranks CSV at once (`--resume` continues).
