@@ -220,20 +220,24 @@ def run_sbc(
     return SBCResult(table, list(case.quantities), n_rank_draws, case.name, case.description)
 
 
-
 def append_row(path: Path, row: dict) -> None:
-    """Append one simulation to the ranks CSV, under a lock so that shards can share the file."""
-    import fcntl
-
+    """Append one simulation to the ranks CSV, under a lock so that shards can share the file
+    (POSIX file locks; where there are none, e.g. on Windows, run one process per file)."""
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", newline="") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             handle.seek(0, 2)
             pd.DataFrame([row]).to_csv(handle, header=handle.tell() == 0, index=False)
             handle.flush()
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # ---------------------------------------------------------------------- uniformity
