@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     from scipy import stats
 
     from bayes_wsc import inference
-    from bayes_wsc.sbc import N_RANK_DRAWS, chi_square_uniform, prior_draws, thin_indices
+    from bayes_wsc.sbc import N_RANK_DRAWS, chi_square_uniform, prior_draws, rank_of, thin_indices
     from bayes_wsc.simulate.pcmix import sbc_case
 
     case = sbc_case()  # the defaults of `sbc.py --model pcmix`
@@ -120,8 +120,9 @@ def main(argv=None) -> int:
                                   sd_floor + draws[sim]["sd_excess"][:, 0], draws[sim]["rho"])
         row = {"sim": sim, "seconds": round(time.perf_counter() - t0, 1), "divergences": divergences,
                "rhat_max": round(max(inference.rhat_of_draws(v) for v in post.values()), 4)}
+        rank_rng = np.random.default_rng([args.seed, sim, 4])
         for q, values in post.items():
-            row[f"reference:{q}"] = int(np.sum(values.reshape(-1)[keep] < truth[q]))
+            row[f"reference:{q}"] = rank_of(float(truth[q]), values.reshape(-1)[keep], rank_rng)
             if package is not None and sim in package.index:
                 row[f"package:{q}"] = int(package.loc[sim, f"rank:{q}"])
         pd.DataFrame([row]).to_csv(out_csv, mode="a", header=not out_csv.exists(), index=False)
