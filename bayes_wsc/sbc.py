@@ -100,6 +100,8 @@ def prior_draws(case: SBCCase, n: int, seed: int) -> list[dict[str, np.ndarray]]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         values = pm.draw(rvs, draws=n, random_seed=seed)
+    if n == 1:  # pm.draw drops the draws axis for a single draw
+        values = [np.asarray(v)[None] for v in values]
     return [{rv.name: np.asarray(v[i]) for rv, v in zip(rvs, values)} for i in range(n)]
 
 

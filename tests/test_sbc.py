@@ -13,7 +13,7 @@ import pytest
 
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
-from bayes_wsc.sbc import SBCCase, run_sbc
+from bayes_wsc.sbc import SBCCase, prior_draws, run_sbc
 
 N_OBS = 5
 
@@ -68,3 +68,15 @@ def test_a_shard_never_deletes_another_shards_work(tmp_path):
         run_sbc(normal_case(), 4, seed=3, out_csv=shared, shard=(1, 2))
     with pytest.raises(InputError, match="shard must be"):
         run_sbc(normal_case(), 4, seed=3, shard=(2, 2))
+
+
+def test_one_prior_draw_from_a_model_is_the_first_of_many():
+    """pm.draw drops the draws axis for a single draw; prior_draws must not hand back a parameter's
+    elements as if they were draws."""
+    from bayes_wsc.simulate.pcmix import sbc_case
+
+    case = sbc_case()
+    one, two = prior_draws(case, 1, seed=5), prior_draws(case, 2, seed=5)
+    assert len(one) == 1
+    for name, value in two[0].items():
+        assert one[0][name].shape == value.shape, name
