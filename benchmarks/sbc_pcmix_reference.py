@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     from scipy import stats
 
     from bayes_wsc import inference
-    from bayes_wsc.sbc import N_RANK_DRAWS, chi_square_uniform, prior_draws, rank_of, thin_indices
+    from bayes_wsc.sbc import N_RANK_DRAWS, append_row, chi_square_uniform, prior_draws, rank_of, thin_indices
     from bayes_wsc.simulate.pcmix import sbc_case
 
     case = sbc_case()  # the defaults of `sbc.py --model pcmix`
@@ -125,7 +125,7 @@ def main(argv=None) -> int:
             row[f"reference:{q}"] = rank_of(float(truth[q]), values.reshape(-1)[keep], rank_rng)
             if package is not None and sim in package.index:
                 row[f"package:{q}"] = int(package.loc[sim, f"rank:{q}"])
-        pd.DataFrame([row]).to_csv(out_csv, mode="a", header=not out_csv.exists(), index=False)
+        append_row(out_csv, row)
         print(f"sim {sim + 1}/{args.sims}: {row['seconds']:.0f} s, R-hat {row['rhat_max']:.3f}, "
               f"{divergences} divergences", flush=True)
 
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
         ranks = table[f"reference:{q}"].to_numpy()
         chi2, p = chi_square_uniform(ranks, N_RANK_DRAWS, 20)
         row = {"quantity": q, "reference mean rank / L": ranks.mean() / N_RANK_DRAWS, "reference chi2 p": p}
-        if f"package:{q}" in table:
+        if f"package:{q}" in table and table[f"package:{q}"].notna().sum() > 1:
             both = table[[f"reference:{q}", f"package:{q}"]].dropna()
             row["package mean rank / L"] = both[f"package:{q}"].mean() / N_RANK_DRAWS
             row["rank correlation"] = stats.pearsonr(both.iloc[:, 0], both.iloc[:, 1])[0]
