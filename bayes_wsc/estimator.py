@@ -49,9 +49,12 @@ class Estimator:
     #: what a saved fit must hold for `load` to use it: attrs, and variables per InferenceData group
     required_attrs: ClassVar[tuple[str, ...]] = ("model", "method", "settings")
     required_variables: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: arithmetic of NumPyro's NUTS when `precision` is None: the measured choice per model
+    #: (benchmarks/RESULTS.md); the other backends always run float64
+    nuts_precision: ClassVar[str] = "float64"
 
     def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=None, backend=None,
-                 target_accept=0.8, model_file=None, progressbar=True, chain_starts="map"):
+                 target_accept=0.8, model_file=None, progressbar=True, chain_starts="map", precision=None):
         self.method = method
         self.draws = draws
         self.tune = tune
@@ -62,6 +65,7 @@ class Estimator:
         self.model_file = model_file
         self.progressbar = progressbar
         self.chain_starts = chain_starts
+        self.precision = precision
 
     # ------------------------------------------------------------------ settings
     def get_params(self) -> dict:
@@ -75,7 +79,7 @@ class Estimator:
 
     def check_params(self) -> None:
         """Every setting in range, before any data is touched (subclasses add theirs after `super()`)."""
-        from bayes_wsc.fit import NUTS_BACKENDS
+        from bayes_wsc.fit import NUTS_BACKENDS, PRECISIONS
 
         if self.method not in METHODS:
             raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
@@ -89,6 +93,8 @@ class Estimator:
             raise InputError(f"seed must be None or a whole number >= 0, got {self.seed!r}")
         if self.backend is not None and self.backend not in NUTS_BACKENDS:
             raise InputError(f"backend must be one of {NUTS_BACKENDS}, got {self.backend!r}")
+        if self.precision is not None and self.precision not in PRECISIONS:
+            raise InputError(f"precision must be None or one of {PRECISIONS}, got {self.precision!r}")
         if self.chain_starts not in CHAIN_STARTS:
             raise InputError(f"chain_starts must be one of {CHAIN_STARTS}, got {self.chain_starts!r}")
         if self.model_file is not None and not isinstance(self.model_file, (str, Path)):
@@ -151,7 +157,7 @@ class Estimator:
     # ------------------------------------------------------------------ fitting
     def fit(self, data):
         """Build the model on validated `data`, fit it, diagnose it; sets `idata_` and `model_`."""
-        from bayes_wsc.fit import fit_map, fit_nuts
+        from bayes_wsc.fit import default_backend, fit_map, fit_nuts
 
         self.check_params()
         build, initial_values, start_at_map, map_fixed = self._recipe()
@@ -173,9 +179,11 @@ class Estimator:
                 # chain c at restart c's optimum: other labelings, maybe other modes, for relabeling to face
                 start = [draws.optima[c % len(draws.optima)] for c in range(self.chains)]
         if self.method == "nuts":
+            backend = self.backend or default_backend()
+            precision = self.precision or (self.nuts_precision if backend == "numpyro" else "float64")
             draws = fit_nuts(model, draws=self.draws, tune=self.tune, chains=self.chains, seed=self.seed,
-                             initvals=start, backend=self.backend, target_accept=self.target_accept,
-                             progressbar=self.progressbar)
+                             initvals=start, backend=backend, target_accept=self.target_accept,
+                             progressbar=self.progressbar, precision=precision)
             fit_info["nuts"] = draws.info
             messages += self.align_draws(draws, map_draws, data)
         self.model_ = model

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CANDIDATES = ("handwritten-numpyro", "bayes_wsc", "bayes_wsc-pymc", "bayes_wsc-nutpie")
+CANDIDATES = ("handwritten-numpyro", "bayes_wsc", "bayes_wsc-float64", "bayes_wsc-pymc", "bayes_wsc-nutpie")
 
 
 def worker(name: str, groups: int, draws: int, tune: int, chains: int, seed: int) -> dict:
@@ -50,9 +50,10 @@ def worker(name: str, groups: int, draws: int, tune: int, chains: int, seed: int
         from bayes_wsc.models.wsc import WSC
 
         imported = time.perf_counter() - t0
-        backend = {"bayes_wsc": None, "bayes_wsc-pymc": "pymc", "bayes_wsc-nutpie": "nutpie"}[name]
+        backend = {"bayes_wsc-pymc": "pymc", "bayes_wsc-nutpie": "nutpie"}.get(name)
+        precision = "float64" if name == "bayes_wsc-float64" else None
         est = WSC(method="nuts", draws=draws, tune=tune, chains=chains, seed=seed, backend=backend,
-                  progressbar=False)
+                  precision=precision, progressbar=False)
         import warnings
 
         with warnings.catch_warnings():

@@ -141,7 +141,7 @@ def markdown(frame: pd.DataFrame, index: bool = True) -> str:
     return "\n".join(lines)
 
 
-def timing(draws, tune, chains) -> pd.DataFrame:
+def timing(draws, tune, chains, precision=None) -> pd.DataFrame:
     """The P4 workload: breast_cancer, Case 1, 2000 constraints x 5 experts."""
     from bayes_wsc import inference
     from bayes_wsc.data.pairwise import PairwiseConstraints
@@ -155,7 +155,7 @@ def timing(draws, tune, chains) -> pd.DataFrame:
     rows = []
     for run, method in enumerate(["map", "map", "map", "nuts"]):
         est = NoisyExperts(n_clusters=2, seed=run, method=method, draws=draws, tune=tune, chains=chains,
-                           progressbar=False)
+                           precision=precision, progressbar=False)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FitWarning)
@@ -165,7 +165,7 @@ def timing(draws, tune, chains) -> pd.DataFrame:
                "optimizer_seconds": info["map"]["seconds"], "restarts": info["map"]["restarts"]}
         if method == "nuts":
             stats = est.idata_.sample_stats
-            row.update(sampler_seconds=info["nuts"]["seconds"], chains=chains, draws=draws, tune=tune,
+            row.update(sampler_seconds=info["nuts"]["seconds"], precision=info["nuts"]["precision"], chains=chains, draws=draws, tune=tune,
                        mean_tree_depth=float(stats["tree_depth"].mean()), divergences=int(stats["diverging"].sum()),
                        max_rhat=float(est.summary()["r_hat"].max()),
                        min_ess_bulk=float(est.summary()["ess_bulk"].min()))
@@ -338,6 +338,8 @@ def main(argv=None) -> None:
     parser.add_argument("--full", action="store_true",
                         help="the paper's grid: 100,200,500,1000,1500,2000 constraints, 10 repeats, NUTS everywhere")
     parser.add_argument("--timing", action="store_true", help="also time the P4 workload")
+    parser.add_argument("--precision", choices=("float32", "float64"), default=None,
+                        help="NUTS arithmetic for --timing (default: the model's)")
     parser.add_argument("--resume", action="store_true", help="keep the CSV files and skip finished settings")
     parser.add_argument("--summarize", action="store_true", help="only make the figures and tables from the CSVs")
     args = parser.parse_args(argv)
@@ -370,7 +372,7 @@ def main(argv=None) -> None:
                         print(f"{dataset} case {case} n={n} rep {rep}: {scores} ({time.perf_counter() - t0:.0f} s)",
                               flush=True)
         if args.timing:
-            timing(args.draws, args.tune, args.chains).to_csv(RESULTS / "experts_uci_timing.csv", index=False)
+            timing(args.draws, args.tune, args.chains, args.precision).to_csv(RESULTS / "experts_uci_timing.csv", index=False)
     summarize(args.omega_at)
 
 

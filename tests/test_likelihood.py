@@ -16,7 +16,7 @@ from bayes_wsc.likelihoods import (
     component_log_posterior,
     counts_mixture_logp,
 )
-from bayes_wsc.models.wsc import build_model
+from bayes_wsc.models.wsc import build_model, pooled_bin_frequencies
 from bayes_wsc.transforms import StickBreaking
 
 
@@ -98,8 +98,9 @@ def test_model_click_term_equals_enumeration(tiny, mu_prior):
     model = build_model(data, mu_prior=mu_prior)
     point = transformed_start(model, {"mu": mu, "w0": w[0], "w1": w[1]})
     click_logp = model.compile_logp(vars=[model["clicks"]], jacobian=False)(point)
+    offset = np.sum(counts * np.log(pooled_bin_frequencies(counts)))  # the documented constant
     class_probs = np.stack([expit(-mu), expit(mu)], axis=1)
-    np.testing.assert_allclose(click_logp, brute_force_loglik(counts, class_probs, w), rtol=1e-10)
+    np.testing.assert_allclose(click_logp + offset, brute_force_loglik(counts, class_probs, w), rtol=1e-10)
 
 
 def test_model_weighted_counts_scale_the_likelihood(tiny):
@@ -111,7 +112,8 @@ def test_model_weighted_counts_scale_the_likelihood(tiny):
     got = model.compile_logp(vars=[model["clicks"]], jacobian=False)(point)
     p = expit(mu)[:, None]
     factor = np.minimum(1.0, 2.0 / np.maximum(counts.sum(1), 1e-300))[:, None]
-    expected = np.sum(counts * factor * np.log((1 - p) * w[0] + p * w[1]))
+    q = pooled_bin_frequencies(scaled.counts)
+    expected = np.sum(counts * factor * np.log(((1 - p) * w[0] + p * w[1]) / q))
     np.testing.assert_allclose(got, expected, rtol=1e-10)
 
 

@@ -55,10 +55,20 @@ def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--backend", choices=("numpyro", "pymc", "nutpie", "blackjax"), default=None,
                        help="NUTS implementation (default: numpyro if installed, measured fastest)")
     group.add_argument("--target-accept", type=probability, default=0.8, help="NUTS target acceptance")
+    group.add_argument("--precision", choices=("float32", "float64"), default=None,
+                       help="arithmetic of the numpyro backend (default: the model's measured choice, "
+                            "float32 for wsc; other backends run float64)")
     group.add_argument("--report", metavar="DIR", help="also write an HTML report to DIR")
     group.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
+
+
+def sampling_settings(args) -> dict:
+    """The estimator settings that `add_sampling_options` collects."""
+    return {"method": args.method, "draws": args.draws, "tune": args.tune, "chains": args.chains,
+            "seed": args.seed, "backend": args.backend, "target_accept": args.target_accept,
+            "precision": args.precision, "progressbar": not args.no_progress}
 
 
 def print_fit(est) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import add_sampling_options, columns, positive_float, positive_int
+from bayes_wsc.commands.common import add_sampling_options, columns, positive_float, positive_int, sampling_settings
 
 HELP = "noisy experts' must-link / cannot-link constraints (Chang et al.): items + constraints or labels"
 
@@ -60,7 +60,5 @@ def run(args) -> None:
 
     a, b = args.accuracy_prior
     est = NoisyExperts(n_clusters=args.clusters, prior_sd=args.prior_sd, intercept_sd=args.intercept_sd,
-                       accuracy_a=a, accuracy_b=b, restarts=args.restarts, method=args.method,
-                       draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed, backend=args.backend,
-                       target_accept=args.target_accept, progressbar=not args.no_progress)
+                       accuracy_a=a, accuracy_b=b, restarts=args.restarts, **sampling_settings(args))
     fit_save_report(est, data, args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from bayes_wsc.commands.common import add_sampling_options, columns, positive_float, positive_int
+from bayes_wsc.commands.common import add_sampling_options, columns, positive_float, positive_int, sampling_settings
 
 HELP = "a few labels among many items: prediction-constrained Gaussian mixture (Hughes et al.)"
 PATH_HELP = "prediction-constrained mixture at a grid of lam, warm-started, with the trade-off report"
@@ -86,9 +86,7 @@ def _data_and_estimator(args, lam: float):
 
     est = PCMixture(components=args.components, lam=lam, restarts=args.restarts, sd_floor=args.sd_floor,
                     mean_prior_sd=args.mean_prior_sd, sd_prior_rate=args.sd_prior_rate,
-                    concentration=args.concentration, method=args.method, draws=args.draws, tune=args.tune,
-                    chains=args.chains, seed=args.seed, backend=args.backend, target_accept=args.target_accept,
-                    progressbar=not args.no_progress)
+                    concentration=args.concentration, **sampling_settings(args))
     return data, est
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from bayes_wsc.commands.common import add_sampling_options, columns, positive_float
+from bayes_wsc.commands.common import add_sampling_options, columns, positive_float, sampling_settings
 
 HELP = "noisy group averages (Wager et al.): clicks + per-group HE"
 
@@ -64,7 +64,5 @@ def run(args) -> None:
     from bayes_wsc.models.wsc import WSC  # PyMC loads only once the data are known to be good
 
     est = WSC(wh=args.wh, mu_prior=args.mu_prior, w_concentration=args.w_concentration,
-              method=args.method, draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
-              backend=args.backend, target_accept=args.target_accept, model_file=args.model_file,
-              progressbar=not args.no_progress)
+              model_file=args.model_file, **sampling_settings(args))
     fit_save_report(est, data, args)
