@@ -122,18 +122,20 @@ def pair_log_coclustering(log_probs_first, log_probs_second):
     return log_same, log_different
 
 
-def pair_ratings_logp(log_same, log_different, link, alpha, beta, cell_pair, n_pairs: int):
+def pair_ratings_logp(log_same, log_different, must, cannot, alpha, beta):
     """log P(every expert's link on the pair) with (z_i, z_j) summed out once per pair (seed 002, eq. 2-3).
 
     log_same, log_different : (P,) log gamma and log(1 - gamma) of each unique pair
-    (`pair_log_coclustering`). link, alpha, beta, cell_pair : per constraint (one pair and expert
-    each): the observed link (1 must-link, 0 cannot-link), the rating expert's sensitivity and
-    specificity, and the pair it rates. Returns (P,):
+    (`pair_log_coclustering`). must, cannot : (P, M) how many must-links and cannot-links
+    expert m gave pair p (0 and 0 where m did not rate it). alpha, beta : (M,) the experts'
+    sensitivity and specificity. Returns (P,):
 
         log [ gamma prod_m P(S_m | same) + (1 - gamma) prod_m P(S_m | different) ]
 
     the product running over the experts who rated the pair; given (z_i, z_j) the experts are
-    independent (eq. 2-3), and the pair's clusters are shared by all of them.
+    independent (eq. 2-3), and the pair's clusters are shared by all of them. The products are
+    two (P, M) x (M,) matrix products: half the cost of a gradient at 2000 pairs x 5 experts
+    against summing per-constraint terms into their pairs by index.
 
     Summed over pairs this is a **pairwise composite likelihood**: each factor marginalizes the
     clusters of its own two items only, and the product treats the pairs as independent although
@@ -144,8 +146,6 @@ def pair_ratings_logp(log_same, log_different, link, alpha, beta, cell_pair, n_p
     only when gamma is 0 or 1. Because shared items make pairs dependent, a posterior built on
     the composite likelihood can be more confident than the data warrant.
     """
-    given_same = link * pt.log(alpha) + (1 - link) * pt.log1p(-alpha)
-    given_different = link * pt.log1p(-beta) + (1 - link) * pt.log(beta)
-    same = pt.inc_subtensor(pt.zeros(n_pairs)[cell_pair], given_same)
-    different = pt.inc_subtensor(pt.zeros(n_pairs)[cell_pair], given_different)
-    return pt.logaddexp(log_same + same, log_different + different)
+    given_same = pt.dot(must, pt.log(alpha)) + pt.dot(cannot, pt.log1p(-alpha))
+    given_different = pt.dot(must, pt.log1p(-beta)) + pt.dot(cannot, pt.log(beta))
+    return pt.logaddexp(log_same + given_same, log_different + given_different)

@@ -82,8 +82,10 @@ def test_pairwise_marginal_equals_enumeration():
     gamma = (probs[pairs[:, 0]] * probs[pairs[:, 1]]).sum(axis=1)
     np.testing.assert_allclose(log_same.eval(), np.log(gamma), rtol=1e-12)
     np.testing.assert_allclose(log_diff.eval(), np.log1p(-gamma), rtol=1e-12)
-    got = pair_ratings_logp(log_same, log_diff, link, pt.as_tensor(alpha[cell_expert]),
-                            pt.as_tensor(beta[cell_expert]), cell_pair, len(pairs)).eval()
+    must, cannot = np.zeros((len(pairs), 3)), np.zeros((len(pairs), 3))
+    np.add.at(must, (cell_pair, cell_expert), link)
+    np.add.at(cannot, (cell_pair, cell_expert), 1 - link)
+    got = pair_ratings_logp(log_same, log_diff, must, cannot, pt.as_tensor(alpha), pt.as_tensor(beta)).eval()
     np.testing.assert_allclose(got.sum(), expected, rtol=1e-12)
     # a pair rated by one expert: P(S = 1) = gamma alpha + (1 - gamma)(1 - beta)
     a, b = alpha[cell_expert[2]], beta[cell_expert[2]]  # pair 1 is rated by expert 2 only, with link 1
@@ -101,8 +103,8 @@ def test_pair_likelihood_is_finite_with_gradients_for_confident_memberships():
     logits = pt.dmatrix("logits")
     log_probs = logits - pt.logsumexp(logits, axis=1, keepdims=True)
     log_same, log_diff = pair_log_coclustering(log_probs[[0, 0]], log_probs[[1, 2]])
-    logp = pair_ratings_logp(log_same, log_diff, np.array([0.0, 1.0]), pt.as_tensor([0.9, 0.9]),
-                             pt.as_tensor([0.8, 0.8]), np.array([0, 1]), 2).sum()
+    logp = pair_ratings_logp(log_same, log_diff, np.array([[0.0], [1.0]]), np.array([[1.0], [0.0]]),
+                             pt.as_tensor([0.9]), pt.as_tensor([0.8])).sum()
     f = pytensor.function([logits], [logp, pt.grad(logp, logits)])
     value, grad = f(np.array([[80.0, 0.0, -80.0], [79.0, 0.0, -81.0], [-80.0, 80.0, 0.0]]))
     assert np.isfinite(value) and np.all(np.isfinite(grad))
@@ -185,7 +187,8 @@ def test_container_pairs_counts_and_scaling(tables):
     np.testing.assert_allclose(data.features.std(axis=0), 1)
     assert data.pair_votes().tolist() == [[0, 2], [1, 0], [1, 0]]
     assert data.expert_counts().loc["e2"].tolist() == [1, 1, 2]
-    assert data.link_matrix().tolist() == [[1, 1], [-1, 0], [0, -1]]
+    must, cannot = data.link_counts()
+    assert must.tolist() == [[1, 1], [0, 0], [0, 0]] and cannot.tolist() == [[0, 0], [0, 1], [1, 0]]
     back = data.to_frame()
     assert sorted(map(tuple, back[["expert", "i", "j", "link"]].values.tolist())) == sorted(
         [("e1", "a", "b", 1), ("e1", "c", "d", 0), ("e2", "a", "b", 1), ("e2", "a", "c", 0)])

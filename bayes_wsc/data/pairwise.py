@@ -212,17 +212,18 @@ class PairwiseConstraints:
         return pd.DataFrame({"must_link": must, "cannot_link": total - must, "pairs": total},
                             index=pd.Index(self.expert_names, name="expert"))
 
+    def link_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(P, M) numbers of must-links and of cannot-links that each expert gave each pair."""
+        must = np.zeros((self.n_pairs, self.n_experts))
+        cannot = np.zeros((self.n_pairs, self.n_experts))
+        np.add.at(must, (self.cell_pair, self.cell_expert), self.link)
+        np.add.at(cannot, (self.cell_pair, self.cell_expert), 1 - self.link)
+        return must, cannot
+
     def pair_votes(self) -> np.ndarray:
         """(P, 2) counts over experts of cannot-links (column 0) and must-links (column 1) per pair."""
-        must = np.bincount(self.cell_pair, weights=self.link, minlength=self.n_pairs)
-        total = np.bincount(self.cell_pair, minlength=self.n_pairs)
-        return np.stack([total - must, must], axis=1).astype(np.int64)
-
-    def link_matrix(self) -> np.ndarray:
-        """(P, M) link of every pair by every expert: 1 must-link, 0 cannot-link, -1 not rated."""
-        out = np.full((self.n_pairs, self.n_experts), -1, dtype=np.int8)
-        out[self.cell_pair, self.cell_expert] = self.link
-        return out
+        must, cannot = self.link_counts()
+        return np.stack([cannot.sum(axis=1), must.sum(axis=1)], axis=1).astype(np.int64)
 
     def to_frame(self) -> pd.DataFrame:
         """The constraints as rows expert, i, j, link (item ids), one per pair and expert."""

@@ -173,12 +173,10 @@ def add_constraint_likelihood(data: PairwiseConstraints, ends, alpha, beta):
     """The pairwise composite likelihood: one factor per unique pair, the pair's clusters summed
     out once for all the experts who rated it. Returns log gamma per pair."""
     log_same, log_different = pair_log_coclustering(*ends)
-    link = pm.Data("link", data.link.astype(float), dims="constraint")
-    cell_pair = pm.Data("constraint_pair", data.cell_pair, dims="constraint")
-    cell_expert = pm.Data("constraint_expert", data.cell_expert, dims="constraint")
-    logp = pair_ratings_logp(log_same, log_different, link, alpha[cell_expert], beta[cell_expert], cell_pair,
-                             data.n_pairs)
-    pm.Potential("constraints", logp.sum())
+    must, cannot = data.link_counts()
+    must = pm.Data("pair_must_links", must, dims=("pair", "expert"))
+    cannot = pm.Data("pair_cannot_links", cannot, dims=("pair", "expert"))
+    pm.Potential("constraints", pair_ratings_logp(log_same, log_different, must, cannot, alpha, beta).sum())
     return log_same
 
 
@@ -206,7 +204,8 @@ def build_model(
                          "the number of clusters must not exceed the number of items")
     coords = {**data.coords, "cluster": list(range(n_clusters)), "cluster_ref": list(range(1, n_clusters)),
               "component": list(range(data.n_features)),
-              "linked_item": list(data.item_ids[data.linked_items]), "constraint": list(range(data.n_constraints))}
+              "linked_item": list(data.item_ids[data.linked_items]), "constraint": list(range(data.n_constraints)),
+              "pair": list(range(data.n_pairs))}
     with pm.Model(coords=coords) as model:
         w_ref, b_ref = add_cluster_weights(data, n_clusters, prior_sd=prior_sd, intercept_sd=intercept_sd)
         ends = add_memberships(data, w_ref, b_ref)
@@ -227,8 +226,7 @@ def membership_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndarray)
 def pair_log_likelihoods(alpha: np.ndarray, beta: np.ndarray, data: PairwiseConstraints, pairs=slice(None)):
     """log P(the pair's links | same cluster) and log P(... | different clusters) per pair, for a stack
     of draws (alpha, beta: (S, M) -> two (S, P)): every expert who rated the pair, eq. 2-3."""
-    votes = data.link_matrix()[pairs]
-    must, cannot = (votes == 1).astype(float).T, (votes == 0).astype(float).T  # (M, P)
+    must, cannot = (counts[pairs].T for counts in data.link_counts())  # (M, P)
     same = np.log(alpha) @ must + np.log1p(-alpha) @ cannot
     different = np.log1p(-beta) @ must + np.log(beta) @ cannot
     return same, different
