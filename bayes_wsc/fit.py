@@ -108,10 +108,16 @@ def fit_map(
     initvals: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]] | None = None,
     *,
     maxiter: int = 5000,
-    tol: float = 1e-10,
+    tol: float = 1e-8,
     fixed: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[Draws, dict]:
     """Posterior mode by L-BFGS in the unconstrained space, without Jacobian terms.
+
+    The search stops when an iteration gains less than `tol` nats of log
+    density per free parameter. L-BFGS-B's own test is relative to |log
+    density|, which an additive constant of the model would change (the wsc
+    model's centring took 56% more iterations under it), so `tol` is turned
+    into that relative test at the first start's log density.
 
     `fixed` holds some free variables at given values (constrained scale) and
     seeks the mode of the others: the conditional mode, for models whose
@@ -135,13 +141,14 @@ def fit_map(
     points = transformed_starts(model, starts)
     value_and_grad, x0 = _value_and_grad_fn(model, points[0])
     t0 = time.perf_counter()
+    ftol = tol * x0.data.size / max(abs(value_and_grad(x0.data)[0]), 1.0)
     results = []
     # L-BFGS works on long vectors with tiny BLAS calls: threads only contend (5x slower at 10^4 groups)
     with threadpool_limits(1, user_api="blas"):
         for point in points:
             x = DictToArrayBijection.map({name: point[name] for name, *_ in x0.point_map_info}).data
             results.append(minimize(value_and_grad, x, jac=True, method="L-BFGS-B",
-                                    options={"maxiter": maxiter, "ftol": tol, "gtol": 1e-7, "maxcor": 20}))
+                                    options={"maxiter": maxiter, "ftol": ftol, "gtol": 1e-7, "maxcor": 20}))
     best = min(range(len(results)), key=lambda i: results[i].fun if np.isfinite(results[i].fun) else np.inf)
     result = results[best]
     ends = [DictToArrayBijection.rmap(RaveledVars(r.x, x0.point_map_info), points[i]) for i, r in enumerate(results)]
@@ -294,11 +301,16 @@ def jax_runtime(devices: int = 4):
 
 
 def _use_compilation_cache(jax) -> None:
-    """Keep XLA's compiled samplers on disk, so that a second fit of the same shape starts at once."""
+    """Keep XLA's compiled programs on disk, so that a second fit of the same shape starts at once.
+
+    JAX writes only programs that took a second or more to compile; the MAP's value and gradient
+    at 10,000 groups take 0.8 s, paid again by every fit and every process, so all are kept.
+    """
     if jax.config.jax_compilation_cache_dir:
         return  # the user chose
     base = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
     jax.config.update("jax_compilation_cache_dir", os.path.join(base, "bayes_wsc", "jax"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 def _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, progressbar, precision) -> Draws:

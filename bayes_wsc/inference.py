@@ -38,6 +38,8 @@ def from_draws(
     extra_coords: dict | None = None,
 ) -> InferenceData:
     """Labelled InferenceData from (chain, draw, ...) arrays; settings go to attrs as JSON."""
+    # ArviZ deep-copies the coordinates for every variable: arrays copy in one step, lists item by item
+    coords = {k: np.asarray(v) for k, v in (coords or {}).items()}
     idata = az.from_dict(
         posterior=posterior,
         sample_stats=sample_stats or None,
