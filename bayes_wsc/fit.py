@@ -255,8 +255,9 @@ def fit_nuts(
                                  precision)
     else:
         result = _sample_pymc(model, starts, draws, tune, seed, target_accept, var_names, progressbar, backend)
-    result.info.update({"backend": backend, "precision": precision, "draws": draws, "tune": tune, "chains": chains, "seed": seed,
-                        "target_accept": target_accept, "seconds": time.perf_counter() - t0})
+    result.info.update({"backend": backend, "precision": precision, "draws": draws, "tune": tune,
+                        "chains": chains, "seed": seed, "target_accept": target_accept,
+                        "seconds": time.perf_counter() - t0})
     return result
 
 

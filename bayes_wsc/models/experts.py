@@ -283,7 +283,8 @@ class NoisyExperts(Estimator):
     accuracy_a, accuracy_b : alpha, beta ~ 0.5 + 0.5 Beta(a, b) on [0.5, 1].
     restarts : random restarts of the MAP (the best is kept and starts NUTS); 20 as in the paper.
     method : "map" (posterior mode) or "nuts" (full posterior, chains started at the MAP).
-    draws, tune, chains, seed, backend, target_accept : NUTS settings; seed also seeds the restarts.
+    draws, tune, chains, seed, backend, target_accept, precision : NUTS settings (precision float64
+        by default here: float32 measured no faster); seed also seeds the restarts.
 
     After `fit(data)`: `idata_` (InferenceData with alpha[expert], beta[expert], omega[expert],
     W[feature, cluster], b[cluster], and the free W_raw, b_raw, alpha_raw, beta_raw) and `model_`. Item memberships are computed on

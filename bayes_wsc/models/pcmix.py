@@ -233,7 +233,7 @@ class PCMixture(Estimator):
     sd_prior_rate : rate of the Gamma(2, .) prior on sd - sd_floor.
     concentration : Dirichlet / Beta concentration of pi and rho (1.01 as in eq. 25).
     method : "map" (PC training) or "nuts" (the generalized posterior, chains started at the MAP).
-    draws, tune, chains, seed, backend, target_accept : NUTS settings; `seed` also seeds the restarts.
+    draws, tune, chains, seed, backend, target_accept, precision : NUTS settings; `seed` also seeds the restarts.
 
     After `fit(data)`: `idata_` with `pi[component]`, `mean` and `sd[component, feature]` (data units),
     `rho[component]` (or `rho[component, class]`), `data_loglik`, `label_loglik`; `model_`.
