@@ -7,6 +7,7 @@ them into InferenceData. Nothing here knows which model it fits.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -316,10 +317,23 @@ def _use_compilation_cache(jax) -> None:
 
 def _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, progressbar, precision) -> Draws:
     jax = jax_runtime(len(starts))
-    with jax.enable_x64(precision == "float64"), warnings.catch_warnings():
+    with _jax_x64(jax, precision == "float64"), warnings.catch_warnings():
         # PyTensor's JAX code asks for float64 constants; under float32 JAX gives float32 and says so
         warnings.filterwarnings("ignore", message="Explicitly requested dtype float64", category=UserWarning)
         return _run_numpyro(jax, model, starts, draws, tune, seed, target_accept, var_names, progressbar)
+
+
+@contextlib.contextmanager
+def _jax_x64(jax, enabled: bool):
+    """JAX's 64-bit mode set for the whole process, then restored. The thread-local
+    `jax.enable_x64(False)` does not reach the thread that runs NumPyro's progress-bar
+    callbacks, which then answer with int64 where int32 was traced, and XLA aborts."""
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", enabled)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", before)
 
 
 def _run_numpyro(jax, model, starts, draws, tune, seed, target_accept, var_names, progressbar) -> Draws:

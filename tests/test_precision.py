@@ -64,3 +64,17 @@ def test_precision_is_checked():
     model = build_model(simulate_wsc(n_groups=5, items_per_group=5, n_bins=2)[0])
     with pytest.raises(InputError, match="precision 'float32' needs the numpyro backend"):
         fit_nuts(model, backend="pymc", precision="float32")
+
+
+def test_float32_nuts_with_its_progress_bar():
+    """The progress bar's host callbacks run in another thread: float32 must reach it too (the
+    thread-local `jax.enable_x64(False)` did not, and XLA aborted on an int64 step count)."""
+    data, _ = simulate_wsc(n_groups=10, items_per_group=10, n_bins=3, seed=2)
+    est = WSC(method="nuts", draws=20, tune=20, chains=2, seed=1, progressbar=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        est.fit(data)
+    assert inference.get_attrs(est.idata_)["fit_info"]["nuts"]["precision"] == "float32"
+    import jax
+
+    assert jax.config.jax_enable_x64  # restored for PyTensor's float64 graphs
