@@ -306,13 +306,16 @@ def _use_compilation_cache(jax) -> None:
     """Keep XLA's compiled programs on disk, so that a second fit of the same shape starts at once.
 
     JAX writes only programs that took a second or more to compile; the MAP's value and gradient
-    at 10,000 groups take 0.8 s, paid again by every fit and every process, so all are kept.
+    at 10,000 groups take 0.8 s, paid again by every fit and every process, so all are kept. Each
+    data set is a new program (the data are constants in it), so the least recently used are
+    deleted beyond 1 GB (JAX's LRU cache; unbounded by default).
     """
     if jax.config.jax_compilation_cache_dir:
         return  # the user chose
     base = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
     jax.config.update("jax_compilation_cache_dir", os.path.join(base, "bayes_wsc", "jax"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_compilation_cache_max_size", 2**30)
 
 
 def _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, progressbar, precision) -> Draws:
