@@ -81,8 +81,11 @@ def transformed_starts(model: pm.Model, starts: Sequence[Mapping[str, np.ndarray
     """Initial points in the unconstrained space, for starts given on the constrained scale (as a
     user thinks of them); a variable a start leaves out takes the model's default initial value.
     One function, compiled once, transforms every start."""
-    defaults = make_initial_point_fn(model=model, jitter_rvs=set(), return_transformed=False)(seed)
     free = model.free_RVs
+    complete = all(start is not None and all(rv.name in start for rv in free) for start in starts)
+    # the defaults cost a compiled function (0.3 s): skipped when every start gives every variable
+    defaults = {} if complete else make_initial_point_fn(model=model, jitter_rvs=set(),
+                                                         return_transformed=False)(seed)
     inputs = [rv.type(name=rv.name) for rv in free]
     outputs = []
     for rv, value in zip(free, inputs):
