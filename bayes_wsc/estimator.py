@@ -79,7 +79,7 @@ class Estimator:
 
     def check_params(self) -> None:
         """Every setting in range, before any data is touched (subclasses add theirs after `super()`)."""
-        from bayes_wsc.fit import NUTS_BACKENDS, PRECISIONS
+        from bayes_wsc.fit import NUTS_BACKENDS, PRECISIONS, check_precision_backend, default_backend
 
         if self.method not in METHODS:
             raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
@@ -95,6 +95,8 @@ class Estimator:
             raise InputError(f"backend must be one of {NUTS_BACKENDS}, got {self.backend!r}")
         if self.precision is not None and self.precision not in PRECISIONS:
             raise InputError(f"precision must be None or one of {PRECISIONS}, got {self.precision!r}")
+        if self.method == "nuts":  # before the MAP start, not after it
+            check_precision_backend(self.precision, self.backend or default_backend())
         if self.chain_starts not in CHAIN_STARTS:
             raise InputError(f"chain_starts must be one of {CHAIN_STARTS}, got {self.chain_starts!r}")
         if self.model_file is not None and not isinstance(self.model_file, (str, Path)):

@@ -246,8 +246,7 @@ def fit_nuts(
         raise InputError(f"backend must be one of {NUTS_BACKENDS}, got {backend!r}")
     if precision not in PRECISIONS:
         raise InputError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    if precision == "float32" and backend != "numpyro":
-        raise InputError(f"precision 'float32' needs the numpyro backend, got backend {backend!r}")
+    check_precision_backend(precision, backend)
     for name, value in (("draws", draws), ("tune", tune), ("chains", chains)):
         if not isinstance(value, (int, np.integer)) or value < (0 if name == "tune" else 1):
             raise InputError(f"{name} must be a positive integer, got {value!r}")
@@ -263,6 +262,12 @@ def fit_nuts(
                         "chains": chains, "seed": seed, "target_accept": target_accept,
                         "seconds": time.perf_counter() - t0})
     return result
+
+
+def check_precision_backend(precision: str | None, backend: str) -> None:
+    """Only NumPyro samples in float32; the other backends run PyMC's float64 graph."""
+    if precision == "float32" and backend != "numpyro":
+        raise InputError(f"precision 'float32' needs the numpyro backend, got backend {backend!r}")
 
 
 def usable_cpus() -> int:

@@ -64,6 +64,9 @@ def test_precision_is_checked():
     model = build_model(simulate_wsc(n_groups=5, items_per_group=5, n_bins=2)[0])
     with pytest.raises(InputError, match="precision 'float32' needs the numpyro backend"):
         fit_nuts(model, backend="pymc", precision="float32")
+    est = WSC(method="nuts", backend="pymc", precision="float32")
+    with pytest.raises(InputError, match="precision 'float32' needs the numpyro backend"):
+        est.check_params()  # what fit runs first, before the MAP start
 
 
 def test_float32_nuts_with_its_progress_bar():
