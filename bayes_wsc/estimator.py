@@ -15,6 +15,7 @@ import importlib.util
 import inspect
 import math
 import numbers
+import pickle
 import warnings
 from pathlib import Path
 from typing import ClassVar
@@ -79,7 +80,7 @@ class Estimator:
 
     def check_params(self) -> None:
         """Every setting in range, before any data is touched (subclasses add theirs after `super()`)."""
-        from bayes_wsc.fit import NUTS_BACKENDS, PRECISIONS, check_precision_backend, default_backend
+        from bayes_wsc.backends import NUTS_BACKENDS, PRECISIONS, check_precision_backend, default_backend
 
         if self.method not in METHODS:
             raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
@@ -158,29 +159,43 @@ class Estimator:
 
     # ------------------------------------------------------------------ fitting
     def fit(self, data):
-        """Build the model on validated `data`, fit it, diagnose it; sets `idata_` and `model_`."""
-        from bayes_wsc.fit import default_backend, fit_map, fit_nuts
+        """Build the model on validated `data`, fit it, diagnose it; sets `idata_` and `model_`.
+
+        A MAP runs from a compiled program kept on disk (`map_program`) when
+        this model, with these settings, was fitted to these data before: then
+        PyMC is not loaded, and `model_` is built on first use.
+        """
+        from bayes_wsc.backends import default_backend
 
         self.check_params()
         build, initial_values, start_at_map, map_fixed = self._recipe()
-        model = build(data)
-        free = {rv.name for rv in model.free_RVs}
-        fixed = {k: v for k, v in map_fixed(data).items() if k in free}
+        self._model, self._model_recipe = None, (build, data)
         starts = initial_values(data)
         starts = [starts] if isinstance(starts, dict) else list(starts)  # a list means random restarts
-        start = [{k: v for k, v in s.items() if k in free} for s in starts]
-        if len(start) == 1:
-            start = start[0]
         messages, fit_info, map_draws = [], {}, None
+        coords, dims = None, None
         if self.method == "map" or start_at_map:
-            draws = map_draws = fit_map(model, start, fixed=fixed)[0]
+            program, fixed = self._map_program(data, starts, map_fixed(data))
+            start = [{k: v for k, v in s.items() if k in program.free} for s in starts]
+            from bayes_wsc.map_program import run_map
+
+            draws = map_draws = run_map(program, start, fixed=fixed)[0]
             messages += diagnostics.map_messages(draws.info)
             fit_info["map"] = draws.info
-            start = {rv.name: draws.posterior[rv.name][0, 0] for rv in model.free_RVs}
+            coords, dims = program.coords, program.dims
+            start = {n: draws.posterior[n][0, 0] for n in (*program.free, *fixed)}
             if self.chain_starts == "restarts" and draws.optima:
                 # chain c at restart c's optimum: other labelings, maybe other modes, for relabeling to face
                 start = [draws.optima[c % len(draws.optima)] for c in range(self.chains)]
+        else:
+            start = starts[0] if len(starts) == 1 else starts
         if self.method == "nuts":
+            from bayes_wsc.fit import fit_nuts
+
+            model = self.model_
+            free = {rv.name for rv in model.free_RVs}
+            start = ({k: v for k, v in start.items() if k in free} if isinstance(start, dict)
+                     else [{k: v for k, v in s.items() if k in free} for s in start])
             backend = self.backend or default_backend()
             precision = self.precision or (self.nuts_precision if backend == "numpyro" else "float64")
             draws = fit_nuts(model, draws=self.draws, tune=self.tune, chains=self.chains, seed=self.seed,
@@ -188,18 +203,75 @@ class Estimator:
                              progressbar=self.progressbar, precision=precision)
             fit_info["nuts"] = draws.info
             messages += self.align_draws(draws, map_draws, data)
-        self.model_ = model
-        self.idata_ = self._assemble(model, draws, data, fit_info)
+            coords = {k: list(v) for k, v in model.coords.items()}
+            dims = {name: list(d) for name, d in model.named_vars_to_dims.items() if d}
+        self.__dict__.pop("_idata", None)
+        self._groups = self._assemble(coords, dims, draws, data, fit_info)
         if self.method == "nuts":
             messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
-        messages += self.model_checks(self.idata_)
-        inference.set_attrs(self.idata_, {"diagnostics": messages})
+        messages += self.model_checks(self._fitted())
+        inference.set_attrs(self._fitted(), {"diagnostics": messages})
         for message in messages:
             warnings.warn(message, FitWarning, stacklevel=2)
         return self
 
+    def _map_program(self, data, starts: list[dict], fixed: dict):
+        """The MAP's compiled program and the held values: from the cache, or built and stored.
+
+        Variant files (`model_file`) are not cached: a variant may import code of its own, which
+        the cache key cannot see.
+        """
+        from bayes_wsc import map_program
+
+        key = None
+        if self.model_file is None:
+            try:
+                key = map_program.cache_key(self.model_name, self.model_settings(), data, fixed,
+                                            sorted({k for s in starts for k in s}))
+            except (pickle.PicklingError, TypeError, AttributeError):  # data the key cannot read: no cache
+                key = None
+        program = map_program.load(key) if key else None
+        if program is not None:
+            return program, {k: v for k, v in fixed.items() if k in program.held}
+        from bayes_wsc.fit import build_map_program, map_starts
+
+        free = {rv.name for rv in self.model_.free_RVs}
+        fixed = {k: v for k, v in fixed.items() if k in free}
+        start = map_starts([{k: v for k, v in s.items() if k in free} for s in starts], fixed)
+        program = build_map_program(self.model_, start, fixed=fixed)
+        if key:
+            map_program.store(key, program)
+        return program, fixed
+
+    @property
+    def model_(self):
+        """The fitted `pm.Model`; built on first use when the MAP ran from a cached program."""
+        if getattr(self, "_model", None) is None:
+            if getattr(self, "_model_recipe", None) is None:
+                raise AttributeError(f"this {type(self).__name__} has no model: call fit(data) first")
+            build, data = self._model_recipe
+            self._model = build(data)
+        return self._model
+
+    @property
+    def idata_(self):
+        """The fit as ArviZ InferenceData (ArviZ is imported on first use: it takes 4-5 s)."""
+        if "_idata" not in self.__dict__:
+            if getattr(self, "_groups", None) is None:
+                raise AttributeError(f"this {type(self).__name__} is not fitted yet")
+            self._idata = inference.to_inference_data(self._groups)
+        return self._idata
+
+    @idata_.setter
+    def idata_(self, idata) -> None:
+        self._idata, self._groups = idata, None
+
+    def _fitted(self):
+        """The fit as InferenceData when it exists, else as `inference.Groups` (same Datasets)."""
+        return self.__dict__.get("_idata", getattr(self, "_groups", None))
+
     def diagnosed_names(self) -> list[str]:
-        return [n for n in self.estimands if n in self.idata_.posterior]
+        return [n for n in self.estimands if n in self._fitted().posterior]
 
     def align_draws(self, draws, map_draws, data) -> list[str]:
         """Relabel exchangeable clusters in `draws.posterior` in place (see `relabel.py`) before
@@ -210,9 +282,8 @@ class Estimator:
         """Model-specific warnings (orientation, label switching); none by default."""
         return []
 
-    def _assemble(self, model, draws, data, fit_info) -> inference.InferenceData:
+    def _assemble(self, coords, dims, draws, data, fit_info) -> inference.Groups:
         groups = self.data_groups(data)
-        dims = {name: list(d) for name, d in model.named_vars_to_dims.items() if d}
         attrs = {
             "model": self.model_name,
             "package_version": package_version(),
@@ -227,7 +298,7 @@ class Estimator:
         return inference.from_draws(
             draws.posterior,
             sample_stats=draws.sample_stats,
-            coords={k: list(v) for k, v in model.coords.items()},
+            coords=coords,
             dims={**dims, **groups.get("dims", {})},
             observed_data=groups.get("observed_data"),
             constant_data=groups.get("constant_data"),
@@ -236,25 +307,25 @@ class Estimator:
         )
 
     def _check_fitted(self):
-        if not hasattr(self, "idata_"):
+        if self._fitted() is None:
             raise InputError(f"this {type(self).__name__} is not fitted yet: call fit(data) first")
 
     # ------------------------------------------------------------------ reporting
     @property
     def diagnostics_(self) -> list[str]:
         self._check_fitted()
-        return list(inference.get_attrs(self.idata_).get("diagnostics", []))
+        return list(inference.get_attrs(self._fitted()).get("diagnostics", []))
 
     def summary(self, var_names: list[str] | None = None, hdi_prob: float = 0.94):
         """`az.summary` of the estimands (mean, sd, HDI, and R-hat/ESS after NUTS)."""
         self._check_fitted()
-        return inference.summary(self.idata_, var_names or self.diagnosed_names(), hdi_prob)
+        return inference.summary(self._fitted(), var_names or self.diagnosed_names(), hdi_prob)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
         """Write the fit as netCDF: draws, data, coords and every setting (no pickle)."""
         self._check_fitted()
-        return inference.save(self.idata_, path)
+        return inference.save(self._fitted(), path)
 
     @classmethod
     def from_idata(cls, idata, source: str = "this fit"):

@@ -9,102 +9,76 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pymc as pm
 import pytensor
-from pymc.blocking import DictToArrayBijection, RaveledVars
 from pymc.initial_point import make_initial_point_fn
 from pymc.util import get_default_varnames
-from scipy.optimize import minimize
-from threadpoolctl import threadpool_limits
 
+from bayes_wsc.backends import NUTS_BACKENDS, PRECISIONS, check_precision_backend, default_backend
+from bayes_wsc.draws import Draws
 from bayes_wsc.errors import InputError
+from bayes_wsc import jax_setup
+from bayes_wsc.jax_setup import set_host_devices, usable_cpus
+from bayes_wsc.map_program import MapProgram, run_map
 
 log = logging.getLogger("bayes_wsc")
 
-NUTS_BACKENDS = ("numpyro", "pymc", "nutpie", "blackjax")
-#: arithmetic of the NumPyro sampler; the other backends run PyMC's float64 graph
-PRECISIONS = ("float64", "float32")
-
-
-@dataclass
-class Draws:
-    """What a fit produced: draws and statistics, each shaped (chain, draw, ...)."""
-
-    posterior: dict[str, np.ndarray]
-    sample_stats: dict[str, np.ndarray] = field(default_factory=dict)
-    info: dict = field(default_factory=dict)
-    #: MAP with restarts: every restart's optimum (free variables, constrained scale), in restart order
-    optima: list[dict] = field(default_factory=list)
-
-
 # ---------------------------------------------------------------------- MAP
-def _value_and_grad_fn(model: pm.Model, start: dict) -> tuple[Callable, RaveledVars]:
-    """Negative log density (no Jacobian: the mode in the constrained space) and its gradient,
-    both on one raveled vector of the model's value variables.
+def build_map_program(model: pm.Model, starts: Sequence[Mapping[str, np.ndarray] | None] = (None,),
+                      fixed: Mapping[str, np.ndarray] | None = None, seed: int | None = None) -> MapProgram:
+    """The model's MAP as three JAX functions on one raveled vector of its value variables
+    (see `map_program`): the start transform, the negative log density without Jacobian (the
+    mode in the constrained space) with its gradient, and the reported values.
 
-    The log density is PyMC's JAX graph, the one NUTS samples, differentiated by JAX and
-    compiled by XLA (cached on disk): no C compilation, and only the log density, not its
-    symbolic gradient, goes through PyTensor's rewrites.
+    All three are PyMC's JAX graph, differentiated by JAX and compiled by XLA (cached on disk):
+    no C compilation, and only the log density, not its symbolic gradient, goes through
+    PyTensor's rewrites. `starts` (constrained scale) only decide whether the model's default
+    initial values are needed, for a start that leaves a free variable out. `fixed` holds free
+    variables at values (see `fit_map`); they are constants of the program.
     """
     from pymc.sampling.jax import get_jaxified_graph
 
     jax = jax_runtime()
-    value_vars = model.continuous_value_vars
-    x0 = DictToArrayBijection.map({v.name: start[v.name] for v in value_vars})
-    neg_logp = get_jaxified_graph(inputs=value_vars, outputs=[-model.logp(jacobian=False)])
-    pieces, offset = [], 0
-    for _, shape, size, _ in x0.point_map_info:
-        pieces.append((offset, size, shape))
-        offset += size
-
-    def objective(flat):
-        return neg_logp(*[flat[o : o + n].reshape(shape) for o, n, shape in pieces])[0]
-
-    fn = jax.jit(jax.value_and_grad(objective))
-
-    def value_and_grad(x):
-        value, gradient = fn(x)
-        return float(value), np.asarray(gradient, dtype=float)
-
-    return value_and_grad, x0
-
-
-def transformed_starts(model: pm.Model, starts: Sequence[Mapping[str, np.ndarray] | None],
-                       seed: int | None = None) -> list[dict]:
-    """Initial points in the unconstrained space, for starts given on the constrained scale (as a
-    user thinks of them); a variable a start leaves out takes the model's default initial value.
-    One function, compiled once, transforms every start."""
+    held = sorted(fixed or {})
+    model = held_fixed(model, fixed)
     free = model.free_RVs
-    complete = all(start is not None and all(rv.name in start for rv in free) for start in starts)
-    # the defaults cost a compiled function (0.3 s): skipped when every start gives every variable
-    defaults = {} if complete else make_initial_point_fn(model=model, jitter_rvs=set(),
-                                                         return_transformed=False)(seed)
-    inputs = [rv.type(name=rv.name) for rv in free]
-    outputs = []
-    for rv, value in zip(free, inputs):
-        transform = model.rvs_to_transforms.get(rv)
-        outputs.append(value if transform is None else transform.forward(value, *rv.owner.inputs))
-    outputs = pytensor.graph_replace(outputs, dict(zip(free, inputs)), strict=False)
-    forward = pytensor.function(inputs, outputs, mode="FAST_COMPILE", on_unused_input="ignore")
-    names = [model.rvs_to_values[rv].name for rv in free]
-    points = []
-    for start in starts:
-        given = {**defaults, **dict(start or {})}
-        values = forward(*[np.asarray(given[rv.name], dtype=rv.dtype) for rv in free])
-        points.append({n: np.asarray(v) for n, v in zip(names, values)})
-    return points
+    names = [rv.name for rv in free]
+    value_vars = [model.rvs_to_values[rv] for rv in free]
+    defaults = _defaults_if_needed(model, starts, seed)
+    forward_fn = get_jaxified_graph(*_forward_graph(model))
+    first = {n: np.asarray({**defaults, **(starts[0] or {})}[n], dtype=float) for n in names}
+    layout = [(v.name, tuple(np.shape(piece))) for v, piece in zip(value_vars, forward_fn(*first.values()))]
+    sizes = [int(np.prod(shape, dtype=int)) for _, shape in layout]
+    offsets = np.cumsum([0, *sizes])
 
+    def unravel(flat):
+        return [flat[o:o + n].reshape(shape) for o, n, (_, shape) in zip(offsets, sizes, layout)]
 
-def transformed_start(model: pm.Model, initvals: Mapping[str, np.ndarray] | None, seed: int | None = None):
-    """The model's initial point in the unconstrained space, with `initvals` on the constrained scale."""
-    return transformed_starts(model, [initvals], seed)[0]
+    def start(values):  # constrained values -> the unconstrained vector
+        pieces = forward_fn(*[values[n] for n in names])
+        return jax.numpy.concatenate([jax.numpy.ravel(p) for p in pieces])
+
+    neg_logp = get_jaxified_graph(inputs=value_vars, outputs=[-model.logp(jacobian=False)])
+    outs = get_default_varnames(model.unobserved_value_vars, include_transformed=False)
+    values_fn = get_jaxified_graph(inputs=value_vars, outputs=outs)
+
+    def values(flat):
+        return dict(zip([o.name for o in outs], values_fn(*unravel(flat))))
+
+    x = np.zeros(int(offsets[-1]))
+    return MapProgram(
+        start=jax.jit(start), value_and_grad=jax.jit(jax.value_and_grad(lambda flat: neg_logp(*unravel(flat))[0])),
+        values=jax.jit(values), free=names, held=held, layout=layout,
+        defaults={k: np.asarray(v) for k, v in defaults.items()},
+        coords={k: list(v) for k, v in model.coords.items()},
+        dims={n: list(d) for n, d in model.named_vars_to_dims.items() if d},
+        examples={"start": first, "value_and_grad": x, "values": x},
+    )
 
 
 def fit_map(
@@ -135,48 +109,64 @@ def fit_map(
     the unconstrained point. A non-converged optimizer is reported in
     `info`, not hidden.
     """
+    starts = map_starts(initvals, fixed)
+    return run_map(build_map_program(model, starts, fixed), starts, maxiter=maxiter, tol=tol, fixed=fixed)
+
+
+def _forward_graph(model: pm.Model):
+    """(inputs, outputs): each free variable on its constrained scale -> its value variable."""
+    free = model.free_RVs
+    inputs = [rv.type(name=rv.name) for rv in free]
+    outputs = []
+    for rv, value in zip(free, inputs):
+        transform = model.rvs_to_transforms.get(rv)
+        outputs.append(value if transform is None else transform.forward(value, *rv.owner.inputs))
+    return inputs, pytensor.graph_replace(outputs, dict(zip(free, inputs)), strict=False)
+
+
+def _defaults_if_needed(model: pm.Model, starts, seed) -> dict:
+    """The model's default initial values (constrained), when some start leaves a free variable out;
+    they cost a compiled function (0.3 s), so they are skipped when every start gives every one."""
+    if all(start is not None and all(rv.name in start for rv in model.free_RVs) for start in starts):
+        return {}
+    return make_initial_point_fn(model=model, jitter_rvs=set(), return_transformed=False)(seed)
+
+
+def transformed_starts(model: pm.Model, starts: Sequence[Mapping[str, np.ndarray] | None],
+                       seed: int | None = None) -> list[dict]:
+    """Initial points in the unconstrained space, for starts given on the constrained scale (as a
+    user thinks of them); a variable a start leaves out takes the model's default initial value.
+    One function, compiled once, transforms every start."""
+    defaults = _defaults_if_needed(model, starts, seed)
+    inputs, outputs = _forward_graph(model)
+    forward = pytensor.function(inputs, outputs, mode="FAST_COMPILE", on_unused_input="ignore")
+    names = [model.rvs_to_values[rv].name for rv in model.free_RVs]
+    points = []
+    for start in starts:
+        given = {**defaults, **dict(start or {})}
+        values = forward(*[np.asarray(given[rv.name], dtype=rv.dtype) for rv in model.free_RVs])
+        points.append({n: np.asarray(v) for n, v in zip(names, values)})
+    return points
+
+
+def transformed_start(model: pm.Model, initvals: Mapping[str, np.ndarray] | None, seed: int | None = None):
+    """The model's initial point in the unconstrained space, with `initvals` on the constrained scale."""
+    return transformed_starts(model, [initvals], seed)[0]
+
+
+def map_starts(initvals, fixed: Mapping | None = None) -> list:
+    """`fit_map`'s starts as a list, without the variables that `fixed` holds."""
     starts = [initvals] if initvals is None or isinstance(initvals, Mapping) else list(initvals)
     if not starts:
         raise InputError("fit_map needs at least one start")
-    fixed = {k: np.asarray(v, dtype=float) for k, v in (fixed or {}).items()}
-    if fixed:
-        model = pm.do(model, fixed)
-        starts = [None if s is None else {k: v for k, v in s.items() if k not in fixed} for s in starts]
-    points = transformed_starts(model, starts)
-    value_and_grad, x0 = _value_and_grad_fn(model, points[0])
-    t0 = time.perf_counter()
-    ftol = tol * x0.data.size / max(abs(value_and_grad(x0.data)[0]), 1.0)
-    results = []
-    # L-BFGS works on long vectors with tiny BLAS calls: threads only contend (5x slower at 10^4 groups)
-    with threadpool_limits(1, user_api="blas"):
-        for point in points:
-            x = DictToArrayBijection.map({name: point[name] for name, *_ in x0.point_map_info}).data
-            results.append(minimize(value_and_grad, x, jac=True, method="L-BFGS-B",
-                                    options={"maxiter": maxiter, "ftol": ftol, "gtol": 1e-7, "maxcor": 20}))
-    best = min(range(len(results)), key=lambda i: results[i].fun if np.isfinite(results[i].fun) else np.inf)
-    result = results[best]
-    ends = [DictToArrayBijection.rmap(RaveledVars(r.x, x0.point_map_info), points[i]) for i, r in enumerate(results)]
-    point = ends[best]
-    values = constrained_values(model, ends)  # every restart's optimum, in one compiled function
-    posterior = {k: v[best:best + 1] for k, v in values.items()}
-    info = {
-        "converged": bool(result.success),
-        "optimizer_message": str(result.message),
-        "iterations": int(result.nit),
-        "log_density": float(-result.fun),
-        "seconds": time.perf_counter() - t0,
-    }
-    optima = []
-    if len(results) > 1:
-        info.update(restarts=len(results), best_restart=best,
-                    restart_log_densities=[float(-r.fun) for r in results])
-        optima = [{**{rv.name: values[rv.name][i] for rv in model.free_RVs}, **fixed} for i in range(len(results))]
-    if fixed:
-        posterior.update({k: v[None] for k, v in fixed.items()})
-        info["held_fixed"] = {k: v.tolist() for k, v in fixed.items()}
-    draws = Draws({k: v[None] for k, v in posterior.items()},
-                  {"lp": np.array([[-result.fun]])}, info, optima)
-    return draws, point
+    return [None if s is None else {k: v for k, v in s.items() if k not in (fixed or {})} for s in starts]
+
+
+def held_fixed(model: pm.Model, fixed: Mapping[str, np.ndarray] | None) -> pm.Model:
+    """The model with the variables in `fixed` held at their values (constrained scale)."""
+    if not fixed:
+        return model
+    return pm.do(model, {k: np.asarray(v, dtype=float) for k, v in fixed.items()})
 
 
 def constrained_values(model: pm.Model, points: Sequence[dict]) -> dict[str, np.ndarray]:
@@ -190,16 +180,6 @@ def constrained_values(model: pm.Model, points: Sequence[dict]) -> dict[str, np.
 
 
 # ---------------------------------------------------------------------- NUTS
-def default_backend() -> str:
-    """NumPyro when it is installed (checked without importing JAX); else PyMC's own NUTS.
-
-    The choice follows the measured ESS per second in benchmarks/RESULTS.md.
-    """
-    import importlib.util
-
-    return "numpyro" if importlib.util.find_spec("numpyro") is not None else "pymc"
-
-
 def jittered_starts(model: pm.Model, initvals, chains: int, seed: int | None, jitter: float) -> list[dict]:
     """One unconstrained start per chain: `initvals` (constrained scale; one point for every chain,
     or a list with one per chain) plus Gaussian jitter.
@@ -264,66 +244,12 @@ def fit_nuts(
     return result
 
 
-def check_precision_backend(precision: str | None, backend: str) -> None:
-    """Only NumPyro samples in float32; the other backends run PyMC's float64 graph."""
-    if precision == "float32" and backend != "numpyro":
-        raise InputError(f"precision 'float32' needs the numpyro backend, got backend {backend!r}")
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (os.cpu_count() reports the host's, not the container's)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def _set_host_devices(n: int) -> None:
-    """Give JAX one CPU device per chain so that chains run in parallel.
-
-    XLA reads the device count when its backend starts, so this only works
-    before the first JAX computation. It must also come after importing
-    `pymc.sampling.jax`, which sets the count to 100 on import: with 100
-    devices on a 2-core machine every chain fights for the cores.
-    """
-    import re
-
-    from jax._src import xla_bridge
-
-    if xla_bridge.backends_are_initialized():
-        return
-    flags = re.sub(r"--xla_force_host_platform_device_count=\S+", "", os.environ.get("XLA_FLAGS", ""))
-    wanted = max(n, usable_cpus())
-    os.environ["XLA_FLAGS"] = f"{flags.strip()} --xla_force_host_platform_device_count={wanted}".strip()
-
-
 def jax_runtime(devices: int = 4):
-    """JAX as this package uses it: float64 (PyTensor's JAX linker), at least `devices` CPU
-    devices (one per chain; 4 is PyMC's default chain count, so a MAP that runs first leaves
-    room for the chains) and the persistent compilation cache."""
-    import pymc.sampling.jax  # noqa: F401 - sets 100 host devices on import; undone next line
+    """`jax_setup.jax_runtime` after PyMC's JAX module, which sets 100 host devices on import
+    (undone there) and so must come first."""
+    import pymc.sampling.jax  # noqa: F401
 
-    _set_host_devices(devices)
-    import jax
-
-    _use_compilation_cache(jax)
-    return jax
-
-
-def _use_compilation_cache(jax) -> None:
-    """Keep XLA's compiled programs on disk, so that a second fit of the same shape starts at once.
-
-    JAX writes only programs that took a second or more to compile; the MAP's value and gradient
-    at 10,000 groups take 0.8 s, paid again by every fit and every process, so all are kept. Each
-    data set is a new program (the data are constants in it), so the least recently used are
-    deleted beyond 1 GB (JAX's LRU cache; unbounded by default).
-    """
-    if jax.config.jax_compilation_cache_dir:
-        return  # the user chose
-    base = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
-    jax.config.update("jax_compilation_cache_dir", os.path.join(base, "bayes_wsc", "jax"))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_compilation_cache_max_size", 2**30)
+    return jax_setup.jax_runtime(devices)
 
 
 def _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, progressbar, precision) -> Draws:
@@ -413,7 +339,7 @@ def _sample_pymc(model, starts, draws, tune, seed, target_accept, var_names, pro
         if backend == "blackjax":
             import pymc.sampling.jax  # noqa: F401 - sets 100 host devices on import; undone next line
 
-            _set_host_devices(len(starts))
+            set_host_devices(len(starts))
         idata = pm.sample(nuts_sampler=backend, **kwargs)
     posterior = {n: idata.posterior[n].values for n in names}
     stats = {k: idata.sample_stats[k].values for k in idata.sample_stats.data_vars}

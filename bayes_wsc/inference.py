@@ -4,6 +4,13 @@ ArviZ 1 (Python >= 3.12) replaces InferenceData with DataTree; keeping the
 calls in one module keeps that migration to one file. The rest of the
 package passes `InferenceData` objects around and asks this module for
 summaries, intervals, diagnostics and files.
+
+ArviZ takes 4-5 s to import (it loads its plotting stack and compiles numba
+functions), as long as the whole MAP of the paper's headline workload. So a
+fit is first assembled as `Groups`, plain xarray Datasets that read like an
+InferenceData (`groups.posterior["rho"]`), which this module saves and
+summarizes (a MAP's table) without ArviZ; `to_inference_data` wraps them when
+ArviZ is wanted.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -20,10 +28,69 @@ import xarray as xr
 
 from bayes_wsc.errors import InputError
 
-import arviz as az  # its once-a-day refactor notice is filtered by bayes_wsc._runtime
+if TYPE_CHECKING:
+    from arviz import InferenceData
 
-InferenceData = az.InferenceData
 SETTINGS_ATTR = "bayes_wsc_settings"
+
+
+def _az():
+    import arviz  # its once-a-day refactor notice is filtered by bayes_wsc._runtime
+
+    return arviz
+
+
+def __getattr__(name):
+    if name == "InferenceData":
+        return _az().InferenceData
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class Groups(dict):
+    """A fit's InferenceData groups (name -> xarray Dataset), read like an InferenceData:
+    `groups.posterior`, `groups.groups()`, `groups["posterior"]`."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def groups(self) -> list[str]:
+        return list(self)
+
+
+def groups_of(idata) -> Groups:
+    """The groups of an InferenceData (or of `Groups`), as `Groups`."""
+    return idata if isinstance(idata, Groups) else Groups((g, idata[g]) for g in idata.groups())
+
+
+def to_inference_data(groups: Groups):
+    """ArviZ's InferenceData over the same Datasets."""
+    return _az().InferenceData(**groups)
+
+
+def _for_arviz(idata):
+    return to_inference_data(idata) if isinstance(idata, Groups) else idata
+
+
+def _dataset(values: dict[str, np.ndarray], coords: dict, dims: dict, sampled: bool) -> xr.Dataset:
+    """Variables with their dims (`name_dim_i` where none are given, as ArviZ names them) and the
+    coordinates of the dims they use; sampled groups lead with (chain, draw)."""
+    variables, used = {}, set()
+    for name, array in values.items():
+        array = np.asarray(array)
+        lead = ["chain", "draw"] if sampled else []
+        shape = array.shape[len(lead):]
+        named = list(dims.get(name, []))[:len(shape)]
+        var_dims = lead + named + [f"{name}_dim_{i}" for i in range(len(named), len(shape))]
+        variables[name] = (var_dims, array)
+        used.update(var_dims)
+    ds_coords = {k: v for k, v in coords.items() if k in used}
+    if sampled and values:
+        chains, draws = np.shape(next(iter(values.values())))[:2]
+        ds_coords.update(chain=np.arange(chains), draw=np.arange(draws))
+    return xr.Dataset(variables, coords=ds_coords)
 
 
 def from_draws(
@@ -36,24 +103,22 @@ def from_draws(
     constant_data: dict[str, np.ndarray] | None = None,
     attrs: dict | None = None,
     extra_coords: dict | None = None,
-) -> InferenceData:
-    """Labelled InferenceData from (chain, draw, ...) arrays; settings go to attrs as JSON."""
-    # ArviZ deep-copies the coordinates for every variable: arrays copy in one step, lists item by item
+) -> Groups:
+    """Labelled InferenceData groups from (chain, draw, ...) arrays; settings go to attrs as JSON."""
     coords = {k: np.asarray(v) for k, v in (coords or {}).items()}
-    idata = az.from_dict(
-        posterior=posterior,
-        sample_stats=sample_stats or None,
-        observed_data=observed_data or None,
-        constant_data=constant_data or None,
-        coords=coords,
-        dims=dims,
-    )
-    if extra_coords:
-        idata.map(lambda ds: ds.assign_coords({k: v for k, v in extra_coords.items() if v[0] in ds.dims}),
-                  inplace=True)
+    dims = dims or {}
+    groups = Groups()
+    for name, values, sampled in (("posterior", posterior, True), ("sample_stats", sample_stats, True),
+                                  ("observed_data", observed_data, False),
+                                  ("constant_data", constant_data, False)):
+        if values:
+            ds = _dataset(values, coords, dims, sampled)
+            if extra_coords:
+                ds = ds.assign_coords({k: v for k, v in extra_coords.items() if v[0] in ds.dims})
+            groups[name] = ds
     if attrs:
-        set_attrs(idata, attrs)
-    return idata
+        set_attrs(groups, attrs)
+    return groups
 
 
 def set_attrs(idata: InferenceData, attrs: dict) -> None:
@@ -80,14 +145,22 @@ def get_attrs(idata: InferenceData) -> dict:
 
 # ---------------------------------------------------------------------- summaries
 def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = 0.94) -> pd.DataFrame:
-    """`az.summary`; a MAP fit (a single draw) gets one column, `map`, and no intervals."""
-    n_draws = idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"]
+    """`az.summary`; a MAP fit (a single draw) gets one column, `map`, and no intervals, with the
+    rows labelled as ArviZ labels them (`rho[3]`), read straight from the posterior."""
+    posterior = idata.posterior
+    if posterior.sizes["chain"] * posterior.sizes["draw"] == 1:
+        rows = {}
+        for name in var_names:
+            values = posterior[name].isel(chain=0, draw=0)
+            labels = [posterior[name].coords[d].values if d in posterior[name].coords else np.arange(n)
+                      for d, n in values.sizes.items()]
+            for index in np.ndindex(*values.shape):
+                label = ", ".join(str(labels[axis][i]) for axis, i in enumerate(index))
+                rows[f"{name}[{label}]" if index else name] = float(values.values[index])
+        return pd.DataFrame({"map": pd.Series(rows, dtype=float)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        if n_draws == 1:
-            table = az.summary(idata, var_names=var_names, kind="stats", round_to="none")[["mean"]]
-            return table.rename(columns={"mean": "map"})
-        return az.summary(idata, var_names=var_names, hdi_prob=hdi_prob, kind="all", round_to="none")
+        return _az().summary(_for_arviz(idata), var_names=var_names, hdi_prob=hdi_prob, kind="all", round_to="none")
 
 
 def hdi(samples: np.ndarray, prob: float) -> np.ndarray:
@@ -98,14 +171,14 @@ def hdi(samples: np.ndarray, prob: float) -> np.ndarray:
     flat = samples.reshape(samples.shape[0], -1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bounds = az.hdi(flat[None], hdi_prob=prob)  # (1, draws, n) is (chain, draw, n)
+        bounds = _az().hdi(flat[None], hdi_prob=prob)  # (1, draws, n) is (chain, draw, n)
     return np.asarray(bounds).reshape(*samples.shape[1:], 2)
 
 
 def hdi_dataset(idata: InferenceData, var_names: list[str], prob: float) -> xr.Dataset:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return az.hdi(idata, var_names=var_names, hdi_prob=prob)
+        return _az().hdi(_for_arviz(idata), var_names=var_names, hdi_prob=prob)
 
 
 def convergence(idata: InferenceData, var_names: list[str]) -> dict[str, dict[str, float]]:
@@ -114,9 +187,10 @@ def convergence(idata: InferenceData, var_names: list[str]) -> dict[str, dict[st
     with warnings.catch_warnings():
         # a constant variable (pi with mu fixed at HE) has NaN R-hat and ESS: reported as NaN, not warned
         warnings.simplefilter("ignore")
-        rhat = az.rhat(idata, var_names=var_names)
-        ess_bulk = az.ess(idata, var_names=var_names, method="bulk")
-        ess_tail = az.ess(idata, var_names=var_names, method="tail")
+        idata = _for_arviz(idata)
+        rhat = _az().rhat(idata, var_names=var_names)
+        ess_bulk = _az().ess(idata, var_names=var_names, method="bulk")
+        ess_tail = _az().ess(idata, var_names=var_names, method="tail")
         for name in var_names:
             out[name] = {
                 "rhat": float(np.nanmax(rhat[name].values)),
@@ -128,7 +202,7 @@ def convergence(idata: InferenceData, var_names: list[str]) -> dict[str, dict[st
 
 # ---------------------------------------------------------------------- plots
 def plot_forest(idata: InferenceData, var_names: list[str], hdi_prob: float, ax=None):
-    return az.plot_forest(idata, var_names=var_names, hdi_prob=hdi_prob, combined=True, ax=ax)
+    return _az().plot_forest(_for_arviz(idata), var_names=var_names, hdi_prob=hdi_prob, combined=True, ax=ax)
 
 
 # ---------------------------------------------------------------------- files
@@ -145,7 +219,7 @@ def save(idata: InferenceData, path: str | Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
-        idata.to_netcdf(tmp, engine="h5netcdf")
+        _write_groups(groups_of(idata), tmp)
         os.replace(tmp, path)
     except OSError as exc:
         raise InputError(f"cannot write fit file {str(path)!r}: {exc.strerror or exc}") from None
@@ -155,13 +229,23 @@ def save(idata: InferenceData, path: str | Path) -> Path:
     return path
 
 
+def _write_groups(groups: Groups, path: str) -> None:
+    """One netCDF group per InferenceData group, numbers compressed: the layout of ArviZ's
+    `InferenceData.to_netcdf`, which `az.from_netcdf` reads back."""
+    mode = "w"
+    for name, ds in groups.items():
+        encoding = {var: {"zlib": True} for var, values in ds.variables.items() if values.dtype.kind in "biufc"}
+        ds.to_netcdf(path, mode=mode, group=name, engine="h5netcdf", encoding=encoding)
+        mode = "a"
+
+
 def load(path: str | Path) -> InferenceData:
     """Read a fit; a missing file or a file that is not a bayes_wsc fit is an `InputError`."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"fit file {str(path)!r} does not exist")
     try:
-        idata = az.from_netcdf(path, engine="h5netcdf")
+        idata = _az().from_netcdf(path, engine="h5netcdf")
     except Exception as exc:  # noqa: BLE001 - any reader failure means "not a fit"
         raise InputError(f"fit file {str(path)!r} is not a netCDF fit ({type(exc).__name__})") from None
     if "posterior" not in idata.groups() or "model" not in idata.posterior.attrs:
@@ -177,11 +261,11 @@ def ess_of_draws(draws: np.ndarray) -> float:
     draws = np.asarray(draws, dtype=float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return float(min(az.ess(draws, method="bulk"), az.ess(draws, method="tail")))
+        return float(min(_az().ess(draws, method="bulk"), _az().ess(draws, method="tail")))
 
 
 def rhat_of_draws(draws: np.ndarray) -> float:
     """Rank-normalized R-hat of one scalar quantity's draws shaped (chain, draw)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return float(az.rhat(np.asarray(draws, dtype=float)))
+        return float(_az().rhat(np.asarray(draws, dtype=float)))

@@ -62,12 +62,12 @@ def test_an_interrupted_save_keeps_the_old_file_and_leaves_no_partial_one(tmp_pa
     target = tmp_path / "fit.nc"
     target.write_bytes(b"the previous fit")
 
-    def interrupted(self, path, *args, **kwargs):
+    def interrupted(groups, path):
         with open(path, "wb") as handle:
             handle.write(b"half a netCDF")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(type(est.idata_), "to_netcdf", interrupted)
+    monkeypatch.setattr(inference, "_write_groups", interrupted)
     with pytest.raises(KeyboardInterrupt):
         est.save(target)
     assert target.read_bytes() == b"the previous fit"

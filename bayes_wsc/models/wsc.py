@@ -17,19 +17,23 @@ import warnings
 
 import numpy as np
 import pandas as pd
-import pymc as pm
-import pytensor.tensor as pt
 import xarray as xr
 from scipy.special import expit
 
 from bayes_wsc import inference
+from bayes_wsc._lazy import LazyModule
 from bayes_wsc.baselines.wsc import naive_emissions
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import Estimator
 from bayes_wsc.posterior import stacked, summarize_columns
-from bayes_wsc.likelihoods import binary_counts_mixture_logp
-from bayes_wsc.transforms import StickBreaking
+
+# PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
+# program is cached (bayes_wsc.map_program) runs without them
+pm = LazyModule("pymc")
+pt = LazyModule("pytensor.tensor")
+likelihoods = LazyModule("bayes_wsc.likelihoods")
+transforms = LazyModule("bayes_wsc.transforms")
 
 MU_PRIORS = ("hierarchical", "flat")
 #: Below this WH the HE barely orients the classes; the posterior can hold both labelings.
@@ -48,13 +52,13 @@ def check_settings(wh: float, mu_prior: str, w_concentration: float, *, warn: bo
     if wh == 0 and mu_prior == "flat":
         raise InputError("wh=0 with mu_prior='flat' gives an improper posterior; use mu_prior='hierarchical'")
     if warn and wh < WEAK_WH:
-        warnings.warn(
-            f"WH={wh} gives the human evaluations little weight: the labelings Z and 1-Z then fit the "
+        warnings.warn(weak_wh_message(wh), FitWarning, stacklevel=3)
+
+
+def weak_wh_message(wh: float) -> str:
+    return (f"WH={wh} gives the human evaluations little weight: the labelings Z and 1-Z then fit the "
             "clicks almost equally well, so the posterior can be bimodal and chains may land in "
-            "opposite orientations. Raise WH, or check the fit's orientation diagnostics.",
-            FitWarning,
-            stacklevel=3,
-        )
+            "opposite orientations. Raise WH, or check the fit's orientation diagnostics.")
 
 
 # ---------------------------------------------------------------------- blocks
@@ -91,8 +95,8 @@ def add_emissions(data: GroupedCounts, *, w_concentration: float = 1.0):
         w1 = pm.Deterministic("w1", pt.ones(1), dims="bin")
     else:
         alpha = np.full(data.n_bins, float(w_concentration))
-        w0 = pm.Dirichlet("w0", a=alpha, dims="bin", default_transform=StickBreaking())
-        w1 = pm.Dirichlet("w1", a=alpha, dims="bin", default_transform=StickBreaking())
+        w0 = pm.Dirichlet("w0", a=alpha, dims="bin", default_transform=transforms.StickBreaking())
+        w1 = pm.Dirichlet("w1", a=alpha, dims="bin", default_transform=transforms.StickBreaking())
     return pt.stack([w0, w1])
 
 
@@ -115,7 +119,7 @@ def add_click_likelihood(data: GroupedCounts, mu, w):
     """
     counts = pm.Data("counts", data.counts, dims=("group", "bin"))
     q = pooled_bin_frequencies(data.counts)
-    pm.Potential("clicks", binary_counts_mixture_logp(counts, mu, w[0] / q, w[1] / q).sum())
+    pm.Potential("clicks", likelihoods.binary_counts_mixture_logp(counts, mu, w[0] / q, w[1] / q).sum())
     return counts
 
 
@@ -202,7 +206,9 @@ class WSC(Estimator):
         check_settings(self.wh, self.mu_prior, self.w_concentration, warn=False)
 
     def build_model(self, data: GroupedCounts) -> pm.Model:
-        return build_model(data, **self.model_settings())
+        with warnings.catch_warnings():  # a weak WH is reported by model_checks, with or without a build
+            warnings.filterwarnings("ignore", message="WH=", category=FitWarning)
+            return build_model(data, **self.model_settings())
 
     def initial_values(self, data: GroupedCounts) -> dict:
         """The paper's initialization (eq. 4.1-4.4): mu = HE and the naive w0, w1."""
@@ -233,18 +239,21 @@ class WSC(Estimator):
         }
 
     def model_checks(self, idata) -> list[str]:
-        """Warn when chains disagree on which class is 'happy' (the orientation set by HE)."""
+        """Warn about a weak WH, and when chains disagree on which class is 'happy' (the orientation
+        set by HE)."""
+        weak = [weak_wh_message(self.wh)] if float(self.wh) < WEAK_WH else []
         if self.method != "nuts" or "he" not in idata.observed_data or np.isinf(float(self.wh)):
-            return []
+            return weak
         he = idata.observed_data["he"].values
         if he.std() == 0:
-            return []
+            return weak
         mu = idata.posterior["mu"].mean("draw").values
         signs = [np.sign(np.corrcoef(m, he)[0, 1]) for m in mu]
         if min(signs) < 0:
-            return ["some chains put the 'happy' class on the groups with low HE (the opposite "
-                    "orientation): the posterior is bimodal. Raise WH or check that HE is on the logit scale."]
-        return []
+            return weak + ["some chains put the 'happy' class on the groups with low HE (the opposite "
+                           "orientation): the posterior is bimodal. Raise WH or check that HE is on the logit "
+                           "scale."]
+        return weak
 
     # ------------------------------------------------------------------ data back from a fit
     @property

@@ -1,0 +1,162 @@
+"""The MAP's compiled program and its disk cache: same fit whether built or loaded, and no PyMC
+or ArviZ in a command-line MAP that finds its program cached."""
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from bayes_wsc import inference, map_program
+from bayes_wsc.errors import FitWarning
+from bayes_wsc.estimator import load
+from bayes_wsc.jax_setup import _date_undated_entries
+from bayes_wsc.models.wsc import WSC
+from bayes_wsc.simulate import counts_to_clicks, simulate_wsc
+
+
+@pytest.fixture
+def cache_home(tmp_path, monkeypatch):
+    """An empty program cache (JAX's own compile cache is process-wide and stays where it is)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture(scope="module")
+def data():
+    return simulate_wsc(n_groups=40, items_per_group=30, n_bins=5, seed=21)[0]
+
+
+def fitted(data, **settings):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        est = WSC(**settings).fit(data)
+    return est, inference.get_attrs(est._fitted())["fit_info"]["map"]
+
+
+def test_a_cached_program_gives_the_same_fit_without_building_the_model(data, cache_home):
+    built, built_info = fitted(data)
+    assert built_info["compiled_program"] == "built"
+    assert len(list((cache_home / "bayes_wsc" / "map_programs").iterdir())) == 1
+    cached, cached_info = fitted(data)
+    assert cached_info["compiled_program"] == "cache"
+    assert cached._model is None  # PyMC's model was not built ...
+    assert {rv.name for rv in cached.model_.free_RVs} == {"mu", "mu_loc", "mu_scale", "w0", "w1"}  # ... until asked
+    for name in ("rho", "pi", "mu", "w0", "w1", "mu_scale"):
+        np.testing.assert_array_equal(cached.idata_.posterior[name].values, built.idata_.posterior[name].values)
+        assert cached.idata_.posterior[name].dims == built.idata_.posterior[name].dims
+    assert built_info["iterations"] == cached_info["iterations"]
+    assert built_info["held_fixed"] == cached_info["held_fixed"]
+
+
+def test_the_key_follows_data_settings_and_held_values(data):
+    key = map_program.cache_key("wsc", {"wh": 10.0}, data, {"s": 1.0}, ["mu"])
+    assert key == map_program.cache_key("wsc", {"wh": 10.0}, data, {"s": 1.0}, ["mu"])
+    changed = simulate_wsc(n_groups=40, items_per_group=30, n_bins=5, seed=21)[0]
+    changed.counts[0, 0] += 1
+    others = [
+        map_program.cache_key("wsc", {"wh": 10.0}, changed, {"s": 1.0}, ["mu"]),
+        map_program.cache_key("wsc", {"wh": 5.0}, data, {"s": 1.0}, ["mu"]),
+        map_program.cache_key("wsc", {"wh": 10.0}, data, {"s": 1.5}, ["mu"]),
+        map_program.cache_key("wsc", {"wh": 10.0}, data, {"s": 1.0}, ["mu", "w0"]),
+        map_program.cache_key("experts", {"wh": 10.0}, data, {"s": 1.0}, ["mu"]),
+    ]
+    assert len({key, *others}) == 6
+
+
+def test_a_broken_cache_entry_is_rebuilt_not_fatal(data, cache_home):
+    fitted(data, mu_prior="flat")
+    (entry,) = (cache_home / "bayes_wsc" / "map_programs").iterdir()
+    (entry / "value_and_grad.bin").write_bytes(b"not a program")
+    est, info = fitted(data, mu_prior="flat")
+    assert info["compiled_program"] == "built" and info["converged"]
+    assert fitted(data, mu_prior="flat")[1]["compiled_program"] == "cache"
+
+
+def test_variant_files_are_not_cached(data, cache_home):
+    variant = os.path.join(os.path.dirname(__file__), "..", "models", "product_emissions.py")
+    for _ in range(2):
+        assert fitted(data, model_file=variant)[1]["compiled_program"] == "built"
+    assert not (cache_home / "bayes_wsc" / "map_programs").exists()
+
+
+def test_the_cache_is_trimmed_least_recently_used_first(tmp_path):
+    for i, name in enumerate(["old", "mid", "new"]):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "blob").write_bytes(b"x" * 100)
+        os.utime(folder, (1000 + i, 1000 + i))
+    map_program._trim(tmp_path, 250)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mid", "new"]
+
+
+def test_jax_cache_entries_without_a_last_use_file_get_one(tmp_path):
+    """JAX's bounded cache fails every write while one entry lacks its `-atime` file."""
+    (tmp_path / "jit_f-abc-cache").write_bytes(b"program")
+    (tmp_path / "jit_g-def-cache").write_bytes(b"program")
+    (tmp_path / "jit_g-def-atime").write_bytes((5).to_bytes(8, "little"))
+    _date_undated_entries(str(tmp_path))
+    assert (tmp_path / "jit_f-abc-atime").stat().st_size == 8
+    assert (tmp_path / "jit_g-def-atime").read_bytes() == (5).to_bytes(8, "little")
+
+
+def test_map_summary_reads_as_arviz_labels_it(data, cache_home):
+    import arviz as az
+
+    est, _ = fitted(data)
+    names = ["rho", "pi", "w0"]
+    ours = inference.summary(inference.groups_of(est.idata_), names)
+    with warnings.catch_warnings():  # the sd of one draw
+        warnings.simplefilter("ignore", RuntimeWarning)
+        theirs = az.summary(est.idata_, var_names=names, kind="stats", round_to="none")["mean"]
+    assert list(ours.index) == list(theirs.index)
+    np.testing.assert_allclose(ours["map"].values, theirs.values)
+
+
+def test_a_weak_wh_is_reported_whether_the_program_is_built_or_cached(data, cache_home):
+    for expected in ("built", "cache"):
+        with pytest.warns(FitWarning, match="little weight") as caught:
+            est = WSC(wh=0.5).fit(data)
+        assert sum("little weight" in str(w.message) for w in caught) == 1
+        assert inference.get_attrs(est._fitted())["fit_info"]["map"]["compiled_program"] == expected
+        assert any("little weight" in m for m in est.diagnostics_)
+
+
+CLI_RUN = """
+import sys
+from bayes_wsc.cli import main
+code = main(sys.argv[1:])
+print("LOADED", [m for m in ("pymc", "pytensor", "arviz") if m in sys.modules])
+sys.exit(code)
+"""
+
+
+def test_a_cached_command_line_map_loads_neither_pymc_nor_arviz(data, tmp_path):
+    clicks, groups = counts_to_clicks(data)
+    clicks.to_csv(tmp_path / "clicks.csv", index=False)
+    groups.to_csv(tmp_path / "groups.csv", index=False)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    outputs, fits = [], []
+    for run in ("first", "second"):
+        out = tmp_path / f"{run}.nc"
+        proc = subprocess.run([sys.executable, "-c", CLI_RUN, "fit", "wsc", "--clicks", str(tmp_path / "clicks.csv"),
+                               "--groups", str(tmp_path / "groups.csv"), "--out", str(out)],
+                              capture_output=True, text=True, env=env, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == ""  # no warnings either way
+        outputs.append(proc.stdout)
+        fits.append(load(out))
+    assert "LOADED ['pymc', 'pytensor', 'arviz']" in outputs[0]
+    assert "LOADED []" in outputs[1]
+    table = [line for line in outputs[0].splitlines() if line.startswith(("rho", "pi", "w0"))]
+    assert table and table == [line for line in outputs[1].splitlines() if line.startswith(("rho", "pi", "w0"))]
+    first, second = (f.idata_ for f in fits)
+    assert first.groups() == second.groups()
+    for group in first.groups():
+        for name in first[group].data_vars:
+            np.testing.assert_array_equal(first[group][name].values, second[group][name].values)
+    info = [json.loads(f.idata_.posterior.attrs["fit_info"])["map"]["compiled_program"] for f in fits]
+    assert info == ["built", "cache"]
