@@ -51,14 +51,15 @@ class MapProgram:
     `start(values)` maps constrained values of every free variable (a dict) to
     the vector; `value_and_grad(x)` is the negative log density without
     Jacobian terms and its gradient; `values(x)` gives every free variable and
-    Deterministic on its natural scale. `layout` lists the vector's pieces
-    (value variable, shape); `defaults` fills a start that leaves a free
-    variable out; `coords` and `dims` label the results.
+    Deterministic on its natural scale. They run from their `jax.export`
+    artifacts, whether just built (`export_program`) or read from the cache,
+    so a cached program computes exactly what the built one did. `layout`
+    lists the vector's pieces (value variable, shape); `defaults` fills a
+    start that leaves a free variable out; `coords` and `dims` label the
+    results.
     """
 
-    start: Callable
-    value_and_grad: Callable
-    values: Callable
+    exported: dict[str, bytes] = field(repr=False)
     free: list[str]
     #: free variables of the model that the program holds at given values (`fit_map(fixed=...)`)
     held: list[str]
@@ -66,12 +67,13 @@ class MapProgram:
     defaults: dict[str, np.ndarray]
     coords: dict[str, list]
     dims: dict[str, list[str]]
-    #: arguments the three functions were traced at (a built program), for `jax.export`
-    examples: dict = field(default_factory=dict, repr=False)
-    #: the jax.export artifacts behind the three functions (a program loaded from the cache)
-    exported: dict[str, bytes] = field(default_factory=dict, repr=False)
-    #: "built" here, or "cache" when loaded from disk
+    #: "built" in this process, or "cache" when read from disk
     origin: str = "built"
+
+    def __post_init__(self):
+        jax = _jax()
+        for name in _FILES:
+            setattr(self, name, jax.jit(jax.export.deserialize(bytearray(self.exported[name])).call))
 
     def complete(self, start: Mapping | None) -> dict[str, np.ndarray]:
         """A start with every free variable, as float arrays; missing ones from `defaults`."""
@@ -80,16 +82,6 @@ class MapProgram:
         if missing:
             raise InputError(f"the MAP start gives no value for {missing}")
         return {n: np.asarray(given[n] if n in given else self.defaults[n], dtype=float) for n in self.free}
-
-    def serialized(self) -> dict[str, bytes]:
-        """The three functions as `jax.export` artifacts."""
-        if not self.exported:
-            jax = _jax()
-            for name in _FILES:
-                spec = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype),
-                                              self.examples[name])
-                self.exported[name] = bytes(jax.export.export(getattr(self, name))(spec).serialize())
-        return self.exported
 
     def unravel(self, x: np.ndarray) -> dict[str, np.ndarray]:
         """The flat vector as a point: value variable name -> array."""
@@ -160,6 +152,18 @@ def _jax():
     return jax_runtime()
 
 
+def export_program(functions: Mapping[str, Callable], examples: Mapping[str, object], **labels) -> MapProgram:
+    """A `MapProgram` from JAX-traceable `start`, `value_and_grad` and `values`, each exported
+    (traced and lowered once) at the shapes and dtypes of its example argument."""
+    jax = _jax()
+    exported = {}
+    for name in _FILES:
+        spec = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype),
+                                      examples[name])
+        exported[name] = bytes(jax.export.export(jax.jit(functions[name]))(spec).serialize())
+    return MapProgram(exported, **labels)
+
+
 # ---------------------------------------------------------------------- export and cache
 def cache_key(model_name: str, settings: Mapping, data, fixed: Mapping, start_names: Sequence[str]) -> str:
     """A digest of everything a MAP program is built from (see the module docstring)."""
@@ -216,7 +220,7 @@ def store(key: str, program: MapProgram) -> None:
     try:
         root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
-        for name, blob in program.serialized().items():
+        for name, blob in program.exported.items():
             (tmp / f"{name}.bin").write_bytes(blob)
         meta = {"free": program.free, "held": program.held, "layout": [[n, list(s)] for n, s in program.layout],
                 "coords": program.coords, "dims": program.dims}
@@ -249,11 +253,9 @@ def _trim(root: Path, limit: int) -> None:
 
 
 def _from_exported(exported: Mapping[str, bytes], meta: dict, defaults: dict) -> MapProgram:
-    jax = _jax()
-    calls = {name: jax.jit(jax.export.deserialize(bytearray(blob)).call) for name, blob in exported.items()}
     return MapProgram(
-        start=calls["start"], value_and_grad=calls["value_and_grad"], values=calls["values"],
-        free=list(meta["free"]), held=list(meta["held"]), layout=[(n, tuple(s)) for n, s in meta["layout"]], defaults=defaults,
+        dict(exported), free=list(meta["free"]), held=list(meta["held"]),
+        layout=[(n, tuple(s)) for n, s in meta["layout"]], defaults=defaults,
         coords={k: list(v) for k, v in meta["coords"].items()}, dims={k: list(v) for k, v in meta["dims"].items()},
-        exported=dict(exported), origin="cache",
+        origin="cache",
     )
