@@ -218,16 +218,16 @@ class Estimator:
     def _map_program(self, data, starts: list[dict], fixed: dict):
         """The MAP's compiled program and the held values: from the cache, or built and stored.
 
-        Variant files (`model_file`) are not cached: a variant may import code of its own, which
-        the cache key cannot see.
+        Only the package's own models are cached: the key holds the package's source, but not a
+        variant file's imports (`model_file`) or a subclass's `build_model` written elsewhere.
         """
         from bayes_wsc import map_program
 
         key = None
-        if self.model_file is None:
+        if self.model_file is None and type(self).build_model.__module__.startswith("bayes_wsc."):
             try:
-                key = map_program.cache_key(self.model_name, self.model_settings(), data, fixed,
-                                            sorted({k for s in starts for k in s}))
+                key = map_program.cache_key(f"{type(self).__module__}.{type(self).__qualname__}",
+                                            self.model_settings(), data, fixed, sorted({k for s in starts for k in s}))
             except (pickle.PicklingError, TypeError, AttributeError):  # data the key cannot read: no cache
                 key = None
         program = map_program.load(key) if key else None

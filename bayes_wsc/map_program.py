@@ -165,12 +165,12 @@ def export_program(functions: Mapping[str, Callable], examples: Mapping[str, obj
 
 
 # ---------------------------------------------------------------------- export and cache
-def cache_key(model_name: str, settings: Mapping, data, fixed: Mapping, start_names: Sequence[str]) -> str:
+def cache_key(estimator: str, settings: Mapping, data, fixed: Mapping, start_names: Sequence[str]) -> str:
     """A digest of everything a MAP program is built from (see the module docstring)."""
     from importlib.metadata import version
 
     digest = hashlib.sha256()
-    for part in (model_name, json.dumps(settings, sort_keys=True, default=str), json.dumps(sorted(start_names)),
+    for part in (estimator, json.dumps(settings, sort_keys=True, default=str), json.dumps(sorted(start_names)),
                  *(version(p) for p in ("pymc", "pytensor", "jax", "jaxlib"))):
         digest.update(part.encode())
         digest.update(b"\0")

@@ -76,10 +76,19 @@ def test_a_broken_cache_entry_is_rebuilt_not_fatal(data, cache_home):
     assert fitted(data, mu_prior="flat")[1]["compiled_program"] == "cache"
 
 
-def test_variant_files_are_not_cached(data, cache_home):
+class MyWSC(WSC):
+    def build_model(self, data):  # code the cache key cannot see
+        return super().build_model(data)
+
+
+def test_variant_files_and_subclassed_models_are_not_cached(data, cache_home):
     variant = os.path.join(os.path.dirname(__file__), "..", "models", "product_emissions.py")
     for _ in range(2):
         assert fitted(data, model_file=variant)[1]["compiled_program"] == "built"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            est = MyWSC().fit(data)
+        assert inference.get_attrs(est._fitted())["fit_info"]["map"]["compiled_program"] == "built"
     assert not (cache_home / "bayes_wsc" / "map_programs").exists()
 
 
