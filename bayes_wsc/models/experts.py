@@ -53,16 +53,20 @@ import numbers
 
 import numpy as np
 import pandas as pd
-import pymc as pm
-import pytensor.tensor as pt
 from scipy.special import logsumexp, softmax
 
 from bayes_wsc import inference, relabel
+from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.pairwise import FeatureScaling, PairwiseConstraints
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.likelihoods import pair_log_coclustering, pair_ratings_logp
 from bayes_wsc.posterior import CHUNK_FLOATS, stacked, summarize_columns
+
+# PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
+# program is cached (bayes_wsc.map_program) runs without them
+pm = LazyModule("pymc")
+pt = LazyModule("pytensor.tensor")
+likelihoods = LazyModule("bayes_wsc.likelihoods")
 
 #: relabeling compares memberships on at most this many training items (a seeded random subset beyond)
 RELABEL_MAX_ITEMS = 5000
@@ -172,11 +176,11 @@ def add_experts(*, accuracy_a: float = 2.0, accuracy_b: float = 2.0):
 def add_constraint_likelihood(data: PairwiseConstraints, ends, alpha, beta):
     """The pairwise composite likelihood: one factor per unique pair, the pair's clusters summed
     out once for all the experts who rated it. Returns log gamma per pair."""
-    log_same, log_different = pair_log_coclustering(*ends)
+    log_same, log_different = likelihoods.pair_log_coclustering(*ends)
     must, cannot = data.link_counts()
     must = pm.Data("pair_must_links", must, dims=("pair", "expert"))
     cannot = pm.Data("pair_cannot_links", cannot, dims=("pair", "expert"))
-    pm.Potential("constraints", pair_ratings_logp(log_same, log_different, must, cannot, alpha, beta).sum())
+    pm.Potential("constraints", likelihoods.pair_ratings_logp(log_same, log_different, must, cannot, alpha, beta).sum())
     return log_same
 
 

@@ -41,19 +41,23 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pymc as pm
-import pytensor.tensor as pt
 from scipy.special import logsumexp
 
 from bayes_wsc import inference
+from bayes_wsc._lazy import LazyModule
 from bayes_wsc.baselines.pcmix import LOG_2PI, Params, Priors, check_components, check_lam, component_logp, random_starts
 from bayes_wsc.data.labeled import LabeledItems, standardize
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.likelihoods import diag_normal_logp, mixture_logp, predictive_mixture_logp
 from bayes_wsc.posterior import stacked, summarize_columns
 from bayes_wsc.relabel import mode_messages, relabel_draws
-from bayes_wsc.transforms import StickBreaking
+
+# PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
+# program is cached (bayes_wsc.map_program) runs without them
+pm = LazyModule("pymc")
+pt = LazyModule("pytensor.tensor")
+likelihoods = LazyModule("bayes_wsc.likelihoods")
+transforms = LazyModule("bayes_wsc.transforms")
 
 #: free variables and Deterministics indexed by component (axis 0 of one draw), for relabeling
 CLUSTER_AXES = {"pi": 0, "mean_z": 0, "sd_excess": 0, "rho": 0, "mean": 0, "sd": 0}
@@ -92,7 +96,7 @@ def add_mixture_weights(priors: Priors = Priors()):
     if components == 1:
         return pm.Deterministic("pi", pt.ones(1), dims="component")
     return pm.Dirichlet("pi", a=np.full(components, priors.pi_concentration), dims="component",
-                        default_transform=StickBreaking())
+                        default_transform=transforms.StickBreaking())
 
 
 def add_gaussian_components(priors: Priors = Priors()):
@@ -114,7 +118,7 @@ def add_label_probabilities(n_classes: int, priors: Priors = Priors()):
         return pt.stack([pt.log1p(-rho), pt.log(rho)], axis=-1)
     components = len(pm.modelcontext(None).coords["component"])
     rho = pm.Dirichlet("rho", a=np.full((components, n_classes), priors.rho_concentration),
-                       dims=("component", "class"), default_transform=StickBreaking())
+                       dims=("component", "class"), default_transform=transforms.StickBreaking())
     return pt.log(rho)
 
 
@@ -128,13 +132,13 @@ def add_pc_objective(data: LabeledItems, pi, mean_z, sd_z, log_rho, lam: float =
     x = pm.Data("x", data.x, dims=("item", "feature"))
     lam = pm.Data("lam", float(lam))
     log_weights = pt.log(pi)[None, :]
-    x_logp = diag_normal_logp(x, mean_z, sd_z)
-    data_term = pt.sum(mixture_logp(log_weights, x_logp))
+    x_logp = likelihoods.diag_normal_logp(x, mean_z, sd_z)
+    data_term = pt.sum(likelihoods.mixture_logp(log_weights, x_logp))
     if data.n_labeled:
         labeled = pm.Data("labeled_index", np.flatnonzero(data.labeled).astype(np.int64))
         labels = pm.Data("labels", data.onehot[data.labeled])  # (n labeled, C) indicators
         y_logp = pt.sum(labels[:, None, :] * log_rho[None, :, :], axis=-1)  # (n labeled, K)
-        label_term = pt.sum(predictive_mixture_logp(log_weights, x_logp[labeled], y_logp)[1])
+        label_term = pt.sum(likelihoods.predictive_mixture_logp(log_weights, x_logp[labeled], y_logp)[1])
     else:  # nothing to predict: the objective is the unsupervised mixture's
         label_term = pt.zeros(())
     pm.Deterministic("data_loglik", data_term)
