@@ -176,10 +176,9 @@ class Estimator:
         coords, dims = None, None
         if self.method == "map" or start_at_map:
             program, fixed = self._map_program(data, starts, map_fixed(data))
-            start = [{k: v for k, v in s.items() if k in program.free} for s in starts]
             from bayes_wsc.map_program import run_map
 
-            draws = map_draws = run_map(program, start, fixed=fixed)[0]
+            draws = map_draws = run_map(program, _restricted(starts, program.free), fixed=fixed)[0]
             messages += diagnostics.map_messages(draws.info)
             fit_info["map"] = draws.info
             coords, dims = program.coords, program.dims
@@ -193,9 +192,7 @@ class Estimator:
             from bayes_wsc.fit import fit_nuts
 
             model = self.model_
-            free = {rv.name for rv in model.free_RVs}
-            start = ({k: v for k, v in start.items() if k in free} if isinstance(start, dict)
-                     else [{k: v for k, v in s.items() if k in free} for s in start])
+            start = _restricted(start, {rv.name for rv in model.free_RVs})
             backend = self.backend or default_backend()
             precision = self.precision or (self.nuts_precision if backend == "numpyro" else "float64")
             draws = fit_nuts(model, draws=self.draws, tune=self.tune, chains=self.chains, seed=self.seed,
@@ -232,12 +229,12 @@ class Estimator:
                 key = None
         program = map_program.load(key) if key else None
         if program is not None:
-            return program, {k: v for k, v in fixed.items() if k in program.held}
+            return program, _restricted(fixed, program.held)
         from bayes_wsc.fit import build_map_program, map_starts
 
         free = {rv.name for rv in self.model_.free_RVs}
-        fixed = {k: v for k, v in fixed.items() if k in free}
-        start = map_starts([{k: v for k, v in s.items() if k in free} for s in starts], fixed)
+        fixed = _restricted(fixed, free)
+        start = map_starts(_restricted(starts, free), fixed)
         program = build_map_program(self.model_, start, fixed=fixed)
         if key:
             map_program.store(key, program)
@@ -351,6 +348,13 @@ class Estimator:
         estimator = cls(**{k: v for k, v in params.items() if k in known})
         estimator.idata_ = idata
         return estimator
+
+
+def _restricted(values, names):
+    """A start (a dict, or a list of them) with only the variables in `names`: the model's own."""
+    if isinstance(values, dict):
+        return {k: v for k, v in values.items() if k in names}
+    return [_restricted(v, names) for v in values]
 
 
 def _is_whole(value) -> bool:
