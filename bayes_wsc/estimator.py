@@ -189,7 +189,7 @@ class Estimator:
         else:
             start = starts[0] if len(starts) == 1 else starts
         if self.method == "nuts":
-            from bayes_wsc.fit import fit_nuts
+            from bayes_wsc.fit import fit_nuts, model_labels
 
             model = self.model_
             start = _restricted(start, {rv.name for rv in model.free_RVs})
@@ -200,8 +200,8 @@ class Estimator:
                              progressbar=self.progressbar, precision=precision)
             fit_info["nuts"] = draws.info
             messages += self.align_draws(draws, map_draws, data)
-            coords = {k: list(v) for k, v in model.coords.items()}
-            dims = {name: list(d) for name, d in model.named_vars_to_dims.items() if d}
+            labels = model_labels(model)
+            coords, dims = labels["coords"], labels["dims"]
         self.__dict__.pop("_idata", None)
         self._groups = self._assemble(coords, dims, draws, data, fit_info)
         if self.method == "nuts":

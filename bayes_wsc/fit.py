@@ -23,7 +23,6 @@ from bayes_wsc.backends import NUTS_BACKENDS, PRECISIONS, check_precision_backen
 from bayes_wsc.draws import Draws
 from bayes_wsc.errors import InputError
 from bayes_wsc import jax_setup
-from bayes_wsc.jax_setup import set_host_devices, usable_cpus
 from bayes_wsc.map_program import MapProgram, export_program, run_map
 
 log = logging.getLogger("bayes_wsc")
@@ -79,9 +78,14 @@ def build_map_program(model: pm.Model, starts: Sequence[Mapping[str, np.ndarray]
         {"start": start, "value_and_grad": jax.value_and_grad(value), "values": values},
         {"start": first, "value_and_grad": x, "values": x},
         free=names, held=held, layout=layout, defaults={k: np.asarray(v) for k, v in defaults.items()},
-        coords={k: list(v) for k, v in model.coords.items()},
-        dims={n: list(d) for n, d in model.named_vars_to_dims.items() if d},
+        **model_labels(model),
     )
+
+
+def model_labels(model: pm.Model) -> dict:
+    """The model's coords and each variable's dims, as plain lists (what `inference` labels with)."""
+    return {"coords": {k: list(v) for k, v in model.coords.items()},
+            "dims": {n: list(d) for n, d in model.named_vars_to_dims.items() if d}}
 
 
 def fit_map(
@@ -337,12 +341,12 @@ def _sample_pymc(model, starts, draws, tune, seed, target_accept, var_names, pro
                   initvals=initvals, model=model, var_names=names, target_accept=target_accept,
                   compute_convergence_checks=False)
     if backend == "pymc":
-        idata = pm.sample(cores=min(len(starts), usable_cpus()), init="adapt_diag", **kwargs)
+        idata = pm.sample(cores=min(len(starts), jax_setup.usable_cpus()), init="adapt_diag", **kwargs)
     else:
         if backend == "blackjax":
             import pymc.sampling.jax  # noqa: F401 - sets 100 host devices on import; undone next line
 
-            set_host_devices(len(starts))
+            jax_setup.set_host_devices(len(starts))
         idata = pm.sample(nuts_sampler=backend, **kwargs)
     posterior = {n: idata.posterior[n].values for n in names}
     stats = {k: idata.sample_stats[k].values for k in idata.sample_stats.data_vars}

@@ -19,6 +19,7 @@ Nothing here imports PyMC.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -180,8 +181,10 @@ def cache_key(estimator: str, settings: Mapping, data, fixed: Mapping, start_nam
     return digest.hexdigest()[:32]
 
 
+@functools.cache
 def _package_source_digest() -> bytes:
-    """Every module of the package, so that an edited model or likelihood never reuses a program."""
+    """Every module of the package, so that an edited model or likelihood never reuses a program.
+    Read once per process: the code that runs is the code that was imported."""
     digest = hashlib.sha256()
     root = Path(__file__).parent
     for path in sorted(root.rglob("*.py")):
