@@ -202,6 +202,7 @@ class Estimator:
             messages += self.align_draws(draws, map_draws, data)
             labels = model_labels(model)
             coords, dims = labels["coords"], labels["dims"]
+        self.pointwise_log_likelihood(draws, data)
         self.__dict__.pop("_idata", None)
         self._groups = self._assemble(coords, dims, draws, data, fit_info)
         if self.method == "nuts":
@@ -278,6 +279,10 @@ class Estimator:
     def model_checks(self, idata) -> list[str]:
         """Model-specific warnings (orientation, label switching); none by default."""
         return []
+
+    def pointwise_log_likelihood(self, draws, data) -> None:
+        """Rework, in place, the per-unit log-likelihood the model recorded (`likelihoods.record_pointwise`)
+        before it becomes the `log_likelihood` group; by default it is kept as the graph computed it."""
 
     def _assemble(self, coords, dims, draws, data, fit_info) -> inference.Groups:
         groups = self.data_groups(data)

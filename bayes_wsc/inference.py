@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from arviz import InferenceData
 
 SETTINGS_ATTR = "bayes_wsc_settings"
+#: a posterior variable named with this prefix holds pointwise log-likelihood terms
+#: (`likelihoods.record_pointwise`); `from_draws` moves it to the `log_likelihood` group, unprefixed
+LOG_LIKELIHOOD_PREFIX = "log_likelihood__"
 
 
 def _az():
@@ -104,11 +107,18 @@ def from_draws(
     attrs: dict | None = None,
     extra_coords: dict | None = None,
 ) -> Groups:
-    """Labelled InferenceData groups from (chain, draw, ...) arrays; settings go to attrs as JSON."""
+    """Labelled InferenceData groups from (chain, draw, ...) arrays; settings go to attrs as JSON.
+
+    Posterior variables named `LOG_LIKELIHOOD_PREFIX + name` go to the `log_likelihood` group as `name`.
+    """
     coords = {k: np.asarray(v) for k, v in (coords or {}).items()}
-    dims = dims or {}
+    dims = dict(dims or {})
+    pointwise = {k[len(LOG_LIKELIHOOD_PREFIX):]: v for k, v in posterior.items() if k.startswith(LOG_LIKELIHOOD_PREFIX)}
+    posterior = {k: v for k, v in posterior.items() if not k.startswith(LOG_LIKELIHOOD_PREFIX)}
+    dims.update({name: dims[LOG_LIKELIHOOD_PREFIX + name] for name in pointwise if LOG_LIKELIHOOD_PREFIX + name in dims})
     groups = Groups()
-    for name, values, sampled in (("posterior", posterior, True), ("sample_stats", sample_stats, True),
+    for name, values, sampled in (("posterior", posterior, True), ("log_likelihood", pointwise, True),
+                                  ("sample_stats", sample_stats, True),
                                   ("observed_data", observed_data, False),
                                   ("constant_data", constant_data, False)):
         if values:
