@@ -65,6 +65,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     summary = sub.add_parser("summary", help="print the estimands and diagnostics of a fit")
     summary.add_argument("fit")
+
+    check = sub.add_parser("check", help="run a fit's model checks (posterior predictive, targeted, LOO's Pareto k)")
+    check.add_argument("fit")
+    check.add_argument("--out", help="CSV to write, one row per check")
+    check.add_argument("--draws", type=positive_int, default=200, help="replicated data sets (default 200)")
+    check.add_argument("--seed", type=non_negative_int, default=0, help="seed of the replicates (default 0)")
+
+    ppc = sub.add_parser("ppc", help="replicate data from a fit: its posterior predictive statistics as netCDF")
+    ppc.add_argument("fit")
+    ppc.add_argument("--out", required=True, help="netCDF to write (posterior_predictive and observed_data)")
+    ppc.add_argument("--draws", type=positive_int, default=200, help="replicated data sets (default 200)")
+    ppc.add_argument("--seed", type=non_negative_int, default=0, help="seed of the replicates (default 0)")
+    ppc.add_argument("--plot", metavar="FILE.png", help="also draw az.plot_ppc of every statistic (.png, .pdf, .svg)")
     return parser
 
 
@@ -134,6 +147,73 @@ def cmd_summary(args) -> None:
     print_fit(est)
 
 
+def _not_an_input(path, inputs, what: str) -> None:
+    """An output path that would replace an input is an error, before any work."""
+    from pathlib import Path
+
+    from bayes_wsc.errors import InputError
+
+    for given in inputs:
+        if given is not None and Path(path).resolve() == Path(given).resolve():
+            raise InputError(f"{what} {str(path)!r} is also an input; choose another file")
+
+
+def cmd_check(args) -> None:
+    from bayes_wsc.estimator import load
+
+    if args.out:
+        _not_an_input(args.out, [args.fit], "--out")
+    est = load(args.fit)
+    table = est.run_checks(draws=args.draws, seed=args.seed)
+    _print_checks(table)
+    if args.out:
+        _write_csv(table, args.out)
+        print(f"\nwrote {len(table)} checks to {args.out}")
+
+
+def _print_checks(table) -> None:
+    import pandas as pd
+
+    with pd.option_context("display.width", 120, "display.max_columns", 10):
+        print(table.drop(columns=["message"]).round(4).to_string(index=False))
+    flagged = table[table["flagged"]]
+    print()
+    if flagged.empty:
+        print("No check is flagged.")
+    else:
+        print("Flagged:")
+        for row in flagged.itertuples():
+            print(f"  - {row.check}: {row.message}")
+
+
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+def cmd_ppc(args) -> None:
+    from pathlib import Path
+
+    from bayes_wsc import inference
+    from bayes_wsc.errors import InputError
+    from bayes_wsc.estimator import load
+
+    _not_an_input(args.out, [args.fit], "--out")
+    if args.plot:
+        _not_an_input(args.plot, [args.fit, args.out], "--plot")
+        if Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
+            raise InputError(f"--plot {args.plot!r} must end in one of {', '.join(PLOT_SUFFIXES)}")
+    est = load(args.fit)
+    ppc = est.posterior_predictive(draws=args.draws, seed=args.seed)
+    path = inference.save(ppc, args.out)
+    names = ", ".join(ppc.posterior_predictive.data_vars)
+    print(f"wrote {ppc.posterior_predictive.sizes['chain'] * ppc.posterior_predictive.sizes['draw']} replicates of "
+          f"{names} to {path}")
+    if args.plot:
+        from bayes_wsc.report.criticism import plot_ppc
+        from bayes_wsc.report.html import save_figure
+
+        print(f"wrote {save_figure(plot_ppc(ppc, seed=args.seed), args.plot)}")
+
+
 def cmd_demo(args) -> None:
     from bayes_wsc.demo import run_demo
 
@@ -143,7 +223,7 @@ def cmd_demo(args) -> None:
 
 
 COMMANDS = {"fit": cmd_fit, "path": cmd_path, "predict": cmd_predict, "report": cmd_report, "summary": cmd_summary,
-            "demo": cmd_demo}
+            "demo": cmd_demo, "check": cmd_check, "ppc": cmd_ppc}
 
 
 def main(argv=None) -> int:

@@ -17,9 +17,11 @@ import math
 import numbers
 import pickle
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
+from bayes_wsc import checks as criticism
 from bayes_wsc import diagnostics, inference
 from bayes_wsc.errors import FitWarning, InputError
 
@@ -55,7 +57,8 @@ class Estimator:
     nuts_precision: ClassVar[str] = "float64"
 
     def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=None, backend=None,
-                 target_accept=0.8, model_file=None, progressbar=True, chain_starts="map", precision=None):
+                 target_accept=0.8, model_file=None, progressbar=True, chain_starts="map", precision=None,
+                 checks=True):
         self.method = method
         self.draws = draws
         self.tune = tune
@@ -67,6 +70,7 @@ class Estimator:
         self.progressbar = progressbar
         self.chain_starts = chain_starts
         self.precision = precision
+        self.checks = checks
 
     # ------------------------------------------------------------------ settings
     def get_params(self) -> dict:
@@ -100,6 +104,8 @@ class Estimator:
             check_precision_backend(self.precision, self.backend or default_backend())
         if self.chain_starts not in CHAIN_STARTS:
             raise InputError(f"chain_starts must be one of {CHAIN_STARTS}, got {self.chain_starts!r}")
+        if not isinstance(self.checks, bool):
+            raise InputError(f"checks must be True or False, got {self.checks!r}")
         if self.model_file is not None and not isinstance(self.model_file, (str, Path)):
             raise InputError(f"model_file must be a path, got {self.model_file!r}")
 
@@ -208,6 +214,10 @@ class Estimator:
         if self.method == "nuts":
             messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
         messages += self.model_checks(self._fitted())
+        if self.checks and not criticism.running():  # a check's own refits do not check again
+            rows = criticism.run(self, data)
+            inference.set_attrs(self._fitted(), {"checks": [r.as_dict() for r in rows]})
+            messages += criticism.flagged_messages(rows)
         inference.set_attrs(self._fitted(), {"diagnostics": messages})
         for message in messages:
             warnings.warn(message, FitWarning, stacklevel=2)
@@ -323,6 +333,50 @@ class Estimator:
         self._check_fitted()
         return inference.summary(self._fitted(), var_names or self.diagnosed_names(), hdi_prob)
 
+    # ------------------------------------------------------------------ criticism
+    @property
+    def checks_(self):
+        """The checks run when the fit was made (a DataFrame, one row per check; empty when the fit ran
+        with checks=False or was written before fits kept them)."""
+        self._check_fitted()
+        return criticism.table(criticism.rows_from_attrs(inference.get_attrs(self._fitted()).get("checks")))
+
+    def run_checks(self, *, draws: int = criticism.PPC_DRAWS, seed: int = 0):
+        """Run the model's checks now (posterior predictive checks, its targeted check, LOO's Pareto k):
+        a DataFrame with columns check, statistic, reference, p_value, flagged, message."""
+        self._check_fitted()
+        return criticism.table(criticism.run(self, draws=draws, seed=seed))
+
+    def posterior_predictive(self, *, draws: int = criticism.PPC_DRAWS, seed: int = 0):
+        """Replicated data from the fit, summarized by the model's statistics: InferenceData with
+        `posterior_predictive` (chain, draw, ...) and `observed_data` groups holding the same variables,
+        ready for `az.plot_ppc`. About `draws` posterior draws are used (evenly spaced in each chain; a
+        MAP's point `draws` times), every latent class drawn anew."""
+        self._check_fitted()
+        return inference.to_inference_data(criticism.posterior_predictive(self, draws=draws, seed=seed))
+
+    def loo(self, pointwise: bool = True):
+        """PSIS-LOO (`az.loo`) on the fit's pointwise log-likelihood; a FitWarning in plain words when
+        some Pareto k values are too large for it to be trusted. A MAP fit raises `InputError`: LOO needs
+        posterior draws."""
+        self._check_fitted()
+        reason = inference.loo_unavailable(self._fitted())
+        if reason:
+            raise InputError(reason)
+        elpd = inference.loo(self._fitted(), pointwise)
+        row = criticism.pareto_row(elpd, criticism.unit_noun(self._fitted()))
+        if row.flagged:
+            warnings.warn(row.message, FitWarning, stacklevel=2)
+        return elpd
+
+    def waic(self, pointwise: bool = True):
+        """WAIC (`az.waic`) on the fit's pointwise log-likelihood; a MAP fit raises `InputError`."""
+        self._check_fitted()
+        reason = inference.loo_unavailable(self._fitted())
+        if reason:
+            raise InputError(reason.replace("LOO", "WAIC"))
+        return inference.waic(self._fitted(), pointwise)
+
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
         """Write the fit as netCDF: draws, data, coords and every setting (no pickle)."""
@@ -368,6 +422,29 @@ def _is_whole(value) -> bool:
 
 def _is_real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def compare(fits, ic: str = "loo"):
+    """`az.compare` of fitted estimators of the same data, {label: estimator}, best first (LOO by default)."""
+    if not isinstance(fits, Mapping) or len(fits) < 2:
+        raise InputError("compare needs a dict of at least two fitted estimators, {label: estimator}")
+    if ic not in ("loo", "waic"):
+        raise InputError(f"ic must be 'loo' or 'waic', got {ic!r}")
+    labels = list(fits)
+    for label, est in fits.items():
+        fitted = est._fitted() if isinstance(est, Estimator) else None
+        if fitted is None:
+            raise InputError(f"fit {label!r} is not a fitted bayes_wsc estimator")
+        reason = inference.loo_unavailable(fitted, f"fit {label!r}")
+        if reason:
+            raise InputError(reason)
+    first = fits[labels[0]]._fitted()
+    for label in labels[1:]:
+        other = fits[label]._fitted()
+        if not other["observed_data"].equals(first["observed_data"]):
+            raise InputError(f"fits {labels[0]!r} and {label!r} were made on different data; "
+                             "LOO compares fits of the same data")
+    return inference.compare({label: fits[label]._fitted() for label in labels}, ic=ic)
 
 
 def load(path):

@@ -79,6 +79,21 @@ def figure_to_data_uri(fig: Figure) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def save_figure(fig: Figure, path: str | Path) -> Path:
+    """Write a figure (format from the suffix) to a temporary file and rename it: never half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=PNG_DPI)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
 def write_html(
     path: str | Path,
     title: str,
