@@ -212,28 +212,52 @@ def flagged_messages(rows: Sequence[Check]) -> list[str]:
 
 
 # ---------------------------------------------------------------------- p-values
-def p_value_two_sided(observed: np.ndarray, replicated: np.ndarray) -> np.ndarray:
-    """2 min(P(T_rep >= T), P(T_rep <= T)) per element over replicates (axis 0), with the observed
-    value counted as one more replicate, so that S replicates never give p = 0."""
+#: below this many replicates beyond the observed value, a tail is read from a normal fit to the replicates
+MIN_TAIL_COUNT = 5
+
+
+def _tail(count: np.ndarray, n: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """P(replicate beyond the observed value) from `count` of `n` replicates, the observed value counted as
+    one more; where fewer than `MIN_TAIL_COUNT` are beyond it, from the normal tail at `z` standard
+    deviations instead, which can go below 1 / (n + 1) (a check with many elements needs that, after
+    Bonferroni)."""
+    from scipy.special import ndtr
+
+    empirical = (1 + count) / (1 + n)
+    return np.where(count < MIN_TAIL_COUNT, np.minimum(empirical, ndtr(-z)), empirical)
+
+
+def _standardized(observed, replicated):
     replicated = np.asarray(replicated, dtype=float)
-    n = np.sum(np.isfinite(replicated), axis=0)
-    above = (1 + np.sum(replicated >= observed, axis=0)) / (1 + n)
-    below = (1 + np.sum(replicated <= observed, axis=0)) / (1 + n)
-    return np.minimum(1.0, 2 * np.minimum(above, below))
+    finite = np.isfinite(replicated)
+    n = np.sum(finite, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centre = np.nanmean(np.where(finite, replicated - observed, np.nan), axis=0)  # replicate - observed
+        spread = np.nanstd(np.where(finite, replicated - observed, np.nan), axis=0, ddof=1)
+        z = np.where(spread > 0, centre / spread, np.where(centre > 0, np.inf, np.where(centre < 0, -np.inf, 0.0)))
+    return replicated, n, z
 
 
 def p_value_upper(observed: np.ndarray, replicated: np.ndarray) -> np.ndarray:
-    """P(T_rep >= T) per element over replicates (axis 0), the observed value counted as a replicate."""
-    replicated = np.asarray(replicated, dtype=float)
-    n = np.sum(np.isfinite(replicated), axis=0)
-    return (1 + np.sum(replicated >= observed, axis=0)) / (1 + n)
+    """P(T_rep >= T) per element over replicates (axis 0). `observed` may vary by replicate too (a
+    realized discrepancy: then each replicate is compared with the observed value under its draw)."""
+    replicated, n, z = _standardized(observed, replicated)
+    return _tail(np.sum(replicated >= observed, axis=0), n, -z)
+
+
+def p_value_two_sided(observed: np.ndarray, replicated: np.ndarray) -> np.ndarray:
+    """2 min(P(T_rep >= T), P(T_rep <= T)) per element over replicates (axis 0); see `p_value_upper`."""
+    replicated, n, z = _standardized(observed, replicated)
+    above = _tail(np.sum(replicated >= observed, axis=0), n, -z)
+    below = _tail(np.sum(replicated <= observed, axis=0), n, z)
+    return np.minimum(1.0, 2 * np.minimum(above, below))
 
 
 def omnibus(name: str, observed: np.ndarray, replicated: np.ndarray, labels: Sequence, noun: str, what: str,
             advice: str) -> Check:
     """One row for a vector statistic: the chi-square discrepancy D = sum_j (T_j - m_j)^2 / v_j, with m_j,
     v_j the mean and variance of element j over the replicates, of the observed data and of every
-    replicate; p = P(D_rep >= D_obs). Elements that never vary, and replicates where an element is
+    replicate; p = P(D_rep >= D_obs) (`p_value_upper`). Elements that never vary, and replicates where an element is
     undefined, are left out. `statistic` is D of the observed data, `reference` its replicates' mean."""
     obs = np.asarray(observed, dtype=float).ravel()
     rep = np.asarray(replicated, dtype=float).reshape(np.shape(replicated)[0], -1)
@@ -249,7 +273,7 @@ def omnibus(name: str, observed: np.ndarray, replicated: np.ndarray, labels: Seq
     d_rep = np.sum((rep - mean) ** 2 / var, axis=1)
     z2 = (obs - mean) ** 2 / var
     d_obs = float(np.sum(z2))
-    p = float((1 + np.sum(d_rep >= d_obs)) / (1 + d_rep.size))
+    p = float(p_value_upper(d_obs, d_rep))
     worst = int(np.argmax(z2))
     flagged = p < ALPHA
     detail = (f"{noun} {labels[worst]} is furthest off: {_number(obs[worst])} observed against "
