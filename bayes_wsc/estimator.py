@@ -215,7 +215,7 @@ class Estimator:
             messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
         messages += self.model_checks(self._fitted())
         if self.checks and not criticism.running():  # a check's own refits do not check again
-            rows = criticism.run(self, data)
+            rows = criticism.run(self, data, draws=None)
             inference.set_attrs(self._fitted(), {"checks": [r.as_dict() for r in rows]})
             messages += criticism.flagged_messages(rows)
         inference.set_attrs(self._fitted(), {"diagnostics": messages})

@@ -29,7 +29,7 @@ from bayes_wsc.simulate.experts import simulate_experts_model
 from test_likelihood import brute_force_loglik
 
 PREFIX = inference.LOG_LIKELIHOOD_PREFIX
-NUTS = dict(method="nuts", draws=150, tune=150, chains=2, seed=3, progressbar=False)
+NUTS = dict(method="nuts", draws=100, tune=150, chains=2, seed=3, progressbar=False)
 
 
 def quietly(est, data):
@@ -273,11 +273,12 @@ def test_checks_run_at_fit_time_and_pass_on_model_data(wsc_fits, experts_fits, p
 
 
 def test_a_flagged_check_is_a_fit_warning():
-    """HE four times noisier than WH says: the HE check flags, in the diagnostics and as a FitWarning."""
-    data, _ = simulate_wsc(n_groups=60, items_per_group=20, n_bins=4, sigma_h=2.0, seed=4)
-    with pytest.warns(FitWarning, match="check ppc_he flagged: The human evaluations HE differ"):
+    """HE eight times noisier than WH says: mu follows HE, and the groups' behavior shares do not."""
+    data, _ = simulate_wsc(n_groups=40, items_per_group=25, n_bins=4, sigma_h=2.0, seed=4)
+    with pytest.warns(FitWarning, match=r"check ppc_group_share flagged: The groups' shares .* differ"):
         est = WSC(wh=16.0).fit(data)
-    assert any(m.startswith("check ppc_he flagged") for m in est.diagnostics_)
+    assert any(m.startswith("check ppc_group_share flagged") for m in est.diagnostics_)
+    assert est.checks_.set_index("check").loc["ppc_group_share", "flagged"]
     assert not WSC(wh=16.0, checks=False).fit(data).checks_.shape[0]
 
 

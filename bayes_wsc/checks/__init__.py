@@ -36,6 +36,9 @@ from bayes_wsc.errors import InputError
 
 #: replicated data sets per check (posterior draws are subsampled to about this many)
 PPC_DRAWS = 200
+#: at fit time, fewer replicates (down to `MIN_DRAWS`) for big data: at most this many random variates in all
+FIT_TIME_VARIATES = 2_000_000
+MIN_DRAWS = 100
 #: a check flags when its p-value is below this
 ALPHA = 0.01
 COLUMNS = ("check", "statistic", "reference", "p_value", "flagged", "message")
@@ -147,17 +150,22 @@ def posterior_predictive(est, data=None, *, draws: int = PPC_DRAWS, seed: int = 
 
 
 # ---------------------------------------------------------------------- running the checks
-def run(est, data=None, *, draws: int = PPC_DRAWS, seed: int = 0, targeted: Sequence[Callable] | None = None
-        ) -> list[Check]:
+def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
+        targeted: Sequence[Callable] | None = None) -> list[Check]:
     """Every check of a fitted estimator: the posterior predictive checks and targeted checks of its
     model, and, for a fit with draws, the Pareto k values of LOO. Fits that a check makes (refits on
     halves of the data) do not run checks themselves.
+
+    draws : replicated data sets; None (at fit time) takes `PPC_DRAWS`, or fewer for big data so that
+        the replicates need at most `FIT_TIME_VARIATES` random numbers (but `MIN_DRAWS` at least).
 
     targeted : functions (est, data, seed) -> list of `Check` run instead of the model's own targeted
         checks (`checks/<model>.targeted`): tests pass stand-ins here.
     """
     module = module_of(est)
     data = est.data_from_fit() if data is None else data
+    if draws is None:
+        draws = int(min(PPC_DRAWS, max(MIN_DRAWS, FIT_TIME_VARIATES // max(1, module.variates(data)))))
     with _checks_running():
         replicates, _ = draw_replicates(est, data, draws=draws, seed=seed)
         rows = list(module.rows(est, data, replicates))

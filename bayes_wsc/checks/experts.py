@@ -25,6 +25,11 @@ from bayes_wsc.checks import Check, Replicates, p_value_two_sided, worst_element
 from bayes_wsc.posterior import CHUNK_FLOATS
 
 
+def variates(data) -> int:
+    """Random numbers one replicate needs (a cluster per linked item, a link per constraint)."""
+    return int(data.linked_items.size + data.link.size)
+
+
 def parameters(posterior) -> list[str]:
     return ["W", "b", "alpha", "beta"]
 

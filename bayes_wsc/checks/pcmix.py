@@ -25,6 +25,11 @@ from scipy.special import ndtr
 from bayes_wsc.checks import Check, Replicates, omnibus, p_value_upper, worst_element
 
 
+def variates(data) -> int:
+    """Random numbers one replicate needs (a cluster, features and a label per item)."""
+    return int(data.n_items * (data.n_features + 2))
+
+
 def parameters(posterior) -> list[str]:
     return ["pi", "mean_z", "sd_excess", "rho"]
 

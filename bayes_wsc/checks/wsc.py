@@ -2,18 +2,19 @@
 
 Every replicate draws each group's class-1 count Z_i ~ Binomial(N_i, sigmoid(mu_i)) and then its items'
 bins from w1 and w0, and HE_i ~ Normal(mu_i, sigma_H) where HE is modelled. Three statistics are kept,
-none of them I x K per draw:
+none of them I x K per draw (the group shares are drawn with each item's class summed out, which has the
+same distribution and costs one binomial draw per group instead of three):
 
-* `bin_share[bin]`: the share of all items in each bin, pooled over groups.
+* `bin_share[bin]`: the share of all items in each bin, pooled over groups (before any down-weighting
+  of large groups, which is a choice of the fit, not a property of the data).
 * `group_share[group]`: each group's share of items in the bins that lean to class 1 (w1_k > w0_k at
   the posterior mean): the group-level share the behavior implies.
 * `he[group]`: the human evaluations.
 
 Weights: a replicated group has the group's raw number of items N_i (`n_items`), each item carrying
-the group's mean weight (its weighted total over N_i), so shares are simulated with the sampling noise
-of the real items and pooled counts with the weights the fit used. With unequal item weights inside a
-group the observed shares vary more than these replicates (fewer effective items), which the check
-may flag.
+the group's mean item weight, so shares are simulated with the sampling noise of the real items. With
+unequal item weights inside a group the observed shares vary more than these replicates (fewer
+effective items), which the check may flag.
 
 The failure that matters for this model, aggregation bias (behavior that depends on the group beyond
 the class), does not show in these in-sample checks: each group's mu_i absorbs it. Its targeted check
@@ -29,6 +30,11 @@ import numpy as np
 from scipy.special import expit
 
 from bayes_wsc.checks import Check, Replicates, omnibus
+
+
+def variates(data) -> int:
+    """Random numbers one replicate needs (class-1 counts, group shares, HE per group)."""
+    return 3 * data.n_groups
 
 
 def parameters(posterior) -> list[str]:
@@ -51,13 +57,18 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     items = np.asarray(data.n_items, dtype=np.int64)
     totals = data.group_totals
     has_items = items > 0
-    weight = np.where(has_items, totals / np.maximum(items, 1), 0.0)  # each replicated item's weight
+    # pooled over groups, the table before down-weighting (Sec. 6.2 scales whole groups, a choice of the
+    # fit, not of the data); each replicated item carries its group's mean item weight
+    undone = data.counts / np.where(data.group_scale > 0, data.group_scale, 1.0)[:, None]
+    weight = np.where(has_items, undone.sum(axis=1) / np.maximum(items, 1), 0.0)
     leaning = w1.mean(axis=0) > w0.mean(axis=0)  # bins that lean to class 1, fixed across replicates
-    class1 = rng.binomial(items, expit(mu))  # (S, I): the latent classes, drawn
+    p1 = expit(mu)
+    class1 = rng.binomial(items, p1)  # (S, I): the latent classes, drawn
     class0 = items - class1
-    # items of each group in the class-1-leaning bins
-    in_leaning = (rng.binomial(class1, w1[:, leaning].sum(axis=1)[:, None])
-                  + rng.binomial(class0, w0[:, leaning].sum(axis=1)[:, None]))
+    # items of each group in the class-1-leaning bins: each item is there with probability
+    # p1 W1 + (1 - p1) W0, its class summed out (the same distribution as drawing it; one draw, not three)
+    in_leaning = rng.binomial(items, p1 * w1[:, leaning].sum(axis=1)[:, None]
+                              + (1 - p1) * w0[:, leaning].sum(axis=1)[:, None])
     with np.errstate(invalid="ignore", divide="ignore"):
         group_share = np.where(has_items, in_leaning / items, np.nan)
         observed_share = np.where(has_items, data.counts[:, leaning].sum(axis=1) / totals, np.nan)
@@ -73,7 +84,7 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     with np.errstate(invalid="ignore", divide="ignore"):
         bin_share = bin_counts / bin_counts.sum(axis=1, keepdims=True)
     replicated = {"bin_share": bin_share, "group_share": group_share}
-    observed = {"bin_share": data.counts.sum(axis=0) / data.counts.sum(), "group_share": observed_share}
+    observed = {"bin_share": undone.sum(axis=0) / undone.sum(), "group_share": observed_share}
     sigma = he_noise(est, params, n_rep)
     if sigma is not None:
         replicated["he"] = mu + sigma[:, None] * rng.standard_normal(mu.shape)
