@@ -215,13 +215,24 @@ class Estimator:
             messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
         messages += self.model_checks(self._fitted())
         if self.checks and not criticism.running():  # a check's own refits do not check again
-            rows = criticism.run(self, data, draws=None)
-            inference.set_attrs(self._fitted(), {"checks": [r.as_dict() for r in rows]})
-            messages += criticism.flagged_messages(rows)
+            messages += self._fit_time_checks(data)
         inference.set_attrs(self._fitted(), {"diagnostics": messages})
         for message in messages:
             warnings.warn(message, FitWarning, stacklevel=2)
         return self
+
+    def _fit_time_checks(self, data) -> list[str]:
+        """Run the model's checks, store their rows in the fit, and return the flagged ones as messages.
+        A variant whose variables the checks cannot use gets one line saying so, not a failed fit."""
+        try:
+            rows = criticism.run(self, data, draws=None)
+        except (InputError, KeyError, IndexError, ValueError) as exc:
+            if self.model_file is None:
+                raise
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return [f"the model checks did not run on this variant ({type(exc).__name__}: {reason})"]
+        inference.set_attrs(self._fitted(), {"checks": [r.as_dict() for r in rows]})
+        return criticism.flagged_messages(rows)
 
     def _map_program(self, data, starts: list[dict], fixed: dict):
         """The MAP's compiled program and the held values: from the cache, or built and stored.

@@ -115,9 +115,11 @@ def subsample(posterior, names: Sequence[str], draws: int) -> tuple[dict[str, np
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
         raise InputError(f"draws must be a whole number >= 1, got {draws!r}")
     chains, n = posterior.sizes["chain"], posterior.sizes["draw"]
+    missing = [k for k in names if k not in posterior]
+    if missing:
+        raise InputError(f"the checks need the posterior variables {missing}, which this fit does not have")
     if chains * n == 1:
-        index, shape = np.zeros(draws, dtype=int), (1, int(draws))
-        return {k: np.repeat(np.asarray(posterior[k].values)[0, :1], draws, axis=0) for k in names}, shape
+        return {k: np.repeat(np.asarray(posterior[k].values)[0, :1], draws, axis=0) for k in names}, (1, int(draws))
     per_chain = max(1, min(n, math.ceil(draws / chains)))
     index = np.unique(np.linspace(0, n - 1, per_chain).round().astype(int))
     out = {k: np.asarray(posterior[k].values)[:, index].reshape(chains * index.size, *posterior[k].shape[2:])
