@@ -299,19 +299,19 @@ def test_targeted_checks_catch_an_adversarial_expert_and_a_skewed_feature(expert
     assert row["flagged"] and "feature b" in row["message"]
 
 
-def test_aggregation_check_is_wired_and_its_refits_do_not_check(wsc_data):
+def test_aggregation_check_is_wired_and_its_refits_do_not_check(wsc_data, wsc_fits):
     """The first model's targeted check (helper "wsccheck") through a stand-in with its signature."""
     data, _ = wsc_data
     calls = []
 
     def stand_in(data, settings, *, seed=0):
-        half = WSC(method="map", seed=seed, **settings).fit(data.subset(np.arange(data.n_groups // 2)))
-        calls.append((settings, half.checks_.shape[0], checks.running()))
+        refit = WSC(method="map", seed=seed, **settings).fit(data)  # the real check refits halves of the groups
+        calls.append((settings, refit.checks_.shape[0], checks.running()))
         return {"check": "aggregation_bias", "statistic": 0.2, "reference": 0.1, "p_value": 0.001, "flagged": True,
                 "message": "behavior depends on the group beyond the class"}
 
-    est = WSC(wh=4.0, checks=False).fit(data)
-    rows = checks.run(est, data, draws=50, targeted=[lambda e, d, seed: aggregation_rows(e, d, seed, check=stand_in)])
+    rows = checks.run(wsc_fits["map"], data, draws=50,
+                      targeted=[lambda e, d, seed: aggregation_rows(e, d, seed, check=stand_in)])
     assert calls == [({"wh": 4.0, "mu_prior": "hierarchical", "w_concentration": 1.0}, 0, True)]
     assert rows[-1].check == "aggregation_bias" and rows[-1].flagged
     assert checks.flagged_messages(rows) == ["check aggregation_bias flagged: behavior depends on the group beyond "
@@ -362,3 +362,13 @@ def test_cluster_labels_do_not_overlap():
     boxes = [Text.get_window_extent(t, fig.canvas.get_renderer()) for t in fig.axes[0].texts]
     assert len(boxes) == 3
     assert not any(a.overlaps(b) for a, b in itertools.combinations(boxes, 2))
+
+
+def test_reports_show_ranks_ppc_loo_and_checks(experts_fits, pcmix_fits, tmp_path):
+    for name, est in (("experts", experts_fits["nuts"]), ("pcmix", pcmix_fits["nuts"])):
+        kwargs = {"baselines": False} if name == "experts" else {}
+        html = est.report(tmp_path / name, **kwargs).read_text()
+        for heading in ("Convergence: rank plots", "Posterior predictive checks",
+                        "Leave-one-out cross-validation (LOO)", "Model checks"):
+            assert f"<h2>{heading}</h2>" in html, (name, heading)
+        assert "elpd_loo" in html and "ppc_" in html

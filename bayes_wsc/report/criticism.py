@@ -48,20 +48,22 @@ def rank_section(fits: dict) -> Section:
 
 
 def plot_ranks(est, max_panels: int = MAX_RANK_PANELS):
-    """Rank plots of the estimands' elements with the largest R-hat (a Figure, and the panel labels)."""
+    """Rank plots of the scalar estimands, then of the elements of the others with the largest R-hat
+    (a Figure, and the panel labels)."""
     idata = est.idata_
-    elements = []
+    scalars, elements = [], []
     for name in est.diagnosed_names():
         rhat = inference.rhat_elements(idata, name)
         if rhat.ndim == 0:
-            elements.append((float(rhat), name, {}))
+            if np.isfinite(float(rhat)):  # a constant (held) variable has no ranks to show
+                scalars.append((float(rhat), name, {}))
             continue
         values = np.nan_to_num(rhat.values, nan=-np.inf)
         for index in np.argsort(-values.ravel(), kind="stable")[:max_panels]:
             position = np.unravel_index(index, values.shape)
             selection = {dim: rhat[dim].values[i] for dim, i in zip(rhat.dims, position)}
             elements.append((float(values[position]), name, selection))
-    elements = sorted(elements, key=lambda e: -e[0] if np.isfinite(e[0]) else np.inf)[:max_panels]
+    elements = (scalars + sorted(elements, key=lambda e: -e[0]))[:max_panels]
     ncols = min(4, max(1, len(elements)))
     nrows = math.ceil(len(elements) / ncols) if elements else 1
     fig, axes = new_figure(nrows, ncols, width=3.2 * ncols + 0.5, height=2.6 * nrows)
@@ -70,6 +72,9 @@ def plot_ranks(est, max_panels: int = MAX_RANK_PANELS):
         inference.plot_rank(idata, name, selection, ax)
         label = name + ("[" + ", ".join(str(v) for v in selection.values()) + "]" if selection else "")
         ax.set_title(label, fontsize=9)
+        ax.xaxis.label.set_size(8)
+        ax.yaxis.label.set_size(8)
+        ax.tick_params(labelsize=7)
         labels.append(label)
     for ax in axes.ravel()[len(elements):]:
         ax.set_visible(False)
