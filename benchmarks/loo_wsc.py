@@ -10,6 +10,12 @@ each group's mu integrated out). Target: WH = 4 preferred in at least 9 of 10 re
 
 Rows (one per replicate) are appended to benchmarks/results/loo_wsc.csv as they finish; `--resume`
 skips finished replicates and `--summarize` prints the table of a finished file.
+
+With `--conditional`, each fit's LOO is also computed from each group's likelihood conditional on its
+own mu_i (clicks and HE at the drawn mu_i), the quantity the package integrates mu_i out of: columns
+`*_cond_*` and `preferred_conditional` (written to loo_wsc_conditional.csv).
+
+    python benchmarks/loo_wsc.py --reps 3 --conditional
 """
 
 from __future__ import annotations
@@ -25,7 +31,29 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "loo_wsc.csv"
 
 
-def one_replicate(rep: int, draws: int, tune: int, chains: int, groups: int, items: int) -> dict:
+def conditional_loo(est, data, wh: float):
+    """PSIS-LOO from log p(clicks_i, HE_i | mu_i, w) at every draw (mu_i not integrated out)."""
+    import numpy as np
+    import xarray as xr
+    from scipy.special import expit
+    from scipy.stats import norm
+
+    from bayes_wsc import inference
+
+    post = est.idata_.posterior
+    mu, w0, w1 = (post[n].values for n in ("mu", "w0", "w1"))  # (chain, draw, ...)
+    mix = expit(-mu)[..., None] * w0[:, :, None, :] + expit(mu)[..., None] * w1[:, :, None, :]
+    values = np.einsum("gk,cdgk->cdg", data.counts, np.log(mix)) + norm.logpdf(data.he, mu, 1 / np.sqrt(wh))
+    groups = inference.Groups(posterior=post, log_likelihood=xr.Dataset(
+        {"groups": (("chain", "draw", "group"), values)}, coords={"chain": post["chain"], "draw": post["draw"],
+                                                                  "group": post["group"]}))
+    return inference.loo(groups)
+
+
+def one_replicate(rep: int, draws: int, tune: int, chains: int, groups: int, items: int,
+                  conditional: bool = False) -> dict:
+    import numpy as np
+
     from bayes_wsc import compare
     from bayes_wsc.errors import FitWarning
     from bayes_wsc.models.wsc import WSC
@@ -45,6 +73,13 @@ def one_replicate(rep: int, draws: int, tune: int, chains: int, groups: int, ite
         row.update({f"elpd_wh{wh:g}": float(elpd.elpd_loo), f"se_wh{wh:g}": float(elpd.se),
                     f"max_k_wh{wh:g}": float(k.max()), f"bad_k_wh{wh:g}": int((k > elpd.good_k).sum()),
                     f"seconds_wh{wh:g}": time.perf_counter() - t0})
+        if conditional:
+            cond = conditional_loo(est, data, wh)
+            k = cond.pareto_k.values
+            row.update({f"elpd_cond_wh{wh:g}": float(cond.elpd_loo), f"bad_k_cond_wh{wh:g}": int((k > cond.good_k).sum()),
+                        f"median_k_cond_wh{wh:g}": float(np.median(k))})
+    if conditional:
+        row["preferred_conditional"] = "WH=4" if row["elpd_cond_wh4"] > row["elpd_cond_wh10"] else "WH=10"
     table = compare(fits)
     row.update({"preferred": table.index[0], "elpd_diff": float(table["elpd_diff"].iloc[1]),
                 "dse": float(table["dse"].iloc[1])})
@@ -57,6 +92,10 @@ def summarize(frame: pd.DataFrame) -> str:
              f"WH = 4 (correct) preferred in {won} of {len(frame)} replicates; elpd difference "
              f"{frame['elpd_diff'].mean():.1f} on average (its standard error {frame['dse'].mean():.1f}); "
              f"largest Pareto k {frame[['max_k_wh4', 'max_k_wh10']].to_numpy().max():.2f}."]
+    if "preferred_conditional" in frame:
+        bad = frame[["bad_k_cond_wh4", "bad_k_cond_wh10"]].to_numpy().mean() / frame["groups"].iloc[0]
+        lines.append(f"Conditional on mu_i: WH = 4 preferred in {int((frame['preferred_conditional'] == 'WH=4').sum())} "
+                     f"of {len(frame)}; {bad:.0%} of the groups' Pareto k above the threshold.")
     return "\n".join(lines)
 
 
@@ -68,10 +107,12 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--groups", type=int, default=500)
     parser.add_argument("--items", type=int, default=100)
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, default=None, help="default results/loo_wsc[_conditional].csv")
+    parser.add_argument("--conditional", action="store_true", help="also LOO conditional on each group's mu_i")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--summarize", action="store_true")
     args = parser.parse_args()
+    args.out = args.out or (OUT.with_name("loo_wsc_conditional.csv") if args.conditional else OUT)
     if args.summarize:
         print(summarize(pd.read_csv(args.out)))
         return
@@ -82,7 +123,8 @@ def main() -> None:
     for rep in range(args.reps):
         if rep in done:
             continue
-        row = one_replicate(rep, args.draws, args.tune, args.chains, args.groups, args.items)
+        row = one_replicate(rep, args.draws, args.tune, args.chains, args.groups, args.items, args.conditional)
+        row["groups"] = args.groups
         pd.DataFrame([row]).to_csv(args.out, mode="a", header=not args.out.exists(), index=False)
         print(f"replicate {rep}: {row['preferred']} preferred, elpd difference {row['elpd_diff']:.1f} "
               f"(se {row['dse']:.1f})", flush=True)
