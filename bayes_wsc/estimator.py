@@ -214,7 +214,8 @@ class Estimator:
         if self.method == "nuts":
             messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
         messages += self.model_checks(self._fitted())
-        if self.checks and not criticism.running():  # a check's own refits do not check again
+        # a check's own refits do not check again; a model without a checks module has none
+        if self.checks and not criticism.running() and self.model_name in criticism.MODULES:
             messages += self._fit_time_checks(data)
         inference.set_attrs(self._fitted(), {"diagnostics": messages})
         for message in messages:
