@@ -304,15 +304,16 @@ def test_aggregation_check_is_wired_and_its_refits_do_not_check(wsc_data, wsc_fi
     data, _ = wsc_data
     calls = []
 
-    def stand_in(data, settings, *, seed=0):
-        refit = WSC(method="map", seed=seed, **settings).fit(data)  # the real check refits halves of the groups
-        calls.append((settings, refit.checks_.shape[0], checks.running()))
+    def stand_in(data, settings, *, seed=0, map_point=None):
+        refit = WSC(method="map", seed=seed, **settings).fit(data)  # the real check refits without a map_point
+        calls.append((settings, refit.checks_.shape[0], checks.running(), sorted(map_point)))
         return {"check": "aggregation_bias", "statistic": 0.2, "reference": 0.1, "p_value": 0.001, "flagged": True,
                 "message": "behavior depends on the group beyond the class"}
 
     rows = checks.run(wsc_fits["map"], data, draws=50,
                       targeted=[lambda e, d, seed: aggregation_rows(e, d, seed, check=stand_in)])
-    assert calls == [({"wh": 4.0, "mu_prior": "hierarchical", "w_concentration": 1.0}, 0, True)]
+    assert calls == [({"wh": 4.0, "mu_prior": "hierarchical", "w_concentration": 1.0}, 0, True,
+                      ["mu", "mu_scale", "w0", "w1"])]
     assert rows[-1].check == "aggregation_bias" and rows[-1].flagged
     assert checks.flagged_messages(rows) == ["check aggregation_bias flagged: behavior depends on the group beyond "
                                              "the class"]

@@ -122,6 +122,9 @@ def targeted() -> list:
 def aggregation_rows(est, data, seed: int, check=None) -> list[Check]:
     """`checks.aggregation.aggregation_bias_check` (helper "wsccheck") as a row; `check` replaces it in tests.
 
+    It gets the model settings it knows (wh, mu_prior, w_concentration) and, from a MAP fit of the
+    package's own model, the fit's point, so that it needs no refit.
+
     MERGE: on this branch `bayes_wsc/checks/aggregation.py` does not exist yet, so the row is skipped
     while the module is missing; once merged, the guard below can go and the real check always runs.
     """
@@ -129,8 +132,17 @@ def aggregation_rows(est, data, seed: int, check=None) -> list[Check]:
         if importlib.util.find_spec("bayes_wsc.checks.aggregation") is None:  # MERGE: remove with the module
             return []
         from bayes_wsc.checks.aggregation import aggregation_bias_check as check
-    result = check(data, model_settings(est), seed=seed)
+    settings = {k: v for k, v in model_settings(est).items() if k in ("wh", "mu_prior", "w_concentration")}
+    result = check(data, settings, seed=seed, map_point=map_point(est))
     return [Check(**{k: result[k] for k in ("check", "statistic", "reference", "p_value", "flagged", "message")})]
+
+
+def map_point(est) -> dict | None:
+    """The fit's mu, w0, w1 (and mu_scale) when it is a MAP of the package's own model, else None."""
+    posterior = est._fitted().posterior
+    if est.model_file is not None or posterior.sizes["chain"] * posterior.sizes["draw"] != 1:
+        return None
+    return {n: np.asarray(posterior[n].values[0, 0]) for n in ("mu", "w0", "w1", "mu_scale") if n in posterior}
 
 
 def model_settings(est) -> dict:

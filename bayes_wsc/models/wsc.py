@@ -129,7 +129,7 @@ def add_click_likelihood(data: GroupedCounts, mu, w, *, he_logp=None):
     q = pooled_bin_frequencies(data.counts)
     per_group = likelihoods.binary_counts_mixture_logp(counts, mu, w[0] / q, w[1] / q).sum(axis=1)
     pm.Potential("clicks", per_group.sum())
-    centring = data.counts @ np.log(q)  # the constant subtracted above, per group
+    centring = pt.dot(counts, pt.log(q))  # the constant subtracted above, per group (in the graph: data are inputs)
     he_logp = observed_he_logp() if he_logp is None else he_logp
     likelihoods.record_pointwise("groups", per_group + centring + he_logp, dims="group")
     return counts
