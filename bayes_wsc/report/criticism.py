@@ -15,8 +15,8 @@ from bayes_wsc import checks as criticism
 from bayes_wsc import inference
 from bayes_wsc.report.html import Section, new_figure
 
-#: rank-plot panels per fit: the elements with the largest R-hat first
-MAX_RANK_PANELS = 8
+#: rank-plot panels per fit (each costs a quarter of a second to draw): scalars, then the largest R-hat
+MAX_RANK_PANELS = 4
 
 
 def criticism_sections(fits: dict, *, draws: int = criticism.PPC_DRAWS, seed: int = 0) -> list[Section]:
@@ -84,6 +84,8 @@ def plot_ranks(est, max_panels: int = MAX_RANK_PANELS):
 # ---------------------------------------------------------------------- posterior predictive check
 #: a statistic with at most this many elements (bins, experts, classes) is drawn element by element
 MAX_INTERVAL_ELEMENTS = 40
+#: replicates drawn as curves in a panel of `az.plot_ppc`
+PPC_CURVES = 20
 
 
 def plot_ppc(ppc, *, seed: int = 0):
@@ -99,7 +101,7 @@ def plot_ppc(ppc, *, seed: int = 0):
     for name in names:
         if name not in many:
             _ppc_intervals(ppc, name, panels[name])
-    inference.plot_ppc(ppc, [panels[n] for n in many], var_names=many, seed=seed)
+    inference.plot_ppc(ppc, [panels[n] for n in many], var_names=many, num_pp_samples=PPC_CURVES, seed=seed)
     for name in many:
         ax = panels[name]
         legend = ax.get_legend()
