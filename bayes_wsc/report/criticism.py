@@ -39,8 +39,8 @@ def rank_section(fits: dict) -> Section:
     figures = []
     for label, est in fits.items():
         figure, shown = plot_ranks(est)
-        figures.append((figure, f"{label}: rank plots of {len(shown)} reported estimands, those with the largest "
-                                "R-hat first ({}).".format(", ".join(shown))))
+        figures.append((figure, f"{label}: rank plots of {len(shown)} reported estimands, the scalars first, then "
+                                "the elements with the largest R-hat ({}).".format(", ".join(shown))))
     return Section("Convergence: rank plots", paragraphs=[
         "Each panel ranks all draws of one estimand together and shows, per chain, how its draws' ranks spread "
         "over the bins. Chains that explored the same posterior give flat histograms around the dashed line; a "
