@@ -365,10 +365,13 @@ class WSC(Estimator):
         """Under the hierarchical F0 (a fit with mu_loc and mu_scale), each group's log-likelihood has
         its own mu_i integrated out (`integrated_group_loglik`), so that LOO leaves out a group with
         its quality. With a flat F0 (no distribution to draw a new group's mu from) or WH = inf
-        (mu_i = HE_i) it stays conditional on mu_i."""
+        (mu_i = HE_i) it stays conditional on mu_i, and so does a MAP fit's (one point, where LOO
+        does not apply; the integral would cost a compilation per data shape)."""
         post = draws.posterior
         name = inference.LOG_LIKELIHOOD_PREFIX + "groups"
         if name not in post or not {"mu", "mu_loc", "mu_scale", "w0", "w1"} <= set(post):
+            return
+        if np.shape(post[name])[0] * np.shape(post[name])[1] == 1:
             return
         wh = float(self.wh)
         shape = post["mu"].shape[:2]
