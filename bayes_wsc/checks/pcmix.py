@@ -50,6 +50,7 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     labeled = data.labeled
     stats = {"feature_mean": [], "feature_sd": [], "label_rate": [], "class_feature_mean": []}
     ks_observed, ks_replicated = np.empty((n_rep, data.n_features)), np.empty((n_rep, data.n_features))
+    observed_sorted = np.sort(data.x, axis=0)
     for s in range(n_rep):
         z = _categorical(np.broadcast_to(pi[s], (n, pi.shape[1])), rng)
         x = mean_z[s, z] + sd_z[s, z] * rng.standard_normal((n, data.n_features))
@@ -57,8 +58,8 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
         y[labeled] = _categorical(rho[s, z[labeled]], rng)
         for name, value in _statistics(x * data.scale + data.center, y, n_classes).items():
             stats[name].append(value)
-        ks_observed[s] = _ks_distance(data.x, pi[s], mean_z[s], sd_z[s])
-        ks_replicated[s] = _ks_distance(x, pi[s], mean_z[s], sd_z[s])
+        ks_observed[s] = _ks_distance(observed_sorted, pi[s], mean_z[s], sd_z[s])
+        ks_replicated[s] = _ks_distance(np.sort(x, axis=0), pi[s], mean_z[s], sd_z[s])
     replicated = {k: np.stack(v) for k, v in stats.items()}
     observed = _statistics(data.x_raw, data.y, n_classes)
     if not labeled.any():
@@ -83,8 +84,8 @@ def _statistics(x: np.ndarray, y: np.ndarray, n_classes: int) -> dict[str, np.nd
 
 
 def _ks_distance(x: np.ndarray, pi: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
-    """Kolmogorov-Smirnov distance of each feature's values to the mixture's marginal CDF: (D,)."""
-    x = np.sort(x, axis=0)  # (n, D)
+    """Kolmogorov-Smirnov distance of each feature's values (x sorted in each column) to the mixture's
+    marginal CDF: (D,)."""
     n = x.shape[0]
     cdf = np.einsum("k,nkd->nd", pi, ndtr((x[:, None, :] - mean[None]) / sd[None]))
     steps = np.arange(1, n + 1)[:, None] / n
