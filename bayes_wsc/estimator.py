@@ -120,8 +120,8 @@ class Estimator:
         self._check_model_settings()
 
     def _check_model_settings(self) -> None:
-        """A variant's own settings: a mapping of names to JSON values (stored in the fit), none of
-        them a setting of the model itself, and none at all without a variant file."""
+        """A variant's own settings: a mapping of names to JSON values (stored in the fit), and none
+        at all without a variant file (`_recipe` checks them against the variant's build_model)."""
         settings = self.model_settings
         if settings is None:
             return
@@ -130,10 +130,6 @@ class Estimator:
         if settings and self.model_file is None:
             raise InputError(f"the {self.model_name} model takes no setting {next(iter(settings))!r}: "
                              "model_settings (--set) are for a variant file (model_file, --model)")
-        clash = sorted(set(settings) & set(self.build_settings()))
-        if clash:
-            raise InputError(f"model_settings: {clash[0]!r} is a setting of the {self.model_name} model itself; "
-                             f"pass it as {clash[0]}=... instead")
         try:
             json.dumps(settings, allow_nan=True)
         except (TypeError, ValueError):
@@ -176,8 +172,13 @@ class Estimator:
         """
         if self.model_file is None:
             return Recipe(self.build_model, self.initial_values, True, self.map_fixed)
+        own = self.model_settings or {}
+        clash = sorted(set(own) & set(self.build_settings()))
+        if clash:
+            raise InputError(f"model_settings: {clash[0]!r} is a setting of the {self.model_name} model itself; "
+                             f"pass it as {clash[0]}=... instead")
         variant = load_variant(self.model_file)
-        settings = {**self.build_settings(), **(self.model_settings or {})}
+        settings = {**self.build_settings(), **own}
         _check_accepts(variant.build_model, settings, self.model_file)
 
         def build(data):

@@ -139,12 +139,16 @@ def test_variant_from_the_api(variant_fits, files, name):
 def test_variant_from_the_command_line(files, tmp_path, capsys, name):
     path, _ = files
     model = MODEL_OF[name]
-    code = cli([*cli_fit_args(model, path), "--model", VARIANTS[name], "--out", tmp_path / "fit.nc"])
+    code = cli([*cli_fit_args(model, path), "--model", VARIANTS[name], "--out", tmp_path / "fit.nc",
+                "--report", tmp_path / "report"])
     out = capsys.readouterr().out
     assert code == 0, out
     own = {"learned_rater_noise": "sigma_h", "product_emissions": "w0_speed[fast]",
            "experts_symmetric": "accuracy_raw[expert1]", "pcmix_tied_variances": "sd_tied_excess[x]"}[name]
     assert own in out and "Diagnostics" in out
+    assert own in (tmp_path / "report" / "report.html").read_text()
+    if name == "learned_rater_noise":
+        assert "rater_error[group]" in out and "rater_error[group]" in (tmp_path / "report" / "report.html").read_text()
     assert cli(["summary", tmp_path / "fit.nc"]) == 0
     assert own in capsys.readouterr().out
     assert load(tmp_path / "fit.nc").model_file == str(VARIANTS[name])
@@ -167,8 +171,9 @@ def test_new_variants_by_nuts_are_relabelled(files, name):
     model = MODEL_OF[name]
     est = quietly(estimator(model, model_file=str(VARIANTS[name]), method="nuts", draws=150, tune=150, chains=2,
                             progressbar=False), data[model])
-    assert not any("different mode" in m for m in est.diagnostics_)
-    assert est.summary()["r_hat"].max() < 1.1
+    agreement = inference.get_attrs(est.idata_)["fit_info"]["nuts"]["chain_agreement"]
+    assert min(agreement) > 0.9 and not any("sits in a different mode" in m for m in est.diagnostics_)
+    assert est.summary()["r_hat"].max() < 1.2
     pred = est.predict({"experts": pd.DataFrame({"x1": [0.0], "x2": [1.0]}),
                         "pcmix": pd.DataFrame({"x": [0.0, 1.7]})}[model])
     assert np.all(pred["prob_high"] > pred["prob_low"])
@@ -285,10 +290,11 @@ def test_base_models_summarize_their_estimands_only(base_fits, model):
 # ---------------------------------------------------------------------- reproducible, canonical order
 @pytest.fixture(scope="module")
 def base_fits(files):
-    """Each model fitted twice with no seed given, and once with another seed."""
+    """Each model fitted with no seed given; experts and pcmix twice more: again, and with another seed."""
     _, data = files
-    return {model: (quietly(estimator(model), data[model]), quietly(estimator(model), data[model]),
-                    quietly(estimator(model, seed=11), data[model])) for model in ("wsc", "experts", "pcmix")}
+    fits = {model: (quietly(estimator(model), data[model]), quietly(estimator(model), data[model]),
+                    quietly(estimator(model, seed=11), data[model])) for model in ("experts", "pcmix")}
+    return {"wsc": (WSC().fit(data["wsc"]),), **fits}
 
 
 @pytest.mark.parametrize("model", ["experts", "pcmix"])

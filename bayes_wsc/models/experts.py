@@ -300,6 +300,8 @@ class NoisyExperts(Estimator):
     method : "map" (posterior mode) or "nuts" (full posterior, chains started at the MAP).
     draws, tune, chains, seed, backend, target_accept, precision : NUTS settings (precision float64
         by default here: float32 measured no faster); seed also seeds the restarts.
+    model_file, model_settings : a variant file (see `models/`) whose `build_model(data, **settings)`
+        replaces the default, and its own settings.
 
     After `fit(data)`: `idata_` (InferenceData with alpha[expert], beta[expert], omega[expert],
     W[feature, cluster], b[cluster], and the free W_raw, b_raw, alpha_raw, beta_raw) and `model_`. Item memberships are computed on

@@ -251,6 +251,8 @@ class PCMixture(Estimator):
     concentration : Dirichlet / Beta concentration of pi and rho (1.01 as in eq. 25).
     method : "map" (PC training) or "nuts" (the generalized posterior, chains started at the MAP).
     draws, tune, chains, seed, backend, target_accept, precision : NUTS settings; `seed` also seeds the restarts.
+    model_file, model_settings : a variant file (see `models/`) whose `build_model(data, **settings)`
+        replaces the default, and its own settings.
 
     After `fit(data)`: `idata_` with `pi[component]`, `mean` and `sd[component, feature]` (data units),
     `rho[component]` (or `rho[component, class]`), `data_loglik`, `label_loglik`; `model_`.
