@@ -4,21 +4,26 @@ A model subclass supplies three things: `build_model(data)` (a `pm.Model`),
 `initial_values(data)` (where the MAP starts) and `data_groups(data)` (what
 of the data goes into the InferenceData). Constructing an estimator never
 touches data or samples; `fit` does, and sets the attributes with a trailing
-underscore (scikit-learn style).
+underscore (scikit-learn style). A variant file (`model_file`) replaces the
+model and its hooks; it never inherits the class's `initial_values` or
+`map_fixed` (see `Estimator._recipe`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import importlib
 import importlib.util
 import inspect
+import json
 import math
 import numbers
 import pickle
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from bayes_wsc import diagnostics, inference
 from bayes_wsc.errors import FitWarning, InputError
@@ -30,6 +35,8 @@ CHAIN_STARTS = ("map", "restarts")
 REGISTRY = {"wsc": "bayes_wsc.models.wsc:WSC"}
 REGISTRY["experts"] = "bayes_wsc.models.experts:NoisyExperts"
 REGISTRY["pcmix"] = "bayes_wsc.models.pcmix:PCMixture"
+#: the seed of a fit given none: identical data and settings give identical results (seed=None draws a fresh one)
+DEFAULT_SEED = 0
 
 
 def package_version() -> str:
@@ -53,9 +60,16 @@ class Estimator:
     #: arithmetic of NumPyro's NUTS when `precision` is None: the measured choice per model
     #: (benchmarks/RESULTS.md); the other backends always run float64
     nuts_precision: ClassVar[str] = "float64"
+    #: variables of the model itself deliberately left out of `summary` (sampler coordinates, per-unit values);
+    #: every other posterior variable, a variant's own included, is summarized
+    internal_variables: ClassVar[tuple[str, ...]] = ()
+    #: dims that index the data's units (groups, items, pairs): variables along them are named in
+    #: `summary_notes` instead of printed row by row
+    unit_dims: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=None, backend=None,
-                 target_accept=0.8, model_file=None, progressbar=True, chain_starts="map", precision=None):
+    def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=DEFAULT_SEED, backend=None,
+                 target_accept=0.8, model_file=None, model_settings=None, progressbar=True, chain_starts="map",
+                 precision=None):
         self.method = method
         self.draws = draws
         self.tune = tune
@@ -64,6 +78,7 @@ class Estimator:
         self.backend = backend
         self.target_accept = target_accept
         self.model_file = model_file
+        self.model_settings = model_settings
         self.progressbar = progressbar
         self.chain_starts = chain_starts
         self.precision = precision
@@ -102,6 +117,24 @@ class Estimator:
             raise InputError(f"chain_starts must be one of {CHAIN_STARTS}, got {self.chain_starts!r}")
         if self.model_file is not None and not isinstance(self.model_file, (str, Path)):
             raise InputError(f"model_file must be a path, got {self.model_file!r}")
+        self._check_model_settings()
+
+    def _check_model_settings(self) -> None:
+        """A variant's own settings: a mapping of names to JSON values (stored in the fit), and none
+        at all without a variant file (`_recipe` checks them against the variant's build_model)."""
+        settings = self.model_settings
+        if settings is None:
+            return
+        if not isinstance(settings, dict) or not all(isinstance(k, str) and k.isidentifier() for k in settings):
+            raise InputError(f"model_settings must be a mapping of setting names to values, got {settings!r}")
+        if settings and self.model_file is None:
+            raise InputError(f"the {self.model_name} model takes no setting {next(iter(settings))!r}: "
+                             "model_settings (--set) are for a variant file (model_file, --model)")
+        try:
+            json.dumps(settings, allow_nan=True)
+        except (TypeError, ValueError):
+            raise InputError(f"model_settings values must be numbers, booleans, None or text, got {settings!r}") \
+                from None
 
     # ------------------------------------------------------------------ hooks
     # build_model(data) -> pm.Model is defined by each subclass.
@@ -126,36 +159,58 @@ class Estimator:
         """
         return {}
 
-    def _recipe(self):
-        """(build_model, initial_values, start NUTS at the MAP?, map_fixed): the class's own, or a variant's.
+    def _recipe(self) -> Recipe:
+        """How this fit builds and starts its model: the class's own hooks, or a variant's.
 
-        A variant file in `model_file` must define `build_model(data, **settings)`;
-        it may define `initial_values(data)` and `map_fixed(data)` (else the
-        class's are used) and set `START_NUTS_AT_MAP = False` when its joint
-        posterior mode is degenerate (a learned noise scale collapsing to 0), so
-        that chains start from the initial values instead.
+        A variant file in `model_file` must define `build_model(data, **settings)`, which gets the
+        model's settings (`build_settings`) and the variant's own (`model_settings`). Its
+        `initial_values` and `map_fixed` are its own or none at all, never the class's (a variant's
+        parameters are not the base model's): each is `hook(data)` or `hook(data, estimator)`, the
+        second to read the estimator's settings or reuse its hooks. `START_NUTS_AT_MAP = False`
+        starts the chains from the initial values instead of the MAP, for a variant whose posterior
+        mode is degenerate (a learned noise scale collapsing to 0).
         """
         if self.model_file is None:
-            return self.build_model, self.initial_values, True, self.map_fixed
+            return Recipe(self.build_model, self.initial_values, True, self.map_fixed)
+        own = self.model_settings or {}
+        clash = sorted(set(own) & set(self.build_settings()))
+        if clash:
+            raise InputError(f"model_settings: {clash[0]!r} is a setting of the {self.model_name} model itself; "
+                             f"pass it as {clash[0]}=... instead")
         variant = load_variant(self.model_file)
-        init = getattr(variant, "initial_values", self.initial_values)
+        settings = {**self.build_settings(), **own}
+        _check_accepts(variant.build_model, settings, self.model_file)
 
         def build(data):
-            try:
-                return variant.build_model(data, **self.model_settings())
-            except InputError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - user code: one line here, the cause chained for the API
-                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                raise InputError(f"model file {str(self.model_file)!r}: build_model failed: "
-                                 f"{type(exc).__name__}: {reason}") from exc
+            with self.variant_errors("build_model"):
+                return variant.build_model(data, **settings)
 
-        return (build, init,
-                bool(getattr(variant, "START_NUTS_AT_MAP", True)), getattr(variant, "map_fixed", self.map_fixed))
+        def hook(name):
+            function = getattr(variant, name, None)
+            if function is None:
+                return lambda data: {}
+            return lambda data: function(data, self) if _takes_two(function) else function(data)
 
-    def model_settings(self) -> dict:
-        """The settings that `build_model` takes (what a variant file receives)."""
+        return Recipe(build, hook("initial_values"), bool(getattr(variant, "START_NUTS_AT_MAP", True)),
+                      hook("map_fixed"))
+
+    def build_settings(self) -> dict:
+        """The model's own settings that `build_model` takes (a variant file receives them too)."""
         return {}
+
+    @contextlib.contextmanager
+    def variant_errors(self, stage: str):
+        """A variant's failure in `stage` as one `InputError` line naming its file (the cause chained,
+        for the API); the package's own models raise as they are."""
+        if self.model_file is None:
+            yield
+            return
+        try:
+            yield
+        except InputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - user code: one line here
+            raise InputError(f"model file {str(self.model_file)!r}: {stage} failed: {_one_line(exc)}") from exc
 
     # ------------------------------------------------------------------ fitting
     def fit(self, data):
@@ -168,19 +223,25 @@ class Estimator:
         from bayes_wsc.backends import default_backend
 
         self.check_params()
-        build, initial_values, start_at_map, map_fixed = self._recipe()
-        self._model, self._model_recipe = None, (build, data)
-        starts = initial_values(data)
+        recipe = self._recipe()
+        self._model, self._model_recipe = None, (recipe.build, data)
+        with self.variant_errors("initial_values"):
+            starts = recipe.initial_values(data)
         starts = [starts] if isinstance(starts, dict) else list(starts)  # a list means random restarts
         messages, fit_info, map_draws = [], {}, None
         coords, dims = None, None
-        if self.method == "map" or start_at_map:
-            program, fixed = self._map_program(data, starts, map_fixed(data))
-            from bayes_wsc.map_program import run_map
+        if self.method == "map" or recipe.start_nuts_at_map:
+            with self.variant_errors("map_fixed"):
+                fixed = recipe.map_fixed(data)
+            with self.variant_errors("the MAP"):
+                program, fixed = self._map_program(data, starts, fixed)
+                from bayes_wsc.map_program import run_map
 
-            draws = map_draws = run_map(program, _restricted(starts, program.free), fixed=fixed)[0]
+                draws = map_draws = run_map(program, _restricted(starts, program.free), fixed=fixed)[0]
+                self.order_clusters(draws, program.dims, data)
             messages += diagnostics.map_messages(draws.info)
             fit_info["map"] = draws.info
+            fit_info["free_variables"] = [*program.free, *fixed]
             coords, dims = program.coords, program.dims
             start = {n: draws.posterior[n][0, 0] for n in (*program.free, *fixed)}
             if self.chain_starts == "restarts" and draws.optima:
@@ -192,21 +253,26 @@ class Estimator:
             from bayes_wsc.fit import fit_nuts, model_labels
 
             model = self.model_
-            start = _restricted(start, {rv.name for rv in model.free_RVs})
+            free = [rv.name for rv in model.free_RVs]
+            start = _restricted(start, set(free))
             backend = self.backend or default_backend()
             precision = self.precision or (self.nuts_precision if backend == "numpyro" else "float64")
-            draws = fit_nuts(model, draws=self.draws, tune=self.tune, chains=self.chains, seed=self.seed,
-                             initvals=start, backend=backend, target_accept=self.target_accept,
-                             progressbar=self.progressbar, precision=precision)
-            fit_info["nuts"] = draws.info
-            messages += self.align_draws(draws, map_draws, data)
+            with self.variant_errors("NUTS"):
+                draws = fit_nuts(model, draws=self.draws, tune=self.tune, chains=self.chains, seed=self.seed,
+                                 initvals=start, backend=backend, target_accept=self.target_accept,
+                                 progressbar=self.progressbar, precision=precision)
+                fit_info["nuts"] = draws.info
+                fit_info["free_variables"] = free
+                messages += self.align_draws(draws, map_draws, data)
             labels = model_labels(model)
             coords, dims = labels["coords"], labels["dims"]
         self.__dict__.pop("_idata", None)
         self._groups = self._assemble(coords, dims, draws, data, fit_info)
-        if self.method == "nuts":
-            messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
-        messages += self.model_checks(self._fitted())
+        with self.variant_errors("the diagnostics"):
+            if self.method == "nuts":
+                messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
+        with self.variant_errors("model_checks"):
+            messages += self.model_checks(self._fitted())
         inference.set_attrs(self._fitted(), {"diagnostics": messages})
         for message in messages:
             warnings.warn(message, FitWarning, stacklevel=2)
@@ -224,7 +290,7 @@ class Estimator:
         if self.model_file is None and type(self).build_model.__module__.startswith("bayes_wsc."):
             try:
                 key = map_program.cache_key(f"{type(self).__module__}.{type(self).__qualname__}",
-                                            self.model_settings(), data, fixed, sorted({k for s in starts for k in s}))
+                                            self.build_settings(), data, fixed, sorted({k for s in starts for k in s}))
             except (pickle.PicklingError, TypeError, AttributeError):  # data the key cannot read: no cache
                 key = None
         program = map_program.load(key) if key else None
@@ -268,7 +334,35 @@ class Estimator:
         return self.__dict__.get("_idata", getattr(self, "_groups", None))
 
     def diagnosed_names(self) -> list[str]:
-        return [n for n in self.estimands if n in self._fitted().posterior]
+        """What `summary` shows and the diagnostics check: the model's estimands, then every other
+        posterior variable that is not internal to the model (a variant's own), except the ones per
+        unit of the data (see `summary_notes`)."""
+        post = self._fitted().posterior
+        own = [n for n in self._other_variables() if not self._per_unit(post[n])]
+        return [n for n in self.estimands if n in post] + own
+
+    def summary_notes(self) -> list[str]:
+        """Plain words naming the variables left out of `summary` because they hold one value per
+        unit of the data (a variant's per-group or per-item parameters); empty when there are none."""
+        post = self._fitted().posterior
+        long = [f"{n}[{', '.join(map(str, post[n].dims[2:]))}]" for n in self._other_variables()
+                if self._per_unit(post[n])]
+        if not long:
+            return []
+        return [f"Not in the table, with one value per unit of the data: {', '.join(long)}. They are in the "
+                "fit's posterior (est.idata_.posterior, or the saved netCDF file)."]
+
+    def _other_variables(self) -> list[str]:
+        post = self._fitted().posterior
+        return [str(n) for n in post.data_vars if n not in self.estimands and n not in self.internal_variables]
+
+    def _per_unit(self, variable) -> bool:
+        return any(d in self.unit_dims for d in variable.dims)
+
+    def order_clusters(self, draws, dims: dict, data) -> None:
+        """Put the clusters of a MAP (`draws`, a single point) in the canonical order, in place
+        (`relabel.canonical_permutation`), so that two fits number them alike; NUTS then relabels
+        its draws against this point. Models without exchangeable clusters keep this no-op."""
 
     def align_draws(self, draws, map_draws, data) -> list[str]:
         """Relabel exchangeable clusters in `draws.posterior` in place (see `relabel.py`) before
@@ -314,9 +408,20 @@ class Estimator:
         return list(inference.get_attrs(self._fitted()).get("diagnostics", []))
 
     def summary(self, var_names: list[str] | None = None, hdi_prob: float = 0.94):
-        """`az.summary` of the estimands (mean, sd, HDI, and R-hat/ESS after NUTS)."""
+        """`az.summary` of the estimands and a variant's own variables (mean, sd, HDI, and R-hat/ESS
+        after NUTS); `summary_notes` names what is too long for the table."""
         self._check_fitted()
-        return inference.summary(self._fitted(), var_names or self.diagnosed_names(), hdi_prob)
+        with self.variant_errors("summary"):
+            return inference.summary(self._fitted(), var_names or self.diagnosed_names(), hdi_prob)
+
+    def report(self, out_dir, **kwargs):
+        """Write `out_dir/report.html` (the model's `write_report`)."""
+        self._check_fitted()
+        with self.variant_errors("report"):
+            return self.write_report(out_dir, **kwargs)
+
+    def write_report(self, out_dir, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no report")
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
@@ -348,6 +453,45 @@ class Estimator:
         estimator = cls(**{k: v for k, v in params.items() if k in known})
         estimator.idata_ = idata
         return estimator
+
+
+class Recipe(NamedTuple):
+    """How a fit builds and starts its model (`Estimator._recipe`)."""
+
+    build: Callable
+    initial_values: Callable
+    start_nuts_at_map: bool
+    map_fixed: Callable
+
+
+def _takes_two(function) -> bool:
+    """Whether a variant's hook takes (data, estimator) rather than (data)."""
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def _check_accepts(build_model, settings: dict, path) -> None:
+    """A variant's `build_model` takes every setting it will be given (one line if not)."""
+    try:
+        params = inspect.signature(build_model).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    missing = [k for k in settings if k not in params or params[k].kind is params[k].POSITIONAL_ONLY]
+    if missing:
+        takes = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]
+        raise InputError(f"model file {str(path)!r}: build_model takes no setting {missing[0]!r} "
+                         f"(it takes {', '.join(takes) or 'none'}; add {missing[0]}=... or **settings)")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 def _restricted(values, names):

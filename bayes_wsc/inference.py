@@ -144,11 +144,16 @@ def get_attrs(idata: InferenceData) -> dict:
 
 
 # ---------------------------------------------------------------------- summaries
+def has_draws(idata) -> bool:
+    """Whether the fit holds more than one draw, and so has intervals (a MAP holds one point)."""
+    return idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"] > 1
+
+
 def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = 0.94) -> pd.DataFrame:
     """`az.summary`; a MAP fit (a single draw) gets one column, `map`, and no intervals, with the
     rows labelled as ArviZ labels them (`rho[3]`), read straight from the posterior."""
     posterior = idata.posterior
-    if posterior.sizes["chain"] * posterior.sizes["draw"] == 1:
+    if not has_draws(idata):
         rows = {}
         for name in var_names:
             values = posterior[name].isel(chain=0, draw=0)
@@ -164,10 +169,14 @@ def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = 0.94) 
 
 
 def hdi(samples: np.ndarray, prob: float) -> np.ndarray:
-    """Highest-density interval along the first axis of a (draws, ...) array: (..., 2)."""
+    """Highest-density interval along the first axis of a (draws, ...) array: (..., 2).
+
+    A single draw (a MAP) has no interval: its bounds are NaN, never a zero-width interval that
+    would read as certainty. Any fit with more draws (NUTS, or draws around a mode) gets its HDI.
+    """
     samples = np.asarray(samples)
     if samples.shape[0] == 1:
-        return np.stack([samples[0], samples[0]], axis=-1)
+        return np.full((*samples.shape[1:], 2), np.nan)
     flat = samples.reshape(samples.shape[0], -1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

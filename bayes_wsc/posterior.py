@@ -29,7 +29,8 @@ def summarize_columns(
     n_draws: int,
     ci: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean and HDI of `draws_of(columns) -> (draws, len(columns))`, one chunk of columns at a time."""
+    """Mean and HDI of `draws_of(columns) -> (draws, len(columns))`, one chunk of columns at a time.
+    With a single draw (a MAP) the bounds are NaN: a point has no interval (`inference.hdi`)."""
     mean = np.empty(n_columns)
     bounds = np.empty((n_columns, 2))
     step = max(1, CHUNK_FLOATS // max(n_draws, 1))

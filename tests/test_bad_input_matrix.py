@@ -279,7 +279,7 @@ def test_predict_empty_items_file(fitted, capsys, tmp_path):
     ("target_accept", float("nan")), ("wh", -1.0), ("wh", float("nan")), ("wh", "lots"), ("wh", None),
     ("w_concentration", 0), ("w_concentration", float("inf")), ("w_concentration", "1"),
     ("w_concentration", True), ("mu_prior", "student"), ("method", "vi"), ("backend", "stan"), ("seed", -1),
-    ("seed", "x"), ("seed", 1.5), ("model_file", 5),
+    ("seed", "x"), ("seed", 1.5), ("model_file", 5), ("model_settings", {"nu": 3}), ("model_settings", [1]),
 ])
 def test_api_settings_out_of_range_fail_before_fitting(tables, setting, value):
     clicks, groups = tables

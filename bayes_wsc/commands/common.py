@@ -51,7 +51,9 @@ def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws per chain")
     group.add_argument("--tune", type=non_negative_int, default=1000, help="NUTS tuning steps per chain")
     group.add_argument("--chains", type=positive_int, default=4, help="NUTS chains")
-    group.add_argument("--seed", type=int, default=None, help="random seed")
+    group.add_argument("--seed", type=int, default=None,
+                       help="random seed of restarts and NUTS (default: the package's fixed seed, 0, so that "
+                            "reruns agree)")
     group.add_argument("--backend", choices=("numpyro", "pymc", "nutpie", "blackjax"), default=None,
                        help="NUTS implementation (default: numpyro if installed, measured fastest)")
     group.add_argument("--target-accept", type=probability, default=0.8, help="NUTS target acceptance")
@@ -62,13 +64,62 @@ def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
+def setting(text: str) -> tuple[str, object]:
+    """KEY=VALUE of `--set`, the value read as a whole number, a number, true/false, none, or else text."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE with KEY a Python name, got {text!r}")
+    return key, setting_value(value.strip())
+
+
+def setting_value(text: str):
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def add_variant_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("model variant")
+    group.add_argument("--model", dest="model_file", default=None, metavar="FILE.py",
+                       help="a model variant file defining build_model(data, **settings) (see models/)")
+    group.add_argument("--set", dest="model_settings", type=setting, action="append", default=[],
+                       metavar="KEY=VALUE",
+                       help="a setting of the variant's build_model, repeatable; VALUE is read as a whole number, "
+                            "a number, true/false, none, or else text")
 
 
 def sampling_settings(args) -> dict:
-    """The estimator settings that `add_sampling_options` collects."""
-    return {"method": args.method, "draws": args.draws, "tune": args.tune, "chains": args.chains,
-            "seed": args.seed, "backend": args.backend, "target_accept": args.target_accept,
-            "precision": args.precision, "progressbar": not args.no_progress}
+    """The estimator settings that `add_sampling_options` and `add_variant_options` collect; the seed
+    only when given (else the estimator's fixed default)."""
+    settings = {"method": args.method, "draws": args.draws, "tune": args.tune, "chains": args.chains,
+                "backend": args.backend, "target_accept": args.target_accept, "precision": args.precision,
+                "progressbar": not args.no_progress}
+    if args.seed is not None:
+        settings["seed"] = args.seed
+    if hasattr(args, "model_file"):
+        settings["model_file"] = args.model_file
+        settings["model_settings"] = variant_settings(args.model_settings)
+    return settings
+
+
+def variant_settings(pairs: list[tuple[str, object]]) -> dict:
+    from bayes_wsc.errors import InputError
+
+    settings = {}
+    for key, value in pairs:
+        if key in settings:
+            raise InputError(f"--set {key} is given twice")
+        settings[key] = value
+    return settings
 
 
 def print_fit(est) -> None:
@@ -77,6 +128,8 @@ def print_fit(est) -> None:
 
     with pd.option_context("display.max_rows", 80, "display.width", 120):
         print(est.summary().round(3).to_string())
+    for note in est.summary_notes():
+        print(f"Note: {note}")
     messages = est.diagnostics_
     print()
     if messages:

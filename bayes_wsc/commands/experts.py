@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import add_sampling_options, columns, positive_float, positive_int, sampling_settings
+from bayes_wsc.commands.common import (add_sampling_options, add_variant_options, columns, positive_float,
+                                         positive_int, sampling_settings)
 
 HELP = "noisy experts' must-link / cannot-link constraints (Chang et al.): items + constraints or labels"
 
@@ -38,6 +39,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--accuracy-prior", type=accuracy_prior, default=(2.0, 2.0), metavar="A,B",
                        help="alpha, beta ~ 0.5 + 0.5 Beta(A, B) (default 2,2; 1,1 is uniform on [0.5, 1])")
     model.add_argument("--restarts", type=positive_int, default=20, help="random restarts of the MAP (default 20)")
+    add_variant_options(parser)
     add_sampling_options(parser)
 
 
@@ -45,6 +47,7 @@ def run(args) -> None:
     from bayes_wsc.commands.common import fit_save_report
     from bayes_wsc.data.pairwise import PairwiseConstraints
     from bayes_wsc.data.tables import read_table
+    from bayes_wsc.estimator import DEFAULT_SEED
 
     items = read_table(args.items, "items")
     constraints = read_table(args.constraints, "constraints") if args.constraints else None
@@ -52,7 +55,7 @@ def run(args) -> None:
     data = PairwiseConstraints.from_frames(
         items, constraints, labels, id_col=args.id_col, features=args.features,
         standardize=not args.no_standardize, max_pairs_per_expert=args.max_pairs_per_expert,
-        seed=0 if args.seed is None else args.seed,
+        seed=DEFAULT_SEED if args.seed is None else args.seed,
     )
     print(f"{data.n_items} items ({data.linked_items.size} in a constraint), {data.n_features} features, "
           f"{data.n_experts} experts, {data.n_constraints} constraints on {data.n_pairs} pairs", flush=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from bayes_wsc.commands.common import add_sampling_options, columns, positive_float, positive_int, sampling_settings
+from bayes_wsc.commands.common import (add_sampling_options, add_variant_options, columns, positive_float,
+                                         positive_int, sampling_settings)
 
 HELP = "a few labels among many items: prediction-constrained Gaussian mixture (Hughes et al.)"
 PATH_HELP = "prediction-constrained mixture at a grid of lam, warm-started, with the trade-off report"
@@ -61,6 +62,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     _add_model_options(parser).add_argument(
         "--lam", type=lam_value, required=True, metavar="L",
         help="weight of sum log p(y | x) in the PC objective (1 = the joint model)")
+    add_variant_options(parser)
     add_sampling_options(parser)
 
 
@@ -71,6 +73,7 @@ def add_path_parser(parser: argparse.ArgumentParser) -> None:
     model.add_argument(
         "--no-warm-start", action="store_true",
         help="do not start each lam from the previous lam's optimum (random restarts only)")
+    add_variant_options(parser)
     add_sampling_options(parser)
 
 

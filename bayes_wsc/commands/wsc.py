@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from bayes_wsc.commands.common import add_sampling_options, columns, positive_float, sampling_settings
+from bayes_wsc.commands.common import (add_sampling_options, add_variant_options, columns, positive_float,
+                                         sampling_settings)
 
 HELP = "noisy group averages (Wager et al.): clicks + per-group HE"
 
@@ -42,8 +43,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--wh", type=wh_value, default=10.0, help="weight of HE, 1/sigma_H^2; 'inf' fixes mu = HE")
     model.add_argument("--mu-prior", choices=("hierarchical", "flat"), default="hierarchical")
     model.add_argument("--w-concentration", type=positive_float, default=1.0, help="Dirichlet c of w0, w1")
-    model.add_argument("--model", dest="model_file", default=None, metavar="FILE.py",
-                       help="a model variant file defining build_model(data, **settings)")
+    add_variant_options(parser)
     add_sampling_options(parser)
 
 
@@ -63,6 +63,5 @@ def run(args) -> None:
     print(f"{data.n_groups} groups, {int(data.n_items.sum())} items, {data.n_bins} behavior bins", flush=True)
     from bayes_wsc.models.wsc import WSC  # PyMC loads only once the data are known to be good
 
-    est = WSC(wh=args.wh, mu_prior=args.mu_prior, w_concentration=args.w_concentration,
-              model_file=args.model_file, **sampling_settings(args))
+    est = WSC(wh=args.wh, mu_prior=args.mu_prior, w_concentration=args.w_concentration, **sampling_settings(args))
     fit_save_report(est, data, args)

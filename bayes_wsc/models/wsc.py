@@ -131,6 +131,18 @@ def add_estimands(data: GroupedCounts, mu, w):
     return pi
 
 
+def hierarchical_scale_fixed(data: GroupedCounts, wh: float, mu_prior: str = "hierarchical") -> dict:
+    """Where the MAP holds mu_scale: under the hierarchical F0 the joint mode puts it at 0 (every mu
+    at mu_loc: an unbounded density), so it is held at its moment estimate from HE,
+    var(HE) = mu_scale^2 + 1/WH, floored at half the spread of HE and at 0.1. None for a flat
+    F0 or WH = inf (mu fixed at HE)."""
+    if mu_prior != "hierarchical" or np.isinf(float(wh)):
+        return {}
+    spread = float(np.var(data.he))
+    noise = 1.0 / float(wh) if float(wh) > 0 else 0.0
+    return {"mu_scale": float(np.sqrt(max(spread - noise, 0.25 * spread, 0.01)))}
+
+
 def build_model(
     data: GroupedCounts,
     *,
@@ -176,6 +188,7 @@ class WSC(Estimator):
     precision : NumPyro's arithmetic; default float32 here, which halves the cost per gradient
         and keeps the posterior (the click term is centred; see `add_click_likelihood`).
     model_file : a variant file (see `models/`) whose `build_model(data, **settings)` replaces the default.
+    model_settings : the variant's own settings, passed to its `build_model` with the ones above.
 
     After `fit(data)`: `idata_` (InferenceData with `rho[bin]`, `pi`, `w0`, `w1`, `mu[group]`) and `model_`.
     """
@@ -183,6 +196,8 @@ class WSC(Estimator):
     model_name = "wsc"
     nuts_precision = "float32"
     estimands = ["rho", "pi", "w0", "w1", "mu_loc", "mu_scale", "sigma_h"]
+    internal_variables = ("mu",)
+    unit_dims = ("group",)
     required_attrs = ("model", "method", "settings", "behavior_levels")
     required_variables = {"posterior": ("rho", "pi", "mu", "w0", "w1"), "observed_data": ("counts", "he"),
                           "constant_data": ("n_items", "group_scale")}
@@ -193,7 +208,7 @@ class WSC(Estimator):
         self.mu_prior = mu_prior
         self.w_concentration = w_concentration
 
-    def model_settings(self) -> dict:
+    def build_settings(self) -> dict:
         return {"wh": float(self.wh), "mu_prior": self.mu_prior, "w_concentration": float(self.w_concentration)}
 
     def check_params(self) -> None:
@@ -208,7 +223,7 @@ class WSC(Estimator):
     def build_model(self, data: GroupedCounts) -> pm.Model:
         with warnings.catch_warnings():  # a weak WH is reported by model_checks, with or without a build
             warnings.filterwarnings("ignore", message="WH=", category=FitWarning)
-            return build_model(data, **self.model_settings())
+            return build_model(data, **self.build_settings())
 
     def initial_values(self, data: GroupedCounts) -> dict:
         """The paper's initialization (eq. 4.1-4.4): mu = HE and the naive w0, w1."""
@@ -217,14 +232,8 @@ class WSC(Estimator):
                 "mu_scale": max(float(np.std(data.he)), 0.1), "w0": w0, "w1": w1}
 
     def map_fixed(self, data: GroupedCounts) -> dict:
-        """Under the hierarchical F0 the joint mode puts mu_scale at 0 (every mu at mu_loc: an
-        unbounded density), so the MAP holds mu_scale at its moment estimate from HE,
-        var(HE) = mu_scale^2 + 1/WH, floored at half the spread of HE and at 0.1."""
-        if self.mu_prior != "hierarchical" or np.isinf(float(self.wh)):
-            return {}
-        spread = float(np.var(data.he))
-        noise = 1.0 / float(self.wh) if float(self.wh) > 0 else 0.0
-        return {"mu_scale": float(np.sqrt(max(spread - noise, 0.25 * spread, 0.01)))}
+        """mu_scale held at its moment estimate (`hierarchical_scale_fixed`): the joint mode is degenerate."""
+        return hierarchical_scale_fixed(data, self.wh, self.mu_prior)
 
     def data_groups(self, data: GroupedCounts) -> dict:
         return {
@@ -242,7 +251,8 @@ class WSC(Estimator):
         """Warn about a weak WH, and when chains disagree on which class is 'happy' (the orientation
         set by HE)."""
         weak = [weak_wh_message(self.wh)] if float(self.wh) < WEAK_WH else []
-        if self.method != "nuts" or "he" not in idata.observed_data or np.isinf(float(self.wh)):
+        if (self.method != "nuts" or "he" not in idata.observed_data or "mu" not in idata.posterior
+                or np.isinf(float(self.wh))):
             return weak
         he = idata.observed_data["he"].values
         if he.std() == 0:
@@ -271,7 +281,7 @@ class WSC(Estimator):
                              self.bins_, const["n_items"].values, const["group_scale"].values,
                              dict(attrs.get("data_settings", {})))
 
-    def report(self, out_dir, **kwargs):
+    def write_report(self, out_dir, **kwargs):
         """Write `out_dir/report.html`: rho(k) with intervals beside the paper's baselines, and more."""
         from bayes_wsc.report.wsc import write_report
 

@@ -65,7 +65,7 @@ def plot_experts(est, *, ci: float = 0.9, truth=None):
     n = len(table)
     fig, axes = new_figure(1, 3, width=11.0, height=1.2 + 0.38 * n, sharey=True)
     y = np.arange(n)[::-1]
-    has_interval = _method(est) == "nuts"
+    has_interval = inference.has_draws(est.idata_)
     panels = [("omega", r"$\omega$ = log($\alpha\beta$ / ((1-$\alpha$)(1-$\beta$)))", None),
               ("alpha", r"$\alpha$: sensitivity, P(must-link | same cluster)", (0.5, 1.0)),
               ("beta", r"$\beta$: specificity, P(cannot-link | different clusters)", (0.5, 1.0))]
@@ -316,7 +316,8 @@ def _summary_section(est, ci) -> Section:
                    "relabeling of the clusters.")
     return Section("Estimands", paragraphs=[
         "omega, alpha and beta per expert (sorted by omega), then the zero-sum clustering weights b[cluster] and "
-        "W[feature, cluster] on the standardized features."], tables=[(table, caption)])
+        "W[feature, cluster] on the standardized features, and a variant's own parameters.",
+        *est.summary_notes()], tables=[(table, caption)])
 
 
 def _diagnostics_section(est) -> Section:

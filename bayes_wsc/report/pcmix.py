@@ -300,7 +300,8 @@ def _estimands_section(est, ci: float) -> Section:
         caption = (f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat "
                    "(after relabeling).")
     return Section("Estimands", paragraphs=["pi[component], mean and sd[component, feature] in the data's units, "
-                                            "rho[component] (or rho[component, class])."],
+                                            "rho[component] (or rho[component, class]), and a variant's own "
+                                            "parameters.", *est.summary_notes()],
                    tables=[(table, caption)])
 
 

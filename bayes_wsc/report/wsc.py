@@ -553,8 +553,9 @@ def _mu_section(fits: dict, rhos: list[FitRho], data: GroupedCounts, ci: float, 
 
 # ---------------------------------------------------------------------- tables
 def _summary_section(fits: dict, ci: float) -> Section:
-    tables = []
+    tables, notes = [], []
     for label, est in fits.items():
+        notes += [f"{label}: {note}" for note in est.summary_notes()]
         table = est.summary(hdi_prob=ci).round(3)
         for column in table.columns:
             if column.startswith("ess"):
@@ -569,8 +570,8 @@ def _summary_section(fits: dict, ci: float) -> Section:
         tables.append((table, caption))
     return Section(
         "Estimands",
-        paragraphs=["rho(k) per bin, pi, the behavior distributions w0 (class 0) and w1 (class 1), and the "
-                    "hyperparameters of the prior on mu."],
+        paragraphs=["rho(k) per bin, pi, the behavior distributions w0 (class 0) and w1 (class 1), the "
+                    "hyperparameters of the prior on mu, and a variant's own parameters.", *notes],
         tables=tables,
     )
 
