@@ -21,6 +21,8 @@ cost    seconds of one MAP fit of the full data (its program built, as for new d
         check run after it (which refits the MAP from the cached program), at the Sec. 5 size and
         the headline scale (10,000 groups, 1M items, 30 bins); median of `--repeats` runs.
 
+Groups and HE (logit of each group's vote share) are built as in table1_real_data.py.
+
 Results go to benchmarks/results/aggregation_check_{cces,sims,cost}.csv; the figures are in
 benchmarks/RESULTS.md.
 """
@@ -37,7 +39,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, logit
 
 from bayes_wsc.checks.aggregation import PHI_MAX, aggregation_bias_check
 from bayes_wsc.data.grouped import GroupedCounts
@@ -45,9 +46,6 @@ from bayes_wsc.errors import FitWarning
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-AGE_BANDS = ([17, 29, 44, 64, 200], ["18-29", "30-44", "45-64", "65+"])
-GROUPINGS = {"state": (), "state_gender": ("female",), "state_age": ("age_band",),
-             "state_age_gender": ("age_band", "female")}
 CCES_SETTINGS = {"wh": float("inf"), "w_concentration": 2.0}
 
 
@@ -60,25 +58,6 @@ def table1():
         sys.modules[name] = module
         spec.loader.exec_module(module)
     return sys.modules[name]
-
-
-def prepare() -> pd.DataFrame:
-    """table1's CCES frame with `age_band` and a group column per grouping."""
-    frame = table1().prepare()
-    frame["age_band"] = pd.cut(frame["age"], AGE_BANDS[0], labels=AGE_BANDS[1]).astype(str)
-    for name, extra in GROUPINGS.items():
-        frame[name] = frame["state"].astype(str).str.cat([frame[c].astype(str) for c in extra], sep=":") \
-            if extra else frame["state"].astype(str)
-    return frame
-
-
-def grouped_counts(frame: pd.DataFrame, group_col: str, behavior: list[str]) -> GroupedCounts:
-    """Counts per group and bin, HE = logit of each group's vote share (clipped to [0.5/n, 1 - 0.5/n])."""
-    shares = frame.groupby(group_col)["vote_trump"].agg(["mean", "size"]).reset_index()
-    n = shares["size"].to_numpy(float)
-    he = logit(np.clip(shares["mean"].to_numpy(float), 0.5 / n, 1 - 0.5 / n))
-    groups = pd.DataFrame({group_col: shares[group_col].astype(str), "he": he})
-    return GroupedCounts.from_frames(frame[[group_col, *behavior]], groups, group_col=group_col, behavior=behavior)
 
 
 def fit_map(data: GroupedCounts, **settings):
@@ -123,7 +102,7 @@ def stability_alternatives(data: GroupedCounts, seed: int, n_halvings: int = 5, 
 
 # ---------------------------------------------------------------------- parts
 def run_cces(specs, groupings, n_splits: int, seed: int, alternatives: bool, log) -> pd.DataFrame:
-    frame = prepare()
+    frame = table1().prepare()
     splits = table1().group_splits(frame["state"], n_splits, seed)
     rows = []
     for spec in specs:
@@ -132,7 +111,7 @@ def run_cces(specs, groupings, n_splits: int, seed: int, alternatives: bool, log
             for split, (train_ids, test_ids) in enumerate(splits):
                 train = frame[frame["state"].isin(set(train_ids))]
                 test = frame[frame["state"].isin(set(test_ids))]
-                data = grouped_counts(train, grouping, behavior)
+                data = table1().training_counts(train, behavior, grouping)
                 start = time.perf_counter()
                 row = aggregation_bias_check(data, dict(CCES_SETTINGS), seed=split)
                 seconds = time.perf_counter() - start
@@ -201,7 +180,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", default="cces,sims,cost")
     parser.add_argument("--specs", default="paper", help="table1_real_data.py's behavior bins")
-    parser.add_argument("--groupings", default="state,state_age_gender", help=f"of {list(GROUPINGS)}")
+    parser.add_argument("--groupings", default="state,state_age_gender",
+                        help="of table1_real_data.py's GROUPINGS")
     parser.add_argument("--splits", type=int, default=10)
     parser.add_argument("--sims", type=int, default=40)
     parser.add_argument("--sizes", default="500x100x15,10000x100x30")
