@@ -133,6 +133,11 @@ def run_cces(specs, groupings, n_splits: int, seed: int, alternatives: bool, log
                 log(f"[{spec} {grouping}] split {split + 1}/{n_splits}: phi {out['phi']:.2f} "
                     f"flagged {out['flagged']}; latent RMSE {out['latent_rmse']:.3f} vs null {out['null_rmse']:.3f}"
                     + (f"; flip {out['flip_share']:.3f} (x{out['flip_ratio']:.2f} the model's)" if alternatives else ""))
+            # all 51 states at once: phi should not move with the number of groups
+            row = aggregation_bias_check(table1().training_counts(frame, behavior, grouping), dict(CCES_SETTINGS))
+            rows.append({"spec": spec, "grouping": grouping, "split": "all", "groups": frame[grouping].nunique(),
+                         "phi": row["statistic"], "p_value": row["p_value"], "flagged": row["flagged"]})
+            log(f"[{spec} {grouping}] all states: phi {row['statistic']:.2f} flagged {row['flagged']}")
     return pd.DataFrame(rows)
 
 
@@ -199,6 +204,9 @@ def main(argv=None) -> int:
         cces = run_cces(args.specs.split(","), args.groupings.split(","), args.splits, args.seed,
                         args.alternatives, log)
         cces.to_csv(RESULTS / "aggregation_check_cces.csv", index=False, float_format="%.4f")
+        log("\nall 51 states: " + ", ".join(f"{r.spec} {r.grouping} phi {r.phi:.2f}"
+                                            for r in cces[cces["split"] == "all"].itertuples()))
+        cces = cces[cces["split"] != "all"]
         summary = cces.groupby(["spec", "grouping"], sort=False).agg(
             groups=("groups", "median"), flagged=("flagged", "sum"), splits=("split", "count"),
             phi_min=("phi", "min"), phi_median=("phi", "median"), phi_max=("phi", "max"),
