@@ -51,6 +51,12 @@ def test_does_not_flag_data_from_the_model():
     assert 0 < row["p_value"] < 1 and row["message"].startswith("no sign of aggregation bias")
 
 
+def test_too_few_groups_is_said_not_flagged():
+    row = aggregation_bias_check(grouped_behavior(n_groups=2, items=30, n_bins=3), {"wh": float("inf")})
+    assert row["flagged"] is False and math.isnan(row["statistic"]) and math.isnan(row["p_value"])
+    assert row["message"].startswith("aggregation bias not checked")
+
+
 def test_dispersion_is_zero_at_the_expected_counts_and_ignores_down_weighting():
     w0, w1 = emissions_from_rho(sec5_rho(4))
     mu = np.array([-1.0, 0.0, 0.5, 2.0])
