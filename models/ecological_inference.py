@@ -3,9 +3,11 @@
     y_i ~ BetaBinomial(N_i, phi p_i, phi (1 - p_i)),  p_i = sum_k c_ik sigmoid(a_k),  a_k = a_0 + sigma_a z_k
 
 c_ik is group i's share of items in bin k, N_i its items, y_i = sigmoid(HE_i) N_i (HE read as exact, the
-WH = inf reading; `wh`, `mu_prior`, `w_concentration` are ignored). Unlike the default model, the items'
-bins are not modelled given the class, so behavior that depends on the group beyond the class (aggregation
-bias) does not distort rho; phi absorbs group shares that the composition does not explain.
+WH = inf reading; `wh`, `mu_prior`, `w_concentration` are ignored). Unlike the default model, the bins are
+not modelled given the class, so groups whose bin mixes differ for other reasons do not pull rho (the
+default model's aggregation bias, bayes_wsc.checks.aggregation); phi absorbs shares that the composition
+does not explain. It still assumes that P(class 1 | bin) is the same in every group, and is biased where
+that fails too (CCES 2016 by state: benchmarks/RESULTS.md).
 rho[bin] = sigmoid(a_k). With q_k the pooled bin shares (one item added per bin), pi = sum_k q_k rho_k,
 w1 = q rho / pi and w0 = q (1 - rho) / (1 - pi) follow by Bayes' rule. Every group's item is classified
 from its bin alone, so mu[group] = logit(pi) for all groups (predict's group formula then gives rho);
