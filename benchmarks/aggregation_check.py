@@ -1,8 +1,11 @@
 """The first model's aggregation-bias check (`bayes_wsc.checks.aggregation`) against its targets.
 
     python benchmarks/aggregation_check.py                    # all parts, about 15 minutes on 2 cores
+    python benchmarks/aggregation_check.py --parts cces,sims --alternatives
     python benchmarks/aggregation_check.py --parts cces --specs paper,religion,ideology \\
-        --groupings state,state_gender,state_age,state_age_gender --alternatives
+        --groupings state,state_gender,state_age,state_age_gender \\
+        --cces-out benchmarks/results/aggregation_check_cces_sweep.csv
+    python benchmarks/aggregation_check.py --parts cost --repeats 3
 
 Parts:
 cces    CCES 2016 (`load_cces2016`), the protocol of table1_real_data.py: 10 random halvings of the
@@ -193,6 +196,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--alternatives", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cces-out", type=Path, default=RESULTS / "aggregation_check_cces.csv")
     args = parser.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
 
@@ -203,7 +207,7 @@ def main(argv=None) -> int:
     if "cces" in parts:
         cces = run_cces(args.specs.split(","), args.groupings.split(","), args.splits, args.seed,
                         args.alternatives, log)
-        cces.to_csv(RESULTS / "aggregation_check_cces.csv", index=False, float_format="%.4f")
+        cces.to_csv(args.cces_out, index=False, float_format="%.4f")
         log("\nall 51 states: " + ", ".join(f"{r.spec} {r.grouping} phi {r.phi:.2f}"
                                             for r in cces[cces["split"] == "all"].itertuples()))
         cces = cces[cces["split"] != "all"]
