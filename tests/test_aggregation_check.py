@@ -16,6 +16,7 @@ from scipy.special import expit
 from bayes_wsc.checks.aggregation import PHI_MAX, aggregation_bias_check, dispersion
 from bayes_wsc.data.grouped import GroupedCounts
 from bayes_wsc.errors import InputError
+from bayes_wsc.models.wsc import WSC
 from bayes_wsc.simulate.wsc import emissions_from_rho, sec5_rho
 
 KEYS = {"check", "statistic", "reference", "p_value", "flagged", "message"}
@@ -44,15 +45,21 @@ def test_flags_group_dependent_behavior_and_names_groups():
     assert "aggregation bias" in row["message"] and "'g" in row["message"] and "\n" not in row["message"]
 
 
-def test_does_not_flag_data_from_the_model():
-    row = aggregation_bias_check(grouped_behavior(seed=4), {"wh": float("inf")})
+def test_does_not_flag_data_from_the_model_and_takes_a_fits_map():
+    data = grouped_behavior(seed=4)
+    row = aggregation_bias_check(data, {"wh": 10.0})
     assert set(row) == KEYS
-    assert row["flagged"] is False and 0.8 < row["statistic"] < 1.2  # 0.88-1.17 over seeds 1-10
+    assert row["flagged"] is False and 0.8 < row["statistic"] < 1.2  # 0.83-1.17 over seeds 1-10
     assert 0 < row["p_value"] < 1 and row["message"].startswith("no sign of aggregation bias")
+    posterior = WSC(wh=10.0, method="map").fit(data).idata_.posterior
+    given = {n: posterior[n].values[0, 0] for n in ("mu", "w0", "w1", "mu_scale")}
+    assert aggregation_bias_check(data, {"wh": 10.0}, map_point=given) == row
 
 
 def test_too_few_groups_is_said_not_flagged():
-    row = aggregation_bias_check(grouped_behavior(n_groups=2, items=30, n_bins=3), {"wh": float("inf")})
+    data = grouped_behavior(n_groups=2, items=30, n_bins=3)
+    point = {"mu": data.he, "w0": np.full(3, 1 / 3), "w1": np.full(3, 1 / 3)}
+    row = aggregation_bias_check(data, {"wh": float("inf")}, map_point=point)
     assert row["flagged"] is False and math.isnan(row["statistic"]) and math.isnan(row["p_value"])
     assert row["message"].startswith("aggregation bias not checked")
 

@@ -38,11 +38,14 @@ SETTINGS = ("wh", "mu_prior", "w_concentration")
 N_NAMED = 3
 
 
-def aggregation_bias_check(data: GroupedCounts, settings: dict, *, seed: int = 0) -> dict:
+def aggregation_bias_check(data: GroupedCounts, settings: dict, *, seed: int = 0,
+                           map_point: dict | None = None) -> dict:
     """One row `check, statistic, reference, p_value, flagged, message`: phi against `PHI_MAX`.
 
     `settings` are the WSC model settings (`wh`, `mu_prior`, `w_concentration`); the check fits the
-    model's MAP to `data` with them and measures the bin counts' dispersion around it.
+    model's MAP to `data` with them and measures the bin counts' dispersion around it. A caller that
+    holds that MAP already (a fit's `mu`, `w0`, `w1`, and `mu_scale` under the hierarchical prior)
+    passes it as `map_point`, and the check costs no fit.
     """
     from bayes_wsc.models.wsc import check_settings
 
@@ -58,7 +61,10 @@ def aggregation_bias_check(data: GroupedCounts, settings: dict, *, seed: int = 0
         except ValueError:
             raise InputError(f"wh must be a number or inf, got {full['wh']!r}") from None
     check_settings(full["wh"], full["mu_prior"], full["w_concentration"], warn=False)
-    mu, w0, w1, prior_precision = _map_point(data, full, seed)
+    if map_point is None:
+        map_point = _map_point(data, full, seed)
+    mu, w0, w1 = (np.asarray(map_point[n], float) for n in ("mu", "w0", "w1"))
+    prior_precision = 1.0 / float(map_point.get("mu_scale", math.inf)) ** 2
     phi, df, x2, per_group = dispersion(data, mu, w0, w1, wh=float(full["wh"]), prior_precision=prior_precision)
     if not df >= 1:
         return {"check": CHECK, "statistic": math.nan, "reference": PHI_MAX, "p_value": math.nan,
@@ -95,16 +101,14 @@ def dispersion(data: GroupedCounts, mu, w0, w1, *, wh: float, prior_precision: f
     return (x2 / df if df > 0 else math.nan), df, x2, per_group
 
 
-def _map_point(data: GroupedCounts, settings: dict, seed: int):
-    """mu, w0, w1 at the MAP of the model with these settings, and mu's prior precision 1 / mu_scale^2."""
+def _map_point(data: GroupedCounts, settings: dict, seed: int) -> dict:
+    """mu, w0, w1 (and mu_scale, if the model has it) at the MAP of the model with these settings."""
     from bayes_wsc.models.wsc import WSC
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)  # the user's own fit reports its diagnostics
         posterior = WSC(method="map", seed=seed, progressbar=False, **settings).fit(data)._fitted().posterior
-    point = {n: posterior[n].values[0, 0] for n in ("mu", "w0", "w1")}
-    scale = float(posterior["mu_scale"].values[0, 0]) if "mu_scale" in posterior else math.inf
-    return point["mu"], point["w0"], point["w1"], 1.0 / scale ** 2
+    return {n: posterior[n].values[0, 0] for n in ("mu", "w0", "w1", "mu_scale") if n in posterior}
 
 
 def _message(phi, p_value, flagged, group_ids, per_group) -> str:
