@@ -87,6 +87,11 @@ def test_bad_settings_are_one_line(settings, named):
     assert named in str(caught.value) and "\n" not in str(caught.value)
 
 
+def test_bad_seed_is_one_line():
+    with pytest.raises(InputError, match="seed"):
+        aggregation_bias_check(grouped_behavior(n_groups=4, items=5), {"wh": 10.0}, seed=-1)
+
+
 # ---------------------------------------------------------------------- slow: CCES 2016
 BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks" / "aggregation_check.py"
 

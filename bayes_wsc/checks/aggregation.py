@@ -12,8 +12,9 @@ mixes vary than the multinomial allows. Under the model phi is 1 at any number o
 spread shrinks as the groups grow in number); the model's information about w0, w1 is overstated about
 phi times. It is flagged above `PHI_MAX`, an effect size (with p < `ALPHA` so that few cells do not
 flag on noise), chosen by measurement on CCES 2016 and simulations (benchmarks/aggregation_check.py,
-benchmarks/RESULTS.md). It needs one MAP fit of the same data and settings, the program of which is
-cached when the user's fit was a MAP, so it costs about one MAP for MAP and NUTS fits alike.
+benchmarks/RESULTS.md). It needs the MAP of the same data and settings: handed over by the caller
+(`map_point`, free), or refitted from the program the user's fit left in the cache (about one MAP's
+optimizer run), for MAP and NUTS fits alike.
 """
 
 from __future__ import annotations
@@ -47,25 +48,20 @@ def aggregation_bias_check(data: GroupedCounts, settings: dict, *, seed: int = 0
     holds that MAP already (a fit's `mu`, `w0`, `w1`, and `mu_scale` under the hierarchical prior)
     passes it as `map_point`, and the check costs no fit.
     """
-    from bayes_wsc.models.wsc import check_settings
+    from bayes_wsc.models.wsc import WSC
 
     if not isinstance(settings, dict):
         raise InputError(f"settings must be a dict of WSC model settings {SETTINGS}, got {settings!r}")
     unknown = sorted(set(settings) - set(SETTINGS))
     if unknown:
         raise InputError(f"settings has {unknown[0]!r}, which is not a WSC model setting {SETTINGS}")
-    full = {"wh": 10.0, "mu_prior": "hierarchical", "w_concentration": 1.0, **settings}
-    if isinstance(full["wh"], str):
-        try:
-            full["wh"] = float(full["wh"])
-        except ValueError:
-            raise InputError(f"wh must be a number or inf, got {full['wh']!r}") from None
-    check_settings(full["wh"], full["mu_prior"], full["w_concentration"], warn=False)
+    estimator = WSC(method="map", seed=seed, progressbar=False, **settings)
+    estimator.check_params()  # every setting and the seed, one line each, before any fit
     if map_point is None:
-        map_point = _map_point(data, full, seed)
+        map_point = _map_point(estimator, data)
     mu, w0, w1 = (np.asarray(map_point[n], float) for n in ("mu", "w0", "w1"))
     prior_precision = 1.0 / float(map_point.get("mu_scale", math.inf)) ** 2
-    phi, df, x2, per_group = dispersion(data, mu, w0, w1, wh=float(full["wh"]), prior_precision=prior_precision)
+    phi, df, x2, per_group = dispersion(data, mu, w0, w1, wh=float(estimator.wh), prior_precision=prior_precision)
     if not df >= 1:
         return {"check": CHECK, "statistic": math.nan, "reference": PHI_MAX, "p_value": math.nan,
                 "flagged": False, "message": f"aggregation bias not checked: {data.n_groups} groups in "
@@ -101,13 +97,11 @@ def dispersion(data: GroupedCounts, mu, w0, w1, *, wh: float, prior_precision: f
     return (x2 / df if df > 0 else math.nan), df, x2, per_group
 
 
-def _map_point(data: GroupedCounts, settings: dict, seed: int) -> dict:
-    """mu, w0, w1 (and mu_scale, if the model has it) at the MAP of the model with these settings."""
-    from bayes_wsc.models.wsc import WSC
-
+def _map_point(estimator, data: GroupedCounts) -> dict:
+    """mu, w0, w1 (and mu_scale, if the model has it) at the MAP of `estimator`'s model."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)  # the user's own fit reports its diagnostics
-        posterior = WSC(method="map", seed=seed, progressbar=False, **settings).fit(data)._fitted().posterior
+        posterior = estimator.fit(data)._fitted().posterior
     return {n: posterior[n].values[0, 0] for n in ("mu", "w0", "w1", "mu_scale") if n in posterior}
 
 
@@ -120,5 +114,5 @@ def _message(phi, p_value, flagged, group_ids, per_group) -> str:
             f"(more than {PHI_MAX:g}; p = {p_value:.2g}), most in groups {worst}. The model assumes that behavior "
             "depends on the group only through the class; here it does not, so rho(k) may be pushed toward 0 "
             f"and 1 or turned around, and its intervals are about {math.sqrt(phi):.1f} times too narrow. Group "
-            "the items more finely (groups whose members are alike), or fit models/ecological_inference.py, "
-            "before trusting rho.")
+            "the items more finely (groups whose members are alike) before trusting rho; "
+            "models/ecological_inference.py drops the assumption about behavior but keeps one about the shares.")
