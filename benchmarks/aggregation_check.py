@@ -168,7 +168,8 @@ def run_cost(sizes, repeats: int, log) -> pd.DataFrame:
     rows = []
     for n_groups, items, n_bins in sizes:
         fits, checks, given = [], [], []
-        for rep in range(repeats):  # new data each time: the MAP builds its program, as for a user's new data
+        for rep in range(repeats):  # new data each repeat: the first run of this command builds each MAP program
+            # (as for a user's new data); a second run finds them all in the disk cache
             data, _ = simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins,
                                    sigma_h=1 / np.sqrt(10), seed=5000 + rep)
             start = time.perf_counter()
