@@ -26,7 +26,8 @@ from bayes_wsc.simulate.experts import simulate_experts_model
 MODELS = Path(__file__).resolve().parents[1] / "models"
 VARIANTS = {p.stem: p for p in MODELS.glob("*.py")}
 #: the model each shipped variant belongs to
-MODEL_OF = {"learned_rater_noise": "wsc", "product_emissions": "wsc", "experts_symmetric": "experts",
+MODEL_OF = {"learned_rater_noise": "wsc", "product_emissions": "wsc", "ecological_inference": "wsc",
+            "experts_symmetric": "experts",
             "pcmix_tied_variances": "pcmix"}
 
 

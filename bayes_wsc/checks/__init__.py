@@ -1,0 +1,1 @@
+"""Checks of a fitted model against its known failures, one module per check."""
