@@ -126,7 +126,7 @@ def check_probabilities(predictions, items) -> None:
         bad = ~((values >= 0) & (values <= 1))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise InputError(f"the prediction {name!r} of items row {row + 1} is {values[row]!r}, not a "
+            raise InputError(f"the prediction {name!r} of items row {row + 1} is {float(values[row])!r}, not a "
                              "probability: the model's arithmetic failed on this row; nothing was written")
 
 
