@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from bayes_wsc.cli import check_probabilities, main
-from bayes_wsc.data.grouped import MAX_TOTAL_WEIGHT, GroupedCounts
+from bayes_wsc.data.grouped import MAX_GROUP_WEIGHT, GroupedCounts
 from bayes_wsc.data.labeled import LabeledItems
 from bayes_wsc.data.pairwise import PairwiseConstraints
 from bayes_wsc.data.tables import describe_columns, key_text, read_table, require_columns
@@ -52,7 +52,7 @@ def test_names_with_spaces_are_matched_and_given_back(tmp_path):
 def test_another_delimiter_is_named_and_sep_reads_it(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("group;he\na;1,5\n")
-    with pytest.raises(InputError, match=r"seems to use semicolons \(';'\) between columns, not commas .*--sep semicolon"):
+    with pytest.raises(InputError, match=r"seems to use semicolons \(';'\) between columns, not commas .*--sep semi"):
         read_table(path, "groups")
     assert read_table(path, "groups", sep=";")["he"].tolist() == ["1,5"]
     (tmp_path / "t.tsv").write_text("group\the\na\t1\n")
@@ -100,12 +100,13 @@ def test_column_names_are_quoted_and_a_near_miss_is_named():
 def test_weights_beyond_what_the_model_holds_name_the_row():
     clicks = pd.DataFrame({"group": ["a", "b", "a"], "b": ["x", "y", "x"], "w": [1.0, 1e300, 1.0]})
     groups = pd.DataFrame({"group": ["a", "b"], "he": [0.0, 1.0]})
-    with pytest.raises(InputError, match=r"clicks column 'w' has value 1e\+300 \(row 2\): the weights add up to 1e\+300"):
+    with pytest.raises(InputError, match=r"clicks column 'w' has value 1e\+300 \(row 2\): group 'b' weighs 1e\+300"):
         GroupedCounts.from_frames(clicks, groups, weight_col="w")
     data = GroupedCounts.from_frames(clicks, groups, weight_col="w", max_group_weight=100)  # capped: fine
     assert data.counts.sum() <= 200
-    with pytest.raises(InputError, match="more than the 1e\\+09"):
-        GroupedCounts.from_counts(np.full((2, 2), MAX_TOTAL_WEIGHT), np.zeros(2))
+    with pytest.raises(InputError, match=r"group '1' holds 1\.2e\+07 weighted items, more than the 1e\+07"):
+        GroupedCounts.from_counts(np.array([[0.1, 0.1], [0.6, 0.6]]) * MAX_GROUP_WEIGHT, np.zeros(2))
+    GroupedCounts.from_counts(np.full((2, 2), MAX_GROUP_WEIGHT / 2), np.zeros(2))
 
 
 def test_he_out_of_range_names_column_row_and_value():

@@ -107,7 +107,8 @@ def test_aliases_of_an_input_are_refused(tmp_path):
                          out=output_file("fit file")(str(tmp_path / out)))
         with pytest.raises(InputError, match="clicks file .*which it would replace"):
             paths.check()
-    paths_of(clicks=input_table("clicks file")(str(clicks)), out=output_file("fit file")(str(tmp_path / "f.nc"))).check()
+    paths_of(clicks=input_table("clicks file")(str(clicks)),
+             out=output_file("fit file")(str(tmp_path / "f.nc"))).check()
 
 
 def test_an_input_under_a_name_an_output_folder_writes_is_refused(tmp_path):
@@ -146,7 +147,8 @@ def test_two_outputs_on_one_path(tmp_path):
     with pytest.raises(InputError, match="would be replaced by the report folder"):
         paths_of(out=fit, report=report).check()
     with pytest.raises(InputError, match="are the same file"):
-        paths_of(out=output_file("fit file")(str(tmp_path / "x")), other=output_file("table")(str(tmp_path / "x"))).check()
+        paths_of(out=output_file("fit file")(str(tmp_path / "x")),
+                 other=output_file("table")(str(tmp_path / "x"))).check()
 
 
 def test_unwritable_outputs(tmp_path):

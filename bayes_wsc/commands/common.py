@@ -47,7 +47,8 @@ def separator(text: str) -> str:
     """One character that separates the columns of CSV files; 'tab' (or \\t), 'semicolon'... by name."""
     sep = SEPARATOR_NAMES.get(text.lower(), text)
     if len(sep) != 1 or sep in "\"\r\n":
-        raise argparse.ArgumentTypeError(f"expected one character (or tab, comma, semicolon, pipe, space), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected one character (or tab, comma, semicolon, pipe, space), got {text!r}")
     return sep
 
 

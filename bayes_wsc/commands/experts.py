@@ -49,10 +49,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> None:
     from bayes_wsc.commands.common import fit_save_report
-    from bayes_wsc.data.pairwise import PairwiseConstraints
+    from bayes_wsc.data.pairwise import CONSTRAINT_COLUMNS, LABEL_COLUMNS, PairwiseConstraints
     from bayes_wsc.data.tables import read_table
-
-    from bayes_wsc.data.pairwise import CONSTRAINT_COLUMNS, LABEL_COLUMNS
 
     # ids, experts and labels are text: '001' stays '001'
     items = read_table(args.items, "items", sep=args.sep, text_columns=[args.id_col])

@@ -64,7 +64,8 @@ def run(args) -> None:
     if is_parquet_source(args.clicks):
         data = grouped_counts_from_parquet(args.clicks, groups, scheduler=args.scheduler, **options)
     else:
-        data = GroupedCounts.from_frames(read_table(args.clicks, "clicks", sep=args.sep, text_columns=keys), groups, **options)
+        clicks = read_table(args.clicks, "clicks", sep=args.sep, text_columns=keys)
+        data = GroupedCounts.from_frames(clicks, groups, **options)
     empty = int((data.group_totals <= 0).sum())
     print(f"{data.n_groups} groups{f' ({empty} without items)' if empty else ''}, {int(data.n_items.sum())} items, "
           f"{data.n_bins} behavior bins", flush=True)

@@ -66,8 +66,8 @@ def read_table(path: str | Path, what: str = "table", *, sep: str | None = None,
         raise InputError(f"{what} file {str(path)!r} could not be read: {first_line}") from None
     except Exception as exc:  # noqa: BLE001 - pyarrow's ArrowInvalid and kin derive from Exception only
         if type(exc).__module__.startswith("pyarrow"):
-            raise InputError(f"{what} file {str(path)!r} could not be read as Parquet: "
-                             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"{what} file {str(path)!r} could not be read as Parquet: {first_line}") from None
         raise
     frame = _strip_names(frame)
     if text_columns:
@@ -255,7 +255,8 @@ def key_column(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
     raw = frame[column]
     if raw.isna().any():
         row = int(np.flatnonzero(raw.isna().to_numpy())[0])
-        raise InputError(f"{what} column {column!r} has a missing id (row {row + 1})")
+        raise InputError(f"{what} column {column!r} has a missing id (row {row + 1}: an empty cell, or a text "
+                         "such as NA or null that tables read as missing)")
     return key_text(raw)
 
 
