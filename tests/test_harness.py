@@ -21,8 +21,9 @@ until it has one). A row needs:
   columns and the numeric columns that values may be corrupted in);
 * ``outputs``: each output placeholder and the name it gets: a file name ("fit.nc") or a
   folder name ending in "/" ("report/");
-* ``check``: what a correct output is (`FIT`, `PREDICTIONS`, `REPORT`, `PRINTED`, or your own
-  function of the output paths and the captured stdout);
+* ``check``: what a correct output is: `FIT`, `PREDICTIONS`, `REPORT`, `PRINTED`, or your own
+  function ``check(paths, stdout, tables)`` that asserts on the outputs (``paths["out"]``...) and
+  returns a value that the clean run's must equal when a mutation only changes the file's form;
 * ``skip`` (optional): mutations that only the reader sees (`READING`), when another row already
   puts the same kind of table through the same reader;
 * ``examples`` (optional): hypothesis cases per kind of mutation (default 1; 0 for a row without
