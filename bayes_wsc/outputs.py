@@ -64,7 +64,7 @@ def _declare(role: str, what: str, kind: str, contents: tuple[str, ...] = ()):
         return path
 
     parse.__name__ = what  # argparse names the type in its messages
-    parse.role, parse.kind = role, kind  # what a test of the parser can see
+    parse.role, parse.kind, parse.contents = role, kind, tuple(contents)  # what a test of the parser can see
     return parse
 
 

@@ -531,6 +531,19 @@ def check_mutations(harness, index: int, kind: str | None, examples: int, derand
 ALIASES = ("same path", "hard link", "symbolic link")
 
 
+def declared_type(entry: Entry, output: str):
+    """The argparse type that declares an output of `entry` (see `bayes_wsc.outputs`)."""
+    parser = build_parser()
+    for word in entry.argv:
+        subs = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+        if not subs or word not in subs[0].choices:
+            break
+        parser = subs[0].choices[word]
+    option = entry.argv[entry.argv.index("{" + output + "}") - 1]
+    (action,) = [a for a in parser._actions if option in a.option_strings]
+    return action.type
+
+
 def alias_cases():
     for index, entry in enumerate(ENTRY_POINTS):
         inputs = list(entry.tables) + [a[1:-1] for a in entry.argv if a.startswith("{fit:")]
@@ -559,7 +572,7 @@ def test_outputs_never_replace_inputs(harness, tmp_path, index, output, source, 
     position = argv.index(paths[output])
     folder = entry.outputs[output].endswith("/")
     if folder:  # the input, or a link to it, sits in the output folder under a name the command writes there
-        name = {"report/": "report.html", "path/": "path.csv", "demo/": "clicks.csv"}[entry.outputs[output]]
+        name = declared_type(entry, output).contents[0].replace("*", "1")
         place = outputs / "folder" / name
         place.parent.mkdir()
         argv[position] = str(place.parent)
