@@ -267,6 +267,7 @@ class Estimator:
             labels = model_labels(model)
             coords, dims = labels["coords"], labels["dims"]
         self.__dict__.pop("_idata", None)
+        check_finite(draws.posterior)
         self._groups = self._assemble(coords, dims, draws, data, fit_info)
         with self.variant_errors("the diagnostics"):
             if self.method == "nuts":
@@ -423,6 +424,14 @@ class Estimator:
     def write_report(self, out_dir, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} has no report")
 
+    # ------------------------------------------------------------------ predictions
+    def key_columns(self) -> list[str]:
+        """The columns of new items that hold ids (the fit's group or id column), which readers
+        keep as text: '001' stays '001' (`data.tables.read_table(text_columns=...)`)."""
+        self._check_fitted()
+        settings = inference.get_attrs(self._fitted()).get("data_settings", {})
+        return [settings[k] for k in ("group_col", "id_col") if isinstance(settings.get(k), str)]
+
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
         """Write the fit as netCDF: draws, data, coords and every setting (no pickle)."""
@@ -492,6 +501,20 @@ def _check_accepts(build_model, settings: dict, path) -> None:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def check_finite(posterior: dict) -> None:
+    """Refuse a fit whose draws hold NaN or infinity: a number the arithmetic could not hold is
+    never saved or reported as a result."""
+    import numpy as np
+
+    for name, values in posterior.items():
+        values = np.asarray(values)
+        if values.dtype.kind in "fc" and not np.isfinite(values).all():
+            bad = int((~np.isfinite(values)).sum())
+            raise InputError(f"the fit produced {bad} non-finite value{'s' if bad > 1 else ''} of {name!r} "
+                             f"(of {values.size}): the data are beyond what the model's arithmetic holds "
+                             "(look for extreme values); nothing was saved")
 
 
 def _restricted(values, names):

@@ -60,7 +60,7 @@ from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.pairwise import FeatureScaling, PairwiseConstraints
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.posterior import CHUNK_FLOATS, stacked, summarize_columns
+from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -561,11 +561,7 @@ class NoisyExperts(Estimator):
         self._check_fitted()
         _check_ci(ci)
         features = self.scaling_.transform(items, "items")
-        added = self._membership_frame(features, ci, index=items.index)
-        clash = [c for c in added.columns if c in items.columns]
-        if clash:
-            raise InputError(f"items already has a column {clash[0]!r}, which predict would overwrite; rename it")
-        return pd.concat([items, added], axis=1)
+        return append_predictions(items, self._membership_frame(features, ci, index=items.index))
 
     # ------------------------------------------------------------------ report
     def write_report(self, out_dir, **kwargs):

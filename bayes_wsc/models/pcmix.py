@@ -49,7 +49,7 @@ from bayes_wsc.baselines.pcmix import LOG_2PI, Params, Priors, check_components,
 from bayes_wsc.data.labeled import LabeledItems, standardize
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.posterior import stacked, summarize_columns
+from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
 from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -495,7 +495,7 @@ class PCMixture(Estimator):
         const = self.idata_.constant_data
         x_std = standardize(items, self.features_, const["center"].values, const["scale"].values, "items")
         result = self.predict_arrays(x_std, ci)
-        out = items.copy()
+        out = {}
         classes = self.classes_
         if len(classes) == 2:
             out["prob"], out["prob_low"], out["prob_high"] = (result[f"label_{s}"][:, 1] for s in ("mean", "low", "high"))
@@ -508,7 +508,7 @@ class PCMixture(Estimator):
         out["cluster"] = np.asarray(components)[result["cluster_mean"].argmax(axis=1)]
         for k, name in enumerate(components):
             out[f"cluster_prob_{name}"] = result["cluster_mean"][:, k]
-        return out
+        return append_predictions(items, out)
 
     def scores(self, data: LabeledItems | None = None, y: np.ndarray | None = None) -> dict[str, float]:
         """How the fit explains x and predicts y on `data` (default: the training items).
@@ -648,17 +648,15 @@ class PCPath:
 
     def save(self, out_dir) -> Path:
         """One netCDF fit per lam (lam_<value>.nc) and path.csv with the table."""
+        from bayes_wsc import outputs
+
         out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
         names = []
         for lam, est in zip(self.lams, self.fits):
             name = f"lam_{lam:g}.nc"
             est.save(out_dir / name)
             names.append(name)
-        table = self.table().assign(file=names)
-        tmp = out_dir / ".path.csv.tmp"
-        table.to_csv(tmp, index=False)
-        tmp.replace(out_dir / "path.csv")
+        outputs.write_csv(self.table().assign(file=names), out_dir / "path.csv", "path table")
         return out_dir
 
     @classmethod
