@@ -50,12 +50,13 @@ import time
 from collections.abc import Mapping
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from bayes_wsc.draws import Draws
 from bayes_wsc.map_program import MapProgram, minimize
 
 #: floats of data times draws held at once when the draws are pushed through the model
-DRAW_CHUNK_FLOATS = 4_000_000
+DRAW_CHUNK_FLOATS = 16_000_000
 #: the local block counts as diagonal when the probe's off-diagonal part is below this (relative)
 DIAGONAL_TOLERANCE = 1e-8
 #: curvatures below this share of the largest are replaced (a Hessian that is not positive definite)
@@ -129,11 +130,13 @@ def run_laplace(program: MapProgram, inputs: Mapping[str, np.ndarray], x_map: np
             "centre_iterations": int(result.nit), "centre_converged": bool(result.success),
             "log_density_at_centre": float(-result.fun), "structure": spec["structure"], "draws": int(draws),
             "seed": seed}
-    if spec["structure"] == "arrow":
-        deviations, curvature = _arrow_draws(program, centre, given, spec, draws, rng, info)
-    else:
-        hessian = np.asarray(program.laplace_hessian(centre, given))
-        deviations, curvature = _dense_draws(0.5 * (hessian + hessian.T), draws, rng)
+    # small BLAS calls: threads only contend (a 59 x 10,000 Schur complement took 0.8 s with them, 0.02 s without)
+    with threadpool_limits(1, user_api="blas"):
+        if spec["structure"] == "arrow":
+            deviations, curvature = _arrow_draws(program, centre, given, spec, draws, rng, info)
+        else:
+            hessian = np.asarray(program.laplace_hessian(centre, given))
+            deviations, curvature = _dense_draws(0.5 * (hessian + hessian.T), draws, rng)
     info.update(curvature)
     if not curvature["positive_definite"]:
         messages.append(
@@ -171,12 +174,14 @@ def _arrow_draws(program, centre, given, spec, draws, rng, info) -> tuple[np.nda
     local = np.asarray(spec["positions"]["local"])
     glob = np.setdiff1d(np.arange(centre.size), local)
     diagonal_ok, report_local = _positive(diagonal)
-    schur = block - coupling.T @ (coupling / diagonal_ok[:, None])
+    scaled = coupling / diagonal_ok[:, None]  # D^-1 B
+    schur = block - coupling.T @ scaled
     curvatures, vectors = np.linalg.eigh(0.5 * (schur + schur.T))
     curvatures_ok, report_global = _positive(curvatures)
     global_dev = (rng.standard_normal((draws, glob.size)) / np.sqrt(curvatures_ok)) @ vectors.T
-    local_dev = (-(global_dev @ coupling.T) + rng.standard_normal((draws, local.size)) * np.sqrt(diagonal_ok))
-    local_dev /= diagonal_ok
+    local_dev = rng.standard_normal((draws, local.size))
+    local_dev /= np.sqrt(diagonal_ok)
+    local_dev -= global_dev @ scaled.T
     deviations = np.empty((draws, centre.size))
     deviations[:, glob], deviations[:, local] = global_dev, local_dev
     report = {"positive_definite": report_local["positive_definite"] and report_global["positive_definite"],
