@@ -213,6 +213,10 @@ class Estimator:
             draws, found = run_laplace(program, inputs, x_map, draws=self.draws, seed=self.seed, fixed=fixed)
             fit_info["laplace"] = draws.info
             messages += found + self.align_draws(draws, map_draws, data)
+            if not start_at_map:
+                messages.append("this model's file says its posterior mode is not a useful summary "
+                                "(START_NUTS_AT_MAP = False), and the Laplace approximation is a Gaussian at "
+                                "that mode: do not trust its intervals; fit with NUTS.")
         if self.method == "nuts":
             from bayes_wsc.fit import fit_nuts, model_labels
 

@@ -1,6 +1,7 @@
-"""The Laplace approximation (`bayes_wsc.laplace`): exact on a Gaussian posterior, the arrow
-Hessian equal to the dense one, pymc-extras' `fit_laplace` reproduced, a flat direction warned
-about. Saving, loading and predicting from a Laplace fit of each model: tests/test_program_inputs.py."""
+"""The Laplace approximation (`bayes_wsc.laplace`): exact on a Gaussian posterior, centred with
+the Jacobian, pymc-extras' `fit_laplace` reproduced without it, a flat direction warned about.
+The arrow Hessian against the dense one, and saving, loading and predicting from a Laplace fit
+of each model: tests/test_program_inputs.py (they share its programs)."""
 
 import warnings
 
@@ -12,11 +13,15 @@ from bayes_wsc.fit import build_map_program, fit_laplace
 from bayes_wsc.map_program import run_map
 
 
-def test_a_gaussian_posterior_is_recovered_exactly():
-    """Conjugate linear regression, known noise: the posterior is N(m, S) in closed form."""
+def test_a_gaussian_posterior_is_recovered_exactly_and_a_bounded_one_centred_with_its_jacobian():
+    """Conjugate linear regression with known noise, whose posterior is N(m, S) in closed form,
+    beside an independent Beta-binomial p (logit scale), in one model: the posterior factorizes."""
+    from bayes_wsc.laplace import run_laplace
+
     rng = np.random.default_rng(0)
     design = rng.standard_normal((12, 3))
     y = design @ np.array([1.0, -0.5, 2.0]) + 0.7 * rng.standard_normal(12)
+    successes = np.array([3, 9, 14])
     prior_sd, noise = 2.0, 0.7
     precision = np.eye(3) / prior_sd**2 + design.T @ design / noise**2
     exact_cov = np.linalg.inv(precision)
@@ -25,7 +30,12 @@ def test_a_gaussian_posterior_is_recovered_exactly():
         beta = pm.Normal("beta", 0.0, prior_sd, shape=3)
         pm.Normal("y", design @ beta, noise, observed=y)
         pm.Deterministic("total", beta.sum())
-    draws, map_draws, messages = fit_laplace(model, draws=20000, seed=1)
+        p = pm.Beta("p", 2, 3, shape=3)
+        pm.Binomial("k", 20, p, observed=successes)
+    program, inputs = build_map_program(model, laplace={"jacobian": True, "local": []})
+    assert [name for name, _ in program.layout] == ["beta", "p_logodds__"]
+    map_draws, x_map = run_map(program, [None], inputs)
+    draws, messages = run_laplace(program, inputs, x_map, draws=20000, seed=1)
     assert messages == []
     assert draws.info["structure"] == "dense" and draws.info["positive_definite"]
     np.testing.assert_allclose(map_draws.posterior["beta"][0, 0], exact_mean, atol=1e-6)
@@ -35,44 +45,13 @@ def test_a_gaussian_posterior_is_recovered_exactly():
     assert np.all(np.abs(samples.mean(axis=0) - exact_mean) < 4 * se)
     np.testing.assert_allclose(np.cov(samples.T), exact_cov, rtol=0.05, atol=0.02 * exact_cov.max())
     np.testing.assert_allclose(draws.posterior["total"][0], samples.sum(axis=1))  # Deterministics per draw
-    # the Hessian itself is the posterior precision
-    program, inputs = build_map_program(model, laplace={"jacobian": True, "local": []})
-    _, x = run_map(program, [None], inputs)
-    hessian = np.asarray(program.laplace_hessian(x, program.device_inputs(inputs)))
-    np.testing.assert_allclose(hessian, precision, rtol=1e-10)
-
-
-def test_the_arrow_hessian_equals_the_dense_one_on_a_small_wsc_model():
-    from bayes_wsc.models.wsc import WSC
-    from bayes_wsc.simulate import simulate_wsc
-
-    data = simulate_wsc(n_groups=15, items_per_group=20, n_bins=4, seed=5)[0]
-    est = WSC()
-    model, fixed = est.build_model(data), est.map_fixed(data)
-    start = {k: v for k, v in est.initial_values(data).items() if k not in fixed}
-    built = {}
-    for local in (["mu"], []):
-        program, inputs = build_map_program(model, [start], fixed, laplace={"jacobian": True, "local": local})
-        built[program.laplace["structure"]] = program, program.device_inputs(inputs)
-    program, given = built["dense"]
-    x = np.asarray(program.start(program.complete(start), given)) + 0.1
-    dense = np.asarray(program.laplace_hessian(x, given))
-    diagonal, coupling, block, off_diagonal = (np.asarray(a) for a in built["arrow"][0].laplace_arrow(x, built["arrow"][1]))
-    local = np.asarray(built["arrow"][0].laplace["positions"]["local"])
-    glob = np.setdiff1d(np.arange(x.size), local)
-    assert local.size == 15 and glob.size == 1 + 2 * 3  # mu_loc and two 4-bin simplexes (mu_scale held)
-    np.testing.assert_allclose(np.diag(dense)[local], diagonal, rtol=1e-10)
-    np.testing.assert_allclose(dense[np.ix_(local, local)] - np.diag(np.diag(dense)[local]), 0, atol=1e-10)
-    np.testing.assert_allclose(dense[np.ix_(local, glob)], coupling, rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(dense[np.ix_(glob, glob)], block, rtol=1e-10, atol=1e-10)
-    assert off_diagonal < 1e-12
-    # and the arrow's draws have the dense inverse as their covariance
-    from bayes_wsc.laplace import _arrow_draws
-
-    deviations, _ = _arrow_draws(built["arrow"][0], x, built["arrow"][1], built["arrow"][0].laplace, 40000,
-                                 np.random.default_rng(0), {})
-    covariance = np.linalg.inv(dense)
-    np.testing.assert_allclose(np.cov(deviations.T), covariance, atol=0.03 * np.abs(covariance).max())
+    # the Hessian's regression block is the posterior precision, exactly
+    hessian = np.asarray(program.laplace_hessian(x_map, program.device_inputs(inputs)))
+    np.testing.assert_allclose(hessian[:3, :3], precision, rtol=1e-10)
+    # p: the MAP is the mode, (a + k - 1) / (a + b + n - 2); the Gaussian sits where the logit's
+    # density peaks, (a + k) / (a + b + n), which is the median of the draws of p
+    np.testing.assert_allclose(map_draws.posterior["p"][0, 0], (1 + successes) / 23, atol=1e-6)
+    np.testing.assert_allclose(np.median(draws.posterior["p"][0], axis=0), (2 + successes) / 25, atol=0.005)
 
 
 def test_without_jacobian_it_is_pymc_extras_fit_laplace():
@@ -103,11 +82,6 @@ def test_without_jacobian_it_is_pymc_extras_fit_laplace():
     np.testing.assert_allclose(x_map, mean, atol=1e-5)
     hessian = np.asarray(program.laplace_hessian(x_map, program.device_inputs(inputs)))
     np.testing.assert_allclose(np.linalg.inv(hessian), covariance, rtol=1e-4, atol=1e-8)
-    # with the Jacobian the centre moves from the mode of p, (a + k - 1) / (a + b + n - 2), to where
-    # the logit's density peaks, (a + k) / (a + b + n): the median of the draws of p
-    draws, map_draws, _ = fit_laplace(model, draws=20000, seed=0)
-    np.testing.assert_allclose(map_draws.posterior["p"][0, 0], (2 + successes - 1) / (2 + 3 + 20 - 2), atol=1e-6)
-    np.testing.assert_allclose(np.median(draws.posterior["p"][0], axis=0), (2 + successes) / (2 + 3 + 20), atol=0.005)
 
 
 def test_a_flat_direction_is_a_warning_and_a_documented_fallback():

@@ -165,3 +165,32 @@ def data_b_frame(data):
     import pandas as pd
 
     return pd.DataFrame(data.x_raw, columns=list(data.features))
+
+
+@pytest.mark.parametrize("case", ["wsc"], indirect=True)  # the model with local variables
+def test_the_arrow_hessian_equals_the_dense_one_on_a_small_wsc_model(case):
+    from bayes_wsc.fit import build_map_program
+    from bayes_wsc.laplace import _arrow_draws
+
+    _, est, _, data_b, _, (arrow, inputs) = case
+    fixed = est.map_fixed(data_b)
+    start = {k: v for k, v in est.initial_values(data_b).items() if k not in fixed}
+    dense, _ = build_map_program(est.model_, [start], fixed, laplace={"jacobian": True, "local": []})
+    assert (arrow.laplace["structure"], dense.laplace["structure"]) == ("arrow", "dense")
+    given = arrow.device_inputs(inputs)
+    x = np.asarray(arrow.start(arrow.complete(start), given)) + 0.1
+    hessian = np.asarray(dense.laplace_hessian(x, given))
+    diagonal, coupling, block, off_diagonal = (np.asarray(a) for a in arrow.laplace_arrow(x, given))
+    local = np.asarray(arrow.laplace["positions"]["local"])
+    glob = np.setdiff1d(np.arange(x.size), local)
+    assert local.size == 30 and glob.size == 1 + 2 * 3  # mu_loc and two 4-bin simplexes (mu_scale held)
+    np.testing.assert_allclose(np.diag(hessian)[local], diagonal, rtol=1e-10)
+    np.testing.assert_array_equal(hessian[np.ix_(local, local)] - np.diag(np.diag(hessian)[local]), 0)
+    np.testing.assert_allclose(hessian[np.ix_(local, glob)], coupling, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(hessian[np.ix_(glob, glob)], block, rtol=1e-10, atol=1e-10)
+    assert off_diagonal < 1e-12
+    # the arrow's draws have the dense inverse as their covariance
+    deviations, report = _arrow_draws(arrow, x, given, arrow.laplace, 40000, np.random.default_rng(0), {})
+    assert report["positive_definite"]
+    covariance = np.linalg.inv(hessian)
+    np.testing.assert_allclose(np.cov(deviations.T), covariance, atol=0.03 * np.abs(covariance).max())
