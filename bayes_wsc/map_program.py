@@ -1,18 +1,31 @@
-"""A MAP fit as three compiled JAX functions, the optimizer that runs them, and their disk cache.
+"""A MAP fit as compiled JAX functions, the optimizer that runs them, and their disk cache.
 
 `fit.build_map_program` turns a `pm.Model` into a `MapProgram`: the start
 transform (constrained values to one unconstrained vector), the negative log
 density with its gradient, and the reported values (free variables and
-Deterministics on their natural scale). Handing PyMC's graph to JAX costs
-more than the optimization itself at the paper's scale (PyTensor's rewrites:
-1.1-1.3 s at 10,000 groups), and importing PyMC and ArviZ costs 4-5 s more.
-So an estimator keeps each program on disk (`jax.export`), keyed by
-everything the graph is built from: the model, its settings, the data, the
-held values, the package's source and the versions of PyMC, PyTensor and
-JAX. Fitting the same model to the same data again, from the command line or
-in-process, then runs on JAX alone: the optimizer still runs from the start
-every time; only the compilation is reused, as JAX's own cache reuses XLA
-programs (which also hold the data as constants).
+Deterministics on their natural scale), and for `method="laplace"` the
+functions of `bayes_wsc.laplace`. Every value the model's graph reads from
+the data (its `pm.Data`, the lengths of its dims, the values `map_fixed`
+holds) is an *input* of these functions, not a constant in them. Handing
+PyMC's graph to JAX costs more than the optimization itself at the paper's
+scale (PyTensor's rewrites: 1.1-1.3 s at 10,000 groups), and importing PyMC
+and ArviZ costs 4-5 s more. So an estimator keeps each program on disk
+(`jax.export`), keyed by the structure it is built from: the estimator, its
+settings, the sizes of the coordinates and the shapes and dtypes of the
+inputs, the held variables' names, the start's variable names, the Laplace
+functions asked for, the package's source and the versions of PyMC,
+PyTensor and JAX. Fitting that model to any data of those shapes, from the
+command line or in-process, then runs on JAX alone: the estimator computes
+the inputs in NumPy (`Estimator.model_inputs`), and the optimizer runs from
+the start every time; only the compilation is reused. Because data are
+inputs, XLA's own disk cache, which holds compiled programs, is reused
+across data sets too.
+
+A value a model used as a constant instead of an input would be reused
+silently on other data, so building a program checks that the estimator's
+`model_inputs` computes exactly what the model holds, and
+tests/test_program_inputs.py runs a program cached for one data set on
+another that differs in every input, against a fresh build.
 
 Nothing here imports PyMC.
 """

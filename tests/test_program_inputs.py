@@ -194,3 +194,21 @@ def test_the_arrow_hessian_equals_the_dense_one_on_a_small_wsc_model(case):
     assert report["positive_definite"]
     covariance = np.linalg.inv(hessian)
     np.testing.assert_allclose(np.cov(deviations.T), covariance, atol=0.03 * np.abs(covariance).max())
+
+
+@pytest.mark.parametrize("case", ["wsc"], indirect=True)
+def test_the_command_line_fits_laplace(case, tmp_path, capsys):
+    from bayes_wsc.cli import main
+    from bayes_wsc.simulate import counts_to_clicks
+
+    data_b = case[3]
+    clicks, groups = counts_to_clicks(data_b)
+    clicks.to_csv(tmp_path / "clicks.csv", index=False)
+    groups.to_csv(tmp_path / "groups.csv", index=False)
+    assert main(["fit", "wsc", "--clicks", str(tmp_path / "clicks.csv"), "--groups", str(tmp_path / "groups.csv"),
+                 "--method", "laplace", "--draws", "200", "--seed", "3", "--out", str(tmp_path / "fit.nc")]) == 0
+    printed = capsys.readouterr().out
+    assert "hdi_3%" in printed and "r_hat" not in printed
+    fit = load(tmp_path / "fit.nc")
+    info = inference.get_attrs(fit.idata_)["fit_info"]
+    assert info["map"]["compiled_program"] == "cache" and info["laplace"]["draws"] == 200

@@ -19,7 +19,7 @@ from sklearn.metrics import normalized_mutual_info_score
 
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
-from bayes_wsc.report.html import Section, new_figure, write_html
+from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, laplace_words, new_figure, write_html
 
 FIT_COLOR, TRUTH_COLOR = "#1f5fa8", "black"
 CLUSTER_CMAP = "tab10"
@@ -65,7 +65,7 @@ def plot_experts(est, *, ci: float = 0.9, truth=None):
     n = len(table)
     fig, axes = new_figure(1, 3, width=11.0, height=1.2 + 0.38 * n, sharey=True)
     y = np.arange(n)[::-1]
-    has_interval = _method(est) == "nuts"
+    has_interval = _method(est) != "map"
     panels = [("omega", r"$\omega$ = log($\alpha\beta$ / ((1-$\alpha$)(1-$\beta$)))", None),
               ("alpha", r"$\alpha$: sensitivity, P(must-link | same cluster)", (0.5, 1.0)),
               ("beta", r"$\beta$: specificity, P(cannot-link | different clusters)", (0.5, 1.0))]
@@ -182,8 +182,9 @@ def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None
 def _intro(est, data) -> list[str]:
     k = est.idata_.posterior.sizes["cluster"]
     method = _method(est)
-    how = ("by NUTS (full posterior; intervals are credible intervals)" if method == "nuts"
-           else "by MAP (the posterior mode from random restarts; no intervals)")
+    how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
+           "laplace": f"by {laplace_words(est)}"}.get(method, "by MAP (the posterior mode from random restarts; "
+                                                             "no intervals)")
     return [
         f"{data.n_items} items with {data.n_features} features ({data.linked_items.size} of them in at least one "
         f"constraint), {data.n_experts} experts, {data.n_constraints} must-link / cannot-link constraints on "
@@ -311,6 +312,8 @@ def _summary_section(est, ci) -> Section:
     table = est.summary(hdi_prob=ci).round(3)
     if _method(est) == "map":
         caption = "The posterior mode (a single point; no standard deviation or interval)."
+    elif _method(est) == "laplace":
+        caption = f"The {LAPLACE_SUMMARY}."
     else:
         caption = (f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat, after "
                    "relabeling of the clusters.")
