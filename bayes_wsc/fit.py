@@ -170,7 +170,8 @@ def fit_map(
     """
     starts = map_starts(initvals, fixed)
     program, inputs = build_map_program(model, starts, fixed)
-    return run_map(program, starts, inputs, maxiter=maxiter, tol=tol, fixed=fixed)
+    draws, x = run_map(program, starts, inputs, maxiter=maxiter, tol=tol, fixed=fixed)
+    return draws, program.unravel(x)
 
 
 def fit_laplace(

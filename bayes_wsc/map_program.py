@@ -37,7 +37,6 @@ import hashlib
 import json
 import logging
 import os
-import pickle
 import shutil
 import tempfile
 import time
@@ -66,13 +65,13 @@ class MapProgram:
     `start(values, inputs)` maps constrained values of every free variable (a dict) to the
     vector; `value_and_grad(x, inputs)` is the negative log density without Jacobian terms and its
     gradient; `values(x, inputs)` gives every free variable and Deterministic on its natural
-    scale. `inputs` are the model's data and held values by name (`input_specs` gives each one's
-    shape and dtype), so one program serves every data set of the same shapes. They run from their
-    `jax.export` artifacts, whether just built (`export_program`) or read from the cache, so a
-    cached program computes exactly what the built one did. `layout` lists the vector's pieces
-    (value variable, shape); `defaults` fills a start that leaves a free variable out; `dims`
-    names each variable's dimensions (the labels themselves come from the data). `laplace`
-    describes the extra functions of a program built for `laplace.run_laplace`, if any.
+    scale. `inputs` are the model's data and held values by name (the attribute `inputs` holds
+    each one's shape and dtype), so one program serves every data set of the same shapes. They
+    run from their `jax.export` artifacts, whether just built (`export_program`) or read from the
+    cache, so a cached program computes exactly what the built one did. `layout` lists the
+    vector's pieces (value variable, shape); `defaults` fills a start that leaves a free variable
+    out; `dims` names each variable's dimensions (the labels themselves come from the data).
+    `laplace` describes the extra functions of a program built for `laplace.run_laplace`, if any.
     """
 
     exported: dict[str, bytes] = field(repr=False)
