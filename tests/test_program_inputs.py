@@ -212,3 +212,15 @@ def test_the_command_line_fits_laplace(case, tmp_path, capsys):
     fit = load(tmp_path / "fit.nc")
     info = inference.get_attrs(fit.idata_)["fit_info"]
     assert info["map"]["compiled_program"] == "cache" and info["laplace"]["draws"] == 200
+
+
+def test_a_model_inputs_that_misses_a_value_fails_the_build(cache_home, monkeypatch):
+    """The safety net under the cache: an input the model reads but `model_inputs` does not compute
+    (here the pooled frequencies, as if a new block forgot to list its pm.Data) stops the build."""
+    from bayes_wsc.models import wsc
+
+    original = wsc.model_data
+    monkeypatch.setattr(wsc, "model_data", lambda data: {k: v for k, v in original(data).items()
+                                                         if k != "pooled_bin_frequencies"})
+    with pytest.raises(RuntimeError, match="does not compute 'pooled_bin_frequencies'"):
+        WSC(mu_prior="flat").fit(wsc_data(3))
