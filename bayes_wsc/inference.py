@@ -163,7 +163,9 @@ def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = 0.94) 
         return pd.DataFrame({"map": pd.Series(rows, dtype=float)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _az().summary(_for_arviz(idata), var_names=var_names, hdi_prob=hdi_prob, kind="all", round_to="none")
+        # one chain (a Laplace fit's independent draws): no R-hat, and ArviZ's ESS would only warn
+        kind = "all" if posterior.sizes["chain"] > 1 else "stats"
+        return _az().summary(_for_arviz(idata), var_names=var_names, hdi_prob=hdi_prob, kind=kind, round_to="none")
 
 
 def hdi(samples: np.ndarray, prob: float) -> np.ndarray:

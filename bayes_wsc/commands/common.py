@@ -68,9 +68,10 @@ def columns(text: str) -> list[str]:
 
 def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("fitting")
-    group.add_argument("--method", choices=("map", "nuts"), default="map",
-                       help="posterior mode (fast) or full posterior by NUTS (default: map)")
-    group.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws per chain")
+    group.add_argument("--method", choices=("map", "nuts", "laplace"), default="map",
+                       help="posterior mode (fast), full posterior by NUTS, or laplace: a Gaussian at the mode "
+                            "on the unconstrained scale, intervals in seconds (default: map)")
+    group.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws per chain (laplace: draws)")
     group.add_argument("--tune", type=non_negative_int, default=1000, help="NUTS tuning steps per chain")
     group.add_argument("--chains", type=positive_int, default=4, help="NUTS chains")
     group.add_argument("--seed", type=int, default=None,

@@ -119,7 +119,7 @@ def add_click_likelihood(data: GroupedCounts, mu, w):
     what is left comes from rounding w itself to float32).
     """
     counts = pm.Data("counts", data.counts, dims=("group", "bin"))
-    q = pooled_bin_frequencies(data.counts)
+    q = pm.Data("pooled_bin_frequencies", pooled_bin_frequencies(data.counts), dims="bin")
     pm.Potential("clicks", likelihoods.binary_counts_mixture_logp(counts, mu, w[0] / q, w[1] / q).sum())
     return counts
 
@@ -142,6 +142,16 @@ def hierarchical_scale_fixed(data: GroupedCounts, wh: float, mu_prior: str = "hi
     spread = float(np.var(data.he))
     noise = 1.0 / float(wh) if float(wh) > 0 else 0.0
     return {"mu_scale": float(np.sqrt(max(spread - noise, 0.25 * spread, 0.01)))}
+
+
+def model_data(data: GroupedCounts) -> dict[str, np.ndarray]:
+    """Every data-derived value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy.
+
+    A cached MAP program (`map_program`) takes them as runtime inputs, so one program serves every
+    data set of the same shapes; building a program checks that this list and the model agree.
+    """
+    return {"he_data": data.he, "counts": data.counts,
+            "pooled_bin_frequencies": pooled_bin_frequencies(data.counts), "group_totals": data.group_totals}
 
 
 def build_model(
@@ -199,7 +209,8 @@ class WSC(Estimator):
     wh : weight of the human evaluation, 1 / sigma_H^2 (10 as in the paper; inf fixes mu at HE).
     mu_prior : "hierarchical" (Normal with learned location and scale) or "flat" (the paper's).
     w_concentration : Dirichlet concentration c of w0 and w1 (2 reproduces the paper's +1 smoothing).
-    method : "map" (posterior mode, started from the paper's naive solution) or "nuts".
+    method : "map" (posterior mode, started from the paper's naive solution), "nuts", or "laplace" (a
+        Gaussian at the mode, `bayes_wsc.laplace`: intervals in seconds, `draws` draws).
     draws, tune, chains, seed, backend, target_accept : NUTS settings.
     precision : NumPyro's arithmetic; default float32 here, which halves the cost per gradient
         and keeps the posterior (the click term is centred; see `add_click_likelihood`).
@@ -211,6 +222,7 @@ class WSC(Estimator):
 
     model_name = "wsc"
     nuts_precision = "float32"
+    laplace_local = ("mu",)
     estimands = ["rho", "pi", "w0", "w1", "mu_loc", "mu_scale", "sigma_h"]
     internal_variables = ("mu",)
     unit_dims = ("group",)
@@ -240,6 +252,9 @@ class WSC(Estimator):
         with warnings.catch_warnings():  # a weak WH is reported by model_checks, with or without a build
             warnings.filterwarnings("ignore", message="WH=", category=FitWarning)
             return build_model(data, **self.build_settings())
+
+    def model_inputs(self, data: GroupedCounts):
+        return data.coords, model_data(data)
 
     def initial_values(self, data: GroupedCounts) -> dict:
         """The paper's initialization (eq. 4.1-4.4): mu = HE and the naive w0, w1."""

@@ -104,6 +104,19 @@ def written_by() -> str:
     return f"Written by bayes_wsc {package_version()} on {stamp}."
 
 
+def laplace_words(est) -> str:
+    """How a Laplace fit (method="laplace") was made, in every model's report."""
+    from bayes_wsc import inference
+
+    info = inference.get_attrs(est.idata_).get("fit_info", {}).get("laplace", {})
+    return (f"the Laplace approximation: a Gaussian at the posterior mode on the unconstrained scale, "
+            f"{info.get('draws')} independent draws (approximate intervals: poor where the data say little, near "
+            "a bound, or with several modes; see bayes_wsc/laplace.py)")
+
+
+LAPLACE_SUMMARY = "mean, sd and HDI of the Laplace approximation's draws (no R-hat or ESS: the draws are independent)"
+
+
 def fit_warnings(fits: Mapping[str, object]) -> tuple[list[str], list[str]]:
     """For a Diagnostics section: one paragraph per labelled fit (how many warnings it raised,
     or that it raised none) and its warnings prefixed by the label."""
