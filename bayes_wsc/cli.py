@@ -12,7 +12,9 @@ import importlib
 import sys
 
 from bayes_wsc.commands import FIT_COMMANDS
-from bayes_wsc.commands.common import non_negative_int, positive_int, probability
+from bayes_wsc.commands.common import add_sep_option, non_negative_int, positive_int, probability
+from bayes_wsc.demo import FILES as DEMO_FILES
+from bayes_wsc.outputs import REPORT_CONTENTS, input_file, input_table, output_file, output_folder
 
 EXIT_INPUT = 2
 
@@ -31,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     demo = sub.add_parser("demo", help="simulate the study of Wager et al. Sec. 5, fit everything, write a report")
-    demo.add_argument("--out", default="bayes-wsc-demo", help="output folder (default: ./bayes-wsc-demo)")
+    demo.add_argument("--out", default="bayes-wsc-demo", type=output_folder("demo folder", DEMO_FILES),
+                      help="output folder (default: ./bayes-wsc-demo)")
     demo.add_argument("--groups", type=positive_int, default=500, help="number of groups (default 500)")
     demo.add_argument("--items", type=positive_int, default=100, help="clicks per group (default 100)")
     demo.add_argument("--draws", type=positive_int, default=1000)
@@ -54,30 +57,35 @@ def build_parser() -> argparse.ArgumentParser:
             module.add_path_parser(path_models.add_parser(name, help=module.PATH_HELP))
 
     predict = sub.add_parser("predict", help="posterior predictions for new items")
-    predict.add_argument("fit", help="a fit written by `bayes-wsc fit`")
-    predict.add_argument("--items", required=True, help="CSV or Parquet with the model's item columns")
-    predict.add_argument("--out", required=True, help="CSV to write")
+    predict.add_argument("fit", type=input_file("fit file"), help="a fit written by `bayes-wsc fit`")
+    predict.add_argument("--items", required=True, type=input_table("items file"),
+                         help="CSV or Parquet with the model's item columns")
+    predict.add_argument("--out", required=True, type=output_file("predictions file"), help="CSV to write")
     predict.add_argument("--ci", type=probability, default=0.94, help="credible interval mass (default 0.94)")
+    add_sep_option(predict)
 
     report = sub.add_parser("report", help="write the HTML report of a fit")
-    report.add_argument("fit")
-    report.add_argument("--out", required=True, help="output folder")
+    report.add_argument("fit", type=input_file("fit file"))
+    report.add_argument("--out", required=True, type=output_folder("report folder", REPORT_CONTENTS),
+                        help="output folder (DIR/report.html)")
 
     summary = sub.add_parser("summary", help="print the estimands and diagnostics of a fit")
-    summary.add_argument("fit")
+    summary.add_argument("fit", type=input_file("fit file"))
 
     check = sub.add_parser("check", help="run a fit's model checks (posterior predictive, targeted, LOO's Pareto k)")
-    check.add_argument("fit")
-    check.add_argument("--out", help="CSV to write, one row per check")
+    check.add_argument("fit", type=input_file("fit file"))
+    check.add_argument("--out", type=output_file("checks file"), help="CSV to write, one row per check")
     check.add_argument("--draws", type=positive_int, default=200, help="replicated data sets (default 200)")
     check.add_argument("--seed", type=non_negative_int, default=0, help="seed of the replicates (default 0)")
 
     ppc = sub.add_parser("ppc", help="replicate data from a fit: its posterior predictive statistics as netCDF")
-    ppc.add_argument("fit")
-    ppc.add_argument("--out", required=True, help="netCDF to write (posterior_predictive and observed_data)")
+    ppc.add_argument("fit", type=input_file("fit file"))
+    ppc.add_argument("--out", required=True, type=output_file("replicates file"),
+                     help="netCDF to write (posterior_predictive and observed_data)")
     ppc.add_argument("--draws", type=positive_int, default=200, help="replicated data sets (default 200)")
     ppc.add_argument("--seed", type=non_negative_int, default=0, help="seed of the replicates (default 0)")
-    ppc.add_argument("--plot", metavar="FILE.png", help="also draw az.plot_ppc of every statistic (.png, .pdf, .svg)")
+    ppc.add_argument("--plot", metavar="FILE.png", type=output_file("plot file"),
+                     help="also draw az.plot_ppc of every statistic (.png, .pdf, .svg)")
     return parser
 
 
@@ -100,35 +108,41 @@ def cmd_path(args) -> None:
 
 
 def cmd_predict(args) -> None:
-    from bayes_wsc.data.tables import read_table
+    from bayes_wsc.data.tables import read_table, restore_names
     from bayes_wsc.estimator import load
+    from bayes_wsc.outputs import write_csv
 
     est = load(args.fit)
-    out = est.predict(read_table(args.items, "items"), ci=args.ci)
-    _write_csv(out, args.out)
+    items = read_table(args.items, "items", sep=args.sep, text_columns=est.key_columns())
+    out = est.predict(items, ci=args.ci)
+    check_probabilities(out, items)
+    write_csv(restore_names(out, items), args.out, "predictions")
     print(f"wrote {len(out)} predictions to {args.out}")
+    for note in out.attrs.get("notes", []):
+        print(note)
 
 
-def _write_csv(frame, path) -> None:
-    import os
-    import tempfile
-    from pathlib import Path
+def check_probabilities(predictions, items) -> None:
+    """The last guard before writing: every probability that predict added is a number in [0, 1].
+
+    Interval bounds (`*_low`, `*_high`) may be empty on purpose (a MAP has no interval); a
+    probability itself never is.
+    """
+    import numpy as np
 
     from bayes_wsc.errors import InputError
 
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as handle:
-                frame.to_csv(handle, index=False)
-            os.replace(tmp, path)
-        finally:  # an interrupted or failed write leaves neither a half file nor the temporary one
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except OSError as exc:
-        raise InputError(f"cannot write {str(path)!r}: {exc.strerror}") from None
+    added = [c for c in predictions.columns if c not in items.columns]
+    for column in added:
+        name = str(column)
+        if not name.startswith(("prob", "cluster_prob")) or name.endswith(("_low", "_high")):
+            continue
+        values = predictions[column].to_numpy(dtype=float)
+        bad = ~((values >= 0) & (values <= 1))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise InputError(f"the prediction {name!r} of items row {row + 1} is {float(values[row])!r}, not a "
+                             "probability: the model's arithmetic failed on this row; nothing was written")
 
 
 def cmd_report(args) -> None:
@@ -147,27 +161,15 @@ def cmd_summary(args) -> None:
     print_fit(est)
 
 
-def _not_an_input(path, inputs, what: str) -> None:
-    """An output path that would replace an input is an error, before any work."""
-    from pathlib import Path
-
-    from bayes_wsc.errors import InputError
-
-    for given in inputs:
-        if given is not None and Path(path).resolve() == Path(given).resolve():
-            raise InputError(f"{what} {str(path)!r} is also an input; choose another file")
-
-
 def cmd_check(args) -> None:
     from bayes_wsc.estimator import load
+    from bayes_wsc.outputs import write_csv
 
-    if args.out:
-        _not_an_input(args.out, [args.fit], "--out")
     est = load(args.fit)
     table = est.run_checks(draws=args.draws, seed=args.seed)
     _print_checks(table)
     if args.out:
-        _write_csv(table, args.out)
+        write_csv(table, args.out, "checks file")
         print(f"\nwrote {len(table)} checks to {args.out}")
 
 
@@ -196,9 +198,7 @@ def cmd_ppc(args) -> None:
     from bayes_wsc.errors import InputError
     from bayes_wsc.estimator import load
 
-    _not_an_input(args.out, [args.fit], "--out")
     if args.plot:
-        _not_an_input(args.plot, [args.fit, args.out], "--plot")
         if Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
             raise InputError(f"--plot {args.plot!r} must end in one of {', '.join(PLOT_SUFFIXES)}")
     est = load(args.fit)
@@ -208,10 +208,11 @@ def cmd_ppc(args) -> None:
     print(f"wrote {ppc.posterior_predictive.sizes['chain'] * ppc.posterior_predictive.sizes['draw']} replicates of "
           f"{names} to {path}")
     if args.plot:
+        from bayes_wsc.outputs import write_figure
         from bayes_wsc.report.criticism import plot_ppc
-        from bayes_wsc.report.html import save_figure
+        from bayes_wsc.report.html import PNG_DPI
 
-        print(f"wrote {save_figure(plot_ppc(ppc, seed=args.seed), args.plot)}")
+        print(f"wrote {write_figure(plot_ppc(ppc, seed=args.seed), args.plot, 'plot file', dpi=PNG_DPI)}")
 
 
 def cmd_demo(args) -> None:
@@ -230,9 +231,13 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     _quiet_libraries()
     from bayes_wsc.errors import InputError
+    from bayes_wsc.outputs import Paths
 
     try:
-        COMMANDS[args.command](args)
+        paths = Paths.of(args)
+        paths.check()  # before any work: no output replaces an input, every output can be written
+        with paths.guard():
+            COMMANDS[args.command](args)
     except InputError as exc:
         print(f"bayes-wsc: error: {exc}", file=sys.stderr)
         return EXIT_INPUT

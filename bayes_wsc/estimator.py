@@ -4,34 +4,39 @@ A model subclass supplies three things: `build_model(data)` (a `pm.Model`),
 `initial_values(data)` (where the MAP starts) and `data_groups(data)` (what
 of the data goes into the InferenceData). Constructing an estimator never
 touches data or samples; `fit` does, and sets the attributes with a trailing
-underscore (scikit-learn style).
+underscore (scikit-learn style). A variant file (`model_file`) replaces the
+model and its hooks; it never inherits the class's `initial_values` or
+`map_fixed` (see `Estimator._recipe`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import importlib
 import importlib.util
 import inspect
+import json
 import math
 import numbers
-import pickle
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from bayes_wsc import checks as criticism
 from bayes_wsc import diagnostics, inference
 from bayes_wsc.errors import FitWarning, InputError
 
-METHODS = ("map", "nuts")
+METHODS = ("map", "nuts", "laplace")
 #: where NUTS chains start: all at the best MAP, or chain c at the optimum of MAP restart c
 CHAIN_STARTS = ("map", "restarts")
 #: model name -> "module:Class", imported only when needed
 REGISTRY = {"wsc": "bayes_wsc.models.wsc:WSC"}
 REGISTRY["experts"] = "bayes_wsc.models.experts:NoisyExperts"
 REGISTRY["pcmix"] = "bayes_wsc.models.pcmix:PCMixture"
+#: the seed of a fit given none: identical data and settings give identical results (seed=None draws a fresh one)
+DEFAULT_SEED = 0
 
 
 def package_version() -> str:
@@ -55,10 +60,18 @@ class Estimator:
     #: arithmetic of NumPyro's NUTS when `precision` is None: the measured choice per model
     #: (benchmarks/RESULTS.md); the other backends always run float64
     nuts_precision: ClassVar[str] = "float64"
+    #: variables of the model itself deliberately left out of `summary` (sampler coordinates, per-unit values);
+    #: every other posterior variable, a variant's own included, is summarized
+    internal_variables: ClassVar[tuple[str, ...]] = ()
+    #: dims that index the data's units (groups, items, pairs): variables along them are named in
+    #: `summary_notes` instead of printed row by row
+    unit_dims: ClassVar[tuple[str, ...]] = ()
+    #: free variables coupled to each other only through the others (`laplace`: an arrow Hessian)
+    laplace_local: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=None, backend=None,
-                 target_accept=0.8, model_file=None, progressbar=True, chain_starts="map", precision=None,
-                 checks=True):
+    def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=DEFAULT_SEED, backend=None,
+                 target_accept=0.8, model_file=None, model_settings=None, progressbar=True, chain_starts="map",
+                 precision=None, checks=True):
         self.method = method
         self.draws = draws
         self.tune = tune
@@ -67,6 +80,7 @@ class Estimator:
         self.backend = backend
         self.target_accept = target_accept
         self.model_file = model_file
+        self.model_settings = model_settings
         self.progressbar = progressbar
         self.chain_starts = chain_starts
         self.precision = precision
@@ -108,6 +122,24 @@ class Estimator:
             raise InputError(f"checks must be True or False, got {self.checks!r}")
         if self.model_file is not None and not isinstance(self.model_file, (str, Path)):
             raise InputError(f"model_file must be a path, got {self.model_file!r}")
+        self._check_model_settings()
+
+    def _check_model_settings(self) -> None:
+        """A variant's own settings: a mapping of names to JSON values (stored in the fit), and none
+        at all without a variant file (`_recipe` checks them against the variant's build_model)."""
+        settings = self.model_settings
+        if settings is None:
+            return
+        if not isinstance(settings, dict) or not all(isinstance(k, str) and k.isidentifier() for k in settings):
+            raise InputError(f"model_settings must be a mapping of setting names to values, got {settings!r}")
+        if settings and self.model_file is None:
+            raise InputError(f"the {self.model_name} model takes no setting {next(iter(settings))!r}: "
+                             "model_settings (--set) are for a variant file (model_file, --model)")
+        try:
+            json.dumps(settings, allow_nan=True)
+        except (TypeError, ValueError):
+            raise InputError(f"model_settings values must be numbers, booleans, None or text, got {settings!r}") \
+                from None
 
     # ------------------------------------------------------------------ hooks
     # build_model(data) -> pm.Model is defined by each subclass.
@@ -132,36 +164,71 @@ class Estimator:
         """
         return {}
 
-    def _recipe(self):
-        """(build_model, initial_values, start NUTS at the MAP?, map_fixed): the class's own, or a variant's.
+    def _recipe(self) -> Recipe:
+        """How this fit builds and starts its model: the class's own hooks, or a variant's.
 
-        A variant file in `model_file` must define `build_model(data, **settings)`;
-        it may define `initial_values(data)` and `map_fixed(data)` (else the
-        class's are used) and set `START_NUTS_AT_MAP = False` when its joint
-        posterior mode is degenerate (a learned noise scale collapsing to 0), so
-        that chains start from the initial values instead.
+        A variant file in `model_file` must define `build_model(data, **settings)`, which gets the
+        model's settings (`build_settings`) and the variant's own (`model_settings`). Its
+        `initial_values` and `map_fixed` are its own or none at all, never the class's (a variant's
+        parameters are not the base model's): each is `hook(data)` or `hook(data, estimator)`, the
+        second to read the estimator's settings or reuse its hooks. `START_NUTS_AT_MAP = False`
+        starts the chains from the initial values instead of the MAP, for a variant whose posterior
+        mode is degenerate (a learned noise scale collapsing to 0).
         """
         if self.model_file is None:
-            return self.build_model, self.initial_values, True, self.map_fixed
+            return Recipe(self.build_model, self.initial_values, True, self.map_fixed)
+        own = self.model_settings or {}
+        clash = sorted(set(own) & set(self.build_settings()))
+        if clash:
+            raise InputError(f"model_settings: {clash[0]!r} is a setting of the {self.model_name} model itself; "
+                             f"pass it as {clash[0]}=... instead")
         variant = load_variant(self.model_file)
-        init = getattr(variant, "initial_values", self.initial_values)
+        settings = {**self.build_settings(), **own}
+        _check_accepts(variant.build_model, settings, self.model_file)
 
         def build(data):
-            try:
-                return variant.build_model(data, **self.model_settings())
-            except InputError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - user code: one line here, the cause chained for the API
-                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                raise InputError(f"model file {str(self.model_file)!r}: build_model failed: "
-                                 f"{type(exc).__name__}: {reason}") from exc
+            with self.variant_errors("build_model"):
+                return variant.build_model(data, **settings)
 
-        return (build, init,
-                bool(getattr(variant, "START_NUTS_AT_MAP", True)), getattr(variant, "map_fixed", self.map_fixed))
+        def hook(name):
+            function = getattr(variant, name, None)
+            if function is None:
+                return lambda data: {}
+            return lambda data: function(data, self) if _takes_two(function) else function(data)
 
-    def model_settings(self) -> dict:
-        """The settings that `build_model` takes (what a variant file receives)."""
+        return Recipe(build, hook("initial_values"), bool(getattr(variant, "START_NUTS_AT_MAP", True)),
+                      hook("map_fixed"))
+
+    def build_settings(self) -> dict:
+        """The model's own settings that `build_model` takes (a variant file receives them too)."""
         return {}
+
+    @contextlib.contextmanager
+    def variant_errors(self, stage: str):
+        """A variant's failure in `stage` as one `InputError` line naming its file (the cause chained,
+        for the API); the package's own models raise as they are."""
+        if self.model_file is None:
+            yield
+            return
+        try:
+            yield
+        except InputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - user code: one line here
+            raise InputError(f"model file {str(self.model_file)!r}: {stage} failed: {_one_line(exc)}") from exc
+
+    def model_inputs(self, data) -> tuple[dict, dict] | None:
+        """(coords, values): the model's coordinates and every data-derived value its graph reads
+        as `pm.Data`, by name, computed in NumPy without PyMC, with the data's checks. With them a
+        MAP program is cached by structure and runs on new data of the same shapes (`map_program`).
+        None (the default): no program is cached."""
+        return None
+
+    def _laplace_local(self) -> tuple[str, ...]:
+        """`laplace_local`, or a variant file's `LAPLACE_LOCAL`."""
+        if self.model_file is None:
+            return tuple(self.laplace_local)
+        return tuple(getattr(load_variant(self.model_file), "LAPLACE_LOCAL", ()))
 
     # ------------------------------------------------------------------ fitting
     def fit(self, data):
@@ -174,46 +241,70 @@ class Estimator:
         from bayes_wsc.backends import default_backend
 
         self.check_params()
-        build, initial_values, start_at_map, map_fixed = self._recipe()
-        self._model, self._model_recipe = None, (build, data)
-        starts = initial_values(data)
+        recipe = self._recipe()
+        self._model, self._model_recipe = None, (recipe.build, data)
+        with self.variant_errors("initial_values"):
+            starts = recipe.initial_values(data)
         starts = [starts] if isinstance(starts, dict) else list(starts)  # a list means random restarts
         messages, fit_info, map_draws = [], {}, None
         coords, dims = None, None
-        if self.method == "map" or start_at_map:
-            program, fixed = self._map_program(data, starts, map_fixed(data))
-            from bayes_wsc.map_program import run_map
+        if self.method != "nuts" or recipe.start_nuts_at_map:
+            with self.variant_errors("map_fixed"):
+                fixed = recipe.map_fixed(data)
+            laplace = {"jacobian": True, "local": list(self._laplace_local())} if self.method == "laplace" else None
+            with self.variant_errors("the MAP"):
+                program, fixed, inputs, coords = self._map_program(data, starts, fixed, laplace)
+                from bayes_wsc.map_program import run_map
 
-            draws = map_draws = run_map(program, _restricted(starts, program.free), fixed=fixed)[0]
+                draws, x_map = run_map(program, _restricted(starts, program.free), inputs, fixed=fixed)
+                map_draws = draws
+                self.order_clusters(draws, program.dims, data)
             messages += diagnostics.map_messages(draws.info)
             fit_info["map"] = draws.info
-            coords, dims = program.coords, program.dims
+            fit_info["free_variables"] = [*program.free, *fixed]
+            dims = program.dims
             start = {n: draws.posterior[n][0, 0] for n in (*program.free, *fixed)}
             if self.chain_starts == "restarts" and draws.optima:
                 # chain c at restart c's optimum: other labelings, maybe other modes, for relabeling to face
                 start = [draws.optima[c % len(draws.optima)] for c in range(self.chains)]
         else:
             start = starts[0] if len(starts) == 1 else starts
+        if self.method == "laplace":
+            from bayes_wsc.laplace import run_laplace
+
+            draws, found = run_laplace(program, inputs, x_map, draws=self.draws, seed=self.seed, fixed=fixed)
+            fit_info["laplace"] = draws.info
+            messages += found + self.align_draws(draws, map_draws, data, free=fit_info["free_variables"], dims=dims)
+            if not recipe.start_nuts_at_map:
+                messages.append("this model's file says its posterior mode is not a useful summary "
+                                "(START_NUTS_AT_MAP = False), and the Laplace approximation is a Gaussian at "
+                                "that mode: do not trust its intervals; fit with NUTS.")
         if self.method == "nuts":
             from bayes_wsc.fit import fit_nuts, model_labels
 
             model = self.model_
-            start = _restricted(start, {rv.name for rv in model.free_RVs})
+            free = [rv.name for rv in model.free_RVs]
+            start = _restricted(start, set(free))
             backend = self.backend or default_backend()
             precision = self.precision or (self.nuts_precision if backend == "numpyro" else "float64")
-            draws = fit_nuts(model, draws=self.draws, tune=self.tune, chains=self.chains, seed=self.seed,
-                             initvals=start, backend=backend, target_accept=self.target_accept,
-                             progressbar=self.progressbar, precision=precision)
-            fit_info["nuts"] = draws.info
-            messages += self.align_draws(draws, map_draws, data)
-            labels = model_labels(model)
-            coords, dims = labels["coords"], labels["dims"]
+            with self.variant_errors("NUTS"):
+                draws = fit_nuts(model, draws=self.draws, tune=self.tune, chains=self.chains, seed=self.seed,
+                                 initvals=start, backend=backend, target_accept=self.target_accept,
+                                 progressbar=self.progressbar, precision=precision)
+                fit_info["nuts"] = draws.info
+                fit_info["free_variables"] = free
+                labels = model_labels(model)
+                coords, dims = labels["coords"], labels["dims"]
+                messages += self.align_draws(draws, map_draws, data, free=free, dims=dims)
         self.pointwise_log_likelihood(draws, data)
         self.__dict__.pop("_idata", None)
+        check_finite(draws.posterior)
         self._groups = self._assemble(coords, dims, draws, data, fit_info)
-        if self.method == "nuts":
-            messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
-        messages += self.model_checks(self._fitted())
+        with self.variant_errors("the diagnostics"):
+            if self.method == "nuts":
+                messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
+        with self.variant_errors("model_checks"):
+            messages += self.model_checks(self._fitted())
         # a check's own refits do not check again; a model without a checks module has none
         if self.checks and not criticism.running() and self.model_name in criticism.MODULES:
             messages += self._fit_time_checks(data)
@@ -235,33 +326,43 @@ class Estimator:
         inference.set_attrs(self._fitted(), {"checks": [r.as_dict() for r in rows]})
         return criticism.flagged_messages(rows)
 
-    def _map_program(self, data, starts: list[dict], fixed: dict):
-        """The MAP's compiled program and the held values: from the cache, or built and stored.
+    def _map_program(self, data, starts: list[dict], fixed: dict, laplace: dict | None = None):
+        """The MAP's compiled program, the held values, the program's inputs (data and held values)
+        and the coords: the program from the cache, or built and stored.
 
-        Only the package's own models are cached: the key holds the package's source, but not a
-        variant file's imports (`model_file`) or a subclass's `build_model` written elsewhere.
+        Programs are keyed by structure (`map_program.cache_key`), with the data as inputs that
+        `model_inputs` computes without PyMC. Only the package's own models are cached: the key holds
+        the package's source, but not a variant file's imports (`model_file`) or a subclass's
+        `build_model` written elsewhere.
         """
         from bayes_wsc import map_program
 
-        key = None
-        if self.model_file is None and type(self).build_model.__module__.startswith("bayes_wsc."):
-            try:
-                key = map_program.cache_key(f"{type(self).__module__}.{type(self).__qualname__}",
-                                            self.model_settings(), data, fixed, sorted({k for s in starts for k in s}))
-            except (pickle.PicklingError, TypeError, AttributeError):  # data the key cannot read: no cache
-                key = None
-        program = map_program.load(key) if key else None
-        if program is not None:
-            return program, _restricted(fixed, program.held)
-        from bayes_wsc.fit import build_map_program, map_starts
+        key, known = None, None
+        own = all(getattr(type(self), hook).__module__.startswith("bayes_wsc.")
+                  for hook in ("build_model", "model_inputs"))
+        if self.model_file is None and own:
+            known = self.model_inputs(data)
+        if known is not None:
+            coords, values = known
+            key = map_program.cache_key(f"{type(self).__module__}.{type(self).__qualname__}", self.build_settings(),
+                                        coords, {**values, **fixed}, sorted({k for s in starts for k in s}), laplace)
+            program = map_program.load(key)
+            if program is not None:
+                fixed = _restricted(fixed, program.held)
+                return program, fixed, _restricted(_inputs(coords, values, fixed), program.inputs), coords
+        from bayes_wsc.fit import build_map_program, map_starts, model_labels
 
         free = {rv.name for rv in self.model_.free_RVs}
         fixed = _restricted(fixed, free)
         start = map_starts(_restricted(starts, free), fixed)
-        program = build_map_program(self.model_, start, fixed=fixed)
-        if key:
+        program, inputs = build_map_program(self.model_, start, fixed=fixed, laplace=laplace)
+        model_coords = model_labels(self.model_)["coords"]
+        if known is None:
+            return program, fixed, inputs, model_coords
+        _check_model_inputs(type(self).__name__, inputs, _inputs(coords, values, fixed), coords, model_coords)
+        if program.reusable:
             map_program.store(key, program)
-        return program, fixed
+        return program, fixed, inputs, coords
 
     @property
     def model_(self):
@@ -291,11 +392,41 @@ class Estimator:
         return self.__dict__.get("_idata", getattr(self, "_groups", None))
 
     def diagnosed_names(self) -> list[str]:
-        return [n for n in self.estimands if n in self._fitted().posterior]
+        """What `summary` shows and the diagnostics check: the model's estimands, then every other
+        posterior variable that is not internal to the model (a variant's own), except the ones per
+        unit of the data (see `summary_notes`)."""
+        post = self._fitted().posterior
+        own = [n for n in self._other_variables() if not self._per_unit(post[n])]
+        return [n for n in self.estimands if n in post] + own
 
-    def align_draws(self, draws, map_draws, data) -> list[str]:
+    def summary_notes(self) -> list[str]:
+        """Plain words naming the variables left out of `summary` because they hold one value per
+        unit of the data (a variant's per-group or per-item parameters); empty when there are none."""
+        post = self._fitted().posterior
+        long = [f"{n}[{', '.join(map(str, post[n].dims[2:]))}]" for n in self._other_variables()
+                if self._per_unit(post[n])]
+        if not long:
+            return []
+        return [f"Not in the table, with one value per unit of the data: {', '.join(long)}. They are in the "
+                "fit's posterior (est.idata_.posterior, or the saved netCDF file)."]
+
+    def _other_variables(self) -> list[str]:
+        post = self._fitted().posterior
+        return [str(n) for n in post.data_vars if n not in self.estimands and n not in self.internal_variables]
+
+    def _per_unit(self, variable) -> bool:
+        return any(d in self.unit_dims for d in variable.dims)
+
+    def order_clusters(self, draws, dims: dict, data) -> None:
+        """Put the clusters of a MAP (`draws`, a single point) in the canonical order, in place
+        (`relabel.canonical_permutation`), so that two fits number them alike; NUTS then relabels
+        its draws against this point. Models without exchangeable clusters keep this no-op."""
+
+    def align_draws(self, draws, map_draws, data, *, free: list[str], dims: dict) -> list[str]:
         """Relabel exchangeable clusters in `draws.posterior` in place (see `relabel.py`) before
-        diagnostics; returns warnings. Models without exchangeable labels keep this no-op."""
+        diagnostics; returns warnings. `free` names the fit's free variables and `dims` every
+        variable's dims (from the program or the model, so that a cached fit builds no model).
+        Models without exchangeable labels keep this no-op."""
         return []
 
     def model_checks(self, idata) -> list[str]:
@@ -341,9 +472,28 @@ class Estimator:
         return list(inference.get_attrs(self._fitted()).get("diagnostics", []))
 
     def summary(self, var_names: list[str] | None = None, hdi_prob: float = 0.94):
-        """`az.summary` of the estimands (mean, sd, HDI, and R-hat/ESS after NUTS)."""
+        """`az.summary` of the estimands and a variant's own variables (mean, sd, HDI, and R-hat/ESS
+        after NUTS); `summary_notes` names what is too long for the table."""
         self._check_fitted()
-        return inference.summary(self._fitted(), var_names or self.diagnosed_names(), hdi_prob)
+        with self.variant_errors("summary"):
+            return inference.summary(self._fitted(), var_names or self.diagnosed_names(), hdi_prob)
+
+    def report(self, out_dir, **kwargs):
+        """Write `out_dir/report.html` (the model's `write_report`)."""
+        self._check_fitted()
+        with self.variant_errors("report"):
+            return self.write_report(out_dir, **kwargs)
+
+    def write_report(self, out_dir, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no report")
+
+    # ------------------------------------------------------------------ predictions
+    def key_columns(self) -> list[str]:
+        """The columns of new items that hold ids (the fit's group or id column), which readers
+        keep as text: '001' stays '001' (`data.tables.read_table(text_columns=...)`)."""
+        self._check_fitted()
+        settings = inference.get_attrs(self._fitted()).get("data_settings", {})
+        return [settings[k] for k in ("group_col", "id_col") if isinstance(settings.get(k), str)]
 
     # ------------------------------------------------------------------ criticism
     @property
@@ -421,11 +571,84 @@ class Estimator:
         return estimator
 
 
+class Recipe(NamedTuple):
+    """How a fit builds and starts its model (`Estimator._recipe`)."""
+
+    build: Callable
+    initial_values: Callable
+    start_nuts_at_map: bool
+    map_fixed: Callable
+
+
+def _takes_two(function) -> bool:
+    """Whether a variant's hook takes (data, estimator) rather than (data)."""
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def _check_accepts(build_model, settings: dict, path) -> None:
+    """A variant's `build_model` takes every setting it will be given (one line if not)."""
+    try:
+        params = inspect.signature(build_model).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    missing = [k for k in settings if k not in params or params[k].kind is params[k].POSITIONAL_ONLY]
+    if missing:
+        takes = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]
+        raise InputError(f"model file {str(path)!r}: build_model takes no setting {missing[0]!r} "
+                         f"(it takes {', '.join(takes) or 'none'}; add {missing[0]}=... or **settings)")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def check_finite(posterior: dict) -> None:
+    """Refuse a fit whose draws hold NaN or infinity: a number the arithmetic could not hold is
+    never saved or reported as a result."""
+    import numpy as np
+
+    for name, values in posterior.items():
+        values = np.asarray(values)
+        if values.dtype.kind in "fc" and not np.isfinite(values).all():
+            bad = int((~np.isfinite(values)).sum())
+            raise InputError(f"the fit produced {bad} non-finite value{'s' if bad > 1 else ''} of {name!r} "
+                             f"(of {values.size}): the data are beyond what the model's arithmetic holds "
+                             "(look for extreme values); nothing was saved")
+
+
 def _restricted(values, names):
     """A start (a dict, or a list of them) with only the variables in `names`: the model's own."""
     if isinstance(values, dict):
         return {k: v for k, v in values.items() if k in names}
     return [_restricted(v, names) for v in values]
+
+
+def _inputs(coords: dict, values: dict, fixed: dict) -> dict:
+    """What a program may read: the length of each dim (PyMC keeps them as shared variables named
+    by the dim), the data and the held values."""
+    return {**{dim: len(labels) for dim, labels in coords.items()}, **values, **fixed}
+
+
+def _check_model_inputs(name: str, inputs: dict, computed: dict, coords: dict, model_coords: dict) -> None:
+    """A model's `model_inputs` must compute every input its graph reads, and its coords, exactly:
+    a cached program would otherwise run on wrong data. Checked whenever a program is built."""
+    import numpy as np
+
+    for key, value in inputs.items():
+        if key not in computed:
+            raise RuntimeError(f"{name}.model_inputs does not compute {key!r}, which the model reads")
+        if not np.array_equal(np.asarray(computed[key]).astype(value.dtype), value):
+            raise RuntimeError(f"{name}.model_inputs computes {key!r} otherwise than the model")
+    if {k: list(v) for k, v in coords.items()} != {k: list(v) for k, v in model_coords.items()}:
+        raise RuntimeError(f"{name}.model_inputs gives other coords than the model's")
 
 
 def _is_whole(value) -> bool:

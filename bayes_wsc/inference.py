@@ -16,8 +16,6 @@ ArviZ is wanted.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -154,11 +152,16 @@ def get_attrs(idata: InferenceData) -> dict:
 
 
 # ---------------------------------------------------------------------- summaries
+def has_draws(idata) -> bool:
+    """Whether the fit holds more than one draw, and so has intervals (a MAP holds one point)."""
+    return idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"] > 1
+
+
 def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = 0.94) -> pd.DataFrame:
     """`az.summary`; a MAP fit (a single draw) gets one column, `map`, and no intervals, with the
     rows labelled as ArviZ labels them (`rho[3]`), read straight from the posterior."""
     posterior = idata.posterior
-    if posterior.sizes["chain"] * posterior.sizes["draw"] == 1:
+    if not has_draws(idata):
         rows = {}
         for name in var_names:
             values = posterior[name].isel(chain=0, draw=0)
@@ -170,14 +173,20 @@ def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = 0.94) 
         return pd.DataFrame({"map": pd.Series(rows, dtype=float)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _az().summary(_for_arviz(idata), var_names=var_names, hdi_prob=hdi_prob, kind="all", round_to="none")
+        # one chain (a Laplace fit's independent draws): no R-hat, and ArviZ's ESS would only warn
+        kind = "all" if posterior.sizes["chain"] > 1 else "stats"
+        return _az().summary(_for_arviz(idata), var_names=var_names, hdi_prob=hdi_prob, kind=kind, round_to="none")
 
 
 def hdi(samples: np.ndarray, prob: float) -> np.ndarray:
-    """Highest-density interval along the first axis of a (draws, ...) array: (..., 2)."""
+    """Highest-density interval along the first axis of a (draws, ...) array: (..., 2).
+
+    A single draw (a MAP) has no interval: its bounds are NaN, never a zero-width interval that
+    would read as certainty. Any fit with more draws (NUTS, or draws around a mode) gets its HDI.
+    """
     samples = np.asarray(samples)
     if samples.shape[0] == 1:
-        return np.stack([samples[0], samples[0]], axis=-1)
+        return np.full((*samples.shape[1:], 2), np.nan)
     flat = samples.reshape(samples.shape[0], -1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -290,26 +299,11 @@ def rhat_elements(idata, name: str) -> xr.DataArray:
 
 # ---------------------------------------------------------------------- files
 def save(idata: InferenceData, path: str | Path) -> Path:
-    """Write netCDF atomically: to a temporary file in the same folder, then rename.
+    """Write netCDF atomically (`outputs.write_file`: a temporary file in the same folder, then
+    renamed), so an interrupted write never leaves a truncated fit behind."""
+    from bayes_wsc import outputs
 
-    An interrupted write never leaves a truncated fit behind.
-    """
-    path = Path(path)
-    tmp = None
-    try:
-        if path.is_dir():
-            raise IsADirectoryError(21, "Is a directory")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        _write_groups(groups_of(idata), tmp)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise InputError(f"cannot write fit file {str(path)!r}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return outputs.write_file(path, lambda tmp: _write_groups(groups_of(idata), tmp), "fit file")
 
 
 def _write_groups(groups: Groups, path: str) -> None:

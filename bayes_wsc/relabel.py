@@ -8,6 +8,10 @@ a reference labeling by the Hungarian method on the agreement between item
 memberships (`scipy.optimize.linear_sum_assignment`). When no permutation
 makes a chain agree with the reference, the chains found different partitions
 (different modes), which relabeling cannot repair: `mode_messages` says so.
+
+The reference itself is put in a canonical order first (`canonical_permutation`:
+largest cluster first), so that two fits of the same data number their
+clusters alike whichever restart won.
 """
 
 from __future__ import annotations
@@ -19,6 +23,39 @@ from scipy.optimize import linear_sum_assignment
 
 #: below this share of items clustered alike, after the best permutation, a chain is in another mode
 AGREEMENT_MIN = 0.9
+#: clusters whose shares of the items differ by less than this are ordered by their first feature instead
+SIZE_TIE = 0.02
+
+
+def canonical_permutation(memberships: np.ndarray, first_feature: np.ndarray, tie: float = SIZE_TIE) -> np.ndarray:
+    """`perm` such that cluster `perm[k]` becomes cluster k in the canonical order: the largest
+    cluster first (share of the items by membership probability), and clusters whose shares
+    differ by less than `tie` (a run of them) by the mean of the first feature, lowest first.
+
+    Shares and means are averages of membership probabilities, so a small change of the fit
+    moves them a little and the order only where two clusters are nearly level on both.
+    """
+    memberships = np.asarray(memberships, dtype=float)
+    weight = memberships.sum(axis=0)
+    shares = weight / max(weight.sum(), np.finfo(float).tiny)
+    means = (memberships * np.asarray(first_feature, dtype=float)[:, None]).sum(axis=0) \
+        / np.maximum(weight, np.finfo(float).tiny)
+    by_size = np.argsort(-shares, kind="stable")
+    runs = np.split(by_size, np.flatnonzero(-np.diff(shares[by_size]) >= tie) + 1)
+    return np.concatenate([run[np.argsort(means[run], kind="stable")] for run in runs])
+
+
+def cluster_axes(dims: Mapping[str, list[str]], cluster_dim: str) -> dict[str, int]:
+    """name -> axis of `cluster_dim` (counted after chain, draw) for every variable that has it."""
+    return {name: list(d).index(cluster_dim) for name, d in dims.items() if cluster_dim in d}
+
+
+def permute_clusters(posterior: dict[str, np.ndarray], axes: Mapping[str, int], perm: np.ndarray) -> None:
+    """Apply one permutation (cluster `perm[k]` becomes k) to every (chain, draw, ...) variable in
+    `axes`, in place."""
+    for name, axis in axes.items():
+        if name in posterior:
+            posterior[name] = np.take(posterior[name], perm, axis=axis + 2)
 
 
 def best_permutation(reference: np.ndarray, candidate: np.ndarray) -> np.ndarray:

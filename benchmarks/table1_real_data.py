@@ -2,6 +2,8 @@
 
     cd /work/main && .venv/bin/python benchmarks/table1_real_data.py \\
         --splits 50 --nuts-splits 5 --specs paper,religion,ideology
+    .venv/bin/python benchmarks/table1_real_data.py --splits 50 --nuts-splits 0 --specs paper \\
+        --groupings state,state_age_gender --out benchmarks/results/table1_groupings.csv
 
 (about 12 minutes on 2 cores, 15 of them NUTS fits of 20-30 s; `--nuts-splits 0`
 skips NUTS, `--splits 10` for a quick look).
@@ -20,12 +22,17 @@ latent   `WSC(wh=inf)`: mu fixed at HE as in the paper (WH = inf); the
          unknown states). MAP on every split; NUTS (posterior mean of rho) on
          the first `--nuts-splits` splits; and the paper's own EM (eq. 4.1-4.8,
          `em_fit`, +1 smoothing) as a cross-check of the MAP;
+ecological the ecological-inference variant `models/ecological_inference.py` (MAP): each
+         group's Trump count beta-binomial on its bin composition, rho(k) = sigmoid(a_k);
 oracle   the per-bin vote share of the training respondents, (1 + n1)/(2 + n):
          the direct model with one group per respondent (sees individual votes).
 
 Scores are the 0-1 error at threshold 0.5 and the root mean squared error
 (square root of the Brier score), averaged over splits, with the split-to-split
 SD in brackets.
+
+`--groupings` sets what a group is (GROUPINGS): `state` (the paper's), or the state crossed with
+age band (18-29, 30-44, 45-64, 65+) and/or gender; the halvings are always of the states.
 
 Behavior bins ("specs", see SPECS): `paper` crosses income x college x race,
 the analog of the paper's income x union x race; `religion` crosses born-again
@@ -73,7 +80,13 @@ from bayes_wsc.datasets import load_cces2016
 GROUP = "state"
 OUTCOME = "vote_trump"
 RESULTS = Path(__file__).resolve().parent / "results" / "table1_real_data.csv"
-METHOD_ORDER = ["null", "direct", "latent_map", "latent_em", "latent_nuts", "latent_map_paired", "oracle"]
+METHOD_ORDER = ["null", "direct", "latent_map", "latent_em", "latent_nuts", "latent_map_paired", "ecological_map",
+                "oracle"]
+ECOLOGICAL = Path(__file__).resolve().parents[1] / "models" / "ecological_inference.py"
+#: what a group is: the state, or the state crossed with these columns
+GROUPINGS = {"state": (), "state_gender": ("female",), "state_age": ("age_band",),
+             "state_age_gender": ("age_band", "female")}
+AGE_BANDS = ([17, 29, 44, 64, 200], ["18-29", "30-44", "45-64", "65+"])
 
 
 @dataclass(frozen=True)
@@ -97,11 +110,16 @@ INCOME5_EDGES = [0, 3, 6, 8, 10, 12]
 
 
 def prepare(frame: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The CCES extract with the derived bin columns `income5` (0-4) and `race3` (White/Black/Other)."""
+    """The CCES extract with the derived bin columns `income5` (0-4) and `race3` (White/Black/Other),
+    `age_band`, and one group column per grouping (GROUPINGS)."""
     frame = load_cces2016() if frame is None else frame
     out = frame.copy()
     out["income5"] = pd.cut(out["income"], INCOME5_EDGES, labels=False).astype(int)
     out["race3"] = np.where(out["race"] == "White", "White", np.where(out["race"] == "Black", "Black", "Other"))
+    out["age_band"] = pd.cut(out["age"], AGE_BANDS[0], labels=AGE_BANDS[1]).astype(str)
+    for name, extra in GROUPINGS.items():
+        out[name] = out[GROUP].astype(str).str.cat([out[c].astype(str) for c in extra], sep=":") if extra \
+            else out[GROUP].astype(str)
     return out
 
 
@@ -117,14 +135,14 @@ def group_splits(group_ids, n_splits: int, seed: int = 0) -> list[tuple[np.ndarr
     return out
 
 
-def training_counts(train: pd.DataFrame, behavior: list[str]) -> GroupedCounts:
-    """GroupedCounts of the training respondents, HE = logit of each state's clipped vote share."""
-    shares = train.groupby(GROUP)[OUTCOME].agg(["mean", "size"]).reset_index()
+def training_counts(train: pd.DataFrame, behavior: list[str], group_col: str = GROUP) -> GroupedCounts:
+    """GroupedCounts of the training respondents, HE = logit of each group's clipped vote share."""
+    shares = train.groupby(group_col)[OUTCOME].agg(["mean", "size"]).reset_index()
     n = shares["size"].to_numpy(float)
     he = logit(np.clip(shares["mean"].to_numpy(float), 0.5 / n, 1 - 0.5 / n))
-    groups = pd.DataFrame({GROUP: shares[GROUP].astype(str), "he": he})
-    clicks = train[[GROUP, *behavior]].assign(**{GROUP: train[GROUP].astype(str)})
-    return GroupedCounts.from_frames(clicks, groups, group_col=GROUP, behavior=behavior)
+    groups = pd.DataFrame({group_col: shares[group_col].astype(str), "he": he})
+    clicks = train[[group_col, *behavior]].assign(**{group_col: train[group_col].astype(str)})
+    return GroupedCounts.from_frames(clicks, groups, group_col=group_col, behavior=behavior)
 
 
 def score(prob: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -133,7 +151,7 @@ def score(prob: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(np.mean((prob > 0.5) != (y == 1))), float(np.sqrt(np.mean((prob - y) ** 2)))
 
 
-def _fit_wsc(data: GroupedCounts, test: pd.DataFrame, behavior: list[str], **settings):
+def _fit_wsc(data: GroupedCounts, test: pd.DataFrame, behavior: list[str], group_col: str = GROUP, **settings):
     """Fit WSC(wh=inf) and predict the held-out respondents; returns (prob, seconds, n_warnings)."""
     from bayes_wsc.models.wsc import WSC
 
@@ -141,20 +159,22 @@ def _fit_wsc(data: GroupedCounts, test: pd.DataFrame, behavior: list[str], **set
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = WSC(wh=float("inf"), progressbar=False, **settings).fit(data)
-        prob = model.predict(test[[GROUP, *behavior]].assign(**{GROUP: test[GROUP].astype(str)}),
-                             group_col=GROUP)["prob"].to_numpy()
+        prob = model.predict(test[[group_col, *behavior]].assign(**{group_col: test[group_col].astype(str)}),
+                             group_col=group_col)["prob"].to_numpy()
     n_warn = sum(1 for w in caught if "FitWarning" in type(w.message).__name__)
     return prob, time.perf_counter() - start, n_warn
 
 
 def evaluate_split(frame: pd.DataFrame, train_ids, test_ids, behavior: list[str], *, map_fit: bool = True,
-                   em: bool = True, nuts: dict | None = None, w_concentration: float = 2.0) -> list[dict]:
-    """Every method's (error, rmse) on one split; one dict per method."""
+                   em: bool = True, nuts: dict | None = None, w_concentration: float = 2.0,
+                   ecological: bool = False, group_col: str = GROUP) -> list[dict]:
+    """Every method's (error, rmse) on one split; one dict per method. The split is of the states;
+    `group_col` names the groups the fits see (a column of `prepare`)."""
     is_train = frame[GROUP].astype(str).isin(set(map(str, train_ids)))
     is_test = frame[GROUP].astype(str).isin(set(map(str, test_ids)))
     train, test = frame[is_train], frame[is_test]
     y_train, y_test = train[OUTCOME].to_numpy(float), test[OUTCOME].to_numpy(float)
-    data = training_counts(train, behavior)
+    data = training_counts(train, behavior, group_col)
     bins_train = data.bins.index(train, "training respondents")
     bins_test = data.bins.index(test, "held-out respondents")
     K = data.n_bins
@@ -173,20 +193,23 @@ def evaluate_split(frame: pd.DataFrame, train_ids, test_ids, behavior: list[str]
         start = time.perf_counter()
         add("latent_em", em_fit(data, wh=np.inf).rho[bins_test], time.perf_counter() - start)
     if map_fit:
-        add("latent_map", *_fit_wsc(data, test, behavior, method="map", w_concentration=w_concentration))
+        add("latent_map", *_fit_wsc(data, test, behavior, group_col, method="map", w_concentration=w_concentration))
     if nuts is not None:
-        add("latent_nuts", *_fit_wsc(data, test, behavior, method="nuts", w_concentration=w_concentration, **nuts))
+        add("latent_nuts", *_fit_wsc(data, test, behavior, group_col, method="nuts", w_concentration=w_concentration,
+                                     **nuts))
+    if ecological:
+        add("ecological_map", *_fit_wsc(data, test, behavior, group_col, method="map", model_file=str(ECOLOGICAL)))
     return rows
 
 
 def run_table1(frame: pd.DataFrame | None = None, spec: str = "paper", *, n_splits: int = 50, seed: int = 0,
                nuts_splits: int = 0, nuts: dict | None = None, em: bool = True, w_concentration: float = 2.0,
-               log=None) -> pd.DataFrame:
-    """Per-split results of one spec: columns spec, split, method, error, rmse, seconds, fit_warnings.
+               ecological: bool = False, grouping: str = GROUP, log=None) -> pd.DataFrame:
+    """Per-split results of one spec: columns spec, grouping, split, method, error, rmse, seconds, fit_warnings.
 
-    The splits depend only on `seed` and the states, so every spec sees the same halvings.
+    The splits depend only on `seed` and the states, so every spec and grouping sees the same halvings.
     """
-    frame = prepare(frame) if frame is None or "income5" not in frame else frame
+    frame = prepare(frame) if frame is None or grouping not in frame else frame
     behavior = list(SPECS[spec].columns)
     nuts = {"draws": 500, "tune": 500, "chains": 2} if nuts is None else dict(nuts)
     rows = []
@@ -194,44 +217,47 @@ def run_table1(frame: pd.DataFrame | None = None, spec: str = "paper", *, n_spli
         nuts_here = {**nuts, "seed": seed * 1000 + split} if split < nuts_splits else None
         start = time.perf_counter()
         for row in evaluate_split(frame, train_ids, test_ids, behavior, em=em, nuts=nuts_here,
-                                  w_concentration=w_concentration):
-            rows.append({"spec": spec, "split": split, **row})
+                                  w_concentration=w_concentration, ecological=ecological, group_col=grouping):
+            rows.append({"spec": spec, "grouping": grouping, "split": split, **row})
         if log is not None:
             last = {r["method"]: r for r in rows if r["split"] == split}
-            log(f"[{spec}] split {split + 1}/{n_splits} ({time.perf_counter() - start:.1f}s): "
+            log(f"[{spec} {grouping}] split {split + 1}/{n_splits} ({time.perf_counter() - start:.1f}s): "
                 + "  ".join(f"{m} {r['error']:.3f}/{r['rmse']:.3f}" for m, r in last.items()))
     return pd.DataFrame(rows)
 
 
 def summarize(per_split: pd.DataFrame) -> pd.DataFrame:
-    """Mean and split-to-split SD of error and RMSE per spec and method.
+    """Mean and split-to-split SD of error and RMSE per spec, grouping and method.
 
     Adds `latent_map_paired`: the MAP on the same splits as NUTS only, for a paired comparison.
     """
+    per_split = per_split if "grouping" in per_split else per_split.assign(grouping=GROUP)
+    keys = ["spec", "grouping"]
     parts = [per_split]
-    nuts_splits = per_split.loc[per_split["method"] == "latent_nuts", ["spec", "split"]]
+    nuts_splits = per_split.loc[per_split["method"] == "latent_nuts", [*keys, "split"]]
     if len(nuts_splits):
-        paired = per_split[per_split["method"] == "latent_map"].merge(nuts_splits, on=["spec", "split"])
+        paired = per_split[per_split["method"] == "latent_map"].merge(nuts_splits, on=[*keys, "split"])
         parts.append(paired.assign(method="latent_map_paired"))
     rows = pd.concat(parts, ignore_index=True)
-    table = rows.groupby(["spec", "method"]).agg(
+    table = rows.groupby([*keys, "method"]).agg(
         n_splits=("split", "nunique"), error_mean=("error", "mean"), error_sd=("error", "std"),
         rmse_mean=("rmse", "mean"), rmse_sd=("rmse", "std"), seconds_per_fit=("seconds", "mean"),
         fit_warnings=("fit_warnings", "sum")).reset_index()
     order = {m: i for i, m in enumerate(METHOD_ORDER)}
-    spec_order = {s: i for i, s in enumerate(SPECS)}
-    table = table.sort_values(["spec", "method"], key=lambda c: c.map(spec_order if c.name == "spec" else order))
-    table.insert(2, "bins", table["spec"].map(lambda s: "x".join(SPECS[s].columns)))
+    order.update({s: i for i, s in enumerate(SPECS)})
+    order.update({g: i for i, g in enumerate(GROUPINGS)})
+    table = table.sort_values([*keys, "method"], key=lambda c: c.map(order))
+    table.insert(3, "bins", table["spec"].map(lambda s: "x".join(SPECS[s].columns)))
     return table.reset_index(drop=True)
 
 
 def format_table(summary: pd.DataFrame) -> str:
-    """The paper's Table 1 layout, one block per spec: methods as columns, 'mean (sd)' cells."""
+    """The paper's Table 1 layout, one block per spec and grouping: methods as columns, 'mean (sd)' cells."""
     blocks = []
-    for spec, part in summary.groupby("spec", sort=False):
+    for (spec, grouping), part in summary.groupby(["spec", "grouping"], sort=False):
         cols = {r.method: r for r in part.itertuples()}
         header = f"{'':26s}" + "".join(f"{m:>18s}" for m in cols)
-        lines = [f"spec {spec!r}: {SPECS[spec].description}", header]
+        lines = [f"spec {spec!r}, groups {grouping!r}: {SPECS[spec].description}", header]
         for label, key in (("Mean classification error", "error"), ("Root mean squared error", "rmse")):
             lines.append(f"{label:26s}" + "".join(
                 f"{getattr(r, key + '_mean'):>10.3f} ({getattr(r, key + '_sd'):.3f})" for r in cols.values()))
@@ -251,6 +277,8 @@ def main(argv=None) -> int:
     parser.add_argument("--nuts-chains", type=int, default=2)
     parser.add_argument("--w-concentration", type=float, default=2.0,
                         help="Dirichlet concentration of w0, w1 (2 = the paper's +1 smoothing)")
+    parser.add_argument("--groupings", default=GROUP, help=f"comma-separated, of {list(GROUPINGS)}")
+    parser.add_argument("--no-ecological", action="store_true", help="skip models/ecological_inference.py")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
@@ -261,14 +289,17 @@ def main(argv=None) -> int:
     unknown = [s for s in specs if s not in SPECS]
     if unknown:
         parser.error(f"unknown spec(s) {unknown}; choose from {list(SPECS)}")
+    groupings = [g.strip() for g in args.groupings.split(",") if g.strip()]
+    if any(g not in GROUPINGS for g in groupings):
+        parser.error(f"unknown grouping(s) {[g for g in groupings if g not in GROUPINGS]}; choose from {list(GROUPINGS)}")
     print(f"CCES 2016: {len(frame)} respondents in {frame[GROUP].nunique()} states; "
           f"{args.splits} splits into {frame[GROUP].nunique() // 2} training states and the rest", flush=True)
     start = time.perf_counter()
     per_split = pd.concat([
         run_table1(frame, spec, n_splits=args.splits, seed=args.seed, nuts_splits=args.nuts_splits,
                    nuts={"draws": args.nuts_draws, "tune": args.nuts_tune, "chains": args.nuts_chains},
-                   w_concentration=args.w_concentration, log=log)
-        for spec in specs], ignore_index=True)
+                   w_concentration=args.w_concentration, ecological=not args.no_ecological, grouping=grouping, log=log)
+        for spec in specs for grouping in groupings], ignore_index=True)
     summary = summarize(per_split)
     print()
     print(format_table(summary))

@@ -13,16 +13,21 @@ traps both the MAP and NUTS chains.
 
 Fit it with NUTS. A posterior mode is not a useful summary here: in either
 parameterization the mode sits where the posterior mass is not (sigma_H at 0,
-or inflated), so chains start from the initial values below, not the MAP.
+or inflated), so chains start from the initial values below, not the MAP. A
+MAP fit holds mu_scale at the spread of HE (`map_fixed`), where the joint mode
+would put it at 0.
 
     bayes-wsc fit wsc --model models/learned_rater_noise.py --clicks ... --groups ... --out fit.nc
 """
 
+import numpy as np
 import pymc as pm
 
 from bayes_wsc.models.wsc import add_click_likelihood, add_emissions, add_estimands, check_settings
 
 START_NUTS_AT_MAP = False
+#: each group's rater error is coupled to the others only through the globals (method="laplace")
+LAPLACE_LOCAL = ("rater_error",)
 
 
 def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0):
@@ -48,3 +53,8 @@ def initial_values(data):
 
     w0, w1 = naive_emissions(data)
     return {"sigma_h": 0.5, "w0": w0, "w1": w1}
+
+
+def map_fixed(data):
+    """The joint mode puts mu_scale at 0 (every mu at mu_loc); a MAP holds it at the sd of HE, floored at 0.1."""
+    return {"mu_scale": max(float(np.std(data.he)), 0.1)}

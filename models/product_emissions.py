@@ -16,7 +16,8 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from bayes_wsc.baselines.wsc import naive_emissions
-from bayes_wsc.models.wsc import add_click_likelihood, add_estimands, add_group_quality, check_settings
+from bayes_wsc.models.wsc import (add_click_likelihood, add_estimands, add_group_quality, check_settings,
+                                  hierarchical_scale_fixed)
 from bayes_wsc.transforms import StickBreaking
 
 
@@ -50,3 +51,8 @@ def initial_values(data):
         for z, w in ((0, w0), (1, w1)):
             start[f"w{z}_{column}"] = np.bincount(bin_levels[:, j], weights=w, minlength=len(levels))
     return start
+
+
+def map_fixed(data, estimator):
+    """The same group-quality block as the default model, so the MAP holds mu_scale as it does."""
+    return hierarchical_scale_fixed(data, estimator.wh, estimator.mu_prior)

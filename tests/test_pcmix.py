@@ -241,19 +241,24 @@ def test_nuts_chains_are_relabeled_to_the_map(nuts_fit):
 
 def test_align_draws_undoes_label_switching_and_reports_other_modes(map_lam4, intervals):
     data = intervals[2]
-    point = {k: np.asarray(v) for k, v in map_lam4.map_point_.items()}
+    # memberships are read from the reported mean and sd (which every variant has), so the draws carry them
+    post = map_lam4.idata_.posterior
+    point = {k: post[k].values[0, 0] for k in ("pi", "mean_z", "sd_excess", "rho", "mean", "sd")}
     map_draws = Draws({k: v[None, None] for k, v in point.items()})
     swapped = {k: v[::-1] for k, v in point.items()}
     draws = Draws({k: np.stack([np.stack([point[k]] * 3), np.stack([swapped[k]] * 3)])
                    for k in point})  # chain 0 as the MAP, chain 1 with the labels swapped
-    assert map_lam4.align_draws(draws, map_draws, data) == []
+    labels = {"free": ["pi", "mean_z", "sd_excess", "rho"],
+              "dims": {k: list(post[k].dims[2:]) for k in point}}
+    assert map_lam4.align_draws(draws, map_draws, data, **labels) == []
     for name in point:
         np.testing.assert_allclose(draws.posterior[name][1], np.stack([point[name]] * 3))
     assert draws.info["relabeled_draws"] == 3
     # a chain in another partition (both clusters on the same place) cannot be relabeled: warned
     other = dict(point, mean_z=np.array([[0.0], [0.05]]), sd_excess=np.array([[1.0], [0.05]]))
+    other.update(mean=data.center + data.scale * other["mean_z"], sd=data.scale * (0.001 + other["sd_excess"]))
     draws = Draws({k: np.stack([np.stack([point[k]] * 2), np.stack([other[k]] * 2)]) for k in point})
-    messages = map_lam4.align_draws(draws, map_draws, data)
+    messages = map_lam4.align_draws(draws, map_draws, data, **labels)
     assert len(messages) == 1 and messages[0].startswith("chain 1") and "different mode" in messages[0]
 
 
@@ -316,7 +321,8 @@ def test_cli_fit_predict_summary_report_path(intervals, tmp_path, capsys):
     pred = pd.read_csv(tmp_path / "p.csv")
     assert list(pred.columns) == ["x", "extra", "prob", "prob_low", "prob_high", "cluster", "cluster_prob_0",
                                   "cluster_prob_1"]
-    assert np.all(pred.prob_low <= pred.prob) and np.all(pred.prob <= pred.prob_high)
+    # a MAP fit has no interval: empty cells (they used to equal the probability itself)
+    assert pred.prob.between(0, 1).all() and pred.prob_low.isna().all() and pred.prob_high.isna().all()
     assert load(fit).idata_.observed_data["item"].values[0] == "i0"
     assert cli(["summary", str(fit)]) == 0 and "model: pcmix" in capsys.readouterr().out
     assert cli(["report", str(fit), "--out", str(tmp_path / "again")]) == 0

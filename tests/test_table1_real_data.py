@@ -49,6 +49,7 @@ def test_cces2016_loader_columns_rows_no_missing():
     assert set(frame["born_again"].unique()) == {0, 1}
     assert frame["religion_importance"].between(1, 4).all()
     assert frame["ideology"].between(1, 5).all()
+    assert frame["age"].between(18, 99).all() and 45 < frame["age"].mean() < 58
     assert set(frame["race"].unique()) == {"White", "Black", "Hispanic", "Asian", "Mixed", "Other",
                                            "Native_American", "Middle_Eastern"}
 

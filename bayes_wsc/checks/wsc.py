@@ -23,7 +23,6 @@ refits the model on halves of the groups (`checks/aggregation.py`).
 
 from __future__ import annotations
 
-import importlib.util
 import math
 
 import numpy as np
@@ -120,19 +119,15 @@ def targeted() -> list:
 
 
 def aggregation_rows(est, data, seed: int, check=None) -> list[Check]:
-    """`checks.aggregation.aggregation_bias_check` (helper "wsccheck") as a row; `check` replaces it in tests.
+    """`checks.aggregation.aggregation_bias_check` as a row; `check` replaces it in tests.
 
     It gets the model settings it knows (wh, mu_prior, w_concentration) and, from a MAP fit of the
     package's own model, the fit's point, so that it needs no refit.
-
-    MERGE: on this branch `bayes_wsc/checks/aggregation.py` does not exist yet, so the row is skipped
-    while the module is missing; once merged, the guard below can go and the real check always runs.
     """
-    if check is None:
-        if importlib.util.find_spec("bayes_wsc.checks.aggregation") is None:  # MERGE: remove with the module
-            return []
-        from bayes_wsc.checks.aggregation import aggregation_bias_check as check
-    settings = {k: v for k, v in model_settings(est).items() if k in ("wh", "mu_prior", "w_concentration")}
+    from bayes_wsc.checks.aggregation import SETTINGS, aggregation_bias_check
+
+    check = aggregation_bias_check if check is None else check
+    settings = {k: v for k, v in est.build_settings().items() if k in SETTINGS}
     result = check(data, settings, seed=seed, map_point=map_point(est))
     return [Check(**{k: result[k] for k in ("check", "statistic", "reference", "p_value", "flagged", "message")})]
 
@@ -143,11 +138,3 @@ def map_point(est) -> dict | None:
     if est.model_file is not None or posterior.sizes["chain"] * posterior.sizes["draw"] != 1:
         return None
     return {n: np.asarray(posterior[n].values[0, 0]) for n in ("mu", "w0", "w1", "mu_scale") if n in posterior}
-
-
-def model_settings(est) -> dict:
-    """The WSC model settings (wh, mu_prior, w_concentration), read through one place: the estimator's
-    `model_settings()` (called `build_settings()` once the variants work is merged)."""
-    read = getattr(est, "build_settings", None) or getattr(est, "model_settings")
-    return dict(read())
-

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from bayes_wsc.outputs import REPORT_CONTENTS, output_folder
+
 
 def positive_int(text: str) -> int:
     try:
@@ -37,6 +39,26 @@ def probability(text: str) -> float:
     return value
 
 
+#: how --sep may name the characters that are awkward to type
+SEPARATOR_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|", "space": " "}
+
+
+def separator(text: str) -> str:
+    """One character that separates the columns of CSV files; 'tab' (or \\t), 'semicolon'... by name."""
+    sep = SEPARATOR_NAMES.get(text.lower(), text)
+    if len(sep) != 1 or sep in "\"\r\n":
+        raise argparse.ArgumentTypeError(
+            f"expected one character (or tab, comma, semicolon, pipe, space), got {text!r}")
+    return sep
+
+
+def add_sep_option(parser) -> None:
+    """--sep, for every command that reads tables (CSV files; Parquet ignores it)."""
+    parser.add_argument("--sep", type=separator, default=None, metavar="CHAR",
+                        help="column separator of the CSV files: one character, or tab, semicolon, pipe "
+                             "(default: comma; tab for .tsv)")
+
+
 def columns(text: str) -> list[str]:
     columns = [c.strip() for c in text.split(",") if c.strip()]
     if not columns:
@@ -46,29 +68,84 @@ def columns(text: str) -> list[str]:
 
 def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("fitting")
-    group.add_argument("--method", choices=("map", "nuts"), default="map",
-                       help="posterior mode (fast) or full posterior by NUTS (default: map)")
-    group.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws per chain")
+    group.add_argument("--method", choices=("map", "nuts", "laplace"), default="map",
+                       help="posterior mode (fast), full posterior by NUTS, or laplace: a Gaussian at the mode "
+                            "on the unconstrained scale, intervals in seconds (default: map)")
+    group.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws per chain (laplace: draws)")
     group.add_argument("--tune", type=non_negative_int, default=1000, help="NUTS tuning steps per chain")
     group.add_argument("--chains", type=positive_int, default=4, help="NUTS chains")
-    group.add_argument("--seed", type=int, default=None, help="random seed")
+    group.add_argument("--seed", type=int, default=None,
+                       help="random seed of restarts and NUTS (default: the package's fixed seed, 0, so that "
+                            "reruns agree)")
     group.add_argument("--backend", choices=("numpyro", "pymc", "nutpie", "blackjax"), default=None,
                        help="NUTS implementation (default: numpyro if installed, measured fastest)")
     group.add_argument("--target-accept", type=probability, default=0.8, help="NUTS target acceptance")
     group.add_argument("--precision", choices=("float32", "float64"), default=None,
                        help="arithmetic of the numpyro backend (default: the model's measured choice, "
                             "float32 for wsc; other backends run float64)")
-    group.add_argument("--report", metavar="DIR", help="also write an HTML report to DIR")
+    group.add_argument("--report", metavar="DIR", type=output_folder("report folder", REPORT_CONTENTS),
+                       help="also write an HTML report to DIR (DIR/report.html)")
     group.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
+def setting(text: str) -> tuple[str, object]:
+    """KEY=VALUE of `--set`, the value read as a whole number, a number, true/false, none, or else text."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE with KEY a Python name, got {text!r}")
+    return key, setting_value(value.strip())
+
+
+def setting_value(text: str):
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def add_variant_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("model variant")
+    from bayes_wsc.outputs import input_file
+
+    group.add_argument("--model", dest="model_file", default=None, metavar="FILE.py", type=input_file("model file"),
+                       help="a model variant file defining build_model(data, **settings) (see models/)")
+    group.add_argument("--set", dest="model_settings", type=setting, action="append", default=[],
+                       metavar="KEY=VALUE",
+                       help="a setting of the variant's build_model, repeatable; VALUE is read as a whole number, "
+                            "a number, true/false, none, or else text")
 
 
 def sampling_settings(args) -> dict:
-    """The estimator settings that `add_sampling_options` collects."""
-    return {"method": args.method, "draws": args.draws, "tune": args.tune, "chains": args.chains,
-            "seed": args.seed, "backend": args.backend, "target_accept": args.target_accept,
-            "precision": args.precision, "progressbar": not args.no_progress}
+    """The estimator settings that `add_sampling_options` and `add_variant_options` collect; the seed
+    only when given (else the estimator's fixed default)."""
+    settings = {"method": args.method, "draws": args.draws, "tune": args.tune, "chains": args.chains,
+                "backend": args.backend, "target_accept": args.target_accept, "precision": args.precision,
+                "progressbar": not args.no_progress}
+    if args.seed is not None:
+        settings["seed"] = args.seed
+    if hasattr(args, "model_file"):
+        settings["model_file"] = args.model_file
+        settings["model_settings"] = variant_settings(args.model_settings)
+    return settings
+
+
+def variant_settings(pairs: list[tuple[str, object]]) -> dict:
+    from bayes_wsc.errors import InputError
+
+    settings = {}
+    for key, value in pairs:
+        if key in settings:
+            raise InputError(f"--set {key} is given twice")
+        settings[key] = value
+    return settings
 
 
 def print_fit(est) -> None:
@@ -77,6 +154,8 @@ def print_fit(est) -> None:
 
     with pd.option_context("display.max_rows", 80, "display.width", 120):
         print(est.summary().round(3).to_string())
+    for note in est.summary_notes():
+        print(f"Note: {note}")
     messages = est.diagnostics_
     print()
     if messages:

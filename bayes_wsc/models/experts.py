@@ -60,7 +60,7 @@ from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.pairwise import FeatureScaling, PairwiseConstraints
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.posterior import CHUNK_FLOATS, stacked, summarize_columns
+from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -119,7 +119,7 @@ def add_cluster_weights(data: PairwiseConstraints, n_clusters: int, *, prior_sd:
     (`feature_rotation`): the same model, in coordinates that NUTS with a diagonal mass matrix
     explores easily. The zero-sum W[feature, cluster] and b[cluster] are kept as Deterministics.
     """
-    rotation = feature_rotation(data.features)
+    rotation = pm.Data("feature_rotation", feature_rotation(data.features), dims=("feature", "component"))
     chol_w = np.linalg.cholesky(reference_covariance(n_clusters, prior_sd))
     chol_b = np.linalg.cholesky(reference_covariance(n_clusters, intercept_sd))
     w_raw = pm.Normal("W_raw", 0.0, 1.0, dims=("component", "cluster_ref"))
@@ -156,8 +156,13 @@ def add_memberships(data: PairwiseConstraints, w_ref, b_ref):
     features = pm.Data("linked_features", data.features[data.linked_items], dims=("linked_item", "feature"))
     logits = pt.dot(features, w_ref) + b_ref
     log_probs = pt.special.log_softmax(pt.concatenate([pt.zeros((logits.shape[0], 1)), logits], axis=1), axis=-1)
-    local = np.searchsorted(data.linked_items, data.pairs)  # pair items as rows of `log_probs`
-    return log_probs[local[:, 0]], log_probs[local[:, 1]]
+    ends = pm.Data("pair_ends", pair_ends(data), dims=("pair", "end"))  # pair items as rows of `log_probs`
+    return log_probs[ends[:, 0]], log_probs[ends[:, 1]]
+
+
+def pair_ends(data: PairwiseConstraints) -> np.ndarray:
+    """The two items of every unique pair as rows of the linked items (`add_memberships`): (P, 2) int."""
+    return np.searchsorted(data.linked_items, data.pairs).astype(np.int64)
 
 
 def add_experts(*, accuracy_a: float = 2.0, accuracy_b: float = 2.0):
@@ -165,6 +170,12 @@ def add_experts(*, accuracy_a: float = 2.0, accuracy_b: float = 2.0):
     and the expert weight omega[expert]."""
     alpha_raw = pm.Beta("alpha_raw", accuracy_a, accuracy_b, dims="expert")
     beta_raw = pm.Beta("beta_raw", accuracy_a, accuracy_b, dims="expert")
+    return add_expert_weights(alpha_raw, beta_raw)
+
+
+def add_expert_weights(alpha_raw, beta_raw):
+    """alpha = 0.5 + 0.5 alpha_raw, beta = 0.5 + 0.5 beta_raw and the weight omega, each [expert], as
+    Deterministics from accuracies rescaled to [0, 1]; a variant may tie or share them. Returns (alpha, beta)."""
     alpha = pm.Deterministic("alpha", 0.5 + 0.5 * alpha_raw, dims="expert")
     beta = pm.Deterministic("beta", 0.5 + 0.5 * beta_raw, dims="expert")
     # 1 - alpha = (1 - alpha_raw) / 2, computed without cancellation
@@ -186,6 +197,18 @@ def add_constraint_likelihood(data: PairwiseConstraints, ends, alpha, beta):
     return log_same
 
 
+def model_coords(data: PairwiseConstraints, n_clusters: int) -> dict:
+    """The model's coords: the data's (item, feature, expert) and cluster, cluster_ref, component,
+    linked_item, constraint, pair; K may not exceed the number of items."""
+    if data.n_items < n_clusters:
+        raise InputError(f"there are {data.n_items} items but {n_clusters} clusters: "
+                         "the number of clusters must not exceed the number of items")
+    return {**data.coords, "cluster": list(range(n_clusters)), "cluster_ref": list(range(1, n_clusters)),
+            "component": list(range(data.n_features)),
+            "linked_item": list(data.item_ids[data.linked_items]), "constraint": list(range(data.n_constraints)),
+            "pair": list(range(data.n_pairs))}
+
+
 def build_model(
     data: PairwiseConstraints,
     *,
@@ -205,19 +228,34 @@ def build_model(
         (the paper's unpenalized constraint), the default (2, 2) keeps the mode inside the interval.
     """
     check_settings(n_clusters, prior_sd, intercept_sd, accuracy_a, accuracy_b)
-    if data.n_items < n_clusters:
-        raise InputError(f"there are {data.n_items} items but {n_clusters} clusters: "
-                         "the number of clusters must not exceed the number of items")
-    coords = {**data.coords, "cluster": list(range(n_clusters)), "cluster_ref": list(range(1, n_clusters)),
-              "component": list(range(data.n_features)),
-              "linked_item": list(data.item_ids[data.linked_items]), "constraint": list(range(data.n_constraints)),
-              "pair": list(range(data.n_pairs))}
-    with pm.Model(coords=coords) as model:
+    with pm.Model(coords=model_coords(data, n_clusters)) as model:
         w_ref, b_ref = add_cluster_weights(data, n_clusters, prior_sd=prior_sd, intercept_sd=intercept_sd)
         ends = add_memberships(data, w_ref, b_ref)
         alpha, beta = add_experts(accuracy_a=accuracy_a, accuracy_b=accuracy_b)
         add_constraint_likelihood(data, ends, alpha, beta)
     return model
+
+
+def model_coords(data: PairwiseConstraints, n_clusters: int) -> dict[str, list]:
+    """The model's coordinates, from the data and K (checked: no more clusters than items)."""
+    if data.n_items < n_clusters:
+        raise InputError(f"there are {data.n_items} items but {n_clusters} clusters: "
+                         "the number of clusters must not exceed the number of items")
+    return {**data.coords, "cluster": list(range(n_clusters)), "cluster_ref": list(range(1, n_clusters)),
+            "component": list(range(data.n_features)), "end": [0, 1],
+            "linked_item": list(data.item_ids[data.linked_items]), "constraint": list(range(data.n_constraints)),
+            "pair": list(range(data.n_pairs))}
+
+
+def model_data(data: PairwiseConstraints) -> dict[str, np.ndarray]:
+    """Every data-derived value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy.
+
+    A cached MAP program (`map_program`) takes them as runtime inputs, so one program serves every
+    data set of the same shapes; building a program checks that this list and the model agree.
+    """
+    must, cannot = data.link_counts()
+    return {"feature_rotation": feature_rotation(data.features), "linked_features": data.features[data.linked_items],
+            "pair_ends": pair_ends(data), "pair_must_links": must, "pair_cannot_links": cannot}
 
 
 # ---------------------------------------------------------------------- estimator
@@ -291,6 +329,8 @@ class NoisyExperts(Estimator):
     method : "map" (posterior mode) or "nuts" (full posterior, chains started at the MAP).
     draws, tune, chains, seed, backend, target_accept, precision : NUTS settings (precision float64
         by default here: float32 measured no faster); seed also seeds the restarts.
+    model_file, model_settings : a variant file (see `models/`) whose `build_model(data, **settings)`
+        replaces the default, and its own settings.
 
     After `fit(data)`: `idata_` (InferenceData with alpha[expert], beta[expert], omega[expert],
     W[feature, cluster], b[cluster], and the free W_raw, b_raw, alpha_raw, beta_raw) and `model_`. Item memberships are computed on
@@ -299,6 +339,8 @@ class NoisyExperts(Estimator):
 
     model_name = "experts"
     estimands = ["alpha", "beta", "omega", "b", "W"]
+    internal_variables = ("W_raw", "b_raw", "alpha_raw", "beta_raw")
+    unit_dims = ("item", "linked_item", "pair", "constraint")
 
     def __init__(self, *, n_clusters=2, prior_sd=1.0, intercept_sd=2.0, accuracy_a=2.0, accuracy_b=2.0,
                  restarts=20, **kwargs):
@@ -310,18 +352,21 @@ class NoisyExperts(Estimator):
         self.accuracy_b = accuracy_b
         self.restarts = restarts
 
-    def model_settings(self) -> dict:
+    def build_settings(self) -> dict:
         return {"n_clusters": self.n_clusters, "prior_sd": self.prior_sd, "intercept_sd": self.intercept_sd,
                 "accuracy_a": self.accuracy_a, "accuracy_b": self.accuracy_b}
 
     def check_params(self) -> None:
         super().check_params()
-        check_settings(**self.model_settings())
+        check_settings(**self.build_settings())
         if isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral) or self.restarts < 1:
             raise InputError(f"restarts must be a positive whole number, got {self.restarts!r}")
 
     def build_model(self, data: PairwiseConstraints) -> pm.Model:
-        return build_model(data, **self.model_settings())
+        return build_model(data, **self.build_settings())
+
+    def model_inputs(self, data: PairwiseConstraints):
+        return model_coords(data, self.n_clusters), model_data(data)
 
     def initial_values(self, data: PairwiseConstraints) -> list[dict]:
         """The paper's random restarts (Sec. 2.5): W, b ~ N(0, 1) entries, alpha, beta ~ U(0.5, 1).
@@ -360,7 +405,25 @@ class NoisyExperts(Estimator):
         }
 
     # ------------------------------------------------------------------ label switching
-    def align_draws(self, draws, map_draws, data: PairwiseConstraints) -> list[str]:
+    def order_clusters(self, draws, dims: dict, data: PairwiseConstraints) -> None:
+        """The MAP's clusters in the canonical order (largest first by the items' memberships from
+        their features; near-equal sizes by the first feature's mean), then re-referenced."""
+        post = draws.posterior
+        if not {"W", "b"} <= set(post):
+            return
+        probs = membership_probabilities(data.features, post["W"][0, 0], post["b"][0, 0])
+        perm = relabel.canonical_permutation(probs, data.features[:, 0])
+        relabel.permute_clusters(post, relabel.cluster_axes(dims, "cluster"), perm)
+        self._re_reference(post, data)
+
+    def _re_reference(self, post: dict, data: PairwiseConstraints) -> None:
+        """W_raw, b_raw of relabelled W, b (cluster 0 is the reference of the sampler's coordinates)."""
+        raw = raw_coordinates(post["W"], post["b"], data.features, self.prior_sd, self.intercept_sd)
+        for name, values in raw.items():
+            if name in post:
+                post[name] = values
+
+    def align_draws(self, draws, map_draws, data: PairwiseConstraints, *, free: list[str], dims: dict) -> list[str]:
         """Relabel every draw against the MAP's memberships (Hungarian), then re-reference."""
         post = draws.posterior
         rng = np.random.default_rng(0)
@@ -378,10 +441,7 @@ class NoisyExperts(Estimator):
             lambda draw: membership_probabilities(features, draw["W"], draw["b"]), reference,
         )
         post["W"], post["b"] = relabelled["W"], relabelled["b"]
-        raw = raw_coordinates(post["W"], post["b"], data.features, self.prior_sd, self.intercept_sd)
-        for name, values in raw.items():
-            if name in post:
-                post[name] = values
+        self._re_reference(post, data)
         identity = np.arange(self.n_clusters)
         draws.info["relabelled_draws"] = int((perms != identity).any(axis=-1).sum())
         draws.info["chain_agreement"] = [float(a) for a in agreement]
@@ -400,7 +460,7 @@ class NoisyExperts(Estimator):
                     f"only 1 of {lps.size} random restarts reached the best posterior mode; the others stopped "
                     "in worse local optima, so a better clustering may exist. Rerun with more restarts."
                 )
-        shares = self._cluster_shares(idata)
+        shares = self._cluster_shares(idata) if {"W", "b"} <= set(idata.posterior) else []
         for k, share in enumerate(shares):
             if share < EMPTY_CLUSTER_SHARE:
                 messages.append(
@@ -445,7 +505,9 @@ class NoisyExperts(Estimator):
 
     def summary(self, var_names: list[str] | None = None, hdi_prob: float = 0.94) -> pd.DataFrame:
         """`az.summary` of the estimands, the expert rows (omega, alpha, beta) sorted by omega."""
-        table = super().summary(var_names or ["omega", "alpha", "beta", "b", "W"], hdi_prob)
+        table = super().summary(var_names, hdi_prob)
+        if "omega" not in self.idata_.posterior:  # a variant without expert weights: ArviZ's order
+            return table
         experts = self.idata_.posterior["expert"].values[self.expert_order()]
         order = [f"{name}[{e}]" for name in ("omega", "alpha", "beta") for e in experts
                  if f"{name}[{e}]" in table.index]
@@ -531,14 +593,10 @@ class NoisyExperts(Estimator):
         self._check_fitted()
         _check_ci(ci)
         features = self.scaling_.transform(items, "items")
-        added = self._membership_frame(features, ci, index=items.index)
-        clash = [c for c in added.columns if c in items.columns]
-        if clash:
-            raise InputError(f"items already has a column {clash[0]!r}, which predict would overwrite; rename it")
-        return pd.concat([items, added], axis=1)
+        return append_predictions(items, self._membership_frame(features, ci, index=items.index))
 
     # ------------------------------------------------------------------ report
-    def report(self, out_dir, **kwargs):
+    def write_report(self, out_dir, **kwargs):
         """Write `out_dir/report.html`: the expert table and forest plot, the clustering, diagnostics."""
         from bayes_wsc.report.experts import write_report
 

@@ -49,8 +49,8 @@ from bayes_wsc.baselines.pcmix import LOG_2PI, Params, Priors, check_components,
 from bayes_wsc.data.labeled import LabeledItems, standardize
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.posterior import stacked, summarize_columns
-from bayes_wsc.relabel import mode_messages, relabel_draws
+from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
+from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -59,8 +59,6 @@ pt = LazyModule("pytensor.tensor")
 likelihoods = LazyModule("bayes_wsc.likelihoods")
 transforms = LazyModule("bayes_wsc.transforms")
 
-#: free variables and Deterministics indexed by component (axis 0 of one draw), for relabeling
-CLUSTER_AXES = {"pi": 0, "mean_z": 0, "sd_excess": 0, "rho": 0, "mean": 0, "sd": 0}
 #: items used to compute memberships when aligning draws (a seeded subsample beyond this)
 RELABEL_ITEMS = 2000
 #: two restarts reached the same basin when their log densities agree this closely (relative)
@@ -105,9 +103,18 @@ def add_gaussian_components(priors: Priors = Priors()):
     Returns (mean_z, sd_z). The Gamma(2, .) density vanishes at 0, which keeps
     a component from collapsing onto one point; the floor is the paper's.
     """
-    mean_z = pm.Normal("mean_z", 0.0, priors.mean_sd, dims=("component", "feature"))
+    return add_component_means(priors), add_component_sds(priors)
+
+
+def add_component_means(priors: Priors = Priors()):
+    """mean_z[component, feature] ~ Normal(0, 3) on standardized features."""
+    return pm.Normal("mean_z", 0.0, priors.mean_sd, dims=("component", "feature"))
+
+
+def add_component_sds(priors: Priors = Priors()):
+    """sd_z[component, feature] = sd_floor + sd_excess, sd_excess ~ Gamma(2, 1), on standardized features."""
     excess = pm.Gamma("sd_excess", alpha=priors.sd_shape, beta=priors.sd_rate, dims=("component", "feature"))
-    return mean_z, priors.sd_floor + excess
+    return priors.sd_floor + excess
 
 
 def add_label_probabilities(n_classes: int, priors: Priors = Priors()):
@@ -142,7 +149,7 @@ def add_pc_objective(data: LabeledItems, pi, mean_z, sd_z, log_rho, lam: float =
     log_px = likelihoods.mixture_logp(log_weights, x_logp)
     data_term = pt.sum(log_px)
     if data.n_labeled:
-        labeled = pm.Data("labeled_index", np.flatnonzero(data.labeled).astype(np.int64))
+        labeled = pm.Data("labeled_index", labeled_index(data))
         labels = pm.Data("labels", data.onehot[data.labeled])  # (n labeled, C) indicators
         y_logp = pt.sum(labels[:, None, :] * log_rho[None, :, :], axis=-1)  # (n labeled, K)
         log_py = likelihoods.predictive_mixture_logp(log_weights, x_logp[labeled], y_logp)[1]
@@ -158,20 +165,46 @@ def add_pc_objective(data: LabeledItems, pi, mean_z, sd_z, log_rho, lam: float =
 
 
 def add_estimands(data: LabeledItems, mean_z, sd_z):
-    """mean and sd in the data's units (the features were standardized)."""
-    pm.Deterministic("mean", data.center + data.scale * mean_z, dims=("component", "feature"))
-    pm.Deterministic("sd", data.scale * sd_z, dims=("component", "feature"))
+    """mean and sd[component, feature] in the data's units (the features were standardized); every
+    use of a fit reads these, so a variant may parameterize mean_z and sd_z as it likes."""
+    center = pm.Data("feature_center", data.center, dims="feature")
+    scale = pm.Data("feature_scale", data.scale, dims="feature")
+    pm.Deterministic("mean", center + scale * mean_z, dims=("component", "feature"))
+    pm.Deterministic("sd", scale * sd_z, dims=("component", "feature"))
+
+
+def labeled_index(data: LabeledItems) -> np.ndarray:
+    return np.flatnonzero(data.labeled).astype(np.int64)
+
+
+def model_data(data: LabeledItems, lam: float) -> dict[str, np.ndarray]:
+    """Every value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy: the data's
+    and lam (so that a lam path reuses one program).
+
+    A cached MAP program (`map_program`) takes them as runtime inputs, so one program serves every
+    data set of the same shapes; building a program checks that this list and the model agree.
+    """
+    values = {"x": data.x, "lam": np.asarray(float(check_lam(lam))), "feature_center": data.center,
+              "feature_scale": data.scale}
+    if data.n_labeled:
+        values.update(labeled_index=labeled_index(data), labels=data.onehot[data.labeled])
+    return values
+
+
+def model_coords(data: LabeledItems, components: int) -> dict:
+    """The model's coords (component, and the data's feature, class, item), after checking that the
+    data are LabeledItems with at least K items."""
+    check_components(check_data(data), components)
+    return {"component": list(range(int(components))), **data.coords}
 
 
 def build_model(data: LabeledItems, *, components: int = 2, lam: float = 1.0, sd_floor: float = 0.001,
                 mean_prior_sd: float = 3.0, sd_prior_rate: float = 1.0, concentration: float = 1.01) -> pm.Model:
     """The supervised mixture with the PC objective, as a `pm.Model` with dims component, feature,
     class and item. Its MAP is PC training at `lam`; NUTS samples the generalized posterior."""
-    data = check_data(data)
-    check_components(data, components)
+    coords = model_coords(data, components)
     lam = check_lam(lam)
     priors = priors_from(sd_floor, mean_prior_sd, sd_prior_rate, concentration)
-    coords = {"component": list(range(int(components))), **data.coords}
     with pm.Model(coords=coords) as model:
         pi = add_mixture_weights(priors)
         mean_z, sd_z = add_gaussian_components(priors)
@@ -249,6 +282,8 @@ class PCMixture(Estimator):
     concentration : Dirichlet / Beta concentration of pi and rho (1.01 as in eq. 25).
     method : "map" (PC training) or "nuts" (the generalized posterior, chains started at the MAP).
     draws, tune, chains, seed, backend, target_accept, precision : NUTS settings; `seed` also seeds the restarts.
+    model_file, model_settings : a variant file (see `models/`) whose `build_model(data, **settings)`
+        replaces the default, and its own settings.
 
     After `fit(data)`: `idata_` with `pi[component]`, `mean` and `sd[component, feature]` (data units),
     `rho[component]` (or `rho[component, class]`), `data_loglik`, `label_loglik`; `model_`.
@@ -256,6 +291,8 @@ class PCMixture(Estimator):
 
     model_name = "pcmix"
     estimands = ["pi", "mean", "sd", "rho"]
+    internal_variables = ("mean_z", "sd_excess", "data_loglik", "label_loglik")
+    unit_dims = ("item",)
 
     def __init__(self, *, components=2, lam=1.0, restarts=10, sd_floor=0.001, mean_prior_sd=3.0,
                  sd_prior_rate=1.0, concentration=1.01, **kwargs):
@@ -269,7 +306,7 @@ class PCMixture(Estimator):
         self.concentration = concentration
 
     # ------------------------------------------------------------------ settings
-    def model_settings(self) -> dict:
+    def build_settings(self) -> dict:
         return {"components": int(self.components), "lam": float(self.lam), "sd_floor": float(self.sd_floor),
                 "mean_prior_sd": float(self.mean_prior_sd), "sd_prior_rate": float(self.sd_prior_rate),
                 "concentration": float(self.concentration)}
@@ -301,7 +338,11 @@ class PCMixture(Estimator):
         return super().fit(data)
 
     def build_model(self, data: LabeledItems) -> pm.Model:
-        return build_model(data, **self.model_settings())
+        return build_model(data, **self.build_settings())
+
+    def model_inputs(self, data: LabeledItems):
+        settings = self.build_settings()
+        return model_coords(data, settings["components"]), model_data(data, settings["lam"])
 
     def initial_values(self, data: LabeledItems) -> list[dict]:
         """Extra starts (warm starts) first, then k-means and random starts from `random_starts`."""
@@ -325,23 +366,28 @@ class PCMixture(Estimator):
             "attrs": attrs,
         }
 
-    def align_draws(self, draws, map_draws, data: LabeledItems) -> list[str]:
+    def order_clusters(self, draws, dims: dict, data: LabeledItems) -> None:
+        """The MAP's components in the canonical order: the largest first (by the items'
+        memberships), near-equal weights by the mean of the first feature."""
+        if int(self.components) == 1:
+            return
+        point = {k: v[0, 0] for k, v in draws.posterior.items()}
+        perm = canonical_permutation(_memberships_of(point, data.x_raw), data.x_raw[:, 0])
+        permute_clusters(draws.posterior, cluster_axes(dims, "component"), perm)
+
+    def align_draws(self, draws, map_draws, data: LabeledItems, *, free: list[str], dims: dict) -> list[str]:
         """Relabel every draw against the best MAP's memberships (Hungarian), then warn about
         chains that sit in a different partition."""
         reference_point = {k: np.asarray(v[0, 0]) for k, v in map_draws.posterior.items()}
-        self._map_point = {k: reference_point[k] for k in ("pi", "mean_z", "sd_excess", "rho")}
+        self._map_point = {k: v for k, v in reference_point.items() if k in free}
         if int(self.components) == 1:
             return []
-        x = data.x
+        x = data.x_raw
         if data.n_items > RELABEL_ITEMS:
             x = x[np.sort(np.random.default_rng(0).choice(data.n_items, RELABEL_ITEMS, replace=False))]
-        floor = float(self.sd_floor)
-
-        def of(draw):
-            return memberships(x, draw["pi"], draw["mean_z"], floor + draw["sd_excess"])
-
-        reference = of(reference_point)
-        out, perms, agreement = relabel_draws(draws.posterior, CLUSTER_AXES, of, reference)
+        axes = cluster_axes(dims, "component")
+        out, perms, agreement = relabel_draws(draws.posterior, axes, lambda draw: _memberships_of(draw, x),
+                                              _memberships_of(reference_point, x))
         draws.posterior.update(out)
         identity = np.arange(int(self.components))
         draws.info["relabeled_draws"] = int(np.any(perms != identity, axis=-1).sum())
@@ -365,18 +411,20 @@ class PCMixture(Estimator):
                     "raise restarts to be surer that the best one was found."
                 )
         post = idata.posterior
-        sd_z = post["sd_excess"].mean(("chain", "draw")).values + float(self.sd_floor)
-        if (sd_z < 2 * float(self.sd_floor)).any():
-            k, j = np.argwhere(sd_z < 2 * float(self.sd_floor))[0]
-            messages.append(f"the sd of component {k} on feature {post['feature'].values[j]!r} sits at its floor "
-                            f"({self.sd_floor} standardized units): the component has collapsed onto (nearly) one "
-                            "value. Use fewer components or check for repeated values.")
+        if "sd" in post:  # a variant may lack what a check reads: that check is skipped
+            sd_z = post["sd"].mean(("chain", "draw")).values / idata.constant_data["scale"].values
+            if (sd_z < 2 * float(self.sd_floor)).any():
+                k, j = np.argwhere(sd_z < 2 * float(self.sd_floor))[0]
+                messages.append(f"the sd of component {k} on feature {post['feature'].values[j]!r} sits at its "
+                                f"floor ({self.sd_floor} standardized units): the component has collapsed onto "
+                                "(nearly) one value. Use fewer components or check for repeated values.")
         n_items = idata.observed_data.sizes["item"]
-        pi = post["pi"].mean(("chain", "draw")).values
-        if (pi * n_items < 1).any() and int(self.components) > 1:
-            k = int(np.argmin(pi))
-            messages.append(f"component {k} has weight {pi[k]:.2g}, less than one of the {n_items} items: it "
-                            "explains no data. Use fewer components.")
+        if "pi" in post:
+            pi = post["pi"].mean(("chain", "draw")).values
+            if (pi * n_items < 1).any() and int(self.components) > 1:
+                k = int(np.argmin(pi))
+                messages.append(f"component {k} has weight {pi[k]:.2g}, less than one of the {n_items} items: "
+                                "it explains no data. Use fewer components.")
         return messages
 
     # ------------------------------------------------------------------ fitted values
@@ -396,7 +444,8 @@ class PCMixture(Estimator):
         self._check_fitted()
         attrs = inference.get_attrs(self.idata_)
         if attrs["method"] == "map":
-            return {k: self.idata_.posterior[k].values[0, 0] for k in ("pi", "mean_z", "sd_excess", "rho")}
+            free = attrs.get("fit_info", {}).get("free_variables", ["pi", "mean_z", "sd_excess", "rho"])
+            return {k: self.idata_.posterior[k].values[0, 0] for k in free}
         return {k: np.asarray(v) for k, v in attrs["map_point"].items()}
 
     @property
@@ -417,8 +466,13 @@ class PCMixture(Estimator):
                             center, scale, obs["item"].values, dict(attrs.get("data_settings", {})))
 
     def _draws(self):
-        pi, mean_z = stacked(self.idata_, "pi"), stacked(self.idata_, "mean_z")
-        sd_z = float(self.sd_floor) + stacked(self.idata_, "sd_excess")
+        """pi, mean and sd on the standardized scale, and rho as (draws, K, C), from the reported
+        estimands (which every variant built from the blocks has)."""
+        const = self.idata_.constant_data
+        center, scale = const["center"].values, const["scale"].values
+        pi = stacked(self.idata_, "pi")
+        mean_z = (stacked(self.idata_, "mean") - center) / scale
+        sd_z = stacked(self.idata_, "sd") / scale
         rho = stacked(self.idata_, "rho")
         if rho.ndim == 2:
             rho = np.stack([1 - rho, rho], axis=-1)
@@ -467,13 +521,13 @@ class PCMixture(Estimator):
         Two classes: `prob` (posterior mean of P(y = positive | x)), `prob_low`, `prob_high` (HDI at
         `ci`); more classes: `prob_<class>`, `prob_<class>_low`, `prob_<class>_high`. Then `cluster`
         (the most probable) and `cluster_prob_<k>` (posterior mean of p(z = k | x)). After a MAP fit
-        the interval has no width: the mode is a single point.
+        the interval cells are empty (NaN): the mode is a single point, with no interval.
         """
         self._check_fitted()
         const = self.idata_.constant_data
         x_std = standardize(items, self.features_, const["center"].values, const["scale"].values, "items")
         result = self.predict_arrays(x_std, ci)
-        out = items.copy()
+        out = {}
         classes = self.classes_
         if len(classes) == 2:
             out["prob"], out["prob_low"], out["prob_high"] = (result[f"label_{s}"][:, 1] for s in ("mean", "low", "high"))
@@ -486,7 +540,7 @@ class PCMixture(Estimator):
         out["cluster"] = np.asarray(components)[result["cluster_mean"].argmax(axis=1)]
         for k, name in enumerate(components):
             out[f"cluster_prob_{name}"] = result["cluster_mean"][:, k]
-        return out
+        return append_predictions(items, out)
 
     def scores(self, data: LabeledItems | None = None, y: np.ndarray | None = None) -> dict[str, float]:
         """How the fit explains x and predicts y on `data` (default: the training items).
@@ -536,7 +590,7 @@ class PCMixture(Estimator):
         return PCPath(grid, fits, bool(warm_start))
 
     # ------------------------------------------------------------------ reporting
-    def report(self, out_dir, **kwargs) -> Path:
+    def write_report(self, out_dir, **kwargs) -> Path:
         """Write `out_dir/report.html`: the fitted clusters, estimands, restarts and diagnostics."""
         from bayes_wsc.report.pcmix import write_report
 
@@ -547,6 +601,11 @@ class PCMixture(Estimator):
         from bayes_wsc.report.pcmix import plot_clusters
 
         return plot_clusters(self, **kwargs)
+
+
+def _memberships_of(point: dict, x_raw: np.ndarray) -> np.ndarray:
+    """p(z = k | x) of items in the data's units at one point (pi, mean, sd in data units)."""
+    return memberships(x_raw, point["pi"], point["mean"], point["sd"])
 
 
 def no_labels_message(lam: float) -> str:
@@ -621,17 +680,15 @@ class PCPath:
 
     def save(self, out_dir) -> Path:
         """One netCDF fit per lam (lam_<value>.nc) and path.csv with the table."""
+        from bayes_wsc import outputs
+
         out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
         names = []
         for lam, est in zip(self.lams, self.fits):
             name = f"lam_{lam:g}.nc"
             est.save(out_dir / name)
             names.append(name)
-        table = self.table().assign(file=names)
-        tmp = out_dir / ".path.csv.tmp"
-        table.to_csv(tmp, index=False)
-        tmp.replace(out_dir / "path.csv")
+        outputs.write_csv(self.table().assign(file=names), out_dir / "path.csv", "path table")
         return out_dir
 
     @classmethod

@@ -25,9 +25,10 @@ from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.baselines.wsc import naive_emissions
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
+from bayes_wsc.data.tables import key_text
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.posterior import stacked, summarize_columns
+from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -126,10 +127,10 @@ def add_click_likelihood(data: GroupedCounts, mu, w, *, he_logp=None):
     log-likelihood the model is fitted with.
     """
     counts = pm.Data("counts", data.counts, dims=("group", "bin"))
-    q = pooled_bin_frequencies(data.counts)
+    q = pm.Data("pooled_bin_frequencies", pooled_bin_frequencies(data.counts), dims="bin")
     per_group = likelihoods.binary_counts_mixture_logp(counts, mu, w[0] / q, w[1] / q).sum(axis=1)
     pm.Potential("clicks", per_group.sum())
-    centring = pt.dot(counts, pt.log(q))  # the constant subtracted above, per group (in the graph: data are inputs)
+    centring = pt.dot(counts, pt.log(q))  # the constant subtracted above, per group
     he_logp = observed_he_logp() if he_logp is None else he_logp
     likelihoods.record_pointwise("groups", per_group + centring + he_logp, dims="group")
     return counts
@@ -150,6 +151,28 @@ def add_estimands(data: GroupedCounts, mu, w):
     pi = pm.Deterministic("pi", pt.sum(totals * pt.sigmoid(mu)) / pt.sum(totals))
     pm.Deterministic("rho", pi * w[1] / (pi * w[1] + (1 - pi) * w[0]), dims="bin")
     return pi
+
+
+def hierarchical_scale_fixed(data: GroupedCounts, wh: float, mu_prior: str = "hierarchical") -> dict:
+    """Where the MAP holds mu_scale: under the hierarchical F0 the joint mode puts it at 0 (every mu
+    at mu_loc: an unbounded density), so it is held at its moment estimate from HE,
+    var(HE) = mu_scale^2 + 1/WH, floored at half the spread of HE and at 0.1. None for a flat
+    F0 or WH = inf (mu fixed at HE)."""
+    if mu_prior != "hierarchical" or np.isinf(float(wh)):
+        return {}
+    spread = float(np.var(data.he))
+    noise = 1.0 / float(wh) if float(wh) > 0 else 0.0
+    return {"mu_scale": float(np.sqrt(max(spread - noise, 0.25 * spread, 0.01)))}
+
+
+def model_data(data: GroupedCounts) -> dict[str, np.ndarray]:
+    """Every data-derived value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy.
+
+    A cached MAP program (`map_program`) takes them as runtime inputs, so one program serves every
+    data set of the same shapes; building a program checks that this list and the model agree.
+    """
+    return {"he_data": data.he, "counts": data.counts,
+            "pooled_bin_frequencies": pooled_bin_frequencies(data.counts), "group_totals": data.group_totals}
 
 
 def build_model(
@@ -269,6 +292,21 @@ def class1_probability(mu, w0, w1):
     return expit(mu + np.log(w1) - np.log(w0))
 
 
+def empty_groups_messages(idata) -> list[str]:
+    """Groups of the groups table without items (or whose items all weigh 0) take part in the fit
+    through HE alone and say nothing about rho: how many, in words."""
+    if "counts" not in getattr(idata, "observed_data", {}):
+        return []
+    totals = idata.observed_data["counts"].values.sum(axis=1)
+    empty = int((totals <= 0).sum())
+    if not empty:
+        return []
+    some = ", ".join(repr(str(g)) for g in idata.observed_data["group"].values[totals <= 0][:3])
+    return [f"{empty} of {totals.size} groups have no items (or only items of weight 0), e.g. {some}"
+            f"{', ...' if empty > 3 else ''}: they enter the fit through HE alone and tell nothing about rho. "
+            "Check that the clicks and groups files belong together."]
+
+
 class WSC(Estimator):
     """Bayesian weakly supervised clustering from noisy group averages (seed 000).
 
@@ -277,18 +315,23 @@ class WSC(Estimator):
     wh : weight of the human evaluation, 1 / sigma_H^2 (10 as in the paper; inf fixes mu at HE).
     mu_prior : "hierarchical" (Normal with learned location and scale) or "flat" (the paper's).
     w_concentration : Dirichlet concentration c of w0 and w1 (2 reproduces the paper's +1 smoothing).
-    method : "map" (posterior mode, started from the paper's naive solution) or "nuts".
+    method : "map" (posterior mode, started from the paper's naive solution), "nuts", or "laplace" (a
+        Gaussian at the mode, `bayes_wsc.laplace`: intervals in seconds, `draws` draws).
     draws, tune, chains, seed, backend, target_accept : NUTS settings.
     precision : NumPyro's arithmetic; default float32 here, which halves the cost per gradient
         and keeps the posterior (the click term is centred; see `add_click_likelihood`).
     model_file : a variant file (see `models/`) whose `build_model(data, **settings)` replaces the default.
+    model_settings : the variant's own settings, passed to its `build_model` with the ones above.
 
     After `fit(data)`: `idata_` (InferenceData with `rho[bin]`, `pi`, `w0`, `w1`, `mu[group]`) and `model_`.
     """
 
     model_name = "wsc"
     nuts_precision = "float32"
+    laplace_local = ("mu",)
     estimands = ["rho", "pi", "w0", "w1", "mu_loc", "mu_scale", "sigma_h"]
+    internal_variables = ("mu",)
+    unit_dims = ("group",)
     required_attrs = ("model", "method", "settings", "behavior_levels")
     required_variables = {"posterior": ("rho", "pi", "mu", "w0", "w1"), "observed_data": ("counts", "he"),
                           "constant_data": ("n_items", "group_scale")}
@@ -299,7 +342,7 @@ class WSC(Estimator):
         self.mu_prior = mu_prior
         self.w_concentration = w_concentration
 
-    def model_settings(self) -> dict:
+    def build_settings(self) -> dict:
         return {"wh": float(self.wh), "mu_prior": self.mu_prior, "w_concentration": float(self.w_concentration)}
 
     def check_params(self) -> None:
@@ -314,7 +357,10 @@ class WSC(Estimator):
     def build_model(self, data: GroupedCounts) -> pm.Model:
         with warnings.catch_warnings():  # a weak WH is reported by model_checks, with or without a build
             warnings.filterwarnings("ignore", message="WH=", category=FitWarning)
-            return build_model(data, **self.model_settings())
+            return build_model(data, **self.build_settings())
+
+    def model_inputs(self, data: GroupedCounts):
+        return data.coords, model_data(data)
 
     def initial_values(self, data: GroupedCounts) -> dict:
         """The paper's initialization (eq. 4.1-4.4): mu = HE and the naive w0, w1."""
@@ -323,14 +369,8 @@ class WSC(Estimator):
                 "mu_scale": max(float(np.std(data.he)), 0.1), "w0": w0, "w1": w1}
 
     def map_fixed(self, data: GroupedCounts) -> dict:
-        """Under the hierarchical F0 the joint mode puts mu_scale at 0 (every mu at mu_loc: an
-        unbounded density), so the MAP holds mu_scale at its moment estimate from HE,
-        var(HE) = mu_scale^2 + 1/WH, floored at half the spread of HE and at 0.1."""
-        if self.mu_prior != "hierarchical" or np.isinf(float(self.wh)):
-            return {}
-        spread = float(np.var(data.he))
-        noise = 1.0 / float(self.wh) if float(self.wh) > 0 else 0.0
-        return {"mu_scale": float(np.sqrt(max(spread - noise, 0.25 * spread, 0.01)))}
+        """mu_scale held at its moment estimate (`hierarchical_scale_fixed`): the joint mode is degenerate."""
+        return hierarchical_scale_fixed(data, self.wh, self.mu_prior)
 
     def data_groups(self, data: GroupedCounts) -> dict:
         return {
@@ -348,7 +388,9 @@ class WSC(Estimator):
         """Warn about a weak WH, and when chains disagree on which class is 'happy' (the orientation
         set by HE)."""
         weak = [weak_wh_message(self.wh)] if float(self.wh) < WEAK_WH else []
-        if self.method != "nuts" or "he" not in idata.observed_data or np.isinf(float(self.wh)):
+        weak += empty_groups_messages(idata)
+        if (self.method != "nuts" or "he" not in idata.observed_data or "mu" not in idata.posterior
+                or np.isinf(float(self.wh))):
             return weak
         he = idata.observed_data["he"].values
         if he.std() == 0:
@@ -403,7 +445,7 @@ class WSC(Estimator):
                              self.bins_, const["n_items"].values, const["group_scale"].values,
                              dict(attrs.get("data_settings", {})))
 
-    def report(self, out_dir, **kwargs):
+    def write_report(self, out_dir, **kwargs):
         """Write `out_dir/report.html`: rho(k) with intervals beside the paper's baselines, and more."""
         from bayes_wsc.report.wsc import write_report
 
@@ -448,7 +490,9 @@ class WSC(Estimator):
         """Every input column plus `prob`, `prob_low`, `prob_high`: P(Z = 1 | behavior).
 
         Group-specific for rows whose group the fit knows; the population
-        `rho` for the others (or when there is no group column).
+        `rho` for the others (or when there is no group column). How many rows
+        went each way is in `result.attrs["group_rows"]` ({"matched": n,
+        "population": m}) and, as a sentence, in `result.attrs["notes"]`.
         """
         self._check_fitted()
         check_ci(ci)
@@ -458,8 +502,7 @@ class WSC(Estimator):
         pos = np.full(len(items), -1)
         if group_col in items.columns:
             ids = pd.Index(np.asarray(self.idata_.posterior["group"].values).astype(str))
-            pos = ids.get_indexer(items[group_col].astype(str))
-        out = items.copy()
+            pos = ids.get_indexer(key_text(items[group_col]))
         prob, low, high = (np.empty(len(items)) for _ in range(3))
         known = pos >= 0
         cells = pos[known] * n_bins + bin_index[known]
@@ -472,5 +515,14 @@ class WSC(Estimator):
         stats = summarize_columns(len(bins_needed), lambda cols: rho[:, bins_needed[cols]], rho.shape[0], ci)
         for target, values in zip((prob, low, high), stats):
             target[~known] = values[inverse]
-        out["prob"], out["prob_low"], out["prob_high"] = prob, low, high
+        out = append_predictions(items, {"prob": prob, "prob_low": low, "prob_high": high})
+        matched = int(known.sum())
+        out.attrs["group_rows"] = {"matched": matched, "population": len(items) - matched}
+        if group_col in items.columns:
+            note = (f"{matched} of {len(items)} rows matched a group of the fit; {len(items) - matched} fell back "
+                    f"to the population estimate rho (their {group_col!r} is not a group of the fit)")
+        else:
+            note = (f"items has no group column {group_col!r}: all {len(items)} rows used the population "
+                    "estimate rho")
+        out.attrs["notes"] = [*out.attrs.get("notes", []), note]
         return out

@@ -20,7 +20,7 @@ from sklearn.metrics import normalized_mutual_info_score
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import Section, new_figure, write_html
+from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, laplace_words, new_figure, write_html
 
 FIT_COLOR, TRUTH_COLOR = "#1f5fa8", "black"
 CLUSTER_CMAP = "tab10"
@@ -66,7 +66,7 @@ def plot_experts(est, *, ci: float = 0.9, truth=None):
     n = len(table)
     fig, axes = new_figure(1, 3, width=11.0, height=1.2 + 0.38 * n, sharey=True)
     y = np.arange(n)[::-1]
-    has_interval = _method(est) == "nuts"
+    has_interval = inference.has_draws(est.idata_)
     panels = [("omega", r"$\omega$ = log($\alpha\beta$ / ((1-$\alpha$)(1-$\beta$)))", None),
               ("alpha", r"$\alpha$: sensitivity, P(must-link | same cluster)", (0.5, 1.0)),
               ("beta", r"$\beta$: specificity, P(cannot-link | different clusters)", (0.5, 1.0))]
@@ -184,8 +184,9 @@ def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None
 def _intro(est, data) -> list[str]:
     k = est.idata_.posterior.sizes["cluster"]
     method = _method(est)
-    how = ("by NUTS (full posterior; intervals are credible intervals)" if method == "nuts"
-           else "by MAP (the posterior mode from random restarts; no intervals)")
+    how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
+           "laplace": f"by {laplace_words(est)}"}.get(method, "by MAP (the posterior mode from random restarts; "
+                                                             "no intervals)")
     return [
         f"{data.n_items} items with {data.n_features} features ({data.linked_items.size} of them in at least one "
         f"constraint), {data.n_experts} experts, {data.n_constraints} must-link / cannot-link constraints on "
@@ -313,12 +314,15 @@ def _summary_section(est, ci) -> Section:
     table = est.summary(hdi_prob=ci).round(3)
     if _method(est) == "map":
         caption = "The posterior mode (a single point; no standard deviation or interval)."
+    elif _method(est) == "laplace":
+        caption = f"The {LAPLACE_SUMMARY}."
     else:
         caption = (f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat, after "
                    "relabeling of the clusters.")
     return Section("Estimands", paragraphs=[
         "omega, alpha and beta per expert (sorted by omega), then the zero-sum clustering weights b[cluster] and "
-        "W[feature, cluster] on the standardized features."], tables=[(table, caption)])
+        "W[feature, cluster] on the standardized features, and a variant's own parameters.",
+        *est.summary_notes()], tables=[(table, caption)])
 
 
 def _diagnostics_section(est) -> Section:

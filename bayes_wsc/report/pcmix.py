@@ -27,7 +27,7 @@ from matplotlib.text import Text
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import Section, fit_warnings, new_figure, write_html
+from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, fit_warnings, laplace_words, new_figure, write_html
 
 RHO_CMAP = "coolwarm"
 LABEL_COLORS = ("#4a7fc1", "#d6604d")  # class 0 (negative), class 1 (positive)
@@ -287,6 +287,8 @@ def _fit_words(est, with_lam: bool = True) -> str:
     if _method(est) == "map":
         what = (f"the posterior mode (MAP), which is PC training: L-BFGS from {settings.get('restarts')} starts "
                 "(k-means, then random), the best objective kept")
+    elif _method(est) == "laplace":
+        what = f"{laplace_words(est)}, at the best of {settings.get('restarts')} MAP restarts"
     else:
         what = (f"NUTS with {settings.get('chains')} chains of {settings.get('draws')} draws after "
                 f"{settings.get('tune')} tuning steps, started at the best of {settings.get('restarts')} MAP "
@@ -329,11 +331,14 @@ def _estimands_section(est, ci: float) -> Section:
     table = est.summary(hdi_prob=ci).round(3)
     if _method(est) == "map":
         caption = "The posterior mode: a single point, no interval."
+    elif _method(est) == "laplace":
+        caption = f"The {LAPLACE_SUMMARY}."
     else:
         caption = (f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat "
                    "(after relabeling).")
     return Section("Estimands", paragraphs=["pi[component], mean and sd[component, feature] in the data's units, "
-                                            "rho[component] (or rho[component, class])."],
+                                            "rho[component] (or rho[component, class]), and a variant's own "
+                                            "parameters.", *est.summary_notes()],
                    tables=[(table, caption)])
 
 
