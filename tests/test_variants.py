@@ -182,6 +182,7 @@ def test_new_variants_by_nuts_are_relabelled(files, name):
     assert np.all(pred["prob_high"] > pred["prob_low"])
 
 
+@pytest.mark.slow
 def test_learned_rater_noise_recovers_sigma_h():
     data, _ = simulate_wsc(n_groups=300, items_per_group=20, n_bins=6, sigma_h=0.5, seed=4)
     est = quietly(WSC(model_file=str(VARIANTS["learned_rater_noise"]), method="nuts", draws=300, tune=300, chains=2,
