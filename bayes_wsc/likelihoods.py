@@ -222,7 +222,7 @@ def poisson_multinomial_logp(log_q, plan, inputs=None):
         n_rows, steps, shape = bucket.groups.size, bucket.steps, bucket.shape
         lq = lq_ext[items[:, :, None], order[:, None, :]]  # (G, steps, L), most frequent class first
         real = pt.lt(items, plan.n_items)[:, :, None]
-        lq = pt.switch(real, lq, pad_row).dimshuffle(1, 0, 2)  # (steps, G, L)
+        lq = pt.specify_shape(pt.switch(real, lq, pad_row).dimshuffle(1, 0, 2), (steps, n_rows, n_classes))
         init = np.full((n_rows, *shape), LOG_ZERO)
         init[(slice(None), *([0] * len(shape)))] = 0.0
         pads = [pt.as_tensor(np.full((n_rows, *shape[:t], 1, *shape[t + 1:]), LOG_ZERO)) for t in range(len(shape))]
@@ -236,7 +236,7 @@ def poisson_multinomial_logp(log_q, plan, inputs=None):
                 kept[axis] = slice(None, -1)
                 shifted = pt.concatenate([pads[t], state[tuple(kept)]], axis=axis)
                 new = pt.logaddexp(new, shifted + lq_j[(slice(None), t + 1, *tail)])
-            return new
+            return pt.specify_shape(new, (n_rows, *shape))
 
         final = pytensor.scan(step, sequences=[lq], outputs_info=[pt.as_tensor(init)], n_steps=steps,
                               return_updates=False)[-1]
