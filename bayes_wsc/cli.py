@@ -53,8 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
         if hasattr(module, "add_path_parser"):  # models with a weight to sweep (pcmix: lam)
             module.add_path_parser(path_models.add_parser(name, help=module.PATH_HELP))
 
+    baseline = sub.add_parser("baseline", help="run a paper's own algorithm, the baseline a model is compared with")
+    baselines = baseline.add_subparsers(dest="baseline", required=True, parser_class=_Parser)
+    for name in FIT_COMMANDS:
+        module = _fit_module(name)
+        for key, (help_text, add, _) in getattr(module, "BASELINES", {}).items():
+            add(baselines.add_parser(key, help=help_text))
+
     predict = sub.add_parser("predict", help="posterior predictions for new items")
-    predict.add_argument("fit", help="a fit written by `bayes-wsc fit`")
+    predict.add_argument("fit", help="a fit written by `bayes-wsc fit` (or an LLP.json of `bayes-wsc baseline llp`)")
     predict.add_argument("--items", required=True, help="CSV or Parquet with the model's item columns")
     predict.add_argument("--out", required=True, help="CSV to write")
     predict.add_argument("--ci", type=probability, default=0.94, help="credible interval mass (default 0.94)")
@@ -86,12 +93,24 @@ def cmd_path(args) -> None:
     _fit_module(args.model).run_path(args)
 
 
+def cmd_baseline(args) -> None:
+    for name in FIT_COMMANDS:
+        baselines = getattr(_fit_module(name), "BASELINES", {})
+        if args.baseline in baselines:
+            baselines[args.baseline][2](args)
+            return
+
+
 def cmd_predict(args) -> None:
     from bayes_wsc.data.tables import read_table
     from bayes_wsc.estimator import load
 
-    est = load(args.fit)
-    out = est.predict(read_table(args.items, "items"), ci=args.ci)
+    if str(args.fit).lower().endswith(".json"):  # a baseline's model (bayes-wsc baseline llp)
+        from bayes_wsc.baselines.proportions import LLPModel
+
+        out = LLPModel.load(args.fit).predict(read_table(args.items, "items"))
+    else:
+        out = load(args.fit).predict(read_table(args.items, "items"), ci=args.ci)
     _write_csv(out, args.out)
     print(f"wrote {len(out)} predictions to {args.out}")
 
@@ -144,6 +163,7 @@ def cmd_demo(args) -> None:
 
 COMMANDS = {"fit": cmd_fit, "path": cmd_path, "predict": cmd_predict, "report": cmd_report, "summary": cmd_summary,
             "demo": cmd_demo}
+COMMANDS["baseline"] = cmd_baseline
 
 
 def main(argv=None) -> int:

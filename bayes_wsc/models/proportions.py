@@ -286,6 +286,51 @@ def identifiability_message(data: LabelProportions) -> str | None:
             "in every group alike and cannot be told apart. More groups, with proportions that differ, fix this.")
 
 
+def count_conditional(log_q: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """P(z_j = l | the group's class counts are `counts`) for the items of one group, when item j is of
+    class l with probability q_jl independently a priori: log_q (S, n, L) for S draws -> (S, n, L).
+
+    Forward-backward over the items: the forward state P(counts of the first j items) and the
+    backward state P(the other items make up the rest) meet at item j, with the classes other than
+    the most frequent one tracked as in `likelihoods.poisson_multinomial_logp`.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    n_draws, n, _ = log_q.shape
+    order = np.argsort(-counts, kind="stable")
+    lq = log_q[:, :, order]  # most frequent class first: untracked
+    shape = tuple(int(c) + 1 for c in counts[order[1:]])
+    tracked = len(shape)
+
+    def shift(state, axis, forward):  # state(k - e) when forward, state(k + e) otherwise
+        pad = np.full((*state.shape[:axis], 1, *state.shape[axis + 1:]), -np.inf)
+        body = np.take(state, range(state.shape[axis] - 1) if forward else range(1, state.shape[axis]), axis=axis)
+        return np.concatenate([pad, body] if forward else [body, pad], axis=axis)
+
+    def step(state, lq_j, forward):
+        tail = (slice(None),) + (None,) * tracked
+        new = state + lq_j[tail[0], 0][tail]
+        for t in range(tracked):
+            new = np.logaddexp(new, shift(state, t + 1, forward) + lq_j[:, t + 1][tail])
+        return new
+
+    forward = np.full((n + 1, n_draws, *shape), -np.inf)
+    forward[(0, slice(None), *([0] * tracked))] = 0.0
+    with np.errstate(invalid="ignore"):
+        for j in range(n):
+            forward[j + 1] = step(forward[j], lq[:, j], True)
+        backward = np.full((n_draws, *shape), -np.inf)
+        backward[(slice(None), *(np.asarray(shape) - 1))] = 0.0  # after the last item: exactly the counts
+        out = np.empty((n_draws, n, counts.size))
+        for j in range(n - 1, -1, -1):
+            joint = [forward[j] + backward + lq[:, j, 0][(slice(None),) + (None,) * tracked]]
+            joint += [forward[j] + shift(backward, t + 1, False) + lq[:, j, t + 1][(slice(None),) + (None,) * tracked]
+                      for t in range(tracked)]
+            log_joint = np.stack([logsumexp(a.reshape(n_draws, -1), axis=1) for a in joint], axis=1)
+            out[:, j, order] = np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
+            backward = step(backward, lq[:, j], False)
+    return out
+
+
 # ---------------------------------------------------------------------- estimator
 class ProportionsClassifier(Estimator):
     """Bayesian learning from label proportions over L classes (seed 001).
@@ -497,6 +542,78 @@ class ProportionsClassifier(Estimator):
             out[f"prob_{name}"] = result["mean"][:, c]
         out["prob_low"] = result["low"][rows, chosen]
         out["prob_high"] = result["high"][rows, chosen]
+        return out
+
+    def item_probabilities(self, *, ci: float = 0.94, max_draws: int = 200, seed: int = 0) -> pd.DataFrame:
+        """Each training item's class posterior given its features and its group's supervision, under the
+        fit's bag likelihood, computed on demand (never stored per draw): `item`, `group`, `class`,
+        `prob_<class>` and `prob_low`, `prob_high` of the chosen class.
+
+        independent (gaussian, categorical): P(z_j = l | x_j, theta_i) proportional to theta_il f_l(x_j).
+        exact-counts: P(z_j = l | X_i, m_i), exact by forward-backward over the group's items (groups the
+        fit approximated use the independent form with theta_i = Pi_i). logistic with the bag-mean
+        likelihood: the softmax, which that likelihood does not tie to the group. At most `max_draws`
+        posterior draws are used (evenly spaced, a seeded choice beyond).
+        """
+        self._check_fitted()
+        data = self.data_from_fit()
+        log_joint = self._log_joint_function()
+        features = data.x if data.kind == "numeric" else data.item_bin
+        n_total = stacked(self.idata_, "eta").shape[0]
+        keep = np.round(np.linspace(0, n_total - 1, min(max_draws, n_total))).astype(np.int64)
+        joint = log_joint(features)[keep]  # (S, n, L): log eta_l f_l(x) or log softmax
+        log_eta = np.log(stacked(self.idata_, "eta")[keep])
+        n_classes = joint.shape[2]
+        exact = self.bag_likelihood == "exact-counts" and data.counts is not None
+        approximated = set(inference.get_attrs(self.idata_).get("approximated_groups", []))
+        if self.emission != "logistic":
+            joint = joint - log_eta[:, None, :]  # log f_l(x)
+            if "theta" in self.idata_.posterior:
+                shares = stacked(self.idata_, "theta")[keep]
+            else:
+                shares = np.broadcast_to(data.proportions, (len(keep), *data.proportions.shape))
+            with np.errstate(divide="ignore"):
+                independent = joint + np.log(shares[:, data.item_group, :])
+        else:
+            independent = joint
+        prob = np.exp(independent - logsumexp(independent, axis=2, keepdims=True))
+        if exact:
+            eta = data.eta
+            for g in range(data.n_groups):
+                if data.group_ids[g] in approximated:
+                    continue
+                members = np.flatnonzero(data.item_group == g)
+                lq = joint[:, members] + (np.log(eta)[None, None, :] if self.emission != "logistic" else 0.0)
+                lq = lq - logsumexp(lq, axis=2, keepdims=True)
+                prob[:, members] = count_conditional(lq, data.counts[g])
+        mean = prob.mean(axis=0)
+        bounds = inference.hdi(prob.reshape(prob.shape[0], -1), ci).reshape(*mean.shape, 2)
+        chosen = mean.argmax(axis=1)
+        rows = np.arange(data.n_items)
+        out = pd.DataFrame({"item": data.item_ids, "group": data.group_ids[data.item_group],
+                            "class": np.asarray(data.classes, dtype=object)[chosen]})
+        for c, name in enumerate(data.classes):
+            out[f"prob_{name}"] = mean[:, c]
+        out["prob_low"], out["prob_high"] = bounds[rows, chosen, 0], bounds[rows, chosen, 1]
+        return out
+
+    def group_fit(self) -> pd.DataFrame:
+        """Per group: the given proportions beside the ones the classifier predicts for its items from their
+        features alone (the mean of P(z | x), posterior mean), and their squared error: how well the
+        fitted item classifier reproduces the supervision (Gamma against Pi in seed 001's terms)."""
+        self._check_fitted()
+        data = self.data_from_fit()
+        features = data.x if data.kind == "numeric" else data.item_bin
+        mean = self.class_probabilities(features, 0.9)["mean"]
+        sizes = data.group_sizes
+        predicted = np.zeros((data.n_groups, data.n_classes))
+        np.add.at(predicted, data.item_group, mean)
+        predicted /= sizes[:, None]
+        out = pd.DataFrame({"group": data.group_ids, "items": sizes})
+        for c, name in enumerate(data.classes):
+            out[f"given_{name}"] = data.proportions[:, c]
+            out[f"predicted_{name}"] = predicted[:, c]
+        out["squared_error"] = ((predicted - data.proportions) ** 2).mean(axis=1)
         return out
 
     def _features_of(self, items: pd.DataFrame) -> np.ndarray:
