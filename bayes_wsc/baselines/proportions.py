@@ -25,6 +25,7 @@ import json
 import math
 import numbers
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -112,7 +113,7 @@ def _errors_of(labelings, counts, sizes, pi, n_classes, labeled=None):
     def squared(w):  # sum_il w_il (pi_il - gamma_il)^2 per labeling
         linear = onehot.reshape(len(labelings), -1) @ (frac.T @ (w * pi)).ravel()
         square = sum(np.einsum("bc,bc->b", o @ ((frac * w[:, l:l + 1]).T @ frac), o) for l, o in enumerate(by_class))
-        return (w * pi**2).sum() - 2 * linear + square
+        return np.maximum((w * pi**2).sum() - 2 * linear + square, 0.0)  # >= 0 up to rounding
 
     mse = squared(np.ones_like(pi)) / (h * n_classes)
     weight = squared(eta[None, :] * (sizes / n)[:, None]) / (h * n_classes)
@@ -324,6 +325,7 @@ def _evolve(scaled, item_group, proportions, sizes, k, labeling, labeled, rng, m
             tournsize) -> dict:
     """One run of Alg. 1 at a fixed k: the best individual evaluated."""
     from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
     from threadpoolctl import threadpool_limits
 
     labeler = exhaustive_labeling if labeling == "exhaustive" else greedy_labeling
@@ -335,7 +337,9 @@ def _evolve(scaled, item_group, proportions, sizes, k, labeling, labeled, rng, m
         key = weights.tobytes()
         if key not in cache:
             root = np.sqrt(weights)
-            kmeans = KMeans(n_clusters=k, n_init=1, random_state=int(rng.integers(2**31))).fit(scaled * root)
+            with warnings.catch_warnings():  # repeated points: fewer distinct clusters than k, which is allowed
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                kmeans = KMeans(n_clusters=k, n_init=1, random_state=int(rng.integers(2**31))).fit(scaled * root)
             clusters = kmeans.labels_
             counts = cluster_group_counts(clusters, item_group, k, n_groups)
             lab = None if labeled is None else (clusters[labeled[0]], labeled[1])
@@ -352,7 +356,7 @@ def _evolve(scaled, item_group, proportions, sizes, k, labeling, labeled, rng, m
             fitness = np.array([evaluate(w) for w in population])
             if generation + 1 == maxgen:
                 break
-            copies = np.clip(population + rng.normal(0.0, math.sqrt(mutvar), population.shape), 0.0, 1.0)
+            copies = _normalized(np.clip(population + rng.normal(0.0, math.sqrt(mutvar), population.shape), 0.0, 1.0))
             pool = np.concatenate([population, copies])
             parents = pool[rng.random(len(pool)) < crossprob]
             rng.shuffle(parents)
