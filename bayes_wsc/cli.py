@@ -113,7 +113,7 @@ def cmd_predict(args) -> None:
     from bayes_wsc.estimator import load
     from bayes_wsc.outputs import write_csv
 
-    if str(args.fit).lower().endswith(".json"):  # a baseline's model (bayes-wsc baseline llp)
+    if _is_json(args.fit):  # a baseline's model (bayes-wsc baseline llp)
         from bayes_wsc.baselines.proportions import LLPModel
 
         model = LLPModel.load(args.fit)
@@ -128,6 +128,15 @@ def cmd_predict(args) -> None:
     print(f"wrote {len(out)} predictions to {args.out}")
     for note in out.attrs.get("notes", []):
         print(note)
+
+
+def _is_json(path) -> bool:
+    """Whether a model file is JSON (a baseline's model) rather than a netCDF fit: its first byte."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(64).lstrip()[:1] == b"{"
+    except OSError:
+        return False
 
 
 def check_probabilities(predictions, items) -> None:

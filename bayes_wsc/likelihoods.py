@@ -15,6 +15,8 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.math import logsumexp
 
+from bayes_wsc.data.proportions import LOG_ZERO  # log of "impossible", finite: no inf - inf in gradients
+
 
 def mixture_logp(log_weights, component_logp, axis: int = -1):
     """log sum_c exp(log_weights[..., c] + component_logp[..., c]) along `axis`.
@@ -153,8 +155,6 @@ def pair_ratings_logp(log_same, log_different, must, cannot, alpha, beta):
 
 
 # ---------------------------------------------------------------------- label proportions (seed 001)
-#: log of "impossible" that stays finite, so that gradients through log-sum-exp never meet inf - inf
-LOG_ZERO = -1e30
 
 
 def segment_sum(values, segments, n_segments: int):
@@ -223,8 +223,7 @@ def poisson_multinomial_logp(log_q, plan, inputs=None):
         lq = lq_ext[items[:, :, None], order[:, None, :]]  # (G, steps, L), most frequent class first
         real = pt.lt(items, plan.n_items)[:, :, None]
         lq = pt.specify_shape(pt.switch(real, lq, pad_row).dimshuffle(1, 0, 2), (steps, n_rows, n_classes))
-        init = np.full((n_rows, *shape), LOG_ZERO)
-        init[(slice(None), *([0] * len(shape)))] = 0.0
+        init = pt.specify_shape(pt.as_tensor(arrays[f"cp{b}_init"]), (n_rows, *shape))  # its shape is the key's
         pads = [pt.as_tensor(np.full((n_rows, *shape[:t], 1, *shape[t + 1:]), LOG_ZERO)) for t in range(len(shape))]
         tail = (None,) * len(shape)
 
@@ -238,7 +237,7 @@ def poisson_multinomial_logp(log_q, plan, inputs=None):
                 new = pt.logaddexp(new, shifted + lq_j[(slice(None), t + 1, *tail)])
             return pt.specify_shape(new, (n_rows, *shape))
 
-        final = pytensor.scan(step, sequences=[lq], outputs_info=[pt.as_tensor(init)], n_steps=steps,
+        final = pytensor.scan(step, sequences=[lq], outputs_info=[init], n_steps=steps,
                               return_updates=False)[-1]
         values = final.reshape((n_rows, -1))[np.arange(n_rows), arrays[f"cp{b}_target"]]
         out = pt.set_subtensor(out[arrays[f"cp{b}_groups"]], values)

@@ -231,5 +231,5 @@ def test_an_output_never_replaces_an_input(files, capsys):
     before = (path / "items.csv").read_bytes()
     assert cli(["fit", "proportions", "--items", path / "items.csv", "--proportions", path / "proportions.csv",
                 "--out", path / "items.csv"]) == 2
-    assert "never replaces an input" in capsys.readouterr().err
+    assert "which it would replace" in capsys.readouterr().err
     assert (path / "items.csv").read_bytes() == before

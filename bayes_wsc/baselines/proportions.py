@@ -212,36 +212,34 @@ class LLPModel:
         return out
 
     def save(self, path) -> Path:
-        """Write the model as JSON (atomically)."""
-        import os
-        import tempfile
+        """Write the model as JSON (atomically, `outputs.write_json`)."""
+        from bayes_wsc.outputs import write_json
 
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as handle:
-                json.dump({"model": "llp", **asdict(self)}, handle, indent=1)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        return path
+        return write_json({"model": "llp", **asdict(self)}, path, "LLP model")
 
     @classmethod
     def load(cls, path) -> LLPModel:
+        """Read a model written by `save` (`bayes-wsc baseline llp`); anything else is one line."""
         path = Path(path)
         try:
             raw = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
-            raise InputError(f"LLP file {str(path)!r} could not be read: {exc}") from None
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"LLP file {str(path)!r} could not be read: {reason}") from None
         if not isinstance(raw, dict) or raw.get("model") != "llp":
             raise InputError(f"{str(path)!r} is not an LLP model written by `bayes-wsc baseline llp`")
         raw.pop("model")
         try:
-            return cls(**raw)
-        except TypeError as exc:
-            raise InputError(f"LLP file {str(path)!r} is incomplete: {exc}") from None
+            model = cls(**raw)
+            centers, weights = np.asarray(model.centers, float), np.asarray(model.weights, float)
+            ok = (centers.ndim == 2 and centers.shape == (len(model.labels), len(model.features))
+                  and weights.shape == (len(model.features),) and len(model.low) == len(model.high) == len(model.features)
+                  and all(0 <= c < len(model.classes) for c in model.labels))
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"LLP file {str(path)!r} is incomplete or damaged: {exc}") from None
+        if not ok:
+            raise InputError(f"LLP file {str(path)!r} is damaged: its centres, weights and labels do not fit together")
+        return model
 
 
 def min_max(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import (add_sampling_options, add_variant_options, columns, positive_float,
-                                         positive_int, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_variant_options, columns,
+                                      positive_float, positive_int, sampling_settings)
+from bayes_wsc.outputs import input_table, output_file
 
 HELP = "class proportions (or counts) per group, several classes: a classifier for single items (Stolpe & Morik)"
 LLP_HELP = "the LLP algorithm of Stolpe & Morik (k-means, evolutionary feature weights, cluster labeling)"
@@ -14,13 +15,14 @@ DEFAULT_EMISSION = "gaussian"
 DEFAULT_BAG_LIKELIHOOD = "independent"
 
 
-def _add_data_options(parser: argparse.ArgumentParser, out_help: str) -> None:
+def _add_data_options(parser: argparse.ArgumentParser, out_type, out_help: str) -> None:
     data = parser.add_argument_group("data")
-    data.add_argument("--items", required=True,
+    data.add_argument("--items", required=True, type=input_table("items file"),
                       help="CSV or Parquet, one row per item: the group column, an optional id column, the features")
-    data.add_argument("--proportions", required=True,
+    data.add_argument("--proportions", required=True, type=input_table("proportions file"),
                       help="CSV or Parquet, one row per group: the group column and one column per class")
-    data.add_argument("--out", required=True, help=out_help)
+    data.add_argument("--out", required=True, type=out_type, help=out_help)
+    add_sep_option(data)
     data.add_argument("--group-col", default="group", help="the group column of both tables (default: group)")
     data.add_argument("--id-col", default=None, help="an item id column (kept out of the features)")
     data.add_argument("--features", type=columns, default=None,
@@ -31,7 +33,7 @@ def _add_data_options(parser: argparse.ArgumentParser, out_help: str) -> None:
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    _add_data_options(parser, "where to write the fit (netCDF)")
+    _add_data_options(parser, output_file("fit file"), "where to write the fit (netCDF)")
     model = parser.add_argument_group("model")
     model.add_argument("--emission", choices=("gaussian", "categorical", "logistic"), default=DEFAULT_EMISSION,
                        help=f"how features depend on the class (default: {DEFAULT_EMISSION})")
@@ -55,42 +57,33 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     add_sampling_options(parser)
 
 
+def read_items(args):
+    from bayes_wsc.data.tables import read_table
+
+    keys = [c for c in (args.group_col, getattr(args, "id_col", None)) if c]
+    return read_table(args.items, "items", sep=args.sep, text_columns=keys)
+
+
 def read_data(args, categorical: bool, items=None, exclude=()):
     """The two tables as `LabelProportions`; `exclude` names item columns that are not features by default."""
     from bayes_wsc.data.proportions import LabelProportions
     from bayes_wsc.data.tables import read_table
 
-    items = read_table(args.items, "items") if items is None else items
+    items = read_items(args) if items is None else items
+    proportions = read_table(args.proportions, "proportions", sep=args.sep, text_columns=[args.group_col])
     features = args.features
     if features is None and exclude:
         keep = set(items.columns) - set(exclude)
         features = [c for c in items.columns if c in keep and c not in (args.group_col, getattr(args, "id_col", None))
                     and (categorical or items[c].dtype.kind in "biuf")]
-    return LabelProportions.from_frames(items, read_table(args.proportions, "proportions"), group_col=args.group_col,
+    return LabelProportions.from_frames(items, proportions, group_col=args.group_col,
                                         id_col=getattr(args, "id_col", None), features=features, counts=args.counts,
                                         categorical=categorical)
-
-
-def check_outputs(args, *outputs: str) -> None:
-    """No output may replace an input (one line naming both), checked before anything is read."""
-    from pathlib import Path
-
-    from bayes_wsc.errors import InputError
-
-    inputs = {"--items": args.items, "--proportions": args.proportions}
-    for output in outputs:
-        path = getattr(args, output.lstrip("-").replace("-", "_"), None)
-        if path is None:
-            continue
-        for flag, given in inputs.items():
-            if Path(path).resolve() == Path(given).resolve():
-                raise InputError(f"{output} {path!r} is the {flag} file: an output never replaces an input")
 
 
 def run(args) -> None:
     from bayes_wsc.commands.common import fit_save_report
 
-    check_outputs(args, "--out")
     data = read_data(args, args.emission == "categorical")
     print(f"{data.n_items} items in {data.n_groups} groups, classes {', '.join(data.classes)}, "
           f"features {', '.join(data.features)}", flush=True)
@@ -105,7 +98,8 @@ def run(args) -> None:
 
 # ---------------------------------------------------------------------- bayes-wsc baseline llp
 def add_llp_parser(parser: argparse.ArgumentParser) -> None:
-    _add_data_options(parser, "where to write the LLP model (JSON; `bayes-wsc predict` reads it)")
+    _add_data_options(parser, output_file("LLP model file"),
+                      "where to write the LLP model (JSON; `bayes-wsc predict` reads it)")
     llp = parser.add_argument_group("LLP (Alg. 1, with the paper's evolutionary settings)")
     llp.add_argument("--k", type=positive_int, default=None,
                      help="clusters (default: each k in 2..12, the lowest Err_Pi kept)")
@@ -118,11 +112,9 @@ def add_llp_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_llp(args) -> None:
     from bayes_wsc.baselines.proportions import fit_llp_data
-    from bayes_wsc.data.tables import read_table
     from bayes_wsc.errors import InputError
 
-    check_outputs(args, "--out")
-    items = read_table(args.items, "items")
+    items = read_items(args)
     if args.label_col is not None and args.label_col not in items.columns:
         raise InputError(f"items has no column {args.label_col!r} (--label-col)")
     data = read_data(args, False, items, exclude=() if args.label_col is None else (args.label_col,))

@@ -454,6 +454,8 @@ def _read_class_columns(frame: pd.DataFrame, classes: Sequence[str], counts: boo
 
 
 # ---------------------------------------------------------------------- the exact-counts recursion's layout
+#: log of "impossible", finite so that gradients through log-sum-exp never meet inf - inf
+LOG_ZERO = -1e30
 #: a group's recursion may hold at most this many (item, state) cells; larger groups use the normal approximation
 GROUP_BUDGET = 2_000_000
 #: all groups' recursions together (what reverse-mode differentiation keeps: 8 bytes each)
@@ -480,6 +482,12 @@ class CountBucket:
     @property
     def steps(self) -> int:
         return int(self.items.shape[1])
+
+    def initial_state(self) -> np.ndarray:
+        """The recursion's state before any item, (G, *shape): log 1 at no counts, log 0 (finite) elsewhere."""
+        state = np.full((self.groups.size, *self.shape), LOG_ZERO)
+        state[(slice(None), *([0] * len(self.shape)))] = 0.0
+        return state
 
     @property
     def cells(self) -> int:
@@ -514,7 +522,7 @@ class CountPlan:
         out = {}
         for b, bucket in enumerate(self.buckets):
             out.update({f"cp{b}_items": bucket.items, f"cp{b}_order": bucket.order, f"cp{b}_target": bucket.target,
-                        f"cp{b}_groups": bucket.groups})
+                        f"cp{b}_groups": bucket.groups, f"cp{b}_init": bucket.initial_state()})
         if self.approx_groups.size:
             out.update({"cpa_groups": self.approx_groups, "cpa_order": self.approx_order,
                         "cpa_counts": self.approx_counts, "cpa_items": self.approx_items,

@@ -102,6 +102,57 @@ def check_data(data, emission: str) -> LabelProportions:
     return data
 
 
+# ---------------------------------------------------------------------- the data the graph reads
+def share_inputs(data: LabelProportions, concentration: float | None) -> dict[str, np.ndarray]:
+    """The values `add_class_shares` declares as `pm.Data`, in NumPy."""
+    values = {"group_sizes": data.group_sizes.astype(float)}
+    if concentration is None:
+        values["proportions"] = data.proportions
+    else:
+        values["theta_prior"] = float(concentration) * data.proportions + 1.0
+    return values
+
+
+def emission_inputs(data: LabelProportions, emission: str, bag_likelihood: str) -> dict[str, np.ndarray]:
+    """The values the emission blocks (and `item_emission`) declare as `pm.Data`."""
+    if emission == "categorical":
+        return {"bin_counts": data.bin_counts} if bag_likelihood == "independent" else {"item_bin": data.item_bin}
+    values = {"x": data.x}
+    if emission == "gaussian":
+        values.update(center=data.center, scale=data.scale)
+    return values
+
+
+def bag_inputs(data: LabelProportions, emission: str, bag_likelihood: str) -> dict[str, np.ndarray]:
+    """The values `add_bag_likelihood` declares as `pm.Data`: the items' groups, and for exact counts the
+    recursion's layout (`count_plan`) with eta and the counts' prior log-probability under it."""
+    values = {}
+    if not (emission == "categorical" and bag_likelihood == "independent"):
+        values["item_group"] = data.item_group
+    if emission == "logistic" and bag_likelihood == "independent":
+        values["expected_counts"] = data.expected_counts
+    if bag_likelihood == "exact-counts":
+        counts = data.whole_counts_or_fail()
+        values.update(count_plan(data.item_group, counts).inputs())
+        if emission != "logistic":
+            log_eta = np.log(data.eta)
+            values.update(log_eta=log_eta, counts_prior_logp=_multinomial_logp(counts, log_eta))
+    return values
+
+
+def model_data(data: LabelProportions, emission: str = "gaussian", bag_likelihood: str = "independent",
+               concentration: float | None = None) -> dict[str, np.ndarray]:
+    """Every value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy. A cached MAP
+    program takes them as runtime inputs, so one program serves every data set of the same structure
+    (`Estimator.model_inputs`); building a program checks that this list and the model agree."""
+    return {**share_inputs(data, None if emission == "logistic" else concentration),
+            **emission_inputs(data, emission, bag_likelihood), **bag_inputs(data, emission, bag_likelihood)}
+
+
+def _declare(values: dict[str, np.ndarray]) -> dict:
+    return {name: pm.Data(name, value) for name, value in values.items()}
+
+
 # ---------------------------------------------------------------------- blocks
 def model_coords(data: LabelProportions) -> dict:
     """group, class, and feature (numeric features) or bin (categorical)."""
@@ -112,15 +163,15 @@ def add_class_shares(data: LabelProportions, concentration: float | None = None)
     """log theta[group, class]: the known proportions (log 0 kept finite), or, with a concentration c,
     theta_i ~ Dirichlet(c Pi_i + 1) on stick-breaking coordinates (mode at Pi_i). Also eta[class],
     the overall class shares sum_i n_i theta_i / n (eq. 2)."""
-    sizes = pm.Data("group_sizes", data.group_sizes.astype(float))
+    inputs = _declare(share_inputs(data, concentration))
+    sizes = inputs["group_sizes"]
     if concentration is None:
-        proportions = pm.Data("proportions", data.proportions)
+        proportions = inputs["proportions"]
         log_shares = pt.switch(proportions > 0, pt.log(pt.maximum(proportions, 1e-300)), likelihoods.LOG_ZERO)
         theta = proportions
     else:
         # a static shape: JAX needs the simplex's size when it transforms the start
-        prior = pt.specify_shape(pm.Data("theta_prior", float(concentration) * data.proportions + 1.0),
-                                 data.proportions.shape)
+        prior = pt.specify_shape(inputs["theta_prior"], data.proportions.shape)
         theta = pm.Dirichlet("theta", a=prior, dims=("group", "class"), default_transform=transforms.StickBreaking())
         log_shares = pt.log(theta)
     pm.Deterministic("eta", pt.dot(sizes, theta) / pt.sum(sizes), dims="class")
@@ -131,13 +182,12 @@ def add_gaussian_emission(data: LabelProportions, *, mean_prior_sd: float = 3.0,
                           sd_floor: float = 1e-3):
     """mean_z[class, feature] ~ Normal(0, 3) and sd_z = floor + Gamma(2, 1) on standardized features;
     `mean` and `sd` in the data's units. Returns log f_l(x_j) for every item, (n, L)."""
-    x = pm.Data("x", data.x)
+    inputs = _declare(emission_inputs(data, "gaussian", "independent"))
     mean_z = pm.Normal("mean_z", 0.0, mean_prior_sd, dims=("class", "feature"))
     sd_z = sd_floor + pm.Gamma("sd_excess", alpha=2.0, beta=sd_prior_rate, dims=("class", "feature"))
-    center, scale = pm.Data("center", data.center), pm.Data("scale", data.scale)
-    pm.Deterministic("mean", center + scale * mean_z, dims=("class", "feature"))
-    pm.Deterministic("sd", scale * sd_z, dims=("class", "feature"))
-    return likelihoods.diag_normal_logp(x, mean_z, sd_z)
+    pm.Deterministic("mean", inputs["center"] + inputs["scale"] * mean_z, dims=("class", "feature"))
+    pm.Deterministic("sd", inputs["scale"] * sd_z, dims=("class", "feature"))
+    return likelihoods.diag_normal_logp(inputs["x"], mean_z, sd_z)
 
 
 def add_categorical_emission(data: LabelProportions, *, w_concentration: float = 1.0):
@@ -154,18 +204,13 @@ def add_logistic_emission(data: LabelProportions, *, prior_sd: float = 1.0, inte
     """p(z = l | x) = softmax(x W + b): W_raw[feature, class] ~ Normal(0, prior_sd) and b_raw ~ Normal(0,
     intercept_sd) on standardized features. Adding a vector to every class leaves the softmax unchanged,
     so the reported W[class, feature] and b[class] are the zero-sum representative. Returns log p(z | x), (n, L)."""
-    x = pm.Data("x", data.x)
+    x = _declare(emission_inputs(data, "logistic", "independent"))["x"]
     w_raw = pm.Normal("W_raw", 0.0, prior_sd, dims=("feature", "class"))
     b_raw = pm.Normal("b_raw", 0.0, intercept_sd, dims="class")
     pm.Deterministic("W", (w_raw - w_raw.mean(axis=1, keepdims=True)).T, dims=("class", "feature"))
     pm.Deterministic("b", b_raw - b_raw.mean(), dims="class")
     logits = pt.dot(x, w_raw) + b_raw
     return logits - likelihoods.logsumexp(logits, axis=1, keepdims=True)
-
-
-def item_emission(data: LabelProportions, log_w):
-    """log f_l(x_j) of every item from the categorical emission's log w (L, K): (n, L)."""
-    return log_w.T[pm.Data("item_bin", data.item_bin)]
 
 
 def add_bag_likelihood(data: LabelProportions, emission: str, bag_likelihood: str, log_shares, log_emission,
@@ -176,41 +221,42 @@ def add_bag_likelihood(data: LabelProportions, emission: str, bag_likelihood: st
     for logistic. See the module docstring for the two bag likelihoods.
     """
     n_groups = data.n_groups
-    item_group = pm.Data("item_group", data.item_group)
+    model = pm.modelcontext(None)
+    inputs = _declare(bag_inputs(data, emission, bag_likelihood))
+    item_group = inputs.get("item_group")
     if emission == "logistic":
         if bag_likelihood == "exact-counts":
-            terms = _exact_counts(data, log_emission)
+            terms = _exact_counts(data, log_emission, inputs)
         else:
-            expected = pm.Data("expected_counts", data.expected_counts)
-            sizes = pm.modelcontext(None)["group_sizes"]
-            mean_q = likelihoods.segment_sum(pt.exp(log_emission), item_group, n_groups) / sizes[:, None]
+            mean_q = likelihoods.segment_sum(pt.exp(log_emission), item_group, n_groups) / model["group_sizes"][:, None]
             if concentration is None:
-                terms = likelihoods.multinomial_logp(expected, pt.log(mean_q))
+                terms = likelihoods.multinomial_logp(inputs["expected_counts"], pt.log(mean_q))
             else:
-                terms = likelihoods.dirichlet_multinomial_logp(expected, float(concentration) * mean_q)
+                terms = likelihoods.dirichlet_multinomial_logp(inputs["expected_counts"], float(concentration) * mean_q)
     elif bag_likelihood == "independent":
         if emission == "categorical":
-            counts = pm.Data("bin_counts", data.bin_counts)
+            counts = model["bin_counts"] if "bin_counts" in model else pm.Data("bin_counts", data.bin_counts)
             terms = pt.sum(likelihoods.counts_mixture_logp(counts, log_shares, log_emission), axis=1)
         else:
             terms = likelihoods.independent_bag_logp(log_shares, log_emission, item_group, n_groups)
     else:
-        per_item = item_emission(data, log_emission) if emission == "categorical" else log_emission
-        log_eta = pt.as_tensor(np.log(data.eta))
+        if emission == "categorical":
+            item_bin = model["item_bin"] if "item_bin" in model else pm.Data("item_bin", data.item_bin)
+            per_item = log_emission.T[item_bin]
+        else:
+            per_item = log_emission
+        log_eta = inputs["log_eta"]
         log_px = likelihoods.mixture_logp(log_eta, per_item)  # log p_eta(x_j)
         log_q = log_eta + per_item - log_px[:, None]
-        counts = data.whole_counts_or_fail()
-        constant = _multinomial_logp(counts, np.log(data.eta))
-        terms = (likelihoods.segment_sum(log_px, item_group, n_groups) + _exact_counts(data, log_q)
-                 - pm.Data("counts_prior_logp", constant))
+        terms = (likelihoods.segment_sum(log_px, item_group, n_groups) + _exact_counts(data, log_q, inputs)
+                 - inputs["counts_prior_logp"])
     pm.Potential("bags", pt.sum(terms))
     return terms
 
 
-def _exact_counts(data: LabelProportions, log_q):
-    plan = count_plan(data.item_group, data.whole_counts_or_fail())
-    inputs = {name: pm.Data(name, value) for name, value in plan.inputs().items()}
-    return likelihoods.poisson_multinomial_logp(log_q, plan, inputs)
+def _exact_counts(data: LabelProportions, log_q, inputs: dict):
+    return likelihoods.poisson_multinomial_logp(log_q, count_plan(data.item_group, data.whole_counts_or_fail()),
+                                                inputs)
 
 
 def _multinomial_logp(counts: np.ndarray, log_p: np.ndarray) -> np.ndarray:
@@ -241,6 +287,7 @@ def build_model(data: LabelProportions, *, emission: str = "gaussian", bag_likel
         if emission == "gaussian":
             log_emission = add_gaussian_emission(data, mean_prior_sd=mean_prior_sd, sd_prior_rate=sd_prior_rate)
         elif emission == "categorical":
+            _declare(emission_inputs(data, "categorical", bag_likelihood))
             log_emission = add_categorical_emission(data, w_concentration=w_concentration)
         else:
             log_emission = add_logistic_emission(data, prior_sd=prior_sd, intercept_sd=intercept_sd)
@@ -399,6 +446,13 @@ class ProportionsClassifier(Estimator):
 
     def build_model(self, data: LabelProportions) -> pm.Model:
         return build_model(data, **self.build_settings())
+
+    def model_inputs(self, data: LabelProportions):
+        """(coords, values) of the model's graph, computed without PyMC (see `model_data`)."""
+        settings = self.build_settings()
+        check_data(data, settings["emission"])
+        return model_coords(data), model_data(data, settings["emission"], settings["bag_likelihood"],
+                                              settings["concentration"])
 
     def initial_values(self, data: LabelProportions) -> dict:
         start = soft_label_start(data, self.emission)
