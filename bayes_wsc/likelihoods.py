@@ -210,8 +210,8 @@ def poisson_multinomial_logp(log_q, plan, inputs=None):
     import pytensor
 
     arrays = plan.inputs()
-    if inputs is not None:
-        arrays = {**arrays, **inputs}
+    if inputs is not None:  # data inputs have no static shape; the plan's are the shapes, fixed by the key
+        arrays.update({k: pt.specify_shape(v, np.shape(arrays[k])) for k, v in inputs.items() if k in arrays})
     n_classes = plan.n_classes
     out = pt.zeros(plan.n_groups)
     lq_ext = pt.concatenate([log_q, pt.zeros((1, n_classes))], axis=0)  # row n: padding, masked below
