@@ -442,6 +442,7 @@ class ProportionsClassifier(Estimator):
         check_data(data, self.emission)
         if self.bag_likelihood == "exact-counts":
             data.whole_counts_or_fail()
+        self._data_messages = [m for m in (identifiability_message(data),) if m]
         return super().fit(data)
 
     def build_model(self, data: LabelProportions) -> pm.Model:
@@ -497,15 +498,13 @@ class ProportionsClassifier(Estimator):
     def model_checks(self, idata) -> list[str]:
         """Unidentified classes (proportions that do not vary), and groups the exact-counts likelihood
         had to approximate."""
-        messages = []
-        data = self.data_from_fit(idata)
-        message = identifiability_message(data)
-        if message:
-            messages.append(message)
+        messages = list(getattr(self, "_data_messages", []))
         approximated = inference.get_attrs(idata).get("approximated_groups", [])
         if approximated:
-            messages.append(f"{len(approximated)} of {data.n_groups} groups (the largest, first {approximated[0]!r}) "
-                            "were too large for the exact-counts recursion and used its normal approximation")
+            n_groups = idata.observed_data.sizes["group"]
+            messages.append(f"{len(approximated)} of {n_groups} groups (first {approximated[0]!r}) were too costly "
+                            "for the exact-counts recursion (see data.proportions.count_plan) and used the normal "
+                            "approximation of their counts")
         return messages
 
     # ------------------------------------------------------------------ fitted values
