@@ -458,8 +458,9 @@ def _read_class_columns(frame: pd.DataFrame, classes: Sequence[str], counts: boo
 LOG_ZERO = -1e30
 #: a group's recursion may hold at most this many (item, state) cells; larger groups use the normal approximation
 GROUP_BUDGET = 2_000_000
-#: all groups' recursions together (what reverse-mode differentiation keeps: 8 bytes each)
-TOTAL_BUDGET = 40_000_000
+#: all groups' recursions together: reverse-mode differentiation keeps a few copies of every cell
+#: (8 bytes each), so 10^7 cells stay under a GB
+TOTAL_BUDGET = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -469,7 +470,7 @@ class CountBucket:
     groups : (G,) group indices. items : (G, steps) item indices, padded with `n_items` (a row of
     no item). order : (G, L) the classes of each group with the most frequent first: it is the one
     the recursion does not track, so its state holds the other classes' counts, each at most half
-    the group. shape : the state's extent per tracked class (the bucket's largest count + 1).
+    the group. shape : the state's extent per tracked class (a power of two above the counts).
     target : (G,) each group's counts of the tracked classes as a flat index into the state.
     """
 
@@ -534,13 +535,21 @@ class CountPlan:
         return [[b.groups.size, b.steps, list(b.shape)] for b in self.buckets] + [int(self.approx_groups.size)]
 
 
+def _next_power_of_two(values: np.ndarray) -> np.ndarray:
+    return (2 ** np.ceil(np.log2(np.maximum(values, 1)))).astype(np.int64)
+
+
 def count_plan(item_group: np.ndarray, counts: np.ndarray, *, group_budget: int = GROUP_BUDGET,
                total_budget: int = TOTAL_BUDGET) -> CountPlan:
     """Lay out the exact-counts recursion: which groups are exact, in which bucket, and the rest.
 
-    A group of n items with tracked counts m (every class but its most frequent) costs
-    n * prod(m + 1) cells: O(n^2) for two classes. Groups within `group_budget` are exact, cheapest
-    first while the total stays within `total_budget`; the rest use the normal approximation.
+    A group of n items with tracked counts m (every class but its most frequent) runs n steps over a
+    state of prod(m + 1) cells: O(n^2) for two classes. Groups share a bucket (one vectorized scan)
+    when their sizes and their tracked counts + 1 round up to the same powers of two, so a group
+    pays at most twice its own extent along each axis, and that padded cost is what the budgets
+    count. Groups within `group_budget` are exact, cheapest first while the total stays within
+    `total_budget` (what reverse-mode differentiation keeps per state copy); the rest use the normal
+    approximation.
     """
     item_group = np.asarray(item_group, dtype=np.int64)
     counts = np.asarray(counts, dtype=np.int64)
@@ -548,21 +557,23 @@ def count_plan(item_group: np.ndarray, counts: np.ndarray, *, group_budget: int 
     sizes = np.bincount(item_group, minlength=n_groups)
     order = np.argsort(-counts, axis=1, kind="stable")  # most frequent class first
     tracked = np.take_along_axis(counts, order, axis=1)[:, 1:]
-    padded = np.maximum(1, 2 ** np.ceil(np.log2(np.maximum(sizes, 1)))).astype(np.int64)
-    cost = padded * np.prod(tracked + 1, axis=1)
+    padded = _next_power_of_two(sizes)
+    extents = _next_power_of_two(tracked + 1)
+    cost = padded * np.prod(extents, axis=1)
     exact = cost <= group_budget
     by_cost = np.argsort(np.where(exact, cost, np.iinfo(np.int64).max), kind="stable")
     running = np.cumsum(np.where(exact, cost, 0)[by_cost])
     exact[by_cost[running > total_budget]] = False
     members = np.argsort(item_group, kind="stable")
     starts = np.concatenate([[0], np.cumsum(sizes)])
+    keys = np.column_stack([padded, extents])
     buckets = []
-    for steps in np.unique(padded[exact]):
-        groups = np.flatnonzero(exact & (padded == steps))
+    for key in np.unique(keys[exact], axis=0):
+        groups = np.flatnonzero(exact & (keys == key).all(axis=1))
+        steps, shape = int(key[0]), tuple(int(e) for e in key[1:])
         items = np.full((groups.size, steps), n_items, dtype=np.int64)
         for row, g in enumerate(groups):
             items[row, :sizes[g]] = members[starts[g]:starts[g + 1]]
-        shape = tuple(int(s) for s in tracked[groups].max(axis=0) + 1)
         target = np.ravel_multi_index(tuple(tracked[groups].T), shape).astype(np.int64) if shape \
             else np.zeros(groups.size, dtype=np.int64)
         buckets.append(CountBucket(groups, items, order[groups], shape, target))
