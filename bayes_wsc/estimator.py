@@ -271,7 +271,7 @@ class Estimator:
 
             draws, found = run_laplace(program, inputs, x_map, draws=self.draws, seed=self.seed, fixed=fixed)
             fit_info["laplace"] = draws.info
-            messages += found + self.align_draws(draws, map_draws, data)
+            messages += found + self.align_draws(draws, map_draws, data, free=fit_info["free_variables"], dims=dims)
             if not recipe.start_nuts_at_map:
                 messages.append("this model's file says its posterior mode is not a useful summary "
                                 "(START_NUTS_AT_MAP = False), and the Laplace approximation is a Gaussian at "
@@ -291,9 +291,9 @@ class Estimator:
                                  progressbar=self.progressbar, precision=precision)
                 fit_info["nuts"] = draws.info
                 fit_info["free_variables"] = free
-                messages += self.align_draws(draws, map_draws, data)
-            labels = model_labels(model)
-            coords, dims = labels["coords"], labels["dims"]
+                labels = model_labels(model)
+                coords, dims = labels["coords"], labels["dims"]
+                messages += self.align_draws(draws, map_draws, data, free=free, dims=dims)
         self.__dict__.pop("_idata", None)
         check_finite(draws.posterior)
         self._groups = self._assemble(coords, dims, draws, data, fit_info)
@@ -409,9 +409,11 @@ class Estimator:
         (`relabel.canonical_permutation`), so that two fits number them alike; NUTS then relabels
         its draws against this point. Models without exchangeable clusters keep this no-op."""
 
-    def align_draws(self, draws, map_draws, data) -> list[str]:
+    def align_draws(self, draws, map_draws, data, *, free: list[str], dims: dict) -> list[str]:
         """Relabel exchangeable clusters in `draws.posterior` in place (see `relabel.py`) before
-        diagnostics; returns warnings. Models without exchangeable labels keep this no-op."""
+        diagnostics; returns warnings. `free` names the fit's free variables and `dims` every
+        variable's dims (from the program or the model, so that a cached fit builds no model).
+        Models without exchangeable labels keep this no-op."""
         return []
 
     def model_checks(self, idata) -> list[str]:

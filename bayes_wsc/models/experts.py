@@ -421,7 +421,7 @@ class NoisyExperts(Estimator):
             if name in post:
                 post[name] = values
 
-    def align_draws(self, draws, map_draws, data: PairwiseConstraints) -> list[str]:
+    def align_draws(self, draws, map_draws, data: PairwiseConstraints, *, free: list[str], dims: dict) -> list[str]:
         """Relabel every draw against the MAP's memberships (Hungarian), then re-reference."""
         post = draws.posterior
         rng = np.random.default_rng(0)

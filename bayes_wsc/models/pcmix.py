@@ -364,20 +364,17 @@ class PCMixture(Estimator):
         perm = canonical_permutation(_memberships_of(point, data.x_raw), data.x_raw[:, 0])
         permute_clusters(draws.posterior, cluster_axes(dims, "component"), perm)
 
-    def align_draws(self, draws, map_draws, data: LabeledItems) -> list[str]:
+    def align_draws(self, draws, map_draws, data: LabeledItems, *, free: list[str], dims: dict) -> list[str]:
         """Relabel every draw against the best MAP's memberships (Hungarian), then warn about
         chains that sit in a different partition."""
         reference_point = {k: np.asarray(v[0, 0]) for k, v in map_draws.posterior.items()}
-        free = {rv.name for rv in self.model_.free_RVs}
         self._map_point = {k: v for k, v in reference_point.items() if k in free}
         if int(self.components) == 1:
             return []
         x = data.x_raw
         if data.n_items > RELABEL_ITEMS:
             x = x[np.sort(np.random.default_rng(0).choice(data.n_items, RELABEL_ITEMS, replace=False))]
-        from bayes_wsc.fit import model_labels
-
-        axes = cluster_axes(model_labels(self.model_)["dims"], "component")
+        axes = cluster_axes(dims, "component")
         out, perms, agreement = relabel_draws(draws.posterior, axes, lambda draw: _memberships_of(draw, x),
                                               _memberships_of(reference_point, x))
         draws.posterior.update(out)
