@@ -21,8 +21,9 @@ on the held-out fold's individual labels:
     python benchmarks/proportions_sec4.py --report                                        # table and plot
 
 Every finished (data set, sigma, fold, method) is appended to
-benchmarks/results/proportions_sec4.csv at once (rerunning continues where it stopped);
---report writes proportions_sec4_summary.csv and proportions_sec4.png.
+benchmarks/results/proportions_sec4_<dataset>.csv at once (rerunning continues where it stopped; one
+process per data set can run side by side); --report reads them all and writes
+proportions_sec4_summary.csv and proportions_sec4.png.
 """
 
 from __future__ import annotations
@@ -134,12 +135,12 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed):
 def run(args) -> None:
     from sklearn.model_selection import StratifiedKFold
 
-    out_csv = Path(args.out)
-    done = set()
-    if out_csv.exists():
-        previous = pd.read_csv(out_csv)
-        done = set(zip(previous["dataset"], previous["sigma"], previous["fold"], previous["method"]))
     for name in args.datasets.split(","):
+        out_csv = Path(args.out) / f"proportions_sec4_{name}.csv"
+        done = set()
+        if out_csv.exists():
+            previous = pd.read_csv(out_csv)
+            done = set(zip(previous["dataset"], previous["sigma"], previous["fold"], previous["method"]))
         x, labels = scaled_dataset(name)
         folds = list(StratifiedKFold(10, shuffle=True, random_state=args.seed).split(x, labels))
         for sigma in [int(s) for s in args.sigmas.split(",")]:
@@ -152,7 +153,8 @@ def report(args) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    table = pd.read_csv(args.out)
+    table = pd.concat([pd.read_csv(p) for p in sorted(Path(args.out).glob("proportions_sec4_*.csv"))
+                       if not p.name.endswith("_summary.csv")])
     summary = (table.groupby(["dataset", "method", "sigma"])["accuracy"]
                .agg(mean="mean", se=lambda a: a.std(ddof=1) / np.sqrt(len(a)), folds="count").reset_index())
     summary.to_csv(RESULTS / "proportions_sec4_summary.csv", index=False)
@@ -186,7 +188,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sigmas", default=",".join(map(str, SIGMAS)))
     parser.add_argument("--folds", type=int, default=10, help="folds to run of the 10 (fewer for a pilot)")
     parser.add_argument("--seed", type=int, default=2011)
-    parser.add_argument("--out", default=str(RESULTS / "proportions_sec4.csv"))
+    parser.add_argument("--out", default=str(RESULTS), help="folder of the per-data-set CSV files")
     parser.add_argument("--report", action="store_true", help="summarize the CSV into a table and a plot")
     args = parser.parse_args(argv)
     print("command: python benchmarks/proportions_sec4.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv)))
