@@ -217,6 +217,11 @@ def add_bag_likelihood(data: LabelProportions, emission: str, bag_likelihood: st
                        concentration: float | None = None):
     """Each group's log-likelihood with its items' classes summed out (I,), added as one Potential.
 
+    The terms are also kept per group (`likelihoods.record_pointwise`, variable `groups` of the
+    `log_likelihood` group): the unit LOO leaves out is a group with all its items and its proportions
+    (log p(X_i | Pi_i) for gaussian and categorical, log P(X_i | m_i) for exact counts, the bag-mean or
+    exact log P(m_i | X_i) for logistic). Noisy proportions' theta_i stays a parameter of the group.
+
     log_emission : log f_l per item (n, L) for gaussian, log w (L, K) for categorical, log p(z | x) (n, L)
     for logistic. See the module docstring for the two bag likelihoods.
     """
@@ -250,7 +255,7 @@ def add_bag_likelihood(data: LabelProportions, emission: str, bag_likelihood: st
         log_q = log_eta + per_item - log_px[:, None]
         terms = (likelihoods.segment_sum(log_px, item_group, n_groups) + _exact_counts(data, log_q, inputs)
                  - inputs["counts_prior_logp"])
-    pm.Potential("bags", pt.sum(terms))
+    pm.Potential("bags", pt.sum(likelihoods.record_pointwise("groups", terms, dims="group")))
     return terms
 
 
