@@ -12,15 +12,17 @@ import pandas as pd
 import pytest
 from scipy.special import logit
 
+import bayes_wsc
 from bayes_wsc.baselines.proportions import fit_llp, label_proportion_errors
 from bayes_wsc.cli import main
 from bayes_wsc.data.grouped import GroupedCounts
 from bayes_wsc.data.proportions import LabelProportions
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import load
-from bayes_wsc.models.proportions import ProportionsClassifier, identifiability_message
+from bayes_wsc.models.proportions import ProportionsClassifier, build_model, identifiability_message
 from bayes_wsc.models.wsc import WSC
 from bayes_wsc.simulate.proportions import simulate_proportions
+from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX as PREFIX
 from roundtrip import assert_lossless_round_trip
 
 
@@ -170,14 +172,20 @@ def test_fit_predict_report_and_llp_from_the_command_line(files, capsys):
     assert set(llp["class"]) <= {"ok", "crack", "bend"} and (llp[["prob_ok", "prob_crack", "prob_bend"]].sum(axis=1) == 1).all()
 
 
-def test_save_load_predict_round_trip(files, tmp_path):
+@pytest.fixture(scope="module")
+def nuts_fit(files):
+    """A small NUTS fit with noisy proportions (theta a parameter of each group)."""
     path, _ = files
     items = pd.read_csv(path / "items.csv")
     data = LabelProportions.from_frames(items, pd.read_csv(path / "proportions.csv"), id_col="id")
-    est = ProportionsClassifier(concentration=20.0, method="nuts", draws=40, tune=40, chains=2, progressbar=False)
+    est = ProportionsClassifier(concentration=20.0, method="nuts", draws=60, tune=60, chains=2, progressbar=False)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitWarning)  # 40 draws: low ESS, said so
-        est.fit(data)
+        warnings.simplefilter("ignore", FitWarning)  # 60 draws: low ESS, said so
+        return est.fit(data), items
+
+
+def test_save_load_predict_round_trip(nuts_fit, tmp_path):
+    est, items = nuts_fit
     back = assert_lossless_round_trip(est, items.drop(columns=["group", "id"]), tmp_path / "fit.nc")
     pred = back.predict(items.head(3))
     assert (pred["prob_low"] <= pred["prob_high"]).all()
@@ -233,3 +241,78 @@ def test_an_output_never_replaces_an_input(files, capsys):
                 "--out", path / "items.csv"]) == 2
     assert "which it would replace" in capsys.readouterr().err
     assert (path / "items.csv").read_bytes() == before
+
+
+# ---------------------------------------------------------------------- criticism (issue 16)
+@pytest.mark.parametrize("emission", ["gaussian", "categorical", "logistic"])
+@pytest.mark.parametrize("bag", ["independent", "exact-counts"])
+def test_pointwise_loglik_is_the_data_loglik(emission, bag):
+    """Per group; the sum is the model's log density less its priors, at a random point."""
+    import pytensor
+
+    data, _ = simulate_proportions(emission, n_groups=5, group_size=4, n_classes=3, n_features=2, n_bins=3, seed=2)
+    model = build_model(data, emission=emission, bag_likelihood=bag)
+    outputs = model.replace_rvs_by_values([model[PREFIX + "groups"], model.logp(), model.logp(vars=model.free_RVs)])
+    fn = pytensor.function(model.value_vars, outputs, on_unused_input="ignore", mode="FAST_COMPILE")
+    rng = np.random.default_rng(0)
+    point = [rng.normal(0, 0.5, v.type.shape if None not in v.type.shape else model.initial_point()[v.name].shape)
+             for v in model.value_vars]
+    pointwise, total, priors = fn(*point)
+    assert pointwise.shape == (data.n_groups,) and np.all(np.isfinite(pointwise))
+    assert abs(pointwise.sum() - (total - priors)) < 1e-8
+
+
+def test_loo_compare_ppc_checks_and_report_on_a_nuts_fit(nuts_fit, tmp_path):
+    est, _ = nuts_fit
+    group = est.idata_.log_likelihood
+    assert list(group.data_vars) == ["groups"] and group["groups"].dims == ("chain", "draw", "group")
+    assert np.isfinite(est.loo().elpd_loo)
+    assert len(bayes_wsc.compare({"a": est, "b": est})) == 2
+    ppc = est.posterior_predictive(draws=40, seed=1)
+    assert set(ppc.posterior_predictive.data_vars) == set(ppc.observed_data.data_vars) == {
+        "feature_mean", "feature_sd", "group_mean"}
+    replicated, observed = ppc.posterior_predictive["group_mean"], ppc.observed_data["group_mean"]
+    assert replicated.dims[2:] == observed.dims == ("group", "feature") and replicated.shape[2:] == observed.shape
+    assert replicated.values.reshape(-1, *observed.shape).std(axis=0).min() > 0  # drawn anew, not copied
+    table = est.checks_
+    assert {"ppc_group_mean", "group_misfit", "loo_pareto_k"} <= set(table["check"])
+    assert not table[table["check"] != "loo_pareto_k"]["flagged"].any(), table.to_string()
+    html = est.report(tmp_path / "report").read_text()
+    for heading in ("Convergence: rank plots", "Posterior predictive checks", "Leave-one-out cross-validation (LOO)",
+                    "Model checks"):
+        assert f"<h2>{heading}</h2>" in html, heading
+
+
+def test_check_and_ppc_commands_on_a_proportions_fit(nuts_fit, tmp_path, capsys):
+    fit = nuts_fit[0].save(tmp_path / "fit.nc")
+    assert cli(["check", fit, "--out", tmp_path / "checks.csv", "--draws", "40"]) == 0
+    assert "group_misfit" in set(pd.read_csv(tmp_path / "checks.csv")["check"])
+    assert cli(["ppc", fit, "--out", tmp_path / "ppc.nc", "--draws", "40"]) == 0
+    assert (tmp_path / "ppc.nc").stat().st_size > 0
+
+
+@pytest.mark.parametrize("emission", ["gaussian", "logistic"])
+def test_group_misfit_flags_wrong_proportions(emission):
+    """Three of 60 groups given another class's counts (their largest class moved on by one). On the same
+    data unchanged no check flags: `test_map_recovers_simulated_parameters` fits them with no diagnostics."""
+    data, _ = simulate_proportions(emission, n_groups=60, group_size=6, n_classes=3, n_features=2, seed=3)
+    est = ProportionsClassifier(emission=emission, bag_likelihood="exact-counts")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        counts = np.array(data.counts)
+        wrong = np.argsort(-counts.max(axis=1), kind="stable")[:3]
+        counts[wrong] = np.roll(counts[wrong], 1, axis=1)
+        with pytest.warns(FitWarning, match="check group_misfit flagged"):
+            est.fit(data.with_proportions(counts / counts.sum(axis=1, keepdims=True), counts))
+    row = est.checks_.set_index("check").loc["group_misfit"]
+    assert row["flagged"] and any(f"group {data.group_ids[g]} " in row["message"] for g in wrong)
+
+
+def test_map_fit_says_why_there_is_no_loo():
+    data, _ = simulate_proportions("logistic", n_groups=20, group_size=4, n_classes=2, n_features=2, seed=1)
+    est = ProportionsClassifier(emission="logistic").fit(data)
+    assert est.idata_.log_likelihood["groups"].shape == (1, 1, 20)
+    with pytest.raises(InputError, match="MAP fit"):
+        est.loo()
+    ppc = est.posterior_predictive(draws=30).posterior_predictive["group_class_share"]
+    assert ppc.shape[2:] == (20, 2) and ppc.values.std(axis=(0, 1)).max() > 0

@@ -5,7 +5,8 @@ fitted classifier reproduces the groups' proportions.
   (gaussian, standardized units), P(class | bin) (categorical) or the softmax weights (logistic).
 * `plot_group_fit`: each group's given proportion of a class against the one its items' predicted
   class probabilities give (seed 001's Gamma against Pi).
-* `write_report`: one HTML page with those, the estimands and the diagnostics.
+* `write_report`: one HTML page with those, the estimands, the criticism sections (rank plots after NUTS,
+  posterior predictive checks, LOO, the checks; `report.criticism`) and the diagnostics.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import stacked
+from bayes_wsc.report.criticism import criticism_sections
 from bayes_wsc.report.html import Section, fit_warnings, new_figure, write_html
 
 #: at most this many features (the largest class differences) in the class-conditional figure
@@ -143,6 +145,7 @@ def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) ->
                          "The posterior mode: no intervals." if not inference.has_draws(est.idata_) else
                          f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, ESS and R-hat.")]),
     ]
+    sections += criticism_sections({inference.get_attrs(est.idata_)["method"].upper(): est})
     paragraphs, warnings = fit_warnings({"this fit": est})
     sections.append(Section("Diagnostics", paragraphs=paragraphs, warnings=warnings))
     return write_html(Path(out_dir) / "report.html", title or "Label-proportions report", intro, sections)
