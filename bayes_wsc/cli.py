@@ -132,7 +132,7 @@ def cmd_predict(args) -> None:
         from bayes_wsc.baselines.proportions import LLPModel
 
         model = LLPModel.load(args.fit)
-        items = read_table(args.items, "items", sep=args.sep)
+        items = read_table(args.items, "items", sep=args.sep, text_columns=model.key_columns())
         out = model.predict(items)
     else:
         est = load(args.fit)

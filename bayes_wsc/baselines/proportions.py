@@ -184,6 +184,12 @@ class LLPModel:
     settings: dict = field(default_factory=dict)
     by_k: list[dict] = field(default_factory=list)
 
+    def key_columns(self) -> list[str]:
+        """The id columns of the training items (group, id) and `id` unless it is a feature, which readers keep
+        as text ('001' stays '001')."""
+        keys = [self.settings[k] for k in ("group_col", "id_col") if isinstance(self.settings.get(k), str)]
+        return keys + [c for c in ("id",) if c not in keys and c not in self.features]
+
     def scaled(self, x: np.ndarray) -> np.ndarray:
         """Features in the data's units scaled to [0, 1] by the training range."""
         low, high = np.asarray(self.low), np.asarray(self.high)
@@ -315,8 +321,10 @@ def fit_llp_data(data, **kwargs) -> LLPModel:
     """`fit_llp` on a `LabelProportions` container with numeric features (its data's units)."""
     if data.kind != "numeric":
         raise InputError("LLP clusters numeric features; these data have categorical ones")
-    return fit_llp(data.x_raw, data.item_group, data.proportions, features=list(data.features),
-                   classes=list(data.classes), **kwargs)
+    model = fit_llp(data.x_raw, data.item_group, data.proportions, features=list(data.features),
+                    classes=list(data.classes), **kwargs)
+    model.settings.update({k: data.settings[k] for k in ("group_col", "id_col") if isinstance(data.settings.get(k), str)})
+    return model
 
 
 def _evolve(scaled, item_group, proportions, sizes, k, labeling, labeled, rng, maxgen, psize, mutvar, crossprob,

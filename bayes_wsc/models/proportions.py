@@ -674,6 +674,13 @@ class ProportionsClassifier(Estimator):
         out["squared_error"] = ((predicted - data.proportions) ** 2).mean(axis=1)
         return out
 
+    def key_columns(self) -> list[str]:
+        """The fit's group and id columns, and `id` unless it is a feature: new items come with ids that the
+        fit may never have seen as a column, and `predict` keeps them as written ('001' stays '001')."""
+        keys = super().key_columns()
+        features = {str(f) for f in inference.get_attrs(self._fitted()).get("data_settings", {}).get("features", [])}
+        return keys + [c for c in ("id",) if c not in keys and c not in features]
+
     def _features_of(self, items: pd.DataFrame) -> np.ndarray:
         from bayes_wsc.data.grouped import BehaviorBins
         from bayes_wsc.data.proportions import standardize
