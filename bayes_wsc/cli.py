@@ -56,8 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
         if hasattr(module, "add_path_parser"):  # models with a weight to sweep (pcmix: lam)
             module.add_path_parser(path_models.add_parser(name, help=module.PATH_HELP))
 
+    baseline = sub.add_parser("baseline", help="run a paper's own algorithm, the baseline a model is compared with")
+    baselines = baseline.add_subparsers(dest="baseline", required=True, parser_class=_Parser)
+    for name in FIT_COMMANDS:
+        module = _fit_module(name)
+        for key, (help_text, add, _) in getattr(module, "BASELINES", {}).items():
+            add(baselines.add_parser(key, help=help_text))
+
     predict = sub.add_parser("predict", help="posterior predictions for new items")
-    predict.add_argument("fit", type=input_file("fit file"), help="a fit written by `bayes-wsc fit`")
+    predict.add_argument("fit", type=input_file("fit file"),
+                         help="a fit written by `bayes-wsc fit` (or an LLP.json of `bayes-wsc baseline llp`)")
     predict.add_argument("--items", required=True, type=input_table("items file"),
                          help="CSV or Parquet with the model's item columns")
     predict.add_argument("--out", required=True, type=output_file("predictions file"), help="CSV to write")
@@ -107,19 +115,43 @@ def cmd_path(args) -> None:
     _fit_module(args.model).run_path(args)
 
 
+def cmd_baseline(args) -> None:
+    for name in FIT_COMMANDS:
+        baselines = getattr(_fit_module(name), "BASELINES", {})
+        if args.baseline in baselines:
+            baselines[args.baseline][2](args)
+            return
+
+
 def cmd_predict(args) -> None:
     from bayes_wsc.data.tables import read_table, restore_names
     from bayes_wsc.estimator import load
     from bayes_wsc.outputs import write_csv
 
-    est = load(args.fit)
-    items = read_table(args.items, "items", sep=args.sep, text_columns=est.key_columns())
-    out = est.predict(items, ci=args.ci)
+    if _is_json(args.fit):  # a baseline's model (bayes-wsc baseline llp)
+        from bayes_wsc.baselines.proportions import LLPModel
+
+        model = LLPModel.load(args.fit)
+        items = read_table(args.items, "items", sep=args.sep, text_columns=model.key_columns())
+        out = model.predict(items)
+    else:
+        est = load(args.fit)
+        items = read_table(args.items, "items", sep=args.sep, text_columns=est.key_columns())
+        out = est.predict(items, ci=args.ci)
     check_probabilities(out, items)
     write_csv(restore_names(out, items), args.out, "predictions")
     print(f"wrote {len(out)} predictions to {args.out}")
     for note in out.attrs.get("notes", []):
         print(note)
+
+
+def _is_json(path) -> bool:
+    """Whether a model file is JSON (a baseline's model) rather than a netCDF fit: its first byte."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(64).lstrip()[:1] == b"{"
+    except OSError:
+        return False
 
 
 def check_probabilities(predictions, items) -> None:
@@ -225,6 +257,7 @@ def cmd_demo(args) -> None:
 
 COMMANDS = {"fit": cmd_fit, "path": cmd_path, "predict": cmd_predict, "report": cmd_report, "summary": cmd_summary,
             "demo": cmd_demo, "check": cmd_check, "ppc": cmd_ppc}
+COMMANDS["baseline"] = cmd_baseline
 
 
 def main(argv=None) -> int:

@@ -107,7 +107,19 @@ def _labels():
     return Table(pd.DataFrame(rows, columns=["expert", "id", "label"]), ids=("expert", "id", "label"))
 
 
+def _proportions_tables():
+    """Six groups of five items whose share of class "crack" runs from 0 to 1, two features."""
+    rng = np.random.default_rng(3)
+    groups = [f"c{i}" for i in range(6)]
+    crack = np.concatenate([np.arange(5) < k for k in range(6)]).astype(int)
+    items = pd.DataFrame({"group": np.repeat(groups, 5), "x1": rng.normal(2 * crack, 0.5).round(3),
+                          "x2": rng.normal(-crack, 0.5).round(3)})
+    shares = pd.DataFrame({"group": groups, "ok": 1 - np.arange(6) / 5, "crack": np.arange(6) / 5})
+    return Table(items, ids=("group",), numbers=("x1", "x2")), Table(shares, ids=("group",), numbers=("ok", "crack"))
+
+
 CLICKS, GROUPS = _wsc_tables()
+STICKS, SHARES = _proportions_tables()
 FEATURES = _feature_items(12, with_id=True, label=False)
 LABELED = _feature_items(16, with_id=False, label=True)
 NEW_CLICKS = Table(pd.DataFrame({"group": ["g0", "g2", "zz", "g1"], "bounce": ["y", "n", "n", "y"]}), ids=("group",))
@@ -143,8 +155,23 @@ def predictions_check(paths, stdout, tables):
             assert ((values >= 0) & (values <= 1)).all(), column
     for column in next(iter(tables.values())).ids:
         assert list(out.iloc[:, list(items.columns).index(column)]) == list(items[column].astype(str))
-    # a MAP fit's interval cells are empty on purpose (no interval without draws)
-    return out.iloc[:, items.shape[1]:].replace("", "nan").astype(float).to_numpy()
+    # a MAP fit's interval cells are empty on purpose (no interval without draws); a column of class
+    # names (the proportions model's `class`) is compared by its codes in order of appearance
+    added = out.iloc[:, items.shape[1]:].replace("", "nan")
+    for column in added.columns:
+        if pd.to_numeric(added[column], errors="coerce").isna().all() and added[column].ne("nan").any():
+            added[column] = pd.factorize(added[column])[0]
+    return added.astype(float).to_numpy()
+
+
+def llp_check(paths, stdout, tables):
+    """An LLP model that loads and labels every item of the training table."""
+    from bayes_wsc.baselines.proportions import LLPModel
+
+    model = LLPModel.load(paths["out"])
+    items = tables["items"].frame
+    assert set(model.predict(items)["class"]) <= set(tables["proportions"].frame.columns[1:])
+    return model.labels
 
 
 def report_check(paths, stdout, tables):
@@ -203,12 +230,22 @@ ENTRY_POINTS = [
     Entry("path pcmix", ("path", "pcmix", "--items", "{items}", "--components", "2", "--lams", "1,4", "--restarts", "2",
                          *SEED, "--out", "{out}"),
           {"items": LABELED}, {"out": "path/"}, path_check, skip=READING),
+    Entry("fit proportions", ("fit", "proportions", "--items", "{items}", "--proportions", "{proportions}",
+                              "--out", "{out}"),
+          {"items": STICKS, "proportions": SHARES}, {"out": "fit.nc"}, FIT, skip=READING),
+    Entry("baseline llp", ("baseline", "llp", "--items", "{items}", "--proportions", "{proportions}", "--k", "2",
+                           "--out", "{out}"),
+          {"items": STICKS, "proportions": SHARES}, {"out": "llp.json"}, llp_check, skip=READING),
     Entry("predict", ("predict", "{fit:wsc}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_CLICKS}, {"out": "pred.csv"}, PREDICTIONS),
     Entry("predict", ("predict", "{fit:experts}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
     Entry("predict", ("predict", "{fit:pcmix}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_POINTS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
+    Entry("predict", ("predict", "{fit:proportions}", "--items", "{items}", "--out", "{out}"),
+          {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
+    Entry("predict", ("predict", "{fit:llp}", "--items", "{items}", "--out", "{out}"),
+          {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=(*READING, "fit file")),
     Entry("report", ("report", "{fit:wsc}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
     Entry("report", ("report", "{fit:experts}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
     Entry("report", ("report", "{fit:pcmix}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
@@ -479,7 +516,7 @@ def harness(tmp_path_factory):
     the rows 'fit MODEL' from the clean files)."""
     root = tmp_path_factory.mktemp("harness")
     fits, clean = {}, {}
-    order = sorted(range(len(ENTRY_POINTS)), key=lambda i: not ENTRY_POINTS[i].name.startswith("fit "))
+    order = sorted(range(len(ENTRY_POINTS)), key=lambda i: not ENTRY_POINTS[i].name.startswith(("fit ", "baseline ")))
     for i in order:
         entry = ENTRY_POINTS[i]
         if entry.examples == 0:
@@ -489,10 +526,10 @@ def harness(tmp_path_factory):
         code, value = run_case(entry, layouts, Case("clean", expect="ok"), fits, workdir)
         assert code == 0, entry.name
         clean[i] = value
-        model = entry.argv[1] if entry.name.startswith("fit ") else None
-        if model and model not in fits:
+        model = entry.argv[1] if entry.name.startswith(("fit ", "baseline ")) else None
+        if model and model not in fits:  # a baseline's model file is read by predict as a fit is
             fits[model] = root / f"fit_{model}.nc"
-            shutil.copy(workdir / "out" / "fit.nc", fits[model])
+            shutil.copy(workdir / "out" / entry.outputs["out"], fits[model])
     return root, fits, clean
 
 
