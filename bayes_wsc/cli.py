@@ -53,11 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
         if hasattr(module, "add_path_parser"):  # models with a weight to sweep (pcmix: lam)
             module.add_path_parser(path_models.add_parser(name, help=module.PATH_HELP))
 
+    baseline = sub.add_parser("baseline", help="run a paper's own algorithm, the baseline a model is compared with")
+    baselines = baseline.add_subparsers(dest="baseline", required=True, parser_class=_Parser)
+    for name in FIT_COMMANDS:
+        module = _fit_module(name)
+        for key, (help_text, add, _) in getattr(module, "BASELINES", {}).items():
+            add(baselines.add_parser(key, help=help_text))
+
     predict = sub.add_parser("predict", help="posterior predictions for new items")
     predict.add_argument("fit", help="a fit written by `bayes-wsc fit`")
     predict.add_argument("--items", required=True, help="CSV or Parquet with the model's item columns")
     predict.add_argument("--out", required=True, help="CSV to write")
     predict.add_argument("--ci", type=probability, default=0.94, help="credible interval mass (default 0.94)")
+    predict.add_argument("--overlap-threshold", type=probability, default=None, metavar="T",
+                         help="perception fits: an item is in every cluster with probability >= T (default: the "
+                              "fit's, 0.3)")
 
     report = sub.add_parser("report", help="write the HTML report of a fit")
     report.add_argument("fit")
@@ -86,12 +96,27 @@ def cmd_path(args) -> None:
     _fit_module(args.model).run_path(args)
 
 
+def cmd_baseline(args) -> None:
+    for name in FIT_COMMANDS:
+        baselines = getattr(_fit_module(name), "BASELINES", {})
+        if args.baseline in baselines:
+            baselines[args.baseline][2](args)
+            return
+
+
 def cmd_predict(args) -> None:
     from bayes_wsc.data.tables import read_table
     from bayes_wsc.estimator import load
 
     est = load(args.fit)
-    out = est.predict(read_table(args.items, "items"), ci=args.ci)
+    options = {"ci": args.ci}
+    if args.overlap_threshold is not None:
+        if est.model_name != "perception":
+            from bayes_wsc.errors import InputError
+
+            raise InputError(f"--overlap-threshold is for perception fits; {args.fit!r} holds a {est.model_name!r} fit")
+        options["overlap_threshold"] = args.overlap_threshold
+    out = est.predict(read_table(args.items, "items"), **options)
     _write_csv(out, args.out)
     print(f"wrote {len(out)} predictions to {args.out}")
 
@@ -142,8 +167,8 @@ def cmd_demo(args) -> None:
     print(f"\nreport: {path}")
 
 
-COMMANDS = {"fit": cmd_fit, "path": cmd_path, "predict": cmd_predict, "report": cmd_report, "summary": cmd_summary,
-            "demo": cmd_demo}
+COMMANDS = {"fit": cmd_fit, "path": cmd_path, "baseline": cmd_baseline, "predict": cmd_predict, "report": cmd_report,
+            "summary": cmd_summary, "demo": cmd_demo}
 
 
 def main(argv=None) -> int:

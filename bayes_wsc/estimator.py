@@ -35,6 +35,7 @@ CHAIN_STARTS = ("map", "restarts")
 REGISTRY = {"wsc": "bayes_wsc.models.wsc:WSC"}
 REGISTRY["experts"] = "bayes_wsc.models.experts:NoisyExperts"
 REGISTRY["pcmix"] = "bayes_wsc.models.pcmix:PCMixture"
+REGISTRY["perception"] = "bayes_wsc.models.perception:PerceptionClustering"
 #: the seed of a fit given none: identical data and settings give identical results (seed=None draws a fresh one)
 DEFAULT_SEED = 0
 

@@ -11,6 +11,7 @@ and return tensors; they add nothing to a model by themselves.
 
 from __future__ import annotations
 
+import numpy as np
 import pytensor.tensor as pt
 from pymc.math import logsumexp
 
@@ -149,3 +150,21 @@ def pair_ratings_logp(log_same, log_different, must, cannot, alpha, beta):
     given_same = pt.dot(must, pt.log(alpha)) + pt.dot(cannot, pt.log1p(-alpha))
     given_different = pt.dot(must, pt.log1p(-beta)) + pt.dot(cannot, pt.log(beta))
     return pt.logaddexp(log_same + given_same, log_different + given_different)
+
+
+# ---------------------------------------------------------------------- seed sets (seed 004)
+def seed_sets_logp(log_memberships, in_set):
+    """log P(z_i in S_i) of every seeded item: its cluster summed out over the sets it is a seed of.
+
+    log_memberships : (m, K) log P(z_i = k | x_i) of the m seeded items. in_set : (m, K) boolean (or
+    0/1) mask of the seed sets S_i each item is in; every row has at least one. Returns (m,):
+
+        log sum_{k in S_i} P(z_i = k | x_i)
+
+    An item in one set contributes log P(z_i = k | x_i); an item the user put in two sets (her
+    clusters overlap) is known to be in one of them, a coarsened label whose likelihood is the
+    mixture over its sets. Entries outside S_i are dropped before the log-sum-exp (not added as
+    tiny weights), so no gradient reaches them.
+    """
+    masked = pt.switch(pt.gt(in_set, 0), log_memberships, -np.inf)
+    return logsumexp(masked, axis=-1, keepdims=False)
