@@ -146,16 +146,22 @@ def lpe_run(data: SeedSets, F, W, b, *, beta: float, gamma: float, tol: float, m
     gram_pos, gram_neg = _parts(X.T @ X)
     col_sums = X.sum(axis=0)  # X^T 1
     n = X.shape[0]
-    history = [lpe_objective(X, F, W, b, data, beta, gamma)]
+    XW = X @ W
+
+    def objective():
+        return float(np.sum((XW + b - F) ** 2) + beta * _seed_loss(F, data) + gamma * np.sum(W**2))
+
+    history = [objective()]
     converged = False
     for _ in range(max_iter):
-        F = _update_f(F, X @ W + b, counts, targets, beta)
+        F = _update_f(F, XW + b, counts, targets, beta)
         s_pos, s_neg = _parts(W.T @ col_sums)
         b = b * np.sqrt((F.sum(axis=0) + s_neg) / np.maximum(n * b + s_pos, EPS))
         xf_pos, xf_neg = _parts(X.T @ F)
         xb_pos, xb_neg = _parts(np.outer(col_sums, b))
         W = W * np.sqrt((xf_pos + xb_neg + gram_neg @ W) / np.maximum(xf_neg + xb_pos + gram_pos @ W + gamma * W, EPS))
-        history.append(lpe_objective(X, F, W, b, data, beta, gamma))
+        XW = X @ W
+        history.append(objective())
         if history[-2] - history[-1] < tol * history[-2]:
             converged = True
             break

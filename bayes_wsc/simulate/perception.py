@@ -197,3 +197,158 @@ def digits_example(seeds_per_cluster: int = 5, *, seed: int | None = 0) -> Perce
     perception = pd.DataFrame(vectors, columns=list(DIGIT_PERCEPTION))
     perception.insert(0, "cluster", names)
     return PerceptionStudy(items, seeds, perception, membership, digit, names)
+
+
+# ---------------------------------------------------------------------- data from the model itself
+def _coarsened_seeds(z: np.ndarray, seeded: np.ndarray, n_clusters: int, coarsen: float, rng) -> list[tuple[int, int]]:
+    """Rows (cluster, item) of the seeded items: each in its own cluster and, with probability
+    `coarsen`, also in one other cluster drawn uniformly. The chance of a set {a, b} is the same
+    whether z is a or b (coarsening at random), so P(z in S | x) is the exact likelihood."""
+    rows = []
+    for i in seeded:
+        rows.append((int(z[i]), int(i)))
+        if n_clusters > 1 and rng.uniform() < coarsen:
+            other = rng.choice([k for k in range(n_clusters) if k != z[i]])
+            rows.append((int(other), int(i)))
+    return sorted(rows)
+
+
+def model_probabilities(x: np.ndarray, W: np.ndarray, b: np.ndarray, perception: np.ndarray) -> np.ndarray:
+    """P(z = k | x) of the perception model: softmax_k((x W + b) . p_k - ||p_k||^2 / 2)."""
+    from scipy.special import softmax
+
+    return softmax((x @ W + b) @ perception.T - 0.5 * np.sum(perception**2, axis=1), axis=1)
+
+
+@dataclass
+class ModelTruth:
+    """The parameters that generated `simulate_model`'s data (on the features as simulated)."""
+
+    W: np.ndarray
+    b: np.ndarray
+    z: np.ndarray
+
+    def standardized(self, data) -> tuple[np.ndarray, np.ndarray]:
+        """(W, b) on `data`'s standardized features: x W + b = x_std (scale W) + (b + mean W)."""
+        return data.scaling.scale[:, None] * self.W, self.b + data.scaling.mean @ self.W
+
+
+def simulate_model(
+    n_items: int = 1000,
+    *,
+    n_features: int = 5,
+    perception: np.ndarray | None = None,
+    seeds_per_cluster: int = 50,
+    coarsen: float = 0.1,
+    weight_scale: float = 3.0,
+    intercept_sd: float = 1.0,
+    W: np.ndarray | None = None,
+    b: np.ndarray | None = None,
+    seed: int | None = 0,
+) -> tuple[PerceptionStudy, ModelTruth]:
+    """Data from the perception model itself (`bayes_wsc.models.perception`), for recovery tests.
+
+    x ~ Normal(0, I); W, b drawn from the model's prior unless given; z_i ~ P(z | x_i); then
+    `seeds_per_cluster` items of each cluster are seeds, each also put in one other set with
+    probability `coarsen` (coarsening at random). perception defaults to 3 clusters over 3 features
+    ([1,1,0], [0,1,1], [1,0,1]: each pair of clusters shares one).
+    """
+    n_items = _check_whole("n_items", n_items, 10)
+    n_features = _check_whole("n_features", n_features, 1)
+    seeds_per_cluster = _check_whole("seeds_per_cluster", seeds_per_cluster, 1)
+    P = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0]]) if perception is None \
+        else np.asarray(perception, dtype=float)
+    n_clusters, n_perception = P.shape
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n_items, n_features))
+    W = rng.normal(0.0, weight_scale / np.sqrt(n_features), (n_features, n_perception)) if W is None else np.asarray(W)
+    b = rng.normal(0.0, intercept_sd, n_perception) if b is None else np.asarray(b)
+    probs = model_probabilities(x, W, b, P)
+    z = np.array([rng.choice(n_clusters, p=p) for p in probs])
+    seeded = []
+    for k in range(n_clusters):
+        members = np.flatnonzero(z == k)
+        if members.size == 0:
+            raise InputError(f"cluster {k} drew no items; use more items or other parameters")
+        seeded += list(rng.choice(members, min(seeds_per_cluster, members.size), replace=False))
+    rows = _coarsened_seeds(z, np.sort(seeded), n_clusters, coarsen, rng)
+    names = [f"c{k}" for k in range(n_clusters)]
+    ids = [f"item{i}" for i in range(n_items)]
+    items = pd.DataFrame(x, columns=[f"x{f + 1}" for f in range(n_features)])
+    items.insert(0, "id", ids)
+    seeds = pd.DataFrame({"cluster": [names[k] for k, _ in rows], "id": [ids[i] for _, i in rows]})
+    frame = pd.DataFrame(P, columns=[f"a{j + 1}" for j in range(n_perception)])
+    frame.insert(0, "cluster", names)
+    membership = np.zeros((n_items, n_clusters), dtype=bool)
+    membership[np.arange(n_items), z] = True
+    return PerceptionStudy(items, seeds, frame, membership, z, names), ModelTruth(W, b, z)
+
+
+def sbc_case(
+    n_items: int = 60,
+    n_features: int = 2,
+    *,
+    n_seeded: int = 45,
+    coarsen: float = 0.2,
+    weight_scale: float = 3.0,
+    intercept_sd: float = 1.0,
+    draws: int = 500,
+    tune: int = 500,
+    chains: int = 2,
+    target_accept: float = 0.8,
+    seed: int = 0,
+):
+    """Simulation-based calibration of `PerceptionClustering` (see `bayes_wsc.sbc`): the small version.
+
+    Fixed: the items' standardized features (x ~ N(0, I)), which `n_seeded` items are seeds, and the
+    perception vectors of 3 clusters over 3 features (each pair sharing one). Drawn per simulation
+    from the model's own prior: W and b. Then every seeded item draws z_i ~ P(z | x_i) and its set is
+    {z_i}, or with probability `coarsen` {z_i, another cluster} (coarsening at random, for which the
+    model's likelihood is exact). A simulation in which some cluster gets no seed cannot be a data
+    set (the container refuses it) and is redrawn; `redrawn` in the returned case counts them, and
+    each one biases the ranks a little, so it should stay 0.
+
+    Ranked: every entry of W and b, and pi (the share of the items in each cluster).
+    """
+    from bayes_wsc.data.pairwise import FeatureScaling
+    from bayes_wsc.data.seeded import SeedSets
+    from bayes_wsc.models.perception import PerceptionClustering
+    from bayes_wsc.sbc import SBCCase
+
+    P = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0]])
+    rng = np.random.default_rng([seed, 2016])
+    x = rng.standard_normal((n_items, n_features))
+    x = (x - x.mean(axis=0)) / x.std(axis=0)
+    ids = np.array([f"item{i}" for i in range(n_items)])
+    names = np.array(["c0", "c1", "c2"])
+    seeded = np.sort(rng.choice(n_items, n_seeded, replace=False))
+    scaling = FeatureScaling(tuple(f"x{f + 1}" for f in range(n_features)), np.zeros(n_features), np.ones(n_features))
+
+    def make(rows):
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+        return SeedSets(ids, x, scaling, names, P, np.array(["a1", "a2", "a3"]), rows[:, 1], rows[:, 0])
+
+    template = make([(k, i) for k, i in zip(range(3), seeded[:3])])
+    redrawn = {"count": 0}
+
+    def simulate(draw, sim_rng):
+        probs = model_probabilities(x, np.asarray(draw["W"]), np.asarray(draw["b"]), P)
+        while True:
+            z = np.array([sim_rng.choice(3, p=probs[i]) for i in range(n_items)])
+            rows = _coarsened_seeds(z, seeded, 3, coarsen, sim_rng)
+            if len({k for k, _ in rows}) == 3:
+                return make(rows)
+            redrawn["count"] += 1
+
+    def estimator(fit_seed):
+        return PerceptionClustering(method="nuts", draws=draws, tune=tune, chains=chains, seed=fit_seed,
+                                    target_accept=target_accept, weight_scale=weight_scale,
+                                    intercept_sd=intercept_sd, progressbar=False)
+
+    quantities = [f"W[{f},{j}]" for f in range(n_features) for j in range(3)] + [f"b[{j}]" for j in range(3)] \
+        + [f"pi[{k}]" for k in range(3)]
+    case = SBCCase("perception", template, simulate, estimator, quantities,
+                   description=f"perception model, {n_items} items ({n_seeded} seeds), {n_features} features, "
+                               f"3 clusters over 3 perception features, coarsening {coarsen}")
+    case.redrawn = redrawn
+    return case
