@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment, nnls
 from scipy.special import logsumexp
+from threadpoolctl import threadpool_limits
 
 from bayes_wsc.data.seeded import SeedSets
 from bayes_wsc.errors import InputError
@@ -125,9 +126,9 @@ class EmbeddingResult:
 
 
 # ---------------------------------------------------------------------- LPE
-def lpe_objective(X, F, W, b, data: SeedSets, beta: float, gamma: float) -> float:
-    """L(F, W, b) of the module docstring."""
-    return float(np.sum((X @ W + b - F) ** 2) + beta * _seed_loss(F, data) + gamma * np.sum(W**2))
+def lpe_objective(XW, F, W, b, data: SeedSets, beta: float, gamma: float) -> float:
+    """L(F, W, b) of the module docstring, given the product X W."""
+    return float(np.sum((XW + b - F) ** 2) + beta * _seed_loss(F, data) + gamma * np.sum(W**2))
 
 
 def unit_range(features: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -138,38 +139,38 @@ def unit_range(features: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return (features - low) / span, low, span
 
 
-def lpe_run(data: SeedSets, F, W, b, *, beta: float, gamma: float, tol: float, max_iter: int, X=None):
+def lpe_run(data: SeedSets, F, W, b, *, beta: float, gamma: float, tol: float, max_iter: int, X=None,
+            threads: int | None = 1):
     """One run of Alg. 1 from (F, W, b) > 0 on features X (default: `unit_range` of the data's);
-    returns (F, W, b, history, converged)."""
+    returns (F, W, b, history, converged). `threads` BLAS threads (None: the library's default; one is
+    faster for these thin products on a busy 2-core machine, see benchmarks/RESULTS.md)."""
     X = unit_range(data.features)[0] if X is None else X
     counts, targets = seed_targets(data)
     gram_pos, gram_neg = _parts(X.T @ X)
     col_sums = X.sum(axis=0)  # X^T 1
     n = X.shape[0]
     XW = X @ W
-
-    def objective():
-        return float(np.sum((XW + b - F) ** 2) + beta * _seed_loss(F, data) + gamma * np.sum(W**2))
-
-    history = [objective()]
+    history = [lpe_objective(XW, F, W, b, data, beta, gamma)]
     converged = False
-    for _ in range(max_iter):
-        F = _update_f(F, XW + b, counts, targets, beta)
-        s_pos, s_neg = _parts(W.T @ col_sums)
-        b = b * np.sqrt((F.sum(axis=0) + s_neg) / np.maximum(n * b + s_pos, EPS))
-        xf_pos, xf_neg = _parts(X.T @ F)
-        xb_pos, xb_neg = _parts(np.outer(col_sums, b))
-        W = W * np.sqrt((xf_pos + xb_neg + gram_neg @ W) / np.maximum(xf_neg + xb_pos + gram_pos @ W + gamma * W, EPS))
-        XW = X @ W
-        history.append(objective())
-        if history[-2] - history[-1] < tol * history[-2]:
-            converged = True
-            break
+    with threadpool_limits(threads, user_api="blas"):
+        for _ in range(max_iter):
+            F = _update_f(F, XW + b, counts, targets, beta)
+            s_pos, s_neg = _parts(W.T @ col_sums)
+            b = b * np.sqrt((F.sum(axis=0) + s_neg) / np.maximum(n * b + s_pos, EPS))
+            xf_pos, xf_neg = _parts(X.T @ F)
+            xb_pos, xb_neg = _parts(np.outer(col_sums, b))
+            W = W * np.sqrt((xf_pos + xb_neg + gram_neg @ W)
+                            / np.maximum(xf_neg + xb_pos + gram_pos @ W + gamma * W, EPS))
+            XW = X @ W
+            history.append(lpe_objective(XW, F, W, b, data, beta, gamma))
+            if history[-2] - history[-1] < tol * history[-2]:
+                converged = True
+                break
     return F, W, b, np.asarray(history), converged
 
 
 def lpe(data: SeedSets, *, beta: float = 10.0, gamma: float = 1.0, restarts: int = 10, tol: float = 1e-6,
-        max_iter: int = 5000, seed: int | None = 0) -> EmbeddingResult:
+        max_iter: int = 5000, seed: int | None = 0, threads: int | None = 1) -> EmbeddingResult:
     """LPE (Alg. 1), best of `restarts` random starts by objective (supplement Sec. 4.1).
 
     The features are scaled to [0, 1] per column first (`unit_range`): LPE embeds non-negative data
@@ -185,7 +186,7 @@ def lpe(data: SeedSets, *, beta: float = 10.0, gamma: float = 1.0, restarts: int
     for _ in range(restarts):
         F0, W0, b0 = rng.uniform(size=(n, q)), rng.uniform(size=(d, q)) / d, rng.uniform(size=q)
         F, W, b, history, converged = lpe_run(data, F0, W0, b0, beta=beta, gamma=gamma, tol=tol, max_iter=max_iter,
-                                              X=X)
+                                              X=X, threads=threads)
         objectives.append(float(history[-1]))
         if best is None or history[-1] < best.objective:
             best = EmbeddingResult(F, float(history[-1]), [], history, len(history) - 1, converged, W=W, b=b,
@@ -213,26 +214,29 @@ def npe_objective(K, F, C, data: SeedSets, beta: float, gamma: float, KC: np.nda
     return float(np.sum((KC - F) ** 2) + beta * _seed_loss(F, data) + gamma * np.sum(C * KC))
 
 
-def npe_run(data: SeedSets, K, F, C, *, beta: float, gamma: float, tol: float, max_iter: int):
+def npe_run(data: SeedSets, K, F, C, *, beta: float, gamma: float, tol: float, max_iter: int,
+            threads: int | None = 1):
     """One run of Alg. 2 from (F, C) > 0 with kernel K (non-negative); returns (F, C, history, converged).
     K K C is computed as K (K C), three n x n by n x q products per iteration, never the n^3 K K."""
     counts, targets = seed_targets(data)
     KC = K @ C
     history = [npe_objective(K, F, C, data, beta, gamma, KC)]
     converged = False
-    for _ in range(max_iter):
-        F = _update_f(F, KC, counts, targets, beta)  # K C >= 0: its negative part is zero
-        C = C * np.sqrt((K @ F) / np.maximum(K @ KC + gamma * KC, EPS))
-        KC = K @ C
-        history.append(npe_objective(K, F, C, data, beta, gamma, KC))
-        if history[-2] - history[-1] < tol * history[-2]:
-            converged = True
-            break
+    with threadpool_limits(threads, user_api="blas"):
+        for _ in range(max_iter):
+            F = _update_f(F, KC, counts, targets, beta)  # K C >= 0: its negative part is zero
+            C = C * np.sqrt((K @ F) / np.maximum(K @ KC + gamma * KC, EPS))
+            KC = K @ C
+            history.append(npe_objective(K, F, C, data, beta, gamma, KC))
+            if history[-2] - history[-1] < tol * history[-2]:
+                converged = True
+                break
     return F, C, np.asarray(history), converged
 
 
 def npe(data: SeedSets, *, beta: float = 10.0, gamma: float = 1.0, restarts: int = 10, tol: float = 1e-6,
-        max_iter: int = 5000, seed: int | None = 0, kernel: np.ndarray | None = None) -> EmbeddingResult:
+        max_iter: int = 5000, seed: int | None = 0, kernel: np.ndarray | None = None,
+        threads: int | None = 1) -> EmbeddingResult:
     """NPE (Alg. 2) with the self-tuning RBF kernel (or `kernel`), best of `restarts` starts by objective."""
     _check_weights(beta, gamma, tol, max_iter, restarts)
     n, q = data.n_items, data.n_perception
@@ -245,7 +249,8 @@ def npe(data: SeedSets, *, beta: float = 10.0, gamma: float = 1.0, restarts: int
     best, objectives = None, []
     for _ in range(restarts):
         F0, C0 = rng.uniform(size=(n, q)), rng.uniform(size=(n, q)) / row_mass
-        F, C, history, converged = npe_run(data, K, F0, C0, beta=beta, gamma=gamma, tol=tol, max_iter=max_iter)
+        F, C, history, converged = npe_run(data, K, F0, C0, beta=beta, gamma=gamma, tol=tol, max_iter=max_iter,
+                                           threads=threads)
         objectives.append(float(history[-1]))
         if best is None or history[-1] < best.objective:
             best = EmbeddingResult(F, float(history[-1]), [], history, len(history) - 1, converged, C=C)
