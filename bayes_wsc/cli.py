@@ -12,7 +12,9 @@ import importlib
 import sys
 
 from bayes_wsc.commands import FIT_COMMANDS
-from bayes_wsc.commands.common import non_negative_int, positive_int, probability
+from bayes_wsc.commands.common import add_sep_option, non_negative_int, positive_int, probability
+from bayes_wsc.demo import FILES as DEMO_FILES
+from bayes_wsc.outputs import REPORT_CONTENTS, input_file, input_table, output_file, output_folder
 
 EXIT_INPUT = 2
 
@@ -31,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     demo = sub.add_parser("demo", help="simulate the study of Wager et al. Sec. 5, fit everything, write a report")
-    demo.add_argument("--out", default="bayes-wsc-demo", help="output folder (default: ./bayes-wsc-demo)")
+    demo.add_argument("--out", default="bayes-wsc-demo", type=output_folder("demo folder", DEMO_FILES),
+                      help="output folder (default: ./bayes-wsc-demo)")
     demo.add_argument("--groups", type=positive_int, default=500, help="number of groups (default 500)")
     demo.add_argument("--items", type=positive_int, default=100, help="clicks per group (default 100)")
     demo.add_argument("--draws", type=positive_int, default=1000)
@@ -61,20 +64,23 @@ def build_parser() -> argparse.ArgumentParser:
             add(baselines.add_parser(key, help=help_text))
 
     predict = sub.add_parser("predict", help="posterior predictions for new items")
-    predict.add_argument("fit", help="a fit written by `bayes-wsc fit`")
-    predict.add_argument("--items", required=True, help="CSV or Parquet with the model's item columns")
-    predict.add_argument("--out", required=True, help="CSV to write")
+    predict.add_argument("fit", type=input_file("fit file"), help="a fit written by `bayes-wsc fit`")
+    predict.add_argument("--items", required=True, type=input_table("items file"),
+                         help="CSV or Parquet with the model's item columns")
+    predict.add_argument("--out", required=True, type=output_file("predictions file"), help="CSV to write")
     predict.add_argument("--ci", type=probability, default=0.94, help="credible interval mass (default 0.94)")
     predict.add_argument("--overlap-threshold", type=probability, default=None, metavar="T",
                          help="perception fits: an item is in every cluster with probability >= T (default: the "
                               "fit's, 0.3)")
+    add_sep_option(predict)
 
     report = sub.add_parser("report", help="write the HTML report of a fit")
-    report.add_argument("fit")
-    report.add_argument("--out", required=True, help="output folder")
+    report.add_argument("fit", type=input_file("fit file"))
+    report.add_argument("--out", required=True, type=output_folder("report folder", REPORT_CONTENTS),
+                        help="output folder (DIR/report.html)")
 
     summary = sub.add_parser("summary", help="print the estimands and diagnostics of a fit")
-    summary.add_argument("fit")
+    summary.add_argument("fit", type=input_file("fit file"))
     return parser
 
 
@@ -105,8 +111,9 @@ def cmd_baseline(args) -> None:
 
 
 def cmd_predict(args) -> None:
-    from bayes_wsc.data.tables import read_table
+    from bayes_wsc.data.tables import read_table, restore_names
     from bayes_wsc.estimator import load
+    from bayes_wsc.outputs import write_csv
 
     est = load(args.fit)
     options = {"ci": args.ci}
@@ -116,31 +123,36 @@ def cmd_predict(args) -> None:
 
             raise InputError(f"--overlap-threshold is for perception fits; {args.fit!r} holds a {est.model_name!r} fit")
         options["overlap_threshold"] = args.overlap_threshold
-    out = est.predict(read_table(args.items, "items"), **options)
-    _write_csv(out, args.out)
+    items = read_table(args.items, "items", sep=args.sep, text_columns=est.key_columns())
+    out = est.predict(items, **options)
+    check_probabilities(out, items)
+    write_csv(restore_names(out, items), args.out, "predictions")
     print(f"wrote {len(out)} predictions to {args.out}")
+    for note in out.attrs.get("notes", []):
+        print(note)
 
 
-def _write_csv(frame, path) -> None:
-    import os
-    import tempfile
-    from pathlib import Path
+def check_probabilities(predictions, items) -> None:
+    """The last guard before writing: every probability that predict added is a number in [0, 1].
+
+    Interval bounds (`*_low`, `*_high`) may be empty on purpose (a MAP has no interval); a
+    probability itself never is.
+    """
+    import numpy as np
 
     from bayes_wsc.errors import InputError
 
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as handle:
-                frame.to_csv(handle, index=False)
-            os.replace(tmp, path)
-        finally:  # an interrupted or failed write leaves neither a half file nor the temporary one
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except OSError as exc:
-        raise InputError(f"cannot write {str(path)!r}: {exc.strerror}") from None
+    added = [c for c in predictions.columns if c not in items.columns]
+    for column in added:
+        name = str(column)
+        if not name.startswith(("prob", "cluster_prob")) or name.endswith(("_low", "_high")):
+            continue
+        values = predictions[column].to_numpy(dtype=float)
+        bad = ~((values >= 0) & (values <= 1))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise InputError(f"the prediction {name!r} of items row {row + 1} is {float(values[row])!r}, not a "
+                             "probability: the model's arithmetic failed on this row; nothing was written")
 
 
 def cmd_report(args) -> None:
@@ -175,9 +187,13 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     _quiet_libraries()
     from bayes_wsc.errors import InputError
+    from bayes_wsc.outputs import Paths
 
     try:
-        COMMANDS[args.command](args)
+        paths = Paths.of(args)
+        paths.check()  # before any work: no output replaces an input, every output can be written
+        with paths.guard():
+            COMMANDS[args.command](args)
     except InputError as exc:
         print(f"bayes-wsc: error: {exc}", file=sys.stderr)
         return EXIT_INPUT

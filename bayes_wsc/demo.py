@@ -13,7 +13,8 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
+#: what the demo writes in its folder
+FILES = ("clicks.csv", "groups.csv", "fit_map.nc", "fit_nuts.nc", "report.html")
 
 
 def _step(message: str, t0: float) -> None:
@@ -22,6 +23,9 @@ def _step(message: str, t0: float) -> None:
 
 def run_demo(out="bayes-wsc-demo", *, n_groups=500, items_per_group=100, n_bins=15, draws=1000, tune=1000,
              chains=4, seed=2015, progressbar=True) -> Path:
+    import numpy as np
+
+    from bayes_wsc import outputs
     from bayes_wsc.errors import FitWarning
     from bayes_wsc.models.wsc import WSC
     from bayes_wsc.report.wsc import write_report
@@ -29,13 +33,12 @@ def run_demo(out="bayes-wsc-demo", *, n_groups=500, items_per_group=100, n_bins=
 
     t0 = time.perf_counter()
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     _step(f"simulating Sec. 5: {n_groups} groups x {items_per_group} clicks, {n_bins} bins, sigma_H = 0.5", t0)
     data, truth = simulate_wsc(n_groups=n_groups, items_per_group=items_per_group, n_bins=n_bins,
                                sigma_h=0.5, seed=seed)
     clicks, groups = counts_to_clicks(data)
-    clicks.to_csv(out / "clicks.csv", index=False)
-    groups.to_csv(out / "groups.csv", index=False)
+    outputs.write_csv(clicks, out / "clicks.csv", "clicks")
+    outputs.write_csv(groups, out / "groups.csv", "groups")
     _step(f"wrote {out / 'clicks.csv'} ({len(clicks)} rows) and {out / 'groups.csv'}", t0)
 
     fits = {}

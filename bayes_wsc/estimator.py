@@ -19,7 +19,6 @@ import inspect
 import json
 import math
 import numbers
-import pickle
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import ClassVar, NamedTuple
 from bayes_wsc import diagnostics, inference
 from bayes_wsc.errors import FitWarning, InputError
 
-METHODS = ("map", "nuts")
+METHODS = ("map", "nuts", "laplace")
 #: where NUTS chains start: all at the best MAP, or chain c at the optimum of MAP restart c
 CHAIN_STARTS = ("map", "restarts")
 #: model name -> "module:Class", imported only when needed
@@ -67,6 +66,8 @@ class Estimator:
     #: dims that index the data's units (groups, items, pairs): variables along them are named in
     #: `summary_notes` instead of printed row by row
     unit_dims: ClassVar[tuple[str, ...]] = ()
+    #: free variables coupled to each other only through the others (`laplace`: an arrow Hessian)
+    laplace_local: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=DEFAULT_SEED, backend=None,
                  target_accept=0.8, model_file=None, model_settings=None, progressbar=True, chain_starts="map",
@@ -213,6 +214,19 @@ class Estimator:
         except Exception as exc:  # noqa: BLE001 - user code: one line here
             raise InputError(f"model file {str(self.model_file)!r}: {stage} failed: {_one_line(exc)}") from exc
 
+    def model_inputs(self, data) -> tuple[dict, dict] | None:
+        """(coords, values): the model's coordinates and every data-derived value its graph reads
+        as `pm.Data`, by name, computed in NumPy without PyMC, with the data's checks. With them a
+        MAP program is cached by structure and runs on new data of the same shapes (`map_program`).
+        None (the default): no program is cached."""
+        return None
+
+    def _laplace_local(self) -> tuple[str, ...]:
+        """`laplace_local`, or a variant file's `LAPLACE_LOCAL`."""
+        if self.model_file is None:
+            return tuple(self.laplace_local)
+        return tuple(getattr(load_variant(self.model_file), "LAPLACE_LOCAL", ()))
+
     # ------------------------------------------------------------------ fitting
     def fit(self, data):
         """Build the model on validated `data`, fit it, diagnose it; sets `idata_` and `model_`.
@@ -231,25 +245,37 @@ class Estimator:
         starts = [starts] if isinstance(starts, dict) else list(starts)  # a list means random restarts
         messages, fit_info, map_draws = [], {}, None
         coords, dims = None, None
-        if self.method == "map" or recipe.start_nuts_at_map:
+        if self.method != "nuts" or recipe.start_nuts_at_map:
             with self.variant_errors("map_fixed"):
                 fixed = recipe.map_fixed(data)
+            laplace = {"jacobian": True, "local": list(self._laplace_local())} if self.method == "laplace" else None
             with self.variant_errors("the MAP"):
-                program, fixed = self._map_program(data, starts, fixed)
+                program, fixed, inputs, coords = self._map_program(data, starts, fixed, laplace)
                 from bayes_wsc.map_program import run_map
 
-                draws = map_draws = run_map(program, _restricted(starts, program.free), fixed=fixed)[0]
+                draws, x_map = run_map(program, _restricted(starts, program.free), inputs, fixed=fixed)
+                map_draws = draws
                 self.order_clusters(draws, program.dims, data)
             messages += diagnostics.map_messages(draws.info)
             fit_info["map"] = draws.info
             fit_info["free_variables"] = [*program.free, *fixed]
-            coords, dims = program.coords, program.dims
+            dims = program.dims
             start = {n: draws.posterior[n][0, 0] for n in (*program.free, *fixed)}
             if self.chain_starts == "restarts" and draws.optima:
                 # chain c at restart c's optimum: other labelings, maybe other modes, for relabeling to face
                 start = [draws.optima[c % len(draws.optima)] for c in range(self.chains)]
         else:
             start = starts[0] if len(starts) == 1 else starts
+        if self.method == "laplace":
+            from bayes_wsc.laplace import run_laplace
+
+            draws, found = run_laplace(program, inputs, x_map, draws=self.draws, seed=self.seed, fixed=fixed)
+            fit_info["laplace"] = draws.info
+            messages += found + self.align_draws(draws, map_draws, data, free=fit_info["free_variables"], dims=dims)
+            if not recipe.start_nuts_at_map:
+                messages.append("this model's file says its posterior mode is not a useful summary "
+                                "(START_NUTS_AT_MAP = False), and the Laplace approximation is a Gaussian at "
+                                "that mode: do not trust its intervals; fit with NUTS.")
         if self.method == "nuts":
             from bayes_wsc.fit import fit_nuts, model_labels
 
@@ -264,10 +290,11 @@ class Estimator:
                                  progressbar=self.progressbar, precision=precision)
                 fit_info["nuts"] = draws.info
                 fit_info["free_variables"] = free
-                messages += self.align_draws(draws, map_draws, data)
-            labels = model_labels(model)
-            coords, dims = labels["coords"], labels["dims"]
+                labels = model_labels(model)
+                coords, dims = labels["coords"], labels["dims"]
+                messages += self.align_draws(draws, map_draws, data, free=free, dims=dims)
         self.__dict__.pop("_idata", None)
+        check_finite(draws.posterior)
         self._groups = self._assemble(coords, dims, draws, data, fit_info)
         with self.variant_errors("the diagnostics"):
             if self.method == "nuts":
@@ -279,33 +306,43 @@ class Estimator:
             warnings.warn(message, FitWarning, stacklevel=2)
         return self
 
-    def _map_program(self, data, starts: list[dict], fixed: dict):
-        """The MAP's compiled program and the held values: from the cache, or built and stored.
+    def _map_program(self, data, starts: list[dict], fixed: dict, laplace: dict | None = None):
+        """The MAP's compiled program, the held values, the program's inputs (data and held values)
+        and the coords: the program from the cache, or built and stored.
 
-        Only the package's own models are cached: the key holds the package's source, but not a
-        variant file's imports (`model_file`) or a subclass's `build_model` written elsewhere.
+        Programs are keyed by structure (`map_program.cache_key`), with the data as inputs that
+        `model_inputs` computes without PyMC. Only the package's own models are cached: the key holds
+        the package's source, but not a variant file's imports (`model_file`) or a subclass's
+        `build_model` written elsewhere.
         """
         from bayes_wsc import map_program
 
-        key = None
-        if self.model_file is None and type(self).build_model.__module__.startswith("bayes_wsc."):
-            try:
-                key = map_program.cache_key(f"{type(self).__module__}.{type(self).__qualname__}",
-                                            self.build_settings(), data, fixed, sorted({k for s in starts for k in s}))
-            except (pickle.PicklingError, TypeError, AttributeError):  # data the key cannot read: no cache
-                key = None
-        program = map_program.load(key) if key else None
-        if program is not None:
-            return program, _restricted(fixed, program.held)
-        from bayes_wsc.fit import build_map_program, map_starts
+        key, known = None, None
+        own = all(getattr(type(self), hook).__module__.startswith("bayes_wsc.")
+                  for hook in ("build_model", "model_inputs"))
+        if self.model_file is None and own:
+            known = self.model_inputs(data)
+        if known is not None:
+            coords, values = known
+            key = map_program.cache_key(f"{type(self).__module__}.{type(self).__qualname__}", self.build_settings(),
+                                        coords, {**values, **fixed}, sorted({k for s in starts for k in s}), laplace)
+            program = map_program.load(key)
+            if program is not None:
+                fixed = _restricted(fixed, program.held)
+                return program, fixed, _restricted(_inputs(coords, values, fixed), program.inputs), coords
+        from bayes_wsc.fit import build_map_program, map_starts, model_labels
 
         free = {rv.name for rv in self.model_.free_RVs}
         fixed = _restricted(fixed, free)
         start = map_starts(_restricted(starts, free), fixed)
-        program = build_map_program(self.model_, start, fixed=fixed)
-        if key:
+        program, inputs = build_map_program(self.model_, start, fixed=fixed, laplace=laplace)
+        model_coords = model_labels(self.model_)["coords"]
+        if known is None:
+            return program, fixed, inputs, model_coords
+        _check_model_inputs(type(self).__name__, inputs, _inputs(coords, values, fixed), coords, model_coords)
+        if program.reusable:
             map_program.store(key, program)
-        return program, fixed
+        return program, fixed, inputs, coords
 
     @property
     def model_(self):
@@ -365,9 +402,11 @@ class Estimator:
         (`relabel.canonical_permutation`), so that two fits number them alike; NUTS then relabels
         its draws against this point. Models without exchangeable clusters keep this no-op."""
 
-    def align_draws(self, draws, map_draws, data) -> list[str]:
+    def align_draws(self, draws, map_draws, data, *, free: list[str], dims: dict) -> list[str]:
         """Relabel exchangeable clusters in `draws.posterior` in place (see `relabel.py`) before
-        diagnostics; returns warnings. Models without exchangeable labels keep this no-op."""
+        diagnostics; returns warnings. `free` names the fit's free variables and `dims` every
+        variable's dims (from the program or the model, so that a cached fit builds no model).
+        Models without exchangeable labels keep this no-op."""
         return []
 
     def model_checks(self, idata) -> list[str]:
@@ -423,6 +462,14 @@ class Estimator:
 
     def write_report(self, out_dir, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} has no report")
+
+    # ------------------------------------------------------------------ predictions
+    def key_columns(self) -> list[str]:
+        """The columns of new items that hold ids (the fit's group or id column), which readers
+        keep as text: '001' stays '001' (`data.tables.read_table(text_columns=...)`)."""
+        self._check_fitted()
+        settings = inference.get_attrs(self._fitted()).get("data_settings", {})
+        return [settings[k] for k in ("group_col", "id_col") if isinstance(settings.get(k), str)]
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
@@ -495,11 +542,45 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
+def check_finite(posterior: dict) -> None:
+    """Refuse a fit whose draws hold NaN or infinity: a number the arithmetic could not hold is
+    never saved or reported as a result."""
+    import numpy as np
+
+    for name, values in posterior.items():
+        values = np.asarray(values)
+        if values.dtype.kind in "fc" and not np.isfinite(values).all():
+            bad = int((~np.isfinite(values)).sum())
+            raise InputError(f"the fit produced {bad} non-finite value{'s' if bad > 1 else ''} of {name!r} "
+                             f"(of {values.size}): the data are beyond what the model's arithmetic holds "
+                             "(look for extreme values); nothing was saved")
+
+
 def _restricted(values, names):
     """A start (a dict, or a list of them) with only the variables in `names`: the model's own."""
     if isinstance(values, dict):
         return {k: v for k, v in values.items() if k in names}
     return [_restricted(v, names) for v in values]
+
+
+def _inputs(coords: dict, values: dict, fixed: dict) -> dict:
+    """What a program may read: the length of each dim (PyMC keeps them as shared variables named
+    by the dim), the data and the held values."""
+    return {**{dim: len(labels) for dim, labels in coords.items()}, **values, **fixed}
+
+
+def _check_model_inputs(name: str, inputs: dict, computed: dict, coords: dict, model_coords: dict) -> None:
+    """A model's `model_inputs` must compute every input its graph reads, and its coords, exactly:
+    a cached program would otherwise run on wrong data. Checked whenever a program is built."""
+    import numpy as np
+
+    for key, value in inputs.items():
+        if key not in computed:
+            raise RuntimeError(f"{name}.model_inputs does not compute {key!r}, which the model reads")
+        if not np.array_equal(np.asarray(computed[key]).astype(value.dtype), value):
+            raise RuntimeError(f"{name}.model_inputs computes {key!r} otherwise than the model")
+    if {k: list(v) for k, v in coords.items()} != {k: list(v) for k, v in model_coords.items()}:
+        raise RuntimeError(f"{name}.model_inputs gives other coords than the model's")
 
 
 def _is_whole(value) -> bool:

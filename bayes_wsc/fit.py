@@ -8,6 +8,7 @@ them into InferenceData. Nothing here knows which model it fits.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import time
 import warnings
@@ -16,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pymc as pm
 import pytensor
-from pymc.initial_point import make_initial_point_fn
+from pymc.initial_point import make_initial_point_expression, make_initial_point_fn
 from pymc.util import get_default_varnames
 
 from bayes_wsc.backends import NUTS_BACKENDS, PRECISIONS, check_precision_backend, default_backend
@@ -29,16 +30,22 @@ log = logging.getLogger("bayes_wsc")
 
 # ---------------------------------------------------------------------- MAP
 def build_map_program(model: pm.Model, starts: Sequence[Mapping[str, np.ndarray] | None] = (None,),
-                      fixed: Mapping[str, np.ndarray] | None = None, seed: int | None = None) -> MapProgram:
-    """The model's MAP as three JAX functions on one raveled vector of its value variables
-    (see `map_program`): the start transform, the negative log density without Jacobian (the
-    mode in the constrained space) with its gradient, and the reported values.
+                      fixed: Mapping[str, np.ndarray] | None = None, seed: int | None = None, *,
+                      laplace: Mapping | None = None) -> tuple[MapProgram, dict[str, np.ndarray]]:
+    """The model's MAP as JAX functions of one raveled vector of its value variables and of the
+    model's data (see `map_program`): the start transform, the negative log density without
+    Jacobian (the mode in the constrained space) with its gradient, and the reported values.
+    Returns the program and its inputs for this model: every shared variable of the graph (the
+    `pm.Data` of the model and the values that `fixed` holds), by name.
 
-    All three are PyMC's JAX graph, differentiated by JAX and compiled by XLA (cached on disk):
-    no C compilation, and only the log density, not its symbolic gradient, goes through
-    PyTensor's rewrites. `starts` (constrained scale) only decide whether the model's default
-    initial values are needed, for a start that leaves a free variable out. `fixed` holds free
-    variables at values (see `fit_map`); they are constants of the program.
+    All are PyMC's JAX graph, differentiated by JAX and compiled by XLA (cached on disk): no C
+    compilation, and only the log density, not its symbolic gradient, goes through PyTensor's
+    rewrites. The data are inputs, not constants, so the program serves any data of the same
+    shapes. `starts` (constrained scale) only decide whether the model's default initial values
+    are needed, for a start that leaves a free variable out; defaults that depend on the data make
+    the program `reusable=False`. `fixed` holds free variables at values (see `fit_map`).
+    `laplace` ({"jacobian": bool, "local": [names]}) adds the functions that `laplace.run_laplace`
+    needs (see there).
     """
     from pymc.sampling.jax import get_jaxified_graph
 
@@ -48,38 +55,83 @@ def build_map_program(model: pm.Model, starts: Sequence[Mapping[str, np.ndarray]
     free = model.free_RVs
     names = [rv.name for rv in free]
     value_vars = [model.rvs_to_values[rv] for rv in free]
-    defaults = _defaults_if_needed(model, starts, seed)
-    forward_fn = get_jaxified_graph(*_forward_graph(model))
+    defaults, defaults_use_data = _defaults_if_needed(model, starts, seed)
+    outs = get_default_varnames(model.unobserved_value_vars, include_transformed=False)
+    forward_inputs, forward_outputs = _forward_graph(model)
+    with_jacobian = laplace is not None and laplace["jacobian"]
+    densities = [-model.logp(jacobian=False), *([-model.logp(jacobian=True)] if with_jacobian else [])]
+    graphs = {"forward": forward_outputs, "logp": [*densities, *outs]}
+    data_vars = _data_inputs(list(itertools.chain(*graphs.values())))
+    data_names = [v.name for v in data_vars]
+    symbols = [v.type(name=v.name) for v in data_vars]
+    graphs = {k: pytensor.graph_replace(g, dict(zip(data_vars, symbols)), strict=False) for k, g in graphs.items()}
+    forward_fn = get_jaxified_graph(inputs=[*forward_inputs, *symbols], outputs=graphs["forward"])
+    # one graph for the log densities and the reported values: PyTensor's rewrites run once (0.4 s
+    # less at 10,000 groups), and JAX drops what each function does not use
+    logp_and_values = get_jaxified_graph(inputs=[*value_vars, *symbols], outputs=graphs["logp"])
+    inputs = {n: np.asarray(v.get_value(borrow=True)) for n, v in zip(data_names, data_vars)}
+
     first = {n: np.asarray({**defaults, **(starts[0] or {})}[n], dtype=float) for n in names}
-    layout = [(v.name, tuple(np.shape(piece))) for v, piece in zip(value_vars, forward_fn(*first.values()))]
+    layout = [(v.name, tuple(np.shape(piece)))
+              for v, piece in zip(value_vars, forward_fn(*first.values(), *inputs.values()))]
     sizes = [int(np.prod(shape, dtype=int)) for _, shape in layout]
     offsets = np.cumsum([0, *sizes])
+
+    def data(given):
+        return [given[n] for n in data_names]
 
     def unravel(flat):
         return [flat[o:o + n].reshape(shape) for o, n, (_, shape) in zip(offsets, sizes, layout)]
 
-    def start(values):  # constrained values -> the unconstrained vector
-        pieces = forward_fn(*[values[n] for n in names])
+    def start(values, given):  # constrained values -> the unconstrained vector
+        pieces = forward_fn(*[values[n] for n in names], *data(given))
         return jax.numpy.concatenate([jax.numpy.ravel(p) for p in pieces])
 
-    # one graph for the log density and the reported values: PyTensor's rewrites run once (0.4 s
-    # less at 10,000 groups), and JAX drops what each function does not use
-    outs = get_default_varnames(model.unobserved_value_vars, include_transformed=False)
-    logp_and_values = get_jaxified_graph(inputs=value_vars, outputs=[-model.logp(jacobian=False), *outs])
+    def value(flat, given):
+        return logp_and_values(*unravel(flat), *data(given))[0]
 
-    def value(flat):
-        return logp_and_values(*unravel(flat))[0]
-
-    def values(flat):
-        return dict(zip([o.name for o in outs], logp_and_values(*unravel(flat))[1:]))
+    def values(flat, given):
+        return dict(zip([o.name for o in outs], logp_and_values(*unravel(flat), *data(given))[len(densities):]))
 
     x = np.zeros(int(offsets[-1]))
-    return export_program(
-        {"start": start, "value_and_grad": jax.value_and_grad(value), "values": values},
-        {"start": first, "value_and_grad": x, "values": x},
-        free=names, held=held, layout=layout, defaults={k: np.asarray(v) for k, v in defaults.items()},
-        **model_labels(model),
+    functions = {"start": start, "value_and_grad": jax.value_and_grad(value), "values": values}
+    examples = {"start": (first, inputs), "value_and_grad": (x, inputs), "values": (x, inputs)}
+    laplace_spec = None
+    if laplace is not None:
+        from bayes_wsc.laplace import laplace_functions
+
+        def density(flat, given):
+            return logp_and_values(*unravel(flat), *data(given))[len(densities) - 1]
+
+        local = [i for name, o, n in zip(names, offsets, sizes) if name in set(laplace.get("local") or ())
+                 for i in range(o, o + n)]
+        laplace_spec, extra = laplace_functions(jax, density, values, x, inputs, local, laplace["jacobian"])
+        for name, (function, example) in extra.items():
+            functions[name], examples[name] = function, example
+    program = export_program(
+        functions, examples, free=names, held=held, layout=layout,
+        inputs={n: [list(np.shape(v)), np.asarray(v).dtype.str] for n, v in inputs.items()},
+        defaults={k: np.asarray(v) for k, v in defaults.items()}, dims=model_labels(model)["dims"],
+        laplace=laplace_spec, reusable=not defaults_use_data,
     )
+    return program, inputs
+
+
+def _data_inputs(outputs) -> list:
+    """The shared variables that `outputs` read (the model's `pm.Data`, the lengths of its dims,
+    named by the dim, and held values), which a program takes as inputs; random generators are
+    left to PyMC's jaxification, which refuses them."""
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.traversal import graph_inputs
+    from pytensor.tensor.random.type import RandomType
+
+    found = {}
+    for var in graph_inputs(outputs):
+        if isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):
+            if var.name in found and found[var.name] is not var:
+                raise ValueError(f"the model has two shared variables named {var.name!r}")
+            found[var.name] = var
+    return [found[n] for n in sorted(found)]
 
 
 def model_labels(model: pm.Model) -> dict:
@@ -117,7 +169,37 @@ def fit_map(
     `info`, not hidden.
     """
     starts = map_starts(initvals, fixed)
-    return run_map(build_map_program(model, starts, fixed), starts, maxiter=maxiter, tol=tol, fixed=fixed)
+    program, inputs = build_map_program(model, starts, fixed)
+    draws, x = run_map(program, starts, inputs, maxiter=maxiter, tol=tol, fixed=fixed)
+    return draws, program.unravel(x)
+
+
+def fit_laplace(
+    model: pm.Model,
+    initvals: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]] | None = None,
+    *,
+    draws: int = 1000,
+    seed: int | None = None,
+    fixed: Mapping[str, np.ndarray] | None = None,
+    local: Sequence[str] = (),
+    jacobian: bool = True,
+    maxiter: int = 5000,
+    tol: float = 1e-8,
+) -> tuple[Draws, Draws, list[str]]:
+    """The Laplace approximation of any model (see `bayes_wsc.laplace`): the MAP as `fit_map`
+    finds it, then a Gaussian at the mode of the unconstrained density, with `jacobian` (the
+    default) or, as pymc-extras' `fit_laplace`, at the MAP itself with the Hessian of the log
+    density without Jacobian. `local` names free variables coupled to each other only through the
+    rest (an arrow Hessian, checked). Returns the draws (one chain), the MAP's draws and warnings."""
+    starts = map_starts(initvals, fixed)
+    program, inputs = build_map_program(model, starts, fixed, laplace={"jacobian": bool(jacobian),
+                                                                       "local": list(local)})
+    map_draws, x_map = run_map(program, starts, inputs, maxiter=maxiter, tol=tol, fixed=fixed)
+    from bayes_wsc.laplace import run_laplace
+
+    draws, messages = run_laplace(program, inputs, x_map, draws=draws, seed=seed, maxiter=maxiter, tol=tol,
+                                  fixed=fixed)
+    return draws, map_draws, messages
 
 
 def _forward_graph(model: pm.Model):
@@ -131,12 +213,22 @@ def _forward_graph(model: pm.Model):
     return inputs, pytensor.graph_replace(outputs, dict(zip(free, inputs)), strict=False)
 
 
-def _defaults_if_needed(model: pm.Model, starts, seed) -> dict:
-    """The model's default initial values (constrained), when some start leaves a free variable out;
-    they cost a compiled function (0.3 s), so they are skipped when every start gives every one."""
+def _defaults_if_needed(model: pm.Model, starts, seed) -> tuple[dict, bool]:
+    """The model's default initial values (constrained), when some start leaves a free variable out,
+    and whether they depend on the model's data; they cost a compiled function (0.3 s), so they are
+    skipped when every start gives every one."""
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.traversal import graph_inputs
+    from pytensor.tensor.random.type import RandomType
+
     if all(start is not None and all(rv.name in start for rv in model.free_RVs) for start in starts):
-        return {}
-    return make_initial_point_fn(model=model, jitter_rvs=set(), return_transformed=False)(seed)
+        return {}, False
+    expressions = make_initial_point_expression(
+        free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
+        initval_strategies=model.rvs_to_initial_values, jitter_rvs=set(), return_transformed=False)
+    uses_data = any(isinstance(v, SharedVariable) and not isinstance(v.type, RandomType)
+                    for v in graph_inputs(expressions))
+    return make_initial_point_fn(model=model, jitter_rvs=set(), return_transformed=False)(seed), uses_data
 
 
 def transformed_starts(model: pm.Model, starts: Sequence[Mapping[str, np.ndarray] | None],
@@ -144,7 +236,7 @@ def transformed_starts(model: pm.Model, starts: Sequence[Mapping[str, np.ndarray
     """Initial points in the unconstrained space, for starts given on the constrained scale (as a
     user thinks of them); a variable a start leaves out takes the model's default initial value.
     One function, compiled once, transforms every start."""
-    defaults = _defaults_if_needed(model, starts, seed)
+    defaults = _defaults_if_needed(model, starts, seed)[0]
     inputs, outputs = _forward_graph(model)
     forward = pytensor.function(inputs, outputs, mode="FAST_COMPILE", on_unused_input="ignore")
     names = [model.rvs_to_values[rv].name for rv in model.free_RVs]

@@ -16,8 +16,6 @@ ArviZ is wanted.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -165,7 +163,9 @@ def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = 0.94) 
         return pd.DataFrame({"map": pd.Series(rows, dtype=float)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _az().summary(_for_arviz(idata), var_names=var_names, hdi_prob=hdi_prob, kind="all", round_to="none")
+        # one chain (a Laplace fit's independent draws): no R-hat, and ArviZ's ESS would only warn
+        kind = "all" if posterior.sizes["chain"] > 1 else "stats"
+        return _az().summary(_for_arviz(idata), var_names=var_names, hdi_prob=hdi_prob, kind=kind, round_to="none")
 
 
 def hdi(samples: np.ndarray, prob: float) -> np.ndarray:
@@ -216,26 +216,11 @@ def plot_forest(idata: InferenceData, var_names: list[str], hdi_prob: float, ax=
 
 # ---------------------------------------------------------------------- files
 def save(idata: InferenceData, path: str | Path) -> Path:
-    """Write netCDF atomically: to a temporary file in the same folder, then rename.
+    """Write netCDF atomically (`outputs.write_file`: a temporary file in the same folder, then
+    renamed), so an interrupted write never leaves a truncated fit behind."""
+    from bayes_wsc import outputs
 
-    An interrupted write never leaves a truncated fit behind.
-    """
-    path = Path(path)
-    tmp = None
-    try:
-        if path.is_dir():
-            raise IsADirectoryError(21, "Is a directory")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        _write_groups(groups_of(idata), tmp)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise InputError(f"cannot write fit file {str(path)!r}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return outputs.write_file(path, lambda tmp: _write_groups(groups_of(idata), tmp), "fit file")
 
 
 def _write_groups(groups: Groups, path: str) -> None:

@@ -1,18 +1,31 @@
-"""A MAP fit as three compiled JAX functions, the optimizer that runs them, and their disk cache.
+"""A MAP fit as compiled JAX functions, the optimizer that runs them, and their disk cache.
 
 `fit.build_map_program` turns a `pm.Model` into a `MapProgram`: the start
 transform (constrained values to one unconstrained vector), the negative log
 density with its gradient, and the reported values (free variables and
-Deterministics on their natural scale). Handing PyMC's graph to JAX costs
-more than the optimization itself at the paper's scale (PyTensor's rewrites:
-1.1-1.3 s at 10,000 groups), and importing PyMC and ArviZ costs 4-5 s more.
-So an estimator keeps each program on disk (`jax.export`), keyed by
-everything the graph is built from: the model, its settings, the data, the
-held values, the package's source and the versions of PyMC, PyTensor and
-JAX. Fitting the same model to the same data again, from the command line or
-in-process, then runs on JAX alone: the optimizer still runs from the start
-every time; only the compilation is reused, as JAX's own cache reuses XLA
-programs (which also hold the data as constants).
+Deterministics on their natural scale), and for `method="laplace"` the
+functions of `bayes_wsc.laplace`. Every value the model's graph reads from
+the data (its `pm.Data`, the lengths of its dims, the values `map_fixed`
+holds) is an *input* of these functions, not a constant in them. Handing
+PyMC's graph to JAX costs more than the optimization itself at the paper's
+scale (PyTensor's rewrites: 1.1-1.3 s at 10,000 groups), and importing PyMC
+and ArviZ costs 4-5 s more. So an estimator keeps each program on disk
+(`jax.export`), keyed by the structure it is built from: the estimator, its
+settings, the sizes of the coordinates and the shapes and dtypes of the
+inputs, the held variables' names, the start's variable names, the Laplace
+functions asked for, the package's source and the versions of PyMC,
+PyTensor and JAX. Fitting that model to any data of those shapes, from the
+command line or in-process, then runs on JAX alone: the estimator computes
+the inputs in NumPy (`Estimator.model_inputs`), and the optimizer runs from
+the start every time; only the compilation is reused. Because data are
+inputs, XLA's own disk cache, which holds compiled programs, is reused
+across data sets too.
+
+A value a model used as a constant instead of an input would be reused
+silently on other data, so building a program checks that the estimator's
+`model_inputs` computes exactly what the model holds, and
+tests/test_program_inputs.py runs a program cached for one data set on
+another that differs in every input, against a fresh build.
 
 Nothing here imports PyMC.
 """
@@ -24,7 +37,6 @@ import hashlib
 import json
 import logging
 import os
-import pickle
 import shutil
 import tempfile
 import time
@@ -47,17 +59,19 @@ _FILES = ("start", "value_and_grad", "values")
 
 @dataclass
 class MapProgram:
-    """A model's MAP, compiled: three functions on one flat vector of its unconstrained values.
+    """A model's MAP, compiled: functions of one flat vector of its unconstrained values and of
+    the model's data.
 
-    `start(values)` maps constrained values of every free variable (a dict) to
-    the vector; `value_and_grad(x)` is the negative log density without
-    Jacobian terms and its gradient; `values(x)` gives every free variable and
-    Deterministic on its natural scale. They run from their `jax.export`
-    artifacts, whether just built (`export_program`) or read from the cache,
-    so a cached program computes exactly what the built one did. `layout`
-    lists the vector's pieces (value variable, shape); `defaults` fills a
-    start that leaves a free variable out; `coords` and `dims` label the
-    results.
+    `start(values, inputs)` maps constrained values of every free variable (a dict) to the
+    vector; `value_and_grad(x, inputs)` is the negative log density without Jacobian terms and its
+    gradient; `values(x, inputs)` gives every free variable and Deterministic on its natural
+    scale. `inputs` are the model's data and held values by name (the attribute `inputs` holds
+    each one's shape and dtype), so one program serves every data set of the same shapes. They
+    run from their `jax.export` artifacts, whether just built (`export_program`) or read from the
+    cache, so a cached program computes exactly what the built one did. `layout` lists the
+    vector's pieces (value variable, shape); `defaults` fills a start that leaves a free variable
+    out; `dims` names each variable's dimensions (the labels themselves come from the data).
+    `laplace` describes the extra functions of a program built for `laplace.run_laplace`, if any.
     """
 
     exported: dict[str, bytes] = field(repr=False)
@@ -65,16 +79,20 @@ class MapProgram:
     #: free variables of the model that the program holds at given values (`fit_map(fixed=...)`)
     held: list[str]
     layout: list[tuple[str, tuple[int, ...]]]
+    #: input name -> [shape, dtype string]
+    inputs: dict[str, list]
     defaults: dict[str, np.ndarray]
-    coords: dict[str, list]
     dims: dict[str, list[str]]
+    laplace: dict | None = None
+    #: False when the defaults depend on the data: then the program must not be cached
+    reusable: bool = True
     #: "built" in this process, or "cache" when read from disk
     origin: str = "built"
 
     def __post_init__(self):
         jax = _jax()
-        for name in _FILES:
-            setattr(self, name, jax.jit(jax.export.deserialize(bytearray(self.exported[name])).call))
+        for name, blob in self.exported.items():
+            setattr(self, name, jax.jit(jax.export.deserialize(bytearray(blob)).call))
 
     def complete(self, start: Mapping | None) -> dict[str, np.ndarray]:
         """A start with every free variable, as float arrays; missing ones from `defaults`."""
@@ -83,6 +101,20 @@ class MapProgram:
         if missing:
             raise InputError(f"the MAP start gives no value for {missing}")
         return {n: np.asarray(given[n] if n in given else self.defaults[n], dtype=float) for n in self.free}
+
+    def device_inputs(self, inputs: Mapping[str, np.ndarray]) -> dict:
+        """`inputs` checked against the program's (names, shapes) and put on the device once, in the
+        program's dtypes, so that the optimizer's many calls do not copy them again."""
+        jax = _jax()
+        if set(inputs) != set(self.inputs):
+            raise ValueError(f"the program takes inputs {sorted(self.inputs)}, got {sorted(inputs)}")
+        out = {}
+        for name, (shape, dtype) in self.inputs.items():
+            value = np.asarray(inputs[name])
+            if value.shape != tuple(shape):
+                raise ValueError(f"input {name!r} has shape {value.shape}, the program {tuple(shape)}")
+            out[name] = jax.device_put(value.astype(np.dtype(dtype), copy=False))
+        return out
 
     def unravel(self, x: np.ndarray) -> dict[str, np.ndarray]:
         """The flat vector as a point: value variable name -> array."""
@@ -95,36 +127,43 @@ class MapProgram:
 
 
 # ---------------------------------------------------------------------- optimizer
-def run_map(program: MapProgram, starts: Sequence[Mapping | None], *, maxiter: int = 5000, tol: float = 1e-8,
-            fixed: Mapping[str, np.ndarray] | None = None) -> tuple[Draws, dict]:
-    """L-BFGS from each start; the best log density wins. See `fit.fit_map` for the contract."""
-    from scipy.optimize import minimize
+def minimize(value_and_grad: Callable, x0: np.ndarray, *, maxiter: int = 5000, tol: float = 1e-8):
+    """L-BFGS-B on a JAX value-and-gradient function of one vector (scipy's result).
+
+    `tol` is in nats per free parameter: L-BFGS-B's ftol is relative to |value|, which an
+    additive constant of the model would change, so it is turned into that relative test at x0.
+    """
+    from scipy.optimize import minimize as scipy_minimize
     from threadpoolctl import threadpool_limits
 
+    def fun(x):
+        value, gradient = value_and_grad(x)
+        return float(value), np.asarray(gradient, dtype=float)
+
+    x0 = np.asarray(x0, dtype=float)
+    ftol = tol * x0.size / max(abs(fun(x0)[0]), 1.0)
+    # L-BFGS works on long vectors with tiny BLAS calls: threads only contend (5x slower at 10^4 groups)
+    with threadpool_limits(1, user_api="blas"):
+        return scipy_minimize(fun, x0, jac=True, method="L-BFGS-B",
+                              options={"maxiter": maxiter, "ftol": ftol, "gtol": 1e-7, "maxcor": 20})
+
+
+def run_map(program: MapProgram, starts: Sequence[Mapping | None], inputs: Mapping[str, np.ndarray], *,
+            maxiter: int = 5000, tol: float = 1e-8,
+            fixed: Mapping[str, np.ndarray] | None = None) -> tuple[Draws, np.ndarray]:
+    """L-BFGS from each start on the program with these `inputs` (data and held values); the best
+    log density wins. Returns the draws and the best unconstrained vector. See `fit.fit_map`."""
     if not starts:
         raise InputError("fit_map needs at least one start")
     fixed = dict(fixed or {})
-    start_fn, value_and_grad_fn = program.start, program.value_and_grad
-
-    def value_and_grad(x):
-        value, gradient = value_and_grad_fn(x)
-        return float(value), np.asarray(gradient, dtype=float)
-
-    xs = [np.asarray(start_fn(program.complete(s)), dtype=float) for s in starts]
+    given = program.device_inputs(inputs)
+    xs = [np.asarray(program.start(program.complete(s), given), dtype=float) for s in starts]
     t0 = time.perf_counter()
-    # tol is in nats per free parameter: L-BFGS-B's ftol is relative to |log density|, which an
-    # additive constant of the model would change
-    ftol = tol * xs[0].size / max(abs(value_and_grad(xs[0])[0]), 1.0)
-    results = []
-    # L-BFGS works on long vectors with tiny BLAS calls: threads only contend (5x slower at 10^4 groups)
-    with threadpool_limits(1, user_api="blas"):
-        for x in xs:
-            results.append(minimize(value_and_grad, x, jac=True, method="L-BFGS-B",
-                                    options={"maxiter": maxiter, "ftol": ftol, "gtol": 1e-7, "maxcor": 20}))
+    results = [minimize(lambda x: program.value_and_grad(x, given), x, maxiter=maxiter, tol=tol) for x in xs]
     best = min(range(len(results)), key=lambda i: results[i].fun if np.isfinite(results[i].fun) else np.inf)
     result = results[best]
     # every restart's optimum through one compiled function, stacked
-    rows = [program.values(r.x) for r in results]
+    rows = [program.values(r.x, given) for r in results]
     values = {n: np.stack([np.asarray(row[n]) for row in rows]) for n in rows[0]}
     posterior = {k: v[best:best + 1] for k, v in values.items()}
     info = {
@@ -144,7 +183,7 @@ def run_map(program: MapProgram, starts: Sequence[Mapping | None], *, maxiter: i
         posterior.update({k: np.asarray(v, dtype=float)[None] for k, v in fixed.items()})
         info["held_fixed"] = {k: np.asarray(v).tolist() for k, v in fixed.items()}
     draws = Draws({k: v[None] for k, v in posterior.items()}, {"lp": np.array([[-result.fun]])}, info, optima)
-    return draws, program.unravel(result.x)
+    return draws, np.asarray(result.x)
 
 
 def _jax():
@@ -153,30 +192,37 @@ def _jax():
     return jax_runtime()
 
 
-def export_program(functions: Mapping[str, Callable], examples: Mapping[str, object], **labels) -> MapProgram:
-    """A `MapProgram` from JAX-traceable `start`, `value_and_grad` and `values`, each exported
-    (traced and lowered once) at the shapes and dtypes of its example argument."""
+def export_program(functions: Mapping[str, Callable], examples: Mapping[str, tuple], **labels) -> MapProgram:
+    """A `MapProgram` from JAX-traceable functions (at least `start`, `value_and_grad` and
+    `values`), each exported (traced and lowered once) at the shapes and dtypes of its example
+    arguments."""
     jax = _jax()
     exported = {}
-    for name in _FILES:
+    for name, function in functions.items():
         spec = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype),
                                       examples[name])
-        exported[name] = bytes(jax.export.export(jax.jit(functions[name]))(spec).serialize())
+        exported[name] = bytes(jax.export.export(jax.jit(function))(*spec).serialize())
     return MapProgram(exported, **labels)
 
 
 # ---------------------------------------------------------------------- export and cache
-def cache_key(estimator: str, settings: Mapping, data, fixed: Mapping, start_names: Sequence[str]) -> str:
-    """A digest of everything a MAP program is built from (see the module docstring)."""
+def cache_key(estimator: str, settings: Mapping, coords: Mapping[str, Sequence], inputs: Mapping[str, np.ndarray],
+              start_names: Sequence[str], laplace: Mapping | None = None) -> str:
+    """A digest of the structure a MAP program is built from (see the module docstring): the
+    estimator, its settings, the size of every coordinate, the name, shape and dtype of every
+    input (data and held values, whose values are not part of it), the start's variable names,
+    the Laplace functions asked for, the package's source and the library versions."""
     from importlib.metadata import version
 
     digest = hashlib.sha256()
-    for part in (estimator, json.dumps(settings, sort_keys=True, default=str), json.dumps(sorted(start_names)),
+    shapes = {n: [list(np.shape(v)), np.asarray(v).dtype.str] for n, v in inputs.items()}
+    for part in (estimator, json.dumps(settings, sort_keys=True, default=str),
+                 json.dumps({k: len(v) for k, v in coords.items()}, sort_keys=True),
+                 json.dumps(shapes, sort_keys=True), json.dumps(sorted(start_names)),
+                 json.dumps(laplace, sort_keys=True, default=str),
                  *(version(p) for p in ("pymc", "pytensor", "jax", "jaxlib"))):
         digest.update(part.encode())
         digest.update(b"\0")
-    digest.update(pickle.dumps((data, {k: np.asarray(v, dtype=float) for k, v in sorted(fixed.items())}),
-                               protocol=5))
     digest.update(_package_source_digest())
     return digest.hexdigest()[:32]
 
@@ -204,7 +250,7 @@ def load(key: str) -> MapProgram | None:
         return None
     try:
         meta = json.loads((folder / "meta.json").read_text())
-        exported = {name: (folder / f"{name}.bin").read_bytes() for name in _FILES}
+        exported = {name: (folder / f"{name}.bin").read_bytes() for name in meta["functions"]}
         with np.load(folder / "defaults.npz", allow_pickle=False) as arrays:
             defaults = {name: arrays[name] for name in arrays.files}
         program = _from_exported(exported, meta, defaults)
@@ -225,8 +271,9 @@ def store(key: str, program: MapProgram) -> None:
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
         for name, blob in program.exported.items():
             (tmp / f"{name}.bin").write_bytes(blob)
-        meta = {"free": program.free, "held": program.held, "layout": [[n, list(s)] for n, s in program.layout],
-                "coords": program.coords, "dims": program.dims}
+        meta = {"functions": list(program.exported), "free": program.free, "held": program.held,
+                "layout": [[n, list(s)] for n, s in program.layout], "inputs": program.inputs,
+                "dims": program.dims, "laplace": program.laplace}
         (tmp / "meta.json").write_text(json.dumps(meta, default=_json_scalar))
         np.savez(tmp / "defaults.npz", **program.defaults)
         try:
@@ -256,9 +303,10 @@ def _trim(root: Path, limit: int) -> None:
 
 
 def _from_exported(exported: Mapping[str, bytes], meta: dict, defaults: dict) -> MapProgram:
+    if set(exported) < set(_FILES):
+        raise ValueError(f"the entry lacks {sorted(set(_FILES) - set(exported))}")
     return MapProgram(
         dict(exported), free=list(meta["free"]), held=list(meta["held"]),
-        layout=[(n, tuple(s)) for n, s in meta["layout"]], defaults=defaults,
-        coords={k: list(v) for k, v in meta["coords"].items()}, dims={k: list(v) for k, v in meta["dims"].items()},
-        origin="cache",
+        layout=[(n, tuple(s)) for n, s in meta["layout"]], inputs=dict(meta["inputs"]), defaults=defaults,
+        dims={k: list(v) for k, v in meta["dims"].items()}, laplace=meta["laplace"], origin="cache",
     )

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import pandas as pd
 
 from bayes_wsc import inference
+from bayes_wsc.errors import InputError
 
 #: floats per chunk of (draws x columns): about 64 MB
 CHUNK_FLOATS = 8_000_000
@@ -40,3 +42,16 @@ def summarize_columns(
         mean[cols] = values.mean(axis=0)
         bounds[cols] = inference.hdi(values, ci)
     return mean, bounds[:, 0], bounds[:, 1]
+
+
+def append_predictions(items: pd.DataFrame, added) -> pd.DataFrame:
+    """`items` (every column kept as it is) followed by the prediction columns `added` (a mapping
+    or a DataFrame on the same rows); a name that `items` already has is an error, never
+    overwritten."""
+    added = pd.DataFrame(added, index=items.index)
+    clash = [c for c in added.columns if c in items.columns]
+    if clash:
+        raise InputError(f"items already has a column {clash[0]!r}, which predict would overwrite; rename it")
+    out = pd.concat([items, added], axis=1)
+    out.attrs = dict(items.attrs)
+    return out

@@ -395,20 +395,20 @@ class SBCResult:
     def write(self, out_dir, prefix: str | None = None, command: str | None = None,
               bins: int | None = None) -> dict[str, Path]:
         """ranks CSV, uniformity CSV, two PNGs and an HTML report in `out_dir`."""
+        from bayes_wsc import outputs
         from bayes_wsc.report.html import Section, write_html
 
         out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
         prefix = prefix or f"sbc_{self.name}"
         paths = {"ranks": out_dir / f"{prefix}_ranks.csv", "uniformity": out_dir / f"{prefix}_uniformity.csv",
                  "histograms": out_dir / f"{prefix}_rank_hist.png", "ecdf": out_dir / f"{prefix}_ecdf.png",
                  "report": out_dir / f"{prefix}_report.html"}
-        self.table.to_csv(paths["ranks"], index=False)
+        outputs.write_csv(self.table, paths["ranks"], "ranks table")
         table = self.uniformity(bins)
-        table.to_csv(paths["uniformity"], index=False)
+        outputs.write_csv(table, paths["uniformity"], "uniformity table")
         hist, ecdf = self.rank_histograms(bins), self.ecdf_differences()
-        hist.savefig(paths["histograms"], dpi=110)
-        ecdf.savefig(paths["ecdf"], dpi=110)
+        outputs.write_figure(hist, paths["histograms"], "figure", dpi=110)
+        outputs.write_figure(ecdf, paths["ecdf"], "figure", dpi=110)
         intro = [f"Simulation-based calibration of {self.name}: {self.n_sims} simulations, ranks among "
                  f"{self.n_rank_draws} thinned posterior draws each."]
         if self.description:

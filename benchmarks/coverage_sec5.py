@@ -10,8 +10,12 @@ the 15 bins have a 90% interval that contains the truth:
   nuts_matched   NUTS, WH = 4 = 1 / 0.5^2: the model that generated the data (correctly specified)
   em             the paper's EM, WH = 10, with its grouped half-sampling
                  interval EM +- 1.64 SE (50 half-samples)
+  laplace_wh10, laplace_learned, laplace_matched
+                 the same three models fitted with method="laplace" (a Gaussian
+                 at the mode, `bayes_wsc.laplace`; not run unless asked for with
+                 --fits, see benchmarks/bench_laplace.py)
 
-The intervals of the NUTS fits are 90% HDIs of the posterior of rho(k).
+The intervals of the NUTS and Laplace fits are 90% HDIs of the draws of rho(k).
 
     python benchmarks/coverage_sec5.py --reps 50 --items 100
     python benchmarks/coverage_sec5.py --reps 50 --items 5
@@ -35,6 +39,7 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 FITS = ("nuts_wh10", "nuts_learned", "nuts_matched", "em")
+LAPLACE_FITS = ("laplace_wh10", "laplace_learned", "laplace_matched")
 LEVEL = 0.90
 Z_SE = 1.64  # the paper's bars are +- 1 SE; +- 1.64 SE is the normal 90% interval
 
@@ -59,8 +64,8 @@ def one_replicate(rep: int, items: int, draws: int, tune: int, chains: int, fits
                      "coverage90": float(np.mean(covered)), "covered_bins": "".join("01"[int(c)] for c in covered),
                      "mean_width": float(np.mean(high - low)), "seconds": seconds, **(extra or {})})
 
-    settings = {"nuts_wh10": {"wh": 10.0}, "nuts_matched": {"wh": 1.0 / sigma_h**2},
-                "nuts_learned": {"model_file": str(HERE.parent / "models" / "learned_rater_noise.py")}}
+    settings = {"wh10": {"wh": 10.0}, "matched": {"wh": 1.0 / sigma_h**2},
+                "learned": {"model_file": str(HERE.parent / "models" / "learned_rater_noise.py")}}
     for name in fits:
         t0 = time.perf_counter()
         if name == "em":
@@ -68,13 +73,18 @@ def one_replicate(rep: int, items: int, draws: int, tune: int, chains: int, fits
             _, se = half_sample_se(data, lambda d: em_fit(d, 10.0).rho, n_reps=half_samples, seed=rep)
             score(name, em.rho, em.rho - Z_SE * se, em.rho + Z_SE * se, time.perf_counter() - t0)
             continue
-        est = WSC(method="nuts", draws=draws, tune=tune, chains=chains, seed=rep, progressbar=False,
-                  **settings[name])
+        method, variant = name.split("_")
+        est = WSC(method=method, draws=draws, tune=tune, chains=chains, seed=rep, progressbar=False,
+                  **settings[variant])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FitWarning)
             est.fit(data)
         rho = est.idata_.posterior["rho"].values.reshape(-1, truth.rho.size)
         bounds = inference.hdi(rho, LEVEL)
+        if method == "laplace":
+            score(name, rho.mean(axis=0), bounds[:, 0], bounds[:, 1], time.perf_counter() - t0,
+                  {"warnings": len(est.diagnostics_), "draws": draws})
+            continue
         conv = inference.convergence(est.idata_, ["rho"])["rho"]
         n_div = int(np.asarray(est.idata_.sample_stats["diverging"]).sum())
         score(name, rho.mean(axis=0), bounds[:, 0], bounds[:, 1], time.perf_counter() - t0,

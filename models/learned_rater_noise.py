@@ -26,6 +26,8 @@ import pymc as pm
 from bayes_wsc.models.wsc import add_click_likelihood, add_emissions, add_estimands, check_settings
 
 START_NUTS_AT_MAP = False
+#: each group's rater error is coupled to the others only through the globals (method="laplace")
+LAPLACE_LOCAL = ("rater_error",)
 
 
 def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0):

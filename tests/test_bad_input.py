@@ -84,7 +84,7 @@ def test_fit_bad_input(case, files, capsys):
         (lambda p: None, "does not exist"),
         (lambda p: p.write_text(""), "is empty"),
         (lambda p: p.write_text("group,he\n"), "has no rows"),
-        (lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary"), "could not be read"),
+        (lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary"), "is not UTF-8 text"),
     ],
 )
 def test_unreadable_groups_file(files, capsys, write, expected):

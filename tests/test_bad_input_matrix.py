@@ -76,7 +76,7 @@ FILE_CASES = {
     "missing file": (lambda p: None, "does not exist"),
     "empty file": (lambda p: p.write_text(""), "is empty"),
     "header only": (lambda p: p.write_text("group,bounce\n"), "has no rows"),
-    "binary garbage": (lambda p: p.write_bytes(bytes(range(256)) * 4), "could not be read"),
+    "binary garbage": (lambda p: p.write_bytes(bytes(range(256)) * 4), ("could not be read", "is not UTF-8 text")),
     # clicks may be a folder of Parquet files (data.stream), groups may not
     "a directory": (lambda p: p.mkdir(), ("is a directory", "holds no Parquet files")),
 }
@@ -199,10 +199,10 @@ def test_saving_onto_a_directory_or_under_a_file(fitted, tmp_path):
     """What `fit --out` and `save` do with a path that cannot hold a file (the CLI prints this line)."""
     _, est = fitted
     (tmp_path / "out.nc").mkdir()
-    with pytest.raises(InputError, match="cannot write fit file .*out.nc.*Is a directory"):
+    with pytest.raises(InputError, match="cannot write the fit file .*out.nc.*Is a directory"):
         est.save(tmp_path / "out.nc")
     (tmp_path / "plain").write_text("a file")
-    with pytest.raises(InputError, match="cannot write fit file"):
+    with pytest.raises(InputError, match="cannot write the fit file"):
         est.save(tmp_path / "plain" / "fit.nc")
     assert not list(tmp_path.glob(".*.tmp"))
 
@@ -261,7 +261,8 @@ def test_predict_and_report_unwritable_outputs(fitted, capsys, tmp_path):
     expect_cli_error(capsys, ["predict", path / "fit.nc", "--items", path / "clicks.csv", "--out",
                               tmp_path / "p.csv"], "cannot write")
     (tmp_path / "report").write_text("a file where the report folder should go")
-    expect_cli_error(capsys, ["report", path / "fit.nc", "--out", tmp_path / "report"], "cannot use")
+    expect_cli_error(capsys, ["report", path / "fit.nc", "--out", tmp_path / "report"],
+                     "cannot write the report folder")
     assert not list(tmp_path.glob(".*.tmp"))
 
 

@@ -439,7 +439,8 @@ def test_relabeling_keeps_rhat_low(wine_case1):
         return max(c["rhat"] for c in conv.values())
 
     before = worst_rhat(draws.posterior)
-    messages = NoisyExperts.align_draws(est, draws, Draws({"W": W[None, None], "b": b[None, None]}), data)
+    messages = NoisyExperts.align_draws(est, draws, Draws({"W": W[None, None], "b": b[None, None]}), data,
+                                        free=["W_raw", "b_raw"], dims={})
     after = worst_rhat(draws.posterior)
     assert before > 1.5 and after < 1.05, (before, after)
     assert messages == [] and draws.info["relabelled_draws"] == 3 * 100

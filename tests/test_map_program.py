@@ -52,19 +52,27 @@ def test_a_cached_program_gives_the_same_fit_without_building_the_model(data, ca
     assert built_info["held_fixed"] == cached_info["held_fixed"]
 
 
-def test_the_key_follows_data_settings_and_held_values(data):
-    key = map_program.cache_key("wsc", {"wh": 10.0}, data, {"s": 1.0}, ["mu"])
-    assert key == map_program.cache_key("wsc", {"wh": 10.0}, data, {"s": 1.0}, ["mu"])
-    changed = simulate_wsc(n_groups=40, items_per_group=30, n_bins=5, seed=21)[0]
-    changed.counts[0, 0] += 1
+def test_the_key_follows_structure_not_data_values(data):
+    """Data of the same shapes share a program (their values are inputs); anything structural does not."""
+    def key(data=data, settings=None, fixed=None, starts=("mu",), laplace=None, name="wsc"):
+        coords, values = WSC().model_inputs(data)
+        return map_program.cache_key(name, settings or {"wh": 10.0}, coords,
+                                     {**values, **(fixed if fixed is not None else {"s": 1.0})}, starts, laplace)
+
+    other = simulate_wsc(n_groups=40, items_per_group=30, n_bins=5, seed=22)[0]
+    assert not np.array_equal(other.counts, data.counts)
+    assert key() == key(other) == key(fixed={"s": 2.0})
     others = [
-        map_program.cache_key("wsc", {"wh": 10.0}, changed, {"s": 1.0}, ["mu"]),
-        map_program.cache_key("wsc", {"wh": 5.0}, data, {"s": 1.0}, ["mu"]),
-        map_program.cache_key("wsc", {"wh": 10.0}, data, {"s": 1.5}, ["mu"]),
-        map_program.cache_key("wsc", {"wh": 10.0}, data, {"s": 1.0}, ["mu", "w0"]),
-        map_program.cache_key("experts", {"wh": 10.0}, data, {"s": 1.0}, ["mu"]),
+        key(simulate_wsc(n_groups=41, items_per_group=30, n_bins=5, seed=21)[0]),
+        key(simulate_wsc(n_groups=40, items_per_group=30, n_bins=6, seed=21)[0]),
+        key(settings={"wh": 5.0}),
+        key(fixed={"t": 1.0}),
+        key(fixed={"s": np.ones(2)}),
+        key(starts=("mu", "w0")),
+        key(laplace={"jacobian": True, "local": ["mu"]}),
+        key(name="experts"),
     ]
-    assert len({key, *others}) == 6
+    assert len({key(), *others}) == 9
 
 
 def test_a_broken_cache_entry_is_rebuilt_not_fatal(data, cache_home):
@@ -143,16 +151,19 @@ sys.exit(code)
 """
 
 
-def test_a_cached_command_line_map_loads_neither_pymc_nor_arviz(data, tmp_path):
-    clicks, groups = counts_to_clicks(data)
-    clicks.to_csv(tmp_path / "clicks.csv", index=False)
-    groups.to_csv(tmp_path / "groups.csv", index=False)
+def test_a_cached_command_line_map_loads_neither_pymc_nor_arviz(data, tmp_path, monkeypatch):
+    """The second run is on new data of the same shapes: the program is the first run's."""
+    new_data = simulate_wsc(n_groups=40, items_per_group=30, n_bins=5, seed=22)[0]
+    for run, table in (("first", data), ("second", new_data)):
+        clicks, groups = counts_to_clicks(table)
+        clicks.to_csv(tmp_path / f"{run}_clicks.csv", index=False)
+        groups.to_csv(tmp_path / f"{run}_groups.csv", index=False)
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     outputs, fits = [], []
     for run in ("first", "second"):
         out = tmp_path / f"{run}.nc"
-        proc = subprocess.run([sys.executable, "-c", CLI_RUN, "fit", "wsc", "--clicks", str(tmp_path / "clicks.csv"),
-                               "--groups", str(tmp_path / "groups.csv"), "--out", str(out)],
+        proc = subprocess.run([sys.executable, "-c", CLI_RUN, "fit", "wsc", "--clicks", str(tmp_path / f"{run}_clicks.csv"),
+                               "--groups", str(tmp_path / f"{run}_groups.csv"), "--out", str(out)],
                               capture_output=True, text=True, env=env, timeout=600)
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr == ""  # no warnings either way
@@ -160,12 +171,16 @@ def test_a_cached_command_line_map_loads_neither_pymc_nor_arviz(data, tmp_path):
         fits.append(load(out))
     assert "LOADED ['pymc', 'pytensor', 'arviz']" in outputs[0]
     assert "LOADED []" in outputs[1]
-    table = [line for line in outputs[0].splitlines() if line.startswith(("rho", "pi", "w0"))]
-    assert table and table == [line for line in outputs[1].splitlines() if line.startswith(("rho", "pi", "w0"))]
-    first, second = (f.idata_ for f in fits)
-    assert first.groups() == second.groups()
-    for group in first.groups():
-        for name in first[group].data_vars:
-            np.testing.assert_array_equal(first[group][name].values, second[group][name].values)
     info = [json.loads(f.idata_.posterior.attrs["fit_info"])["map"]["compiled_program"] for f in fits]
     assert info == ["built", "cache"]
+    # the cached run's fit is the one a program built for the new data gives
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty"))
+    built, built_info = fitted(new_data)
+    assert built_info["compiled_program"] == "built"
+    second = fits[1].idata_
+    for name in ("rho", "pi", "mu", "w0", "w1", "mu_scale"):
+        np.testing.assert_array_equal(second.posterior[name].values, built.idata_.posterior[name].values)
+    np.testing.assert_array_equal(second.posterior["group"].values.astype(str), new_data.group_ids.astype(str))
+    np.testing.assert_array_equal(second.observed_data["counts"].values, new_data.counts)
+    table = [line for line in outputs[1].splitlines() if line.startswith(("rho", "pi", "w0"))]
+    assert table and table != [line for line in outputs[0].splitlines() if line.startswith(("rho", "pi", "w0"))]

@@ -248,7 +248,9 @@ def test_align_draws_undoes_label_switching_and_reports_other_modes(map_lam4, in
     swapped = {k: v[::-1] for k, v in point.items()}
     draws = Draws({k: np.stack([np.stack([point[k]] * 3), np.stack([swapped[k]] * 3)])
                    for k in point})  # chain 0 as the MAP, chain 1 with the labels swapped
-    assert map_lam4.align_draws(draws, map_draws, data) == []
+    labels = {"free": ["pi", "mean_z", "sd_excess", "rho"],
+              "dims": {k: list(post[k].dims[2:]) for k in point}}
+    assert map_lam4.align_draws(draws, map_draws, data, **labels) == []
     for name in point:
         np.testing.assert_allclose(draws.posterior[name][1], np.stack([point[name]] * 3))
     assert draws.info["relabeled_draws"] == 3
@@ -256,7 +258,7 @@ def test_align_draws_undoes_label_switching_and_reports_other_modes(map_lam4, in
     other = dict(point, mean_z=np.array([[0.0], [0.05]]), sd_excess=np.array([[1.0], [0.05]]))
     other.update(mean=data.center + data.scale * other["mean_z"], sd=data.scale * (0.001 + other["sd_excess"]))
     draws = Draws({k: np.stack([np.stack([point[k]] * 2), np.stack([other[k]] * 2)]) for k in point})
-    messages = map_lam4.align_draws(draws, map_draws, data)
+    messages = map_lam4.align_draws(draws, map_draws, data, **labels)
     assert len(messages) == 1 and messages[0].startswith("chain 1") and "different mode" in messages[0]
 
 

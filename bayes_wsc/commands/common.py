@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from bayes_wsc.outputs import REPORT_CONTENTS, output_folder
+
 
 def positive_int(text: str) -> int:
     try:
@@ -37,6 +39,26 @@ def probability(text: str) -> float:
     return value
 
 
+#: how --sep may name the characters that are awkward to type
+SEPARATOR_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|", "space": " "}
+
+
+def separator(text: str) -> str:
+    """One character that separates the columns of CSV files; 'tab' (or \\t), 'semicolon'... by name."""
+    sep = SEPARATOR_NAMES.get(text.lower(), text)
+    if len(sep) != 1 or sep in "\"\r\n":
+        raise argparse.ArgumentTypeError(
+            f"expected one character (or tab, comma, semicolon, pipe, space), got {text!r}")
+    return sep
+
+
+def add_sep_option(parser) -> None:
+    """--sep, for every command that reads tables (CSV files; Parquet ignores it)."""
+    parser.add_argument("--sep", type=separator, default=None, metavar="CHAR",
+                        help="column separator of the CSV files: one character, or tab, semicolon, pipe "
+                             "(default: comma; tab for .tsv)")
+
+
 def columns(text: str) -> list[str]:
     columns = [c.strip() for c in text.split(",") if c.strip()]
     if not columns:
@@ -46,9 +68,10 @@ def columns(text: str) -> list[str]:
 
 def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("fitting")
-    group.add_argument("--method", choices=("map", "nuts"), default="map",
-                       help="posterior mode (fast) or full posterior by NUTS (default: map)")
-    group.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws per chain")
+    group.add_argument("--method", choices=("map", "nuts", "laplace"), default="map",
+                       help="posterior mode (fast), full posterior by NUTS, or laplace: a Gaussian at the mode "
+                            "on the unconstrained scale, intervals in seconds (default: map)")
+    group.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws per chain (laplace: draws)")
     group.add_argument("--tune", type=non_negative_int, default=1000, help="NUTS tuning steps per chain")
     group.add_argument("--chains", type=positive_int, default=4, help="NUTS chains")
     group.add_argument("--seed", type=int, default=None,
@@ -60,7 +83,8 @@ def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--precision", choices=("float32", "float64"), default=None,
                        help="arithmetic of the numpyro backend (default: the model's measured choice, "
                             "float32 for wsc; other backends run float64)")
-    group.add_argument("--report", metavar="DIR", help="also write an HTML report to DIR")
+    group.add_argument("--report", metavar="DIR", type=output_folder("report folder", REPORT_CONTENTS),
+                       help="also write an HTML report to DIR (DIR/report.html)")
     group.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -89,7 +113,9 @@ def setting_value(text: str):
 
 def add_variant_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("model variant")
-    group.add_argument("--model", dest="model_file", default=None, metavar="FILE.py",
+    from bayes_wsc.outputs import input_file
+
+    group.add_argument("--model", dest="model_file", default=None, metavar="FILE.py", type=input_file("model file"),
                        help="a model variant file defining build_model(data, **settings) (see models/)")
     group.add_argument("--set", dest="model_settings", type=setting, action="append", default=[],
                        metavar="KEY=VALUE",

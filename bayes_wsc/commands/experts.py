@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import (add_sampling_options, add_variant_options, columns, positive_float,
-                                         positive_int, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_variant_options, columns,
+                                      positive_float, positive_int, sampling_settings)
+from bayes_wsc.outputs import input_table, output_file
 
 HELP = "noisy experts' must-link / cannot-link constraints (Chang et al.): items + constraints or labels"
 
@@ -19,11 +20,15 @@ def accuracy_prior(text: str) -> tuple[float, float]:
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     data = parser.add_argument_group("data")
-    data.add_argument("--items", required=True, help="CSV or Parquet: an id column and numeric feature columns")
+    data.add_argument("--items", required=True, type=input_table("items file"),
+                      help="CSV or Parquet: an id column and numeric feature columns")
     source = data.add_mutually_exclusive_group(required=True)
-    source.add_argument("--constraints", help="CSV or Parquet with rows expert, i, j, link (1 must-link, 0 cannot-link)")
-    source.add_argument("--expert-labels", help="CSV or Parquet with rows expert, id, label (partial clusterings)")
-    data.add_argument("--out", required=True, help="where to write the fit (netCDF)")
+    source.add_argument("--constraints", type=input_table("constraints file"),
+                        help="CSV or Parquet with rows expert, i, j, link (1 must-link, 0 cannot-link)")
+    source.add_argument("--expert-labels", type=input_table("expert labels file"),
+                        help="CSV or Parquet with rows expert, id, label (partial clusterings)")
+    data.add_argument("--out", required=True, type=output_file("fit file"), help="where to write the fit (netCDF)")
+    add_sep_option(data)
     data.add_argument("--id-col", default="id", help="item id column of ITEMS (default: id)")
     data.add_argument("--features", type=columns, default=None,
                       help="feature columns, comma-separated (default: every column but the id)")
@@ -45,13 +50,16 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> None:
     from bayes_wsc.commands.common import fit_save_report
-    from bayes_wsc.data.pairwise import PairwiseConstraints
+    from bayes_wsc.data.pairwise import CONSTRAINT_COLUMNS, LABEL_COLUMNS, PairwiseConstraints
     from bayes_wsc.data.tables import read_table
     from bayes_wsc.estimator import DEFAULT_SEED
 
-    items = read_table(args.items, "items")
-    constraints = read_table(args.constraints, "constraints") if args.constraints else None
-    labels = read_table(args.expert_labels, "expert labels") if args.expert_labels else None
+    # ids, experts and labels are text: '001' stays '001'
+    items = read_table(args.items, "items", sep=args.sep, text_columns=[args.id_col])
+    constraints = (read_table(args.constraints, "constraints", sep=args.sep, text_columns=CONSTRAINT_COLUMNS[:3])
+                   if args.constraints else None)
+    labels = (read_table(args.expert_labels, "expert labels", sep=args.sep, text_columns=LABEL_COLUMNS)
+              if args.expert_labels else None)
     data = PairwiseConstraints.from_frames(
         items, constraints, labels, id_col=args.id_col, features=args.features,
         standardize=not args.no_standardize, max_pairs_per_expert=args.max_pairs_per_expert,

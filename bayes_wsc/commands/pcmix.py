@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import math
 
-from bayes_wsc.commands.common import (add_sampling_options, add_variant_options, columns, positive_float,
-                                         positive_int, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_variant_options, columns,
+                                      positive_float, positive_int, sampling_settings)
+from bayes_wsc.outputs import REPORT_CONTENTS, input_table, output_file, output_folder
+
+#: what `path pcmix --out DIR` writes in DIR
+PATH_CONTENTS = ("lam_*.nc", "path.csv", *REPORT_CONTENTS)
 
 HELP = "a few labels among many items: prediction-constrained Gaussian mixture (Hughes et al.)"
 PATH_HELP = "prediction-constrained mixture at a grid of lam, warm-started, with the trade-off report"
@@ -29,11 +33,13 @@ def lam_list(text: str) -> list[float]:
     return [lam_value(p) for p in parts]
 
 
-def _add_data_options(parser: argparse.ArgumentParser, out_help: str) -> None:
+def _add_data_options(parser: argparse.ArgumentParser, out_type, out_help: str) -> None:
     data = parser.add_argument_group("data")
-    data.add_argument("--items", required=True, help="CSV or Parquet, one row per item: features and a label column")
+    data.add_argument("--items", required=True, type=input_table("items file"),
+                      help="CSV or Parquet, one row per item: features and a label column")
     data.add_argument("--label-col", default="y", help="label column; an empty cell means unlabeled (default: y)")
-    data.add_argument("--out", required=True, help=out_help)
+    data.add_argument("--out", required=True, type=out_type, help=out_help)
+    add_sep_option(data)
     data.add_argument("--features", type=columns, default=None,
                       help="feature columns (default: every column but the label and id columns)")
     data.add_argument("--classes", type=columns, default=None,
@@ -58,7 +64,7 @@ def _add_model_options(parser: argparse.ArgumentParser):
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    _add_data_options(parser, "where to write the fit (netCDF)")
+    _add_data_options(parser, output_file("fit file"), "where to write the fit (netCDF)")
     _add_model_options(parser).add_argument(
         "--lam", type=lam_value, required=True, metavar="L",
         help="weight of sum log p(y | x) in the PC objective (1 = the joint model)")
@@ -67,7 +73,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def add_path_parser(parser: argparse.ArgumentParser) -> None:
-    _add_data_options(parser, "folder for one fit per lam (lam_<L>.nc), path.csv and report.html")
+    _add_data_options(parser, output_folder("path folder", PATH_CONTENTS),
+                      "folder for one fit per lam (lam_<L>.nc), path.csv and report.html")
     model = _add_model_options(parser)
     model.add_argument("--lams", type=lam_list, required=True, metavar="L1,L2,...", help="the lam grid, like 1,4,16,64")
     model.add_argument(
@@ -81,7 +88,8 @@ def _data_and_estimator(args, lam: float):
     from bayes_wsc.data.labeled import LabeledItems
     from bayes_wsc.data.tables import read_table
 
-    data = LabeledItems.from_frame(read_table(args.items, "items"), label_col=args.label_col,
+    items = read_table(args.items, "items", sep=args.sep, text_columns=[args.id_col] if args.id_col else [])
+    data = LabeledItems.from_frame(items, label_col=args.label_col,
                                    features=args.features, classes=args.classes, id_col=args.id_col)
     print(f"{data.n_items} items, {data.n_features} features, {data.n_labeled} labeled "
           f"(classes {', '.join(data.classes)})", flush=True)

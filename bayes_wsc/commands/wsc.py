@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import math
 
-from bayes_wsc.commands.common import (add_sampling_options, add_variant_options, columns, positive_float,
-                                         sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_variant_options, columns,
+                                      positive_float, sampling_settings)
+from bayes_wsc.outputs import input_table, output_file
 
 HELP = "noisy group averages (Wager et al.): clicks + per-group HE"
 
@@ -23,13 +24,15 @@ def wh_value(text: str) -> float:
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     data = parser.add_argument_group("data")
-    data.add_argument("--clicks", required=True,
+    data.add_argument("--clicks", required=True, type=input_table("clicks file", source=True),
                       help="CSV or Parquet, one row per item (click); a folder or glob of Parquet files "
                            "streams through Dask, for logs bigger than memory")
     data.add_argument("--scheduler", default=None, metavar="ADDRESS",
                       help="Dask distributed scheduler for Parquet clicks (default: local threads)")
-    data.add_argument("--groups", required=True, help="CSV or Parquet, one row per group with he or he_prob")
-    data.add_argument("--out", required=True, help="where to write the fit (netCDF)")
+    data.add_argument("--groups", required=True, type=input_table("groups file"),
+                      help="CSV or Parquet, one row per group with he or he_prob")
+    data.add_argument("--out", required=True, type=output_file("fit file"), help="where to write the fit (netCDF)")
+    add_sep_option(data)
     data.add_argument("--group-col", default="group")
     data.add_argument("--behavior", type=columns, default=None,
                       help="behavior columns, crossed into bins (default: all but group and weight)")
@@ -53,14 +56,18 @@ def run(args) -> None:
     from bayes_wsc.data.stream import grouped_counts_from_parquet, is_parquet_source
     from bayes_wsc.data.tables import read_table
 
-    groups = read_table(args.groups, "groups")
+    keys = [args.group_col]  # ids are text: '001' stays '001'
+    groups = read_table(args.groups, "groups", sep=args.sep, text_columns=keys)
     options = dict(group_col=args.group_col, behavior=args.behavior, weight_col=args.weight_col,
                    he_col=args.he_col, he_prob_col=args.he_prob_col, max_group_weight=args.max_group_weight)
     if is_parquet_source(args.clicks):
         data = grouped_counts_from_parquet(args.clicks, groups, scheduler=args.scheduler, **options)
     else:
-        data = GroupedCounts.from_frames(read_table(args.clicks, "clicks"), groups, **options)
-    print(f"{data.n_groups} groups, {int(data.n_items.sum())} items, {data.n_bins} behavior bins", flush=True)
+        clicks = read_table(args.clicks, "clicks", sep=args.sep, text_columns=keys)
+        data = GroupedCounts.from_frames(clicks, groups, **options)
+    empty = int((data.group_totals <= 0).sum())
+    print(f"{data.n_groups} groups{f' ({empty} without items)' if empty else ''}, {int(data.n_items.sum())} items, "
+          f"{data.n_bins} behavior bins", flush=True)
     from bayes_wsc.models.wsc import WSC  # PyMC loads only once the data are known to be good
 
     est = WSC(wh=args.wh, mu_prior=args.mu_prior, w_concentration=args.w_concentration, **sampling_settings(args))

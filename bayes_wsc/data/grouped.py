@@ -21,6 +21,10 @@ from bayes_wsc.errors import InputError
 MAX_BINS = 100_000
 #: a logit beyond this is a probability of 1 - 4e-44: surely a probability or percentage given as a logit
 MAX_ABS_HE = 100.0
+#: the most weighted items one group may hold (after down-weighting): scaling a data set up, the MAP
+#: settles smoothly to 1e6 items in the heaviest group and was seen to jump, while reporting
+#: convergence, from 3e6 to 1e7 on (benchmarks/map_weight_limit.py); --max-group-weight caps groups
+MAX_GROUP_WEIGHT = 1e6
 
 
 def _sorted_levels(values: pd.Series) -> list[str]:
@@ -152,6 +156,11 @@ class GroupedCounts:
             raise InputError("counts must be finite and non-negative")
         if not np.isfinite(self.counts.sum()):
             raise InputError("counts are too large: their total overflows")
+        heaviest = int(np.argmax(self.counts.sum(axis=1)))
+        if self.counts[heaviest].sum() > MAX_GROUP_WEIGHT:
+            raise InputError(f"group {str(self.group_ids[heaviest])!r} holds {self.counts[heaviest].sum():.4g} "
+                             f"weighted items, more than the {MAX_GROUP_WEIGHT:g} per group that the MAP's arithmetic holds; "
+                             f"cap each group with max_group_weight (at most {MAX_GROUP_WEIGHT:g})")
         if self.counts.sum() <= 0:
             raise InputError("there are no items (all counts are zero)")
         if len(set(self.group_ids)) != n_groups:
@@ -228,6 +237,15 @@ class GroupedCounts:
         counts = np.bincount(flat, weights=weights, minlength=n_groups * n_bins).reshape(n_groups, n_bins)
         n_items = np.rint(np.bincount(group_index, weights=items, minlength=n_groups)).astype(np.int64)
         counts, scale = downweight(counts, max_group_weight)
+        heavy = ~(counts.sum(axis=1) <= MAX_GROUP_WEIGHT)
+        if weight_col is not None and heavy.any():
+            in_group = heavy[group_index]
+            row = int(np.flatnonzero(in_group)[np.argmax(weights[in_group])])
+            raise InputError(
+                f"{what} column {weight_col!r} has value {float(weights[row])!r} (row {row + 1}): group "
+                f"{click_groups.iloc[row]!r} weighs {float(counts[group_index[row]].sum()):.4g} in all, more than "
+                f"the {MAX_GROUP_WEIGHT:g} per group that the MAP's arithmetic holds; rescale the weights, or cap "
+                f"each group with --max-group-weight (at most {MAX_GROUP_WEIGHT:g})")
         settings = {
             "group_col": group_col,
             "behavior": behavior,
@@ -342,7 +360,19 @@ def _read_he(groups, he_col: str | None, he_prob_col: str | None) -> tuple[np.nd
             raise InputError("groups has neither an 'he' (logit) nor an 'he_prob' (probability) column")
     if he_col is not None:
         require_columns(groups, [he_col], "groups")
-        return numeric_column(groups, he_col, "groups"), he_col, None
+        he = numeric_column(groups, he_col, "groups")
+        extreme = np.abs(he) > MAX_ABS_HE
+        if extreme.any():
+            row = int(np.flatnonzero(extreme)[0])
+            raise InputError(f"groups column {he_col!r} has value {float(he[row])!r} (row {row + 1}), not a plausible "
+                             f"logit (|he| <= {MAX_ABS_HE:g}); give probabilities as he_prob")
+        return he, he_col, None
     require_columns(groups, [he_prob_col], "groups")
     prob = numeric_column(groups, he_prob_col, "groups", lower=0.0, upper=1.0, lower_open=True, upper_open=True)
-    return logit(prob), None, he_prob_col
+    he = logit(prob)
+    extreme = np.abs(he) > MAX_ABS_HE
+    if extreme.any():
+        row = int(np.flatnonzero(extreme)[0])
+        raise InputError(f"groups column {he_prob_col!r} has value {float(prob[row])!r} (row {row + 1}), a logit of "
+                         f"{float(he[row]):.4g}: closer to 0 or 1 than any estimate can be (|logit| <= {MAX_ABS_HE:g})")
+    return he, None, he_prob_col

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import key_column, numeric_column, require_columns, require_rows
+from bayes_wsc.data.tables import (check_standardized, feature_moments, key_column, numeric_column, require_columns,
+                                   require_rows)
 from bayes_wsc.errors import InputError
 
 #: more distinct labels than this look like a continuous outcome, not classes
@@ -123,6 +124,8 @@ class LabeledItems:
             is the positive one whose probability `predict` reports as `prob`.
         """
         require_rows(frame, what)
+        if len(frame) == 1:
+            raise InputError(f"{what} has one row; a mixture needs at least 2 items")
         require_columns(frame, [label_col], what)
         if id_col is not None:
             require_columns(frame, [id_col], what)
@@ -143,8 +146,7 @@ class LabeledItems:
             raise InputError(f"feature columns repeat: {features}")
 
         raw = read_features(frame, features, what)
-        center = raw.mean(axis=0)
-        scale = raw.std(axis=0)
+        center, scale = feature_moments(raw, features, f"{what} feature")
         for j, column in enumerate(features):
             if not scale[j] > 1e-12 * max(1.0, abs(center[j])):
                 raise InputError(f"{what} feature column {column!r} is constant (every row is {raw[0, j]:g}): "
@@ -241,7 +243,8 @@ def read_features(frame: pd.DataFrame, features: Sequence[str], what: str) -> np
 def standardize(frame: pd.DataFrame, features: Sequence[str], center: np.ndarray, scale: np.ndarray,
                 what: str = "items") -> np.ndarray:
     require_rows(frame, what)
-    return (read_features(frame, features, what) - np.asarray(center)) / np.asarray(scale)
+    raw = read_features(frame, features, what)
+    return check_standardized((raw - np.asarray(center)) / np.asarray(scale), raw, features, f"{what} feature")
 
 
 def read_labels(frame: pd.DataFrame, label_col: str, what: str, classes: Sequence | None):

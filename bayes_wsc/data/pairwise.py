@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import key_column, numeric_column, require_columns, require_rows
+from bayes_wsc.data.tables import (check_standardized, feature_moments, key_column,
+                                   numeric_column, require_columns, require_rows)
 from bayes_wsc.errors import InputError
 
 CONSTRAINT_COLUMNS = ("expert", "i", "j", "link")
@@ -49,11 +50,11 @@ class FeatureScaling:
         (scaling, standardized matrix)."""
         raw = np.column_stack([numeric_column(frame, c, what) for c in columns])
         if standardize:
-            mean = raw.mean(axis=0)
-            scale = raw.std(axis=0)
+            mean, scale = feature_moments(raw, list(columns), what)
             scale[scale <= 1e-12 * np.maximum(np.abs(mean), 1.0)] = 1.0
-        else:
+        else:  # used as given: the same bound as a new item's standardized value
             mean, scale = np.zeros(raw.shape[1]), np.ones(raw.shape[1])
+            check_standardized(raw, raw, list(columns), what, scaled=False)
         scaling = cls(tuple(str(c) for c in columns), mean, scale)
         return scaling, (raw - mean) / scale
 
@@ -63,7 +64,7 @@ class FeatureScaling:
         if len(frame) == 0:
             raise InputError(f"{what} has no rows")
         raw = np.column_stack([numeric_column(frame, c, what) for c in self.names])
-        return (raw - self.mean) / self.scale
+        return check_standardized((raw - self.mean) / self.scale, raw, self.names, what)
 
 
 @dataclass

@@ -60,7 +60,7 @@ from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.pairwise import FeatureScaling, PairwiseConstraints
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.posterior import CHUNK_FLOATS, stacked, summarize_columns
+from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -119,7 +119,7 @@ def add_cluster_weights(data: PairwiseConstraints, n_clusters: int, *, prior_sd:
     (`feature_rotation`): the same model, in coordinates that NUTS with a diagonal mass matrix
     explores easily. The zero-sum W[feature, cluster] and b[cluster] are kept as Deterministics.
     """
-    rotation = feature_rotation(data.features)
+    rotation = pm.Data("feature_rotation", feature_rotation(data.features), dims=("feature", "component"))
     chol_w = np.linalg.cholesky(reference_covariance(n_clusters, prior_sd))
     chol_b = np.linalg.cholesky(reference_covariance(n_clusters, intercept_sd))
     w_raw = pm.Normal("W_raw", 0.0, 1.0, dims=("component", "cluster_ref"))
@@ -156,8 +156,13 @@ def add_memberships(data: PairwiseConstraints, w_ref, b_ref):
     features = pm.Data("linked_features", data.features[data.linked_items], dims=("linked_item", "feature"))
     logits = pt.dot(features, w_ref) + b_ref
     log_probs = pt.special.log_softmax(pt.concatenate([pt.zeros((logits.shape[0], 1)), logits], axis=1), axis=-1)
-    local = np.searchsorted(data.linked_items, data.pairs)  # pair items as rows of `log_probs`
-    return log_probs[local[:, 0]], log_probs[local[:, 1]]
+    ends = pm.Data("pair_ends", pair_ends(data), dims=("pair", "end"))  # pair items as rows of `log_probs`
+    return log_probs[ends[:, 0]], log_probs[ends[:, 1]]
+
+
+def pair_ends(data: PairwiseConstraints) -> np.ndarray:
+    """The two items of every unique pair as rows of the linked items (`add_memberships`): (P, 2) int."""
+    return np.searchsorted(data.linked_items, data.pairs).astype(np.int64)
 
 
 def add_experts(*, accuracy_a: float = 2.0, accuracy_b: float = 2.0):
@@ -227,6 +232,28 @@ def build_model(
         alpha, beta = add_experts(accuracy_a=accuracy_a, accuracy_b=accuracy_b)
         add_constraint_likelihood(data, ends, alpha, beta)
     return model
+
+
+def model_coords(data: PairwiseConstraints, n_clusters: int) -> dict[str, list]:
+    """The model's coordinates, from the data and K (checked: no more clusters than items)."""
+    if data.n_items < n_clusters:
+        raise InputError(f"there are {data.n_items} items but {n_clusters} clusters: "
+                         "the number of clusters must not exceed the number of items")
+    return {**data.coords, "cluster": list(range(n_clusters)), "cluster_ref": list(range(1, n_clusters)),
+            "component": list(range(data.n_features)), "end": [0, 1],
+            "linked_item": list(data.item_ids[data.linked_items]), "constraint": list(range(data.n_constraints)),
+            "pair": list(range(data.n_pairs))}
+
+
+def model_data(data: PairwiseConstraints) -> dict[str, np.ndarray]:
+    """Every data-derived value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy.
+
+    A cached MAP program (`map_program`) takes them as runtime inputs, so one program serves every
+    data set of the same shapes; building a program checks that this list and the model agree.
+    """
+    must, cannot = data.link_counts()
+    return {"feature_rotation": feature_rotation(data.features), "linked_features": data.features[data.linked_items],
+            "pair_ends": pair_ends(data), "pair_must_links": must, "pair_cannot_links": cannot}
 
 
 # ---------------------------------------------------------------------- estimator
@@ -336,6 +363,9 @@ class NoisyExperts(Estimator):
     def build_model(self, data: PairwiseConstraints) -> pm.Model:
         return build_model(data, **self.build_settings())
 
+    def model_inputs(self, data: PairwiseConstraints):
+        return model_coords(data, self.n_clusters), model_data(data)
+
     def initial_values(self, data: PairwiseConstraints) -> list[dict]:
         """The paper's random restarts (Sec. 2.5): W, b ~ N(0, 1) entries, alpha, beta ~ U(0.5, 1).
 
@@ -391,7 +421,7 @@ class NoisyExperts(Estimator):
             if name in post:
                 post[name] = values
 
-    def align_draws(self, draws, map_draws, data: PairwiseConstraints) -> list[str]:
+    def align_draws(self, draws, map_draws, data: PairwiseConstraints, *, free: list[str], dims: dict) -> list[str]:
         """Relabel every draw against the MAP's memberships (Hungarian), then re-reference."""
         post = draws.posterior
         rng = np.random.default_rng(0)
@@ -561,11 +591,7 @@ class NoisyExperts(Estimator):
         self._check_fitted()
         _check_ci(ci)
         features = self.scaling_.transform(items, "items")
-        added = self._membership_frame(features, ci, index=items.index)
-        clash = [c for c in added.columns if c in items.columns]
-        if clash:
-            raise InputError(f"items already has a column {clash[0]!r}, which predict would overwrite; rename it")
-        return pd.concat([items, added], axis=1)
+        return append_predictions(items, self._membership_frame(features, ci, index=items.index))
 
     # ------------------------------------------------------------------ report
     def write_report(self, out_dir, **kwargs):

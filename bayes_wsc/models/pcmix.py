@@ -49,7 +49,7 @@ from bayes_wsc.baselines.pcmix import LOG_2PI, Params, Priors, check_components,
 from bayes_wsc.data.labeled import LabeledItems, standardize
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.posterior import stacked, summarize_columns
+from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
 from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -142,7 +142,7 @@ def add_pc_objective(data: LabeledItems, pi, mean_z, sd_z, log_rho, lam: float =
     x_logp = likelihoods.diag_normal_logp(x, mean_z, sd_z)
     data_term = pt.sum(likelihoods.mixture_logp(log_weights, x_logp))
     if data.n_labeled:
-        labeled = pm.Data("labeled_index", np.flatnonzero(data.labeled).astype(np.int64))
+        labeled = pm.Data("labeled_index", labeled_index(data))
         labels = pm.Data("labels", data.onehot[data.labeled])  # (n labeled, C) indicators
         y_logp = pt.sum(labels[:, None, :] * log_rho[None, :, :], axis=-1)  # (n labeled, K)
         label_term = pt.sum(likelihoods.predictive_mixture_logp(log_weights, x_logp[labeled], y_logp)[1])
@@ -156,8 +156,28 @@ def add_pc_objective(data: LabeledItems, pi, mean_z, sd_z, log_rho, lam: float =
 def add_estimands(data: LabeledItems, mean_z, sd_z):
     """mean and sd[component, feature] in the data's units (the features were standardized); every
     use of a fit reads these, so a variant may parameterize mean_z and sd_z as it likes."""
-    pm.Deterministic("mean", data.center + data.scale * mean_z, dims=("component", "feature"))
-    pm.Deterministic("sd", data.scale * sd_z, dims=("component", "feature"))
+    center = pm.Data("feature_center", data.center, dims="feature")
+    scale = pm.Data("feature_scale", data.scale, dims="feature")
+    pm.Deterministic("mean", center + scale * mean_z, dims=("component", "feature"))
+    pm.Deterministic("sd", scale * sd_z, dims=("component", "feature"))
+
+
+def labeled_index(data: LabeledItems) -> np.ndarray:
+    return np.flatnonzero(data.labeled).astype(np.int64)
+
+
+def model_data(data: LabeledItems, lam: float) -> dict[str, np.ndarray]:
+    """Every value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy: the data's
+    and lam (so that a lam path reuses one program).
+
+    A cached MAP program (`map_program`) takes them as runtime inputs, so one program serves every
+    data set of the same shapes; building a program checks that this list and the model agree.
+    """
+    values = {"x": data.x, "lam": np.asarray(float(check_lam(lam))), "feature_center": data.center,
+              "feature_scale": data.scale}
+    if data.n_labeled:
+        values.update(labeled_index=labeled_index(data), labels=data.onehot[data.labeled])
+    return values
 
 
 def model_coords(data: LabeledItems, components: int) -> dict:
@@ -309,6 +329,10 @@ class PCMixture(Estimator):
     def build_model(self, data: LabeledItems) -> pm.Model:
         return build_model(data, **self.build_settings())
 
+    def model_inputs(self, data: LabeledItems):
+        settings = self.build_settings()
+        return model_coords(data, settings["components"]), model_data(data, settings["lam"])
+
     def initial_values(self, data: LabeledItems) -> list[dict]:
         """Extra starts (warm starts) first, then k-means and random starts from `random_starts`."""
         extra = [dict(s) for s in getattr(self, "_extra_starts", [])]
@@ -340,20 +364,17 @@ class PCMixture(Estimator):
         perm = canonical_permutation(_memberships_of(point, data.x_raw), data.x_raw[:, 0])
         permute_clusters(draws.posterior, cluster_axes(dims, "component"), perm)
 
-    def align_draws(self, draws, map_draws, data: LabeledItems) -> list[str]:
+    def align_draws(self, draws, map_draws, data: LabeledItems, *, free: list[str], dims: dict) -> list[str]:
         """Relabel every draw against the best MAP's memberships (Hungarian), then warn about
         chains that sit in a different partition."""
         reference_point = {k: np.asarray(v[0, 0]) for k, v in map_draws.posterior.items()}
-        free = {rv.name for rv in self.model_.free_RVs}
         self._map_point = {k: v for k, v in reference_point.items() if k in free}
         if int(self.components) == 1:
             return []
         x = data.x_raw
         if data.n_items > RELABEL_ITEMS:
             x = x[np.sort(np.random.default_rng(0).choice(data.n_items, RELABEL_ITEMS, replace=False))]
-        from bayes_wsc.fit import model_labels
-
-        axes = cluster_axes(model_labels(self.model_)["dims"], "component")
+        axes = cluster_axes(dims, "component")
         out, perms, agreement = relabel_draws(draws.posterior, axes, lambda draw: _memberships_of(draw, x),
                                               _memberships_of(reference_point, x))
         draws.posterior.update(out)
@@ -495,7 +516,7 @@ class PCMixture(Estimator):
         const = self.idata_.constant_data
         x_std = standardize(items, self.features_, const["center"].values, const["scale"].values, "items")
         result = self.predict_arrays(x_std, ci)
-        out = items.copy()
+        out = {}
         classes = self.classes_
         if len(classes) == 2:
             out["prob"], out["prob_low"], out["prob_high"] = (result[f"label_{s}"][:, 1] for s in ("mean", "low", "high"))
@@ -508,7 +529,7 @@ class PCMixture(Estimator):
         out["cluster"] = np.asarray(components)[result["cluster_mean"].argmax(axis=1)]
         for k, name in enumerate(components):
             out[f"cluster_prob_{name}"] = result["cluster_mean"][:, k]
-        return out
+        return append_predictions(items, out)
 
     def scores(self, data: LabeledItems | None = None, y: np.ndarray | None = None) -> dict[str, float]:
         """How the fit explains x and predicts y on `data` (default: the training items).
@@ -648,17 +669,15 @@ class PCPath:
 
     def save(self, out_dir) -> Path:
         """One netCDF fit per lam (lam_<value>.nc) and path.csv with the table."""
+        from bayes_wsc import outputs
+
         out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
         names = []
         for lam, est in zip(self.lams, self.fits):
             name = f"lam_{lam:g}.nc"
             est.save(out_dir / name)
             names.append(name)
-        table = self.table().assign(file=names)
-        tmp = out_dir / ".path.csv.tmp"
-        table.to_csv(tmp, index=False)
-        tmp.replace(out_dir / "path.csv")
+        outputs.write_csv(self.table().assign(file=names), out_dir / "path.csv", "path table")
         return out_dir
 
     @classmethod

@@ -24,9 +24,10 @@ from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.baselines.wsc import naive_emissions
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
+from bayes_wsc.data.tables import key_text
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.posterior import stacked, summarize_columns
+from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -118,7 +119,7 @@ def add_click_likelihood(data: GroupedCounts, mu, w):
     what is left comes from rounding w itself to float32).
     """
     counts = pm.Data("counts", data.counts, dims=("group", "bin"))
-    q = pooled_bin_frequencies(data.counts)
+    q = pm.Data("pooled_bin_frequencies", pooled_bin_frequencies(data.counts), dims="bin")
     pm.Potential("clicks", likelihoods.binary_counts_mixture_logp(counts, mu, w[0] / q, w[1] / q).sum())
     return counts
 
@@ -141,6 +142,16 @@ def hierarchical_scale_fixed(data: GroupedCounts, wh: float, mu_prior: str = "hi
     spread = float(np.var(data.he))
     noise = 1.0 / float(wh) if float(wh) > 0 else 0.0
     return {"mu_scale": float(np.sqrt(max(spread - noise, 0.25 * spread, 0.01)))}
+
+
+def model_data(data: GroupedCounts) -> dict[str, np.ndarray]:
+    """Every data-derived value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy.
+
+    A cached MAP program (`map_program`) takes them as runtime inputs, so one program serves every
+    data set of the same shapes; building a program checks that this list and the model agree.
+    """
+    return {"he_data": data.he, "counts": data.counts,
+            "pooled_bin_frequencies": pooled_bin_frequencies(data.counts), "group_totals": data.group_totals}
 
 
 def build_model(
@@ -175,6 +186,21 @@ def class1_probability(mu, w0, w1):
     return expit(mu + np.log(w1) - np.log(w0))
 
 
+def empty_groups_messages(idata) -> list[str]:
+    """Groups of the groups table without items (or whose items all weigh 0) take part in the fit
+    through HE alone and say nothing about rho: how many, in words."""
+    if "counts" not in getattr(idata, "observed_data", {}):
+        return []
+    totals = idata.observed_data["counts"].values.sum(axis=1)
+    empty = int((totals <= 0).sum())
+    if not empty:
+        return []
+    some = ", ".join(repr(str(g)) for g in idata.observed_data["group"].values[totals <= 0][:3])
+    return [f"{empty} of {totals.size} groups have no items (or only items of weight 0), e.g. {some}"
+            f"{', ...' if empty > 3 else ''}: they enter the fit through HE alone and tell nothing about rho. "
+            "Check that the clicks and groups files belong together."]
+
+
 class WSC(Estimator):
     """Bayesian weakly supervised clustering from noisy group averages (seed 000).
 
@@ -183,7 +209,8 @@ class WSC(Estimator):
     wh : weight of the human evaluation, 1 / sigma_H^2 (10 as in the paper; inf fixes mu at HE).
     mu_prior : "hierarchical" (Normal with learned location and scale) or "flat" (the paper's).
     w_concentration : Dirichlet concentration c of w0 and w1 (2 reproduces the paper's +1 smoothing).
-    method : "map" (posterior mode, started from the paper's naive solution) or "nuts".
+    method : "map" (posterior mode, started from the paper's naive solution), "nuts", or "laplace" (a
+        Gaussian at the mode, `bayes_wsc.laplace`: intervals in seconds, `draws` draws).
     draws, tune, chains, seed, backend, target_accept : NUTS settings.
     precision : NumPyro's arithmetic; default float32 here, which halves the cost per gradient
         and keeps the posterior (the click term is centred; see `add_click_likelihood`).
@@ -195,6 +222,7 @@ class WSC(Estimator):
 
     model_name = "wsc"
     nuts_precision = "float32"
+    laplace_local = ("mu",)
     estimands = ["rho", "pi", "w0", "w1", "mu_loc", "mu_scale", "sigma_h"]
     internal_variables = ("mu",)
     unit_dims = ("group",)
@@ -225,6 +253,9 @@ class WSC(Estimator):
             warnings.filterwarnings("ignore", message="WH=", category=FitWarning)
             return build_model(data, **self.build_settings())
 
+    def model_inputs(self, data: GroupedCounts):
+        return data.coords, model_data(data)
+
     def initial_values(self, data: GroupedCounts) -> dict:
         """The paper's initialization (eq. 4.1-4.4): mu = HE and the naive w0, w1."""
         w0, w1 = naive_emissions(data)
@@ -251,6 +282,7 @@ class WSC(Estimator):
         """Warn about a weak WH, and when chains disagree on which class is 'happy' (the orientation
         set by HE)."""
         weak = [weak_wh_message(self.wh)] if float(self.wh) < WEAK_WH else []
+        weak += empty_groups_messages(idata)
         if (self.method != "nuts" or "he" not in idata.observed_data or "mu" not in idata.posterior
                 or np.isinf(float(self.wh))):
             return weak
@@ -326,7 +358,9 @@ class WSC(Estimator):
         """Every input column plus `prob`, `prob_low`, `prob_high`: P(Z = 1 | behavior).
 
         Group-specific for rows whose group the fit knows; the population
-        `rho` for the others (or when there is no group column).
+        `rho` for the others (or when there is no group column). How many rows
+        went each way is in `result.attrs["group_rows"]` ({"matched": n,
+        "population": m}) and, as a sentence, in `result.attrs["notes"]`.
         """
         self._check_fitted()
         check_ci(ci)
@@ -336,8 +370,7 @@ class WSC(Estimator):
         pos = np.full(len(items), -1)
         if group_col in items.columns:
             ids = pd.Index(np.asarray(self.idata_.posterior["group"].values).astype(str))
-            pos = ids.get_indexer(items[group_col].astype(str))
-        out = items.copy()
+            pos = ids.get_indexer(key_text(items[group_col]))
         prob, low, high = (np.empty(len(items)) for _ in range(3))
         known = pos >= 0
         cells = pos[known] * n_bins + bin_index[known]
@@ -350,5 +383,14 @@ class WSC(Estimator):
         stats = summarize_columns(len(bins_needed), lambda cols: rho[:, bins_needed[cols]], rho.shape[0], ci)
         for target, values in zip((prob, low, high), stats):
             target[~known] = values[inverse]
-        out["prob"], out["prob_low"], out["prob_high"] = prob, low, high
+        out = append_predictions(items, {"prob": prob, "prob_low": low, "prob_high": high})
+        matched = int(known.sum())
+        out.attrs["group_rows"] = {"matched": matched, "population": len(items) - matched}
+        if group_col in items.columns:
+            note = (f"{matched} of {len(items)} rows matched a group of the fit; {len(items) - matched} fell back "
+                    f"to the population estimate rho (their {group_col!r} is not a group of the fit)")
+        else:
+            note = (f"items has no group column {group_col!r}: all {len(items)} rows used the population "
+                    "estimate rho")
+        out.attrs["notes"] = [*out.attrs.get("notes", []), note]
         return out

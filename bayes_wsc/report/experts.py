@@ -19,7 +19,7 @@ from sklearn.metrics import normalized_mutual_info_score
 
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
-from bayes_wsc.report.html import Section, new_figure, write_html
+from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, laplace_words, new_figure, write_html
 
 FIT_COLOR, TRUTH_COLOR = "#1f5fa8", "black"
 CLUSTER_CMAP = "tab10"
@@ -182,8 +182,9 @@ def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None
 def _intro(est, data) -> list[str]:
     k = est.idata_.posterior.sizes["cluster"]
     method = _method(est)
-    how = ("by NUTS (full posterior; intervals are credible intervals)" if method == "nuts"
-           else "by MAP (the posterior mode from random restarts; no intervals)")
+    how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
+           "laplace": f"by {laplace_words(est)}"}.get(method, "by MAP (the posterior mode from random restarts; "
+                                                             "no intervals)")
     return [
         f"{data.n_items} items with {data.n_features} features ({data.linked_items.size} of them in at least one "
         f"constraint), {data.n_experts} experts, {data.n_constraints} must-link / cannot-link constraints on "
@@ -311,6 +312,8 @@ def _summary_section(est, ci) -> Section:
     table = est.summary(hdi_prob=ci).round(3)
     if _method(est) == "map":
         caption = "The posterior mode (a single point; no standard deviation or interval)."
+    elif _method(est) == "laplace":
+        caption = f"The {LAPLACE_SUMMARY}."
     else:
         caption = (f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat, after "
                    "relabeling of the clusters.")

@@ -12,9 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import io
-import os
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,18 +88,10 @@ def write_html(
     """Write one self-contained HTML page; written to a temporary file and renamed, so a
     failed or interrupted write never leaves a half page behind. The footer defaults to
     `written_by()`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from bayes_wsc import outputs
+
     page = render_page(title, intro, sections, footer=written_by() if footer is None else footer)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(page)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return outputs.write_text(path, page, "report")
 
 
 def written_by() -> str:
@@ -112,6 +102,19 @@ def written_by() -> str:
 
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return f"Written by bayes_wsc {package_version()} on {stamp}."
+
+
+def laplace_words(est) -> str:
+    """How a Laplace fit (method="laplace") was made, in every model's report."""
+    from bayes_wsc import inference
+
+    info = inference.get_attrs(est.idata_).get("fit_info", {}).get("laplace", {})
+    return (f"the Laplace approximation: a Gaussian at the posterior mode on the unconstrained scale, "
+            f"{info.get('draws')} independent draws (approximate intervals: poor where the data say little, near "
+            "a bound, or with several modes; see bayes_wsc/laplace.py)")
+
+
+LAPLACE_SUMMARY = "mean, sd and HDI of the Laplace approximation's draws (no R-hat or ESS: the draws are independent)"
 
 
 def fit_warnings(fits: Mapping[str, object]) -> tuple[list[str], list[str]]:

@@ -25,7 +25,7 @@ from matplotlib.patches import Ellipse
 
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
-from bayes_wsc.report.html import Section, fit_warnings, new_figure, write_html
+from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, fit_warnings, laplace_words, new_figure, write_html
 
 RHO_CMAP = "coolwarm"
 LABEL_COLORS = ("#4a7fc1", "#d6604d")  # class 0 (negative), class 1 (positive)
@@ -254,6 +254,8 @@ def _fit_words(est, with_lam: bool = True) -> str:
     if _method(est) == "map":
         what = (f"the posterior mode (MAP), which is PC training: L-BFGS from {settings.get('restarts')} starts "
                 "(k-means, then random), the best objective kept")
+    elif _method(est) == "laplace":
+        what = f"{laplace_words(est)}, at the best of {settings.get('restarts')} MAP restarts"
     else:
         what = (f"NUTS with {settings.get('chains')} chains of {settings.get('draws')} draws after "
                 f"{settings.get('tune')} tuning steps, started at the best of {settings.get('restarts')} MAP "
@@ -296,6 +298,8 @@ def _estimands_section(est, ci: float) -> Section:
     table = est.summary(hdi_prob=ci).round(3)
     if _method(est) == "map":
         caption = "The posterior mode: a single point, no interval."
+    elif _method(est) == "laplace":
+        caption = f"The {LAPLACE_SUMMARY}."
     else:
         caption = (f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat "
                    "(after relabeling).")

@@ -27,7 +27,7 @@ from bayes_wsc.baselines.wsc import em_fit, half_sample_se, moments_rho, naive_r
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import stacked
-from bayes_wsc.report.html import Section, fit_warnings, new_figure, write_html
+from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, fit_warnings, laplace_words, new_figure, write_html
 
 #: EM error bars are the estimate +- Z_SE standard errors: a normal 90% interval, to set beside a 90% HDI
 Z_SE = 1.64
@@ -228,6 +228,8 @@ def _fit_words(est) -> str:
     settings, attrs = _settings(est), inference.get_attrs(est.idata_)
     if attrs["method"] == "map":
         method = "the posterior mode (MAP), found by L-BFGS started from the paper's naive solution"
+    elif attrs["method"] == "laplace":
+        method = laplace_words(est)
     else:
         method = (f"NUTS with {settings.get('chains')} chains of {settings.get('draws')} draws after "
                   f"{settings.get('tune')} tuning steps ({settings.get('backend') or 'default'} backend)")
@@ -564,6 +566,8 @@ def _summary_section(fits: dict, ci: float) -> Section:
             point = "map" if "map" in table.columns else "mean"
             table = table[[point]].rename(columns={point: "MAP estimate"})
             caption = f"{label}: the posterior mode, a single point (no standard deviation or interval)."
+        elif _method(est) == "laplace":
+            caption = f"{label}: {LAPLACE_SUMMARY}."
         else:
             caption = (f"{label}: posterior mean, standard deviation, {ci:.0%} HDI, Monte Carlo standard errors, "
                        "effective sample sizes and R-hat.")

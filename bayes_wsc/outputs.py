@@ -1,0 +1,356 @@
+"""Every file a command reads or writes: declared before any work, checked, written atomically.
+
+A command declares its paths through the argparse types below: `input_file`
+and `input_table` for what it reads, `output_file` and `output_folder` (with
+the names it will write inside) for what it writes. Before the command runs,
+`bayes-wsc` checks them all (`Paths.check`):
+
+* no output is an input: not the same path, nor a hard or symbolic link to
+  it (compared by device and inode, and by resolved path);
+* no two outputs are the same file;
+* every output can be written: its folder exists or can be created and is
+  writable, an existing output file is not a folder and not read-only, an
+  existing output folder is a folder.
+
+So a bad output path fails in a second, not after the fit. While the command
+runs, the writers refuse to replace any of its inputs (`guard`), a last
+line of defence for paths that were not declared.
+
+The writers (`write_file` and the helpers built on it) write to a temporary
+file in the target's folder and rename it into place: an existing output is
+replaced atomically, and an interrupted write leaves the old file (or none),
+never half a file. New files get the permissions of any new file, 0666 less
+the umask (0644 under the usual umask of 022), not the 0600 of `mkstemp`.
+A failure names the user's path, never the temporary file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fnmatch
+import glob
+import json
+import os
+import secrets
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bayes_wsc.errors import InputError
+
+
+class DeclaredPath(str):
+    """A path given on the command line, with what it is: an input or an output, a file or a folder.
+
+    It is a `str`, so commands use it as any path; `Paths.of(args)` collects them and
+    turns them back into plain strings.
+    """
+
+    role: str = "input"  # "input" or "output"
+    what: str = "file"  # how messages name it: "fit file", "clicks", "report folder"
+    kind: str = "file"  # "file", "source" (a file, a folder of Parquet files or a glob) or "folder"
+    contents: tuple[str, ...] = ()  # an output folder: the names (glob patterns) written in it
+
+
+def _declare(role: str, what: str, kind: str, contents: tuple[str, ...] = ()):
+    def parse(text: str) -> DeclaredPath:
+        if not text.strip():
+            import argparse
+
+            raise argparse.ArgumentTypeError(f"expected a path for the {what}, got an empty string")
+        path = DeclaredPath(text)
+        path.role, path.what, path.kind, path.contents = role, what, kind, tuple(contents)
+        return path
+
+    parse.__name__ = what  # argparse names the type in its messages
+    parse.role, parse.kind, parse.contents = role, kind, tuple(contents)  # what a test of the parser can see
+    return parse
+
+
+def input_file(what: str):
+    """An argparse type: a file the command reads (a fit, a model file)."""
+    return _declare("input", what, "file")
+
+
+def input_table(what: str, *, source: bool = False):
+    """An argparse type: a CSV or Parquet table the command reads; `source=True` also allows a
+    folder or a glob of Parquet files (streamed clicks)."""
+    return _declare("input", what, "source" if source else "file")
+
+
+def output_file(what: str):
+    """An argparse type: a file the command writes (a fit, predictions)."""
+    return _declare("output", what, "file")
+
+
+def output_folder(what: str, contents: Iterable[str]):
+    """An argparse type: a folder the command writes into, and the names (glob patterns) it writes."""
+    return _declare("output", what, "folder", tuple(contents))
+
+
+#: what an `--report DIR` folder holds
+REPORT_CONTENTS = ("report.html",)
+
+
+# ---------------------------------------------------------------------- checking before the work
+@dataclass
+class Paths:
+    """The declared inputs and outputs of one command."""
+
+    inputs: list[DeclaredPath] = field(default_factory=list)
+    outputs: list[DeclaredPath] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, args) -> Paths:
+        """The paths in an argparse namespace: every declared path, and any other text argument that
+        names an existing file (an input nobody declared is still protected). Declared paths in
+        `args` become plain strings."""
+        paths = cls()
+        for name, value in vars(args).items():
+            values = value if isinstance(value, list) else [value]
+            for item in values:
+                if isinstance(item, DeclaredPath):
+                    (paths.inputs if item.role == "input" else paths.outputs).append(item)
+                elif isinstance(item, str) and name not in ("command", "model") and _is_file(item):
+                    what = name.replace("_", " ")
+                    paths.inputs.append(input_file(what if what.endswith("file") else f"{what} file")(item))
+            if isinstance(value, DeclaredPath):
+                setattr(args, name, str(value))
+            elif isinstance(value, list) and any(isinstance(v, DeclaredPath) for v in value):
+                setattr(args, name, [str(v) if isinstance(v, DeclaredPath) else v for v in value])
+        return paths
+
+    def input_files(self) -> list[tuple[DeclaredPath, Path]]:
+        """Every existing input file, with the declared path it came from (a folder or glob of
+        Parquet files gives each of its files)."""
+        out = []
+        for declared in self.inputs:
+            for path in _expand(declared):
+                if _is_file(path):
+                    out.append((declared, Path(path)))
+        return out
+
+    def check(self) -> None:
+        """Refuse outputs that alias an input or each other, or that cannot be written."""
+        files = self.input_files()
+        by_identity = {}
+        for declared, path in files:
+            identity = _identity(path)
+            if identity is not None:
+                by_identity.setdefault(identity, (declared, path))
+        resolved = {_resolved(path): (declared, path) for declared, path in files}
+        for out in self.outputs:
+            for target in _targets(out):
+                clash = by_identity.get(_identity(target)) or resolved.get(_resolved(target))
+                if clash is None and out.kind == "folder":
+                    clash = _pattern_clash(out, files)
+                if clash is not None:
+                    declared, path = clash
+                    same = "is" if os.path.abspath(target) == os.path.abspath(path) else "is a link to"
+                    raise InputError(f"the {out.what} {str(out)!r} {same} the {declared.what} {str(path)!r}, "
+                                     "which it would replace; choose another output path")
+        self._check_outputs_distinct()
+        for out in self.outputs:
+            check_writable(out)
+
+    def _check_outputs_distinct(self) -> None:
+        files = [o for o in self.outputs if o.kind != "folder"]
+        folders = [o for o in self.outputs if o.kind == "folder"]
+        for i, a in enumerate(files):
+            for b in files[i + 1:]:
+                if _resolved(a) == _resolved(b):
+                    raise InputError(f"the {a.what} and the {b.what} are the same file {str(a)!r}; give two paths")
+            for folder in folders:
+                inside = os.path.dirname(_resolved(a)) == _resolved(folder)
+                if _resolved(a) == _resolved(folder) or (
+                        inside and any(fnmatch.fnmatch(Path(a).name, p) for p in folder.contents)):
+                    raise InputError(f"the {a.what} {str(a)!r} would be replaced by the {folder.what} "
+                                     f"{str(folder)!r}; give two separate paths")
+
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[None]:
+        """While the command runs, no writer of this module replaces one of its input files."""
+        previous = _PROTECTED.copy()
+        for _, path in self.input_files():
+            identity = _identity(path)
+            if identity is not None:
+                _PROTECTED[identity] = str(path)
+        try:
+            yield
+        finally:
+            _PROTECTED.clear()
+            _PROTECTED.update(previous)
+
+
+#: (device, inode) -> path of the input files that the running command must not replace
+_PROTECTED: dict[tuple[int, int], str] = {}
+
+
+def check_writable(out: DeclaredPath) -> None:
+    """An output that can be written: see the module docstring. Fails naming the user's path."""
+    path = Path(out)
+    where = f"{out.what} {str(out)!r}"
+    if out.kind == "folder":
+        if path.exists() and not path.is_dir():
+            raise InputError(f"cannot write the {where}: it is a file, not a folder")
+        for name in out.contents:
+            inside = path / name
+            if not glob.has_magic(name) and inside.is_dir():
+                raise InputError(f"cannot write the {where}: {str(inside)!r} is a folder")
+        folder = path
+    else:
+        if path.is_dir():
+            raise InputError(f"cannot write the {where}: it is a folder; give a file name")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise InputError(f"cannot write the {where}: the file exists and is read-only")
+        folder = path.parent
+    _check_folder(folder, where)
+
+
+def _check_folder(folder: Path, where: str) -> None:
+    """A folder that exists and takes a new file (tried), or that can be created."""
+    existing = folder if str(folder) else Path(".")
+    while not existing.exists():
+        if existing.is_symlink():  # a dangling link
+            raise InputError(f"cannot write the {where}: {str(existing)!r} is a broken link")
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"cannot write the {where}: {str(existing)!r} is a file, not a folder")
+    if existing != folder and str(folder):
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise InputError(f"cannot write the {where}: cannot create a folder in {str(existing)!r} "
+                             "(permission denied)")
+        return
+    try:
+        probe = _new_temporary(existing / "probe")
+    except OSError as exc:
+        raise InputError(f"cannot write the {where}: {_reason(exc)} (in folder {str(existing)!r})") from None
+    os.unlink(probe)
+
+
+# ---------------------------------------------------------------------- writing
+def write_file(path: str | os.PathLike, write: Callable[[str], None], what: str = "file") -> Path:
+    """Write `path` atomically: `write(temporary)` fills a new file in the same folder (keeping its
+    permissions, 0666 less the umask), which is then renamed onto `path`."""
+    path = Path(path)
+    tmp = None
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        identity = _identity(path)
+        if identity in _PROTECTED:
+            raise InputError(f"the {what} {str(path)!r} is the input file {_PROTECTED[identity]!r}, "
+                             "which it would replace; choose another output path")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _new_temporary(path)
+        write(tmp)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise InputError(f"cannot write the {what} {str(path)!r}: {_reason(exc)}") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    return path
+
+
+def write_text(path, text: str, what: str = "file") -> Path:
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+
+    return write_file(path, write, what)
+
+
+def write_bytes(path, data: bytes, what: str = "file") -> Path:
+    return write_file(path, lambda tmp: Path(tmp).write_bytes(data), what)
+
+
+def write_csv(frame, path, what: str = "table") -> Path:
+    """A DataFrame as CSV, without its index."""
+    return write_file(path, lambda tmp: frame.to_csv(tmp, index=False), what)
+
+
+def write_json(obj, path, what: str = "file") -> Path:
+    return write_text(path, json.dumps(obj, indent=2, default=str) + "\n", what)
+
+
+def write_figure(fig, path, what: str = "figure", **savefig_kw) -> Path:
+    """A matplotlib figure, in the format of the path's suffix (PNG when it has none)."""
+    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    return write_file(path, lambda tmp: fig.savefig(tmp, format=fmt, **savefig_kw), what)
+
+
+def _new_temporary(path: Path) -> str:
+    """Create an empty hidden file beside `path`; open(2) applies the umask to mode 0666."""
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return str(tmp)
+    raise FileExistsError(errno.EEXIST, f"no free temporary name beside {str(path)!r}")
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+# ---------------------------------------------------------------------- comparing paths
+def _is_file(path) -> bool:
+    try:
+        return os.path.isfile(path)
+    except (OSError, ValueError):  # a name too long, a NUL byte: not a file
+        return False
+
+
+def _identity(path) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path` (following links), or None when there is none."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _resolved(path) -> str:
+    try:
+        return str(Path(path).resolve())
+    except (OSError, RuntimeError, ValueError):
+        return os.path.abspath(path)
+
+
+def _expand(declared: DeclaredPath) -> list[str]:
+    """The files behind an input: itself, or the Parquet files of a folder or glob."""
+    text = str(declared)
+    if declared.kind == "source":
+        if os.path.isdir(text):
+            return sorted(str(p) for p in Path(text).rglob("*.parquet"))
+        if glob.has_magic(text):
+            return sorted(glob.glob(text, recursive=True))
+    return [text]
+
+
+def _targets(out: DeclaredPath) -> list[str]:
+    """The files an output may write that exist now (or the path itself for a file)."""
+    if out.kind != "folder":
+        return [str(out)]
+    targets = []
+    for name in out.contents:
+        pattern = os.path.join(glob.escape(str(out)), name)
+        targets += glob.glob(pattern) if glob.has_magic(name) else [os.path.join(str(out), name)]
+    return targets
+
+
+def _pattern_clash(out: DeclaredPath, files) -> tuple[DeclaredPath, Path] | None:
+    """An input that lies in an output folder under a name the command writes there."""
+    folder = _resolved(out)
+    for declared, path in files:
+        resolved = Path(_resolved(path))
+        if str(resolved.parent) == folder and any(fnmatch.fnmatch(resolved.name, p) for p in out.contents):
+            return declared, path
+    return None

@@ -1,0 +1,654 @@
+"""The whole command line under awkward files: one table row per entry point, hypothesis making the files.
+
+Every case must end in one of two ways, and never in a traceback:
+
+* exit 0 and a valid output (a fit that loads with finite values, predictions with one
+  probability per row, a report page...), or
+* exit 2 with one line on stderr, and no output written;
+
+and no input file may change (checked by hash, before and after). Mutations that keep the
+data the same (a byte-order mark, UTF-16, CRLF, quoting, padded names, another delimiter given
+with --sep, Parquet instead of CSV) must give the same result as the clean files.
+
+Adding an entry point is one row in `ENTRY_POINTS` (`test_every_entry_point_has_a_row` fails
+until it has one). A row needs:
+
+* ``name``: the words that pick the command ("fit wsc", "predict", "check");
+* ``argv``: the command line, with ``{table}`` for each input table, ``{fit:MODEL}`` for a fit
+  of that model (made once from the clean files by the row "fit MODEL"), and ``{out}`` (and
+  ``{out2}``...) for each output;
+* ``tables``: each input table's clean contents as a `Table` (a small DataFrame, its id
+  columns and the numeric columns that values may be corrupted in);
+* ``outputs``: each output placeholder and the name it gets: a file name ("fit.nc") or a
+  folder name ending in "/" ("report/");
+* ``check``: what a correct output is: `FIT`, `PREDICTIONS`, `REPORT`, `PRINTED`, or your own
+  function ``check(paths, stdout, tables)`` that asserts on the outputs (``paths["out"]``...) and
+  returns a value that the clean run's must equal when a mutation only changes the file's form;
+* ``skip`` (optional): mutations that only the reader sees (`READING`), when another row already
+  puts the same kind of table through the same reader;
+* ``examples`` (optional): hypothesis cases per kind of mutation (default 1; 0 for a row without
+  inputs). Every kind of mutation runs on every row; a case that fits costs about a second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import io
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bayes_wsc.cli import build_parser, main
+
+
+# ---------------------------------------------------------------------- the rows
+@dataclass(frozen=True)
+class Table:
+    """One input table: its clean contents, its id columns (text) and numeric columns."""
+
+    frame: pd.DataFrame
+    ids: tuple[str, ...] = ()
+    numbers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    argv: tuple[str, ...]
+    tables: dict[str, Table] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    check: Callable | None = None
+    examples: int = 1  # hypothesis cases per mutation (0: the row has no input to mutate)
+    skip: tuple[str, ...] = ()  # mutations another row already puts through the same reader
+
+
+def _wsc_tables():
+    rng = np.random.default_rng(1)
+    groups = [f"g{i}" for i in range(4)]
+    clicks = pd.DataFrame({"group": np.repeat(groups, 6), "bounce": rng.choice(["y", "n"], 24)})
+    he = pd.DataFrame({"group": groups, "he": [1.0, -0.5, 0.3, -1.2]})
+    return Table(clicks, ids=("group",)), Table(he, ids=("group",), numbers=("he",))
+
+
+def _feature_items(n: int, *, with_id: bool, label: bool):
+    rng = np.random.default_rng(2)
+    side = np.arange(n) % 2
+    frame = pd.DataFrame({"x1": rng.normal(3 * side, 0.5).round(3), "x2": rng.normal(-side, 0.5).round(3)})
+    if label:
+        frame["y"] = pd.array(np.where(np.arange(n) % 3 == 0, side, -1), dtype="Int64").astype(object)
+        frame.loc[frame["y"] == -1, "y"] = None
+    if with_id:
+        frame.insert(0, "id", [f"i{k}" for k in range(n)])
+    return Table(frame, ids=("id",) if with_id else (), numbers=("x1", "x2"))
+
+
+def _constraints():
+    pairs = [(0, 2, 1), (1, 3, 1), (0, 1, 0), (2, 3, 0), (4, 6, 1), (5, 7, 1), (4, 5, 0), (6, 9, 0), (8, 10, 1)]
+    rows = [(e, f"i{i}", f"i{j}", link) for e in ("e1", "e2") for i, j, link in pairs]
+    return Table(pd.DataFrame(rows, columns=["expert", "i", "j", "link"]), ids=("expert", "i", "j"),
+                 numbers=("link",))
+
+
+def _labels():
+    rows = [(e, f"i{k}", k % 2) for e in ("e1", "e2") for k in range(0, 10, 1 + (e == "e2"))]
+    return Table(pd.DataFrame(rows, columns=["expert", "id", "label"]), ids=("expert", "id", "label"))
+
+
+CLICKS, GROUPS = _wsc_tables()
+FEATURES = _feature_items(12, with_id=True, label=False)
+LABELED = _feature_items(16, with_id=False, label=True)
+NEW_CLICKS = Table(pd.DataFrame({"group": ["g0", "g2", "zz", "g1"], "bounce": ["y", "n", "n", "y"]}), ids=("group",))
+NEW_ITEMS = _feature_items(5, with_id=True, label=False)
+NEW_POINTS = _feature_items(5, with_id=False, label=False)
+
+
+def fit_check(paths, stdout, tables):
+    """A fit that loads, with finite values; ids of the input kept as text among its coordinates."""
+    from bayes_wsc.estimator import load
+
+    est = load(paths["out"])
+    for name, values in est.idata_.posterior.data_vars.items():
+        assert np.isfinite(values.values).all(), name
+    coords = {str(v) for ds in (est.idata_[g] for g in est.idata_.groups())
+              for c in ds.coords.values() if c.dtype.kind in "OUT" for v in np.ravel(c.values)}
+    for table in tables.values():
+        for column in table.ids:
+            if column in table.frame.columns and column not in ("expert", "label", "j"):
+                assert set(table.frame[column].astype(str)) & coords, (column, sorted(coords)[:5])
+    return {n: v.values for n, v in est.idata_.posterior.data_vars.items()}
+
+
+def predictions_check(paths, stdout, tables):
+    """One row per input row, every input column kept, probabilities in [0, 1] and never empty."""
+    out = pd.read_csv(paths["out"], keep_default_na=False, dtype=str)
+    (items,) = [t.frame for t in tables.values()]
+    assert len(out) == len(items)
+    assert [c.strip() for c in out.columns[:items.shape[1]]] == [str(c).strip() for c in items.columns]
+    for column in out.columns[items.shape[1]:]:
+        if column.startswith(("prob", "cluster_prob")) and not column.endswith(("_low", "_high")):
+            values = out[column].astype(float)
+            assert ((values >= 0) & (values <= 1)).all(), column
+    for column in next(iter(tables.values())).ids:
+        assert list(out.iloc[:, list(items.columns).index(column)]) == list(items[column].astype(str))
+    # a MAP fit's interval cells are empty on purpose (no interval without draws)
+    return out.iloc[:, items.shape[1]:].replace("", "nan").astype(float).to_numpy()
+
+
+def report_check(paths, stdout, tables):
+    page = (Path(paths["out"]) / "report.html").read_text(encoding="utf-8")
+    assert page.rstrip().endswith("</html>")
+    return None
+
+
+def printed_check(paths, stdout, tables):
+    assert "Diagnostics" in stdout
+    return stdout
+
+
+def path_check(paths, stdout, tables):
+    folder = Path(paths["out"])
+    table = pd.read_csv(folder / "path.csv")
+    assert len(table) == 2 and (folder / "report.html").exists()
+    return table[["lam", "objective"]].to_numpy()
+
+
+#: mutations that only `read_table` sees: one row per reader of the same tables is enough
+READING = ("encoding", "not utf-8", "newlines", "quoted", "delimiter", "names equal but for spaces", "repeated name",
+           "nameless column", "empty", "garbage", "parquet")
+FIT, PREDICTIONS, REPORT, PRINTED = fit_check, predictions_check, report_check, printed_check
+SEED = ("--seed", "1")
+
+ENTRY_POINTS = [
+    Entry("fit wsc", ("fit", "wsc", "--clicks", "{clicks}", "--groups", "{groups}", "--out", "{out}"),
+          {"clicks": CLICKS, "groups": GROUPS}, {"out": "fit.nc"}, FIT),
+    Entry("fit experts", ("fit", "experts", "--items", "{items}", "--constraints", "{constraints}", "--clusters", "2",
+                          "--restarts", "2", *SEED, "--out", "{out}"),
+          {"items": FEATURES, "constraints": _constraints()}, {"out": "fit.nc"}, FIT),
+    Entry("fit experts", ("fit", "experts", "--items", "{items}", "--expert-labels", "{labels}", "--clusters", "2",
+                          "--restarts", "2", *SEED, "--out", "{out}"),
+          {"items": FEATURES, "labels": _labels()}, {"out": "fit.nc"}, FIT, skip=READING),
+    Entry("fit pcmix", ("fit", "pcmix", "--items", "{items}", "--components", "2", "--lam", "4", "--restarts", "2",
+                        *SEED, "--out", "{out}"),
+          {"items": LABELED}, {"out": "fit.nc"}, FIT),
+    Entry("path pcmix", ("path", "pcmix", "--items", "{items}", "--components", "2", "--lams", "1,4", "--restarts", "2",
+                         *SEED, "--out", "{out}"),
+          {"items": LABELED}, {"out": "path/"}, path_check, skip=READING),
+    Entry("predict", ("predict", "{fit:wsc}", "--items", "{items}", "--out", "{out}"),
+          {"items": NEW_CLICKS}, {"out": "pred.csv"}, PREDICTIONS),
+    Entry("predict", ("predict", "{fit:experts}", "--items", "{items}", "--out", "{out}"),
+          {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
+    Entry("predict", ("predict", "{fit:pcmix}", "--items", "{items}", "--out", "{out}"),
+          {"items": NEW_POINTS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
+    Entry("report", ("report", "{fit:wsc}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
+    Entry("report", ("report", "{fit:experts}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
+    Entry("report", ("report", "{fit:pcmix}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
+    Entry("summary", ("summary", "{fit:wsc}"), {}, {}, PRINTED),
+    Entry("summary", ("summary", "{fit:experts}"), {}, {}, PRINTED),
+    # the demo has no input; a successful run is minutes of NUTS, so only its output folder is tested
+    Entry("demo", ("demo", "--out", "{out}"), {}, {"out": "demo/"}, None, examples=0),
+]
+ROW_IDS = [f"{e.name} {'+'.join(e.tables) or next((a for a in e.argv if a.startswith('{fit')), '')}".strip()
+           for e in ENTRY_POINTS]
+
+
+# ---------------------------------------------------------------------- how files are written
+@dataclass
+class Layout:
+    """How one table is written: the contents and the format choices a mutation made."""
+
+    frame: pd.DataFrame
+    sep: str = ","
+    encoding: str = "utf-8"
+    newline: str = "\n"
+    quoting: int = csv.QUOTE_MINIMAL
+    header: Callable[[list[str]], list[str]] | None = None  # edits the header names
+    suffix: str = ".csv"
+    raw: bytes | None = None  # the file's bytes, replacing all of the above
+
+    def write(self, path: Path) -> Path:
+        path = path.with_suffix(self.suffix)
+        if self.raw is not None:
+            path.write_bytes(self.raw)
+        elif self.suffix == ".parquet":
+            self.frame.to_parquet(path)
+        else:
+            text = self.frame.to_csv(index=False, sep=self.sep, quoting=self.quoting, lineterminator=self.newline)
+            if self.header is not None:
+                head, _, rest = text.partition(self.newline)
+                names = next(csv.reader([head], delimiter=self.sep))
+                buffer = io.StringIO()
+                csv.writer(buffer, delimiter=self.sep, lineterminator="", quoting=self.quoting).writerow(
+                    self.header(names))
+                text = buffer.getvalue() + self.newline + rest
+            path.write_bytes(text.encode(self.encoding))
+        return path
+
+
+@dataclass
+class Case:
+    """What a mutation did, and what it must give: "same" (the clean result), "ok" (exit 0 and a
+    valid output), "error" (exit 2, the message holding one of `words`) or "either"."""
+
+    label: str
+    expect: str = "either"
+    words: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+    fit_bytes: dict[str, bytes] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------- the mutations
+BAD_CELLS = ("nan", "", "inf", "-inf", "1e300", "-1e300", "1e308", "abc", "NA", " ")
+
+
+#: every mutation of a table, and how many hypothesis cases each gets per row (default 1)
+TABLE_MUTATIONS = ("encoding", "not utf-8", "newlines", "quoted", "delimiter", "padded names",
+                   "names equal but for spaces", "repeated name", "nameless column", "empty", "header only", "one row",
+                   "bad cell", "padded ids", "mixed ids", "parquet", "garbage")
+EXAMPLES = {"bad cell": 3, "mixed ids": 2, "delimiter": 2, "encoding": 2, "garbage": 2, "one row": 2}
+
+
+def fit_models(entry: Entry) -> list[str]:
+    return [a[5:-1] for a in entry.argv if a.startswith("{fit:")]
+
+
+def mutations(entry: Entry) -> list[str]:
+    kinds = (["fit file"] if fit_models(entry) else []) + (list(TABLE_MUTATIONS) if entry.tables else [])
+    return [k for k in kinds if k not in entry.skip]
+
+
+@st.composite
+def mutated(draw, entry: Entry, fits: dict[str, Path], kind: str):
+    """A `Case` and the `Layout` of every table of `entry`: one mutation of one table (or of all)."""
+    layouts = {name: Layout(t.frame.copy()) for name, t in entry.tables.items()}
+    fit_names = fit_models(entry)
+    name = draw(st.sampled_from(sorted(layouts))) if layouts else None
+    layout = layouts.get(name)
+    table = entry.tables.get(name)
+    if kind == "bad cell" and not table.numbers:
+        kind = "mixed ids"
+    if kind in ("padded ids", "mixed ids") and not table.ids:
+        kind = "bad cell" if table.numbers else "quoted"
+    case = Case(kind)
+    if kind == "fit file":
+        blob = fits[fit_names[0]].read_bytes()
+        how = draw(st.sampled_from(["truncated", "empty", "text"]))
+        case.fit_bytes[fit_names[0]] = {"truncated": blob[: len(blob) // 3], "empty": b"",
+                                         "text": b"group,he\na,1\n"}[how]
+        case.label, case.expect, case.words = f"fit file {how}", "error", ("is not a netCDF fit",)
+    elif kind == "encoding":
+        layout.encoding = draw(st.sampled_from(["utf-8-sig", "utf-16"]))
+        case.label, case.expect = f"{layout.encoding} text", "same"
+    elif kind == "not utf-8":
+        layout.encoding = "latin-1"
+        layout.header = lambda names: [*names[:-1], names[-1] + "\u00e9"]
+        case.expect, case.words = "error", ("not UTF-8",)
+    elif kind == "newlines":
+        layout.newline = draw(st.sampled_from(["\r\n", "\r"]))
+        case.expect = "same"
+    elif kind == "quoted":
+        layout.quoting = csv.QUOTE_ALL
+    elif kind == "delimiter":
+        sep = draw(st.sampled_from([";", "\t", "|"]))
+        given = draw(st.booleans())
+        for other in layouts.values():  # --sep is for every CSV file of the command
+            other.sep = sep
+        case.label = f"delimiter {sep!r}{' with --sep' if given else ''}"
+        if given:
+            case.extra, case.expect = ("--sep", sep), "same"
+        else:
+            case.expect, case.words = "error", ("seems to use",)
+    elif kind == "padded names":
+        pads = draw(st.lists(st.sampled_from(["", " ", "  "]), min_size=4, max_size=4))
+        layout.header = lambda names: [pads[i % 2] + n + pads[2 + i % 2] for i, n in enumerate(names)]
+        case.expect = "same"
+    elif kind == "names equal but for spaces":
+        layout.frame = layout.frame.assign(**{"__copy": layout.frame.iloc[:, 0]})
+        layout.header = lambda names: [*names[:-1], f" {names[0]}"]
+        case.expect, case.words = "error", ("the same but for spaces",)
+    elif kind == "repeated name":
+        layout.header = lambda names: [*names[:-1], names[0]]
+        case.expect, case.words = "error", ("twice",)
+    elif kind == "nameless column":
+        layout.header = lambda names: [*names[:-1], ""]
+        case.expect, case.words = "error", ("without a name",)
+    elif kind == "empty":
+        layout.raw = draw(st.sampled_from([b"", b"\n\n", b"\xef\xbb\xbf"]))
+        case.expect, case.words = "error", ("is empty",)
+    elif kind == "header only":
+        layout.frame = layout.frame.iloc[:0]
+        case.expect, case.words = "error", ("has no rows",)
+    elif kind == "one row":
+        layout.frame = layout.frame.iloc[:1]
+    elif kind == "bad cell":
+        column = draw(st.sampled_from(table.numbers))
+        row = draw(st.integers(0, len(layout.frame) - 1))
+        value = draw(st.sampled_from(BAD_CELLS))
+        frame = layout.frame.astype({column: object})
+        frame.loc[frame.index[row], column] = value
+        layout.frame = frame
+        case.label = f"{column} row {row + 1} = {value!r}"
+    elif kind == "padded ids":
+        width = draw(st.integers(3, 5))
+        mapping = {}
+        for other in (entry.tables[n] for n in layouts):
+            for column in other.ids:
+                if column in ("expert", "label"):
+                    continue
+                for value in other.frame[column]:
+                    mapping.setdefault(str(value), str(len(mapping) + 1).zfill(width))
+        for other_name, other in layouts.items():
+            for column in entry.tables[other_name].ids:
+                if column not in ("expert", "label"):
+                    other.frame = other.frame.assign(**{column: other.frame[column].astype(str).map(mapping)})
+        case.label = f"ids zero-padded to {width} digits"
+        case.expect = "ok"  # kept as written: a fit's coordinates and predict's output show them
+    elif kind == "mixed ids":
+        column = draw(st.sampled_from(table.ids))
+        row = draw(st.integers(0, len(layout.frame) - 1))
+        value = draw(st.sampled_from([7, 7.0, "7.0", True, "", " g0", "g0 "]))
+        frame = layout.frame.astype({column: object})
+        frame.loc[frame.index[row], column] = value
+        layout.frame = frame
+        case.label = f"id {column} row {row + 1} = {value!r}"
+    elif kind == "parquet":
+        layout.suffix = ".parquet"
+        case.expect = "same"
+    elif kind == "garbage":
+        layout.raw = draw(st.binary(min_size=1, max_size=200))
+        case.expect = "either"
+    if kind == "quoted":
+        case.expect = "same"
+    case.label = f"{name or ''}: {case.label}"
+    return case, layouts
+
+
+# ---------------------------------------------------------------------- running a case
+def digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of the command line run in this process; Python warnings
+    count as stderr lines, as they would be in a process of its own."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            code = main(argv)
+        except SystemExit as exit_:
+            code = exit_.code
+    shown = [f"{w.category.__name__}: {w.message}" for w in seen
+             if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning))]
+    return code, out.getvalue(), err.getvalue() + "".join(f"{line}\n" for line in shown)
+
+
+def build_argv(entry: Entry, inputs: Path, outputs: Path, files: dict[str, Path], fits: dict[str, Path],
+               extra=()) -> tuple[list[str], dict[str, str]]:
+    paths = {key: str(outputs / name.rstrip("/")) for key, name in entry.outputs.items()}
+    argv = []
+    for arg in entry.argv:
+        if arg.startswith("{fit:"):
+            argv.append(str(fits[arg[5:-1]]))
+        elif arg.startswith("{") and arg[1:-1] in files:
+            argv.append(str(files[arg[1:-1]]))
+        elif arg.startswith("{") and arg[1:-1] in paths:
+            argv.append(paths[arg[1:-1]])
+        else:
+            argv.append(arg)
+    return argv + list(extra), paths
+
+
+def nothing_written(paths: dict[str, str]) -> bool:
+    for path in map(Path, paths.values()):
+        if path.is_file() or (path.is_dir() and any(path.iterdir())):
+            return False
+    return True
+
+
+def run_case(entry: Entry, layouts: dict[str, Layout], case: Case, fits: dict[str, Path], workdir: Path):
+    """Write the files, run, check the contract; returns (exit code, the check's value or None)."""
+    inputs, outputs = workdir / "in", workdir / "out"
+    inputs.mkdir()
+    outputs.mkdir()
+    files = {name: layout.write(inputs / name) for name, layout in layouts.items()}
+    used_fits = {}
+    for model, fit in fits.items():
+        used_fits[model] = inputs / f"fit_{model}.nc"
+        used_fits[model].write_bytes(case.fit_bytes.get(model, fit.read_bytes()))
+    argv, paths = build_argv(entry, inputs, outputs, files, used_fits, case.extra)
+    before = digest(inputs)
+    code, stdout, stderr = run_cli(argv)
+    assert digest(inputs) == before, f"{case.label}: an input file changed"
+    assert "Traceback" not in stderr, f"{case.label}: {stderr}"
+    assert code in (0, 2), f"{case.label}: exit {code}: {stderr}"
+    value = None
+    if code == 2:
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 1, f"{case.label}: {stderr}"
+        assert nothing_written(paths), f"{case.label}: exit 2 but an output was written"
+        assert case.expect in ("error", "either"), f"{case.label}: expected success, got: {stderr.strip()}"
+        if case.words:
+            assert any(w in stderr for w in case.words), f"{case.label}: {stderr.strip()}"
+    else:
+        assert case.expect != "error", f"{case.label}: expected an error, got exit 0"
+        frames = {n: Table(layouts[n].frame, t.ids, t.numbers) for n, t in entry.tables.items()}
+        value = entry.check(paths, stdout, frames) if entry.check else None
+        for path in paths.values():
+            assert not list(Path(path).parent.glob(".*.tmp")), "a temporary file was left behind"
+    return code, value
+
+
+# ---------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    """The clean result of every row, and the fits that predict, report and summary read (made by
+    the rows 'fit MODEL' from the clean files)."""
+    root = tmp_path_factory.mktemp("harness")
+    fits, clean = {}, {}
+    order = sorted(range(len(ENTRY_POINTS)), key=lambda i: not ENTRY_POINTS[i].name.startswith("fit "))
+    for i in order:
+        entry = ENTRY_POINTS[i]
+        if entry.examples == 0:
+            continue
+        workdir = Path(tempfile.mkdtemp(dir=root))
+        layouts = {name: Layout(t.frame.copy()) for name, t in entry.tables.items()}
+        code, value = run_case(entry, layouts, Case("clean", expect="ok"), fits, workdir)
+        assert code == 0, entry.name
+        clean[i] = value
+        model = entry.argv[1] if entry.name.startswith("fit ") else None
+        if model and model not in fits:
+            fits[model] = root / f"fit_{model}.nc"
+            shutil.copy(workdir / "out" / "fit.nc", fits[model])
+    return root, fits, clean
+
+
+def same_value(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(np.allclose(a[k], b[k], rtol=1e-6, atol=1e-9) for k in a)
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and np.allclose(a, b, rtol=1e-6, atol=1e-9, equal_nan=True)
+    return a == b
+
+
+# ---------------------------------------------------------------------- the tests
+MUTATION_CASES = [pytest.param(i, kind, id=f"{ROW_IDS[i]}: {kind}") for i, e in enumerate(ENTRY_POINTS)
+                  if e.examples for kind in mutations(e)]
+
+
+@pytest.mark.parametrize("index, kind", MUTATION_CASES)
+def test_malformed_files(harness, index, kind):
+    """Hypothesis-made files of one kind through one entry point: the contract of the module docstring."""
+    check_mutations(harness, index, kind, ENTRY_POINTS[index].examples * EXAMPLES.get(kind, 1), derandomize=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", [i for i, e in enumerate(ENTRY_POINTS) if e.examples],
+                         ids=[r for r, e in zip(ROW_IDS, ENTRY_POINTS) if e.examples])
+def test_malformed_files_at_random(harness, index):
+    """The same, many random cases of every kind per entry point."""
+    check_mutations(harness, index, None, 40 * ENTRY_POINTS[index].examples, derandomize=False)
+
+
+def check_mutations(harness, index: int, kind: str | None, examples: int, derandomize: bool):
+    entry = ENTRY_POINTS[index]
+    root, fits, clean = harness
+    needed = {m: fits[m] for m in fit_models(entry)}
+    kinds = st.just(kind) if kind else st.sampled_from(mutations(entry))
+
+    @settings(max_examples=examples, deadline=None, derandomize=derandomize, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(kinds.flatmap(lambda k: mutated(entry, needed, k)))
+    def case_holds(drawn):
+        case, layouts = drawn
+        workdir = Path(tempfile.mkdtemp(dir=root))
+        try:
+            started = time.perf_counter()
+            code, value = run_case(entry, layouts, case, needed, workdir)
+            if os.environ.get("HARNESS_VERBOSE"):
+                print(f"\n  {ROW_IDS[index]} | {case.label} | expect {case.expect} | exit {code} | "
+                      f"{time.perf_counter() - started:.2f} s", end="")
+            if case.expect == "same":
+                assert code == 0 and same_value(value, clean[index]), f"{case.label}: not the clean result"
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    case_holds()
+
+
+ALIASES = ("same path", "hard link", "symbolic link")
+
+
+def declared_type(entry: Entry, output: str):
+    """The argparse type that declares an output of `entry` (see `bayes_wsc.outputs`)."""
+    parser = build_parser()
+    for word in entry.argv:
+        subs = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+        if not subs or word not in subs[0].choices:
+            break
+        parser = subs[0].choices[word]
+    option = entry.argv[entry.argv.index("{" + output + "}") - 1]
+    (action,) = [a for a in parser._actions if option in a.option_strings]
+    return action.type
+
+
+def alias_cases():
+    for index, entry in enumerate(ENTRY_POINTS):
+        inputs = list(entry.tables) + [a[1:-1] for a in entry.argv if a.startswith("{fit:")]
+        for output in entry.outputs:
+            for source in inputs:
+                for how in ALIASES:
+                    yield pytest.param(index, output, source, how, id=f"{ROW_IDS[index]}: {output}={source} {how}")
+
+
+@pytest.mark.parametrize("index, output, source, how", list(alias_cases()))
+def test_outputs_never_replace_inputs(harness, tmp_path, index, output, source, how):
+    """An output that is an input (the same path, a hard link or a symbolic link to it; for a folder
+    output, the input under a name the command writes there) is refused before any work."""
+    entry = ENTRY_POINTS[index]
+    _, fits, _ = harness
+    inputs, outputs = tmp_path / "in", tmp_path / "out"
+    inputs.mkdir()
+    outputs.mkdir()
+    files = {name: Layout(t.frame).write(inputs / name) for name, t in entry.tables.items()}
+    used_fits = {}
+    for model, fit in fits.items():
+        used_fits[model] = inputs / f"fit_{model}.nc"
+        shutil.copy(fit, used_fits[model])
+    argv, paths = build_argv(entry, inputs, outputs, files, used_fits)
+    target = files.get(source) or used_fits[source[4:]]
+    position = argv.index(paths[output])
+    folder = entry.outputs[output].endswith("/")
+    if folder:  # the input, or a link to it, sits in the output folder under a name the command writes there
+        name = declared_type(entry, output).contents[0].replace("*", "1")
+        place = outputs / "folder" / name
+        place.parent.mkdir()
+        argv[position] = str(place.parent)
+    else:
+        place = outputs / "alias"
+        argv[position] = str(place)
+    if how == "same path":
+        if folder:
+            shutil.move(target, place)
+            argv = [str(place) if a == str(target) else a for a in argv]
+            target = place
+        else:
+            argv[position] = str(target)
+    elif how == "hard link":
+        place.hardlink_to(target)
+    else:
+        place.symlink_to(target)
+    before = digest(inputs) | digest(outputs)
+    code, _, stderr = run_cli(argv)
+    assert code == 2 and len(stderr.strip().splitlines()) == 1, stderr
+    assert "which it would replace" in stderr, stderr
+    assert digest(inputs) | digest(outputs) == before
+
+
+@pytest.mark.parametrize("index", [i for i, e in enumerate(ENTRY_POINTS) if e.outputs], ids=[
+    ROW_IDS[i] for i, e in enumerate(ENTRY_POINTS) if e.outputs])
+def test_unwritable_outputs_fail_before_any_work(harness, tmp_path, index, monkeypatch):
+    """An output folder that is a file, an output file that is a folder, a folder that cannot be
+    created: one line naming the user's path, before any file is read."""
+    entry = ENTRY_POINTS[index]
+    _, fits, _ = harness
+    files = {name: Layout(t.frame).write(tmp_path / name) for name, t in entry.tables.items()}
+    argv, paths = build_argv(entry, tmp_path, tmp_path, files, fits)
+    output, path = next(iter(paths.items()))
+    folder = entry.outputs[output].endswith("/")
+    Path(path).mkdir() if not folder else Path(path).write_text("in the way")
+    import bayes_wsc.data.tables as tables
+
+    monkeypatch.setattr(tables, "read_table", lambda *a, **k: pytest.fail("read an input before checking outputs"))
+    code, _, stderr = run_cli(argv)
+    assert code == 2 and len(stderr.strip().splitlines()) == 1 and repr(path) in stderr, stderr
+    # under a file: a folder cannot be made there
+    (tmp_path / "blocker").write_text("a file")
+    argv[argv.index(path)] = str(tmp_path / "blocker" / "deeper" / Path(path).name)
+    code, _, stderr = run_cli(argv)
+    assert code == 2 and "blocker" in stderr and "is a file, not a folder" in stderr, stderr
+
+
+def test_every_entry_point_has_a_row():
+    """A command added to the parser without a row here is not yet tested: add one (see the docstring)."""
+    parser = build_parser()
+
+    def commands(parser, prefix=()):
+        subs = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+        if not subs:
+            yield " ".join(prefix)
+            return
+        for name, sub in subs[0].choices.items():
+            yield from commands(sub, (*prefix, name))
+
+    missing = sorted(set(commands(parser)) - {e.name for e in ENTRY_POINTS})
+    assert not missing, f"entry points without a row in ENTRY_POINTS: {missing}"
+
+
+def test_every_output_option_is_declared():
+    """--out and --report of every command go through bayes_wsc.outputs (checked before the work)."""
+    parser = build_parser()
+
+    def walk(parser, prefix=()):
+        for action in parser._actions:
+            if action.__class__.__name__ == "_SubParsersAction":
+                for name, sub in action.choices.items():
+                    yield from walk(sub, (*prefix, name))
+            elif action.dest in ("out", "report"):
+                yield " ".join(prefix), action
+
+    for command, action in walk(parser):
+        assert getattr(action.type, "role", None) == "output", f"{command} {action.option_strings}: not declared"

@@ -1,0 +1,189 @@
+"""bayes_wsc.outputs: outputs checked before the work, written atomically with the usual permissions."""
+
+import argparse
+import os
+import stat
+
+import pandas as pd
+import pytest
+
+from bayes_wsc import outputs
+from bayes_wsc.errors import InputError
+from bayes_wsc.outputs import Paths, input_file, input_table, output_file, output_folder
+
+
+def paths_of(**values) -> Paths:
+    return Paths.of(argparse.Namespace(command="x", **values))
+
+
+@pytest.fixture
+def usual_umask():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_files_get_the_permissions_of_any_new_file(tmp_path, usual_umask):
+    frame = pd.DataFrame({"a": [1]})
+    for path in (outputs.write_csv(frame, tmp_path / "t.csv"), outputs.write_text(tmp_path / "r.html", "<p>"),
+                 outputs.write_json({"a": 1}, tmp_path / "j.json"), outputs.write_bytes(tmp_path / "b.bin", b"1")):
+        assert mode(path) == 0o644, path
+    os.umask(0o077)
+    assert mode(outputs.write_text(tmp_path / "private.txt", "x")) == 0o600
+
+
+def test_a_fit_and_a_report_are_0644(tmp_path, usual_umask):
+    from bayes_wsc import inference
+    from bayes_wsc.report.html import Section, write_html
+
+    groups = inference.from_draws({"x": [[1.0]]}, attrs={"model": "wsc"})
+    assert mode(inference.save(groups, tmp_path / "fit.nc")) == 0o644
+    assert mode(write_html(tmp_path / "report.html", "t", "intro", [Section("s")])) == 0o644
+
+
+def test_a_figure_in_the_format_of_its_suffix(tmp_path):
+    from bayes_wsc.report.html import new_figure
+
+    fig, _ = new_figure()
+    path = outputs.write_figure(fig, tmp_path / "plot.png", "figure")
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_an_existing_output_is_replaced_whole_and_a_failed_write_keeps_it(tmp_path):
+    target = tmp_path / "out.csv"
+    target.write_text("old")
+
+    def fails(tmp):
+        with open(tmp, "w") as handle:
+            handle.write("half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(InputError, match=r"cannot write the predictions file '.*out.csv': No space left on device"):
+        outputs.write_file(target, fails, "predictions file")
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+    outputs.write_text(target, "new")
+    assert target.read_text() == "new"
+
+
+def test_a_failure_names_the_users_path_not_a_temporary_file(tmp_path, monkeypatch):
+    """As in a read-only folder (this test may run as root, for whom no folder is read-only)."""
+    def denied(path):
+        raise PermissionError(13, "Permission denied", f"{path}.tmp")
+
+    monkeypatch.setattr(outputs, "_new_temporary", denied)
+    with pytest.raises(InputError) as err:
+        outputs.write_text(tmp_path / "report.html", "<p>", "report")
+    assert str(err.value) == f"cannot write the report {str(tmp_path / 'report.html')!r}: Permission denied"
+    (tmp_path / "r").mkdir()
+    report = output_folder("report folder", ["report.html"])(str(tmp_path / "r"))
+    with pytest.raises(InputError, match=r"cannot write the report folder '.*r': Permission denied \(in folder"):
+        Paths([], [report]).check()  # before the work
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_is_refused_before_the_work(tmp_path):
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        with pytest.raises(InputError, match="cannot write the fit file .*locked/fit.nc"):
+            Paths([], [output_file("fit file")(str(folder / "fit.nc"))]).check()
+    finally:
+        folder.chmod(0o755)
+
+
+def test_aliases_of_an_input_are_refused(tmp_path):
+    clicks = tmp_path / "clicks.csv"
+    clicks.write_text("group,b\na,x\n")
+    (tmp_path / "hard.csv").hardlink_to(clicks)
+    (tmp_path / "soft.csv").symlink_to(clicks)
+    (tmp_path / "sub").mkdir()
+    for out in ("clicks.csv", "hard.csv", "soft.csv", "sub/../clicks.csv"):
+        paths = paths_of(clicks=input_table("clicks file")(str(clicks)),
+                         out=output_file("fit file")(str(tmp_path / out)))
+        with pytest.raises(InputError, match="clicks file .*which it would replace"):
+            paths.check()
+    paths_of(clicks=input_table("clicks file")(str(clicks)),
+             out=output_file("fit file")(str(tmp_path / "f.nc"))).check()
+
+
+def test_an_input_under_a_name_an_output_folder_writes_is_refused(tmp_path):
+    (tmp_path / "path").mkdir()
+    items = tmp_path / "path" / "lam_4.nc"
+    items.write_text("x")
+    paths = paths_of(items=input_table("items file")(str(items)),
+                     out=output_folder("path folder", ["lam_*.nc", "path.csv"])(str(tmp_path / "path")))
+    with pytest.raises(InputError, match="path folder .*is the items file"):
+        paths.check()
+
+
+def test_inputs_in_a_parquet_folder_or_glob_are_each_protected(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "part.0.parquet").write_bytes(b"PAR1")
+    for source in (str(logs), str(logs / "*.parquet")):
+        paths = paths_of(clicks=input_table("clicks file", source=True)(source),
+                         out=output_file("fit file")(str(logs / "part.0.parquet")))
+        with pytest.raises(InputError, match="which it would replace"):
+            paths.check()
+
+
+def test_undeclared_text_arguments_naming_files_are_protected(tmp_path):
+    fit = tmp_path / "fit.nc"
+    fit.write_text("x")
+    paths = paths_of(fit=str(fit), model="wsc", out=output_file("table")(str(fit)))
+    with pytest.raises(InputError, match="the table .* is the fit file"):
+        paths.check()
+    assert paths_of(fit=str(fit)).inputs and not paths_of(model=str(fit)).inputs  # `model` names a subcommand
+
+
+def test_two_outputs_on_one_path(tmp_path):
+    fit = output_file("fit file")(str(tmp_path / "d" / "report.html"))
+    report = output_folder("report folder", ["report.html"])(str(tmp_path / "d"))
+    with pytest.raises(InputError, match="would be replaced by the report folder"):
+        paths_of(out=fit, report=report).check()
+    with pytest.raises(InputError, match="are the same file"):
+        paths_of(out=output_file("fit file")(str(tmp_path / "x")),
+                 other=output_file("table")(str(tmp_path / "x"))).check()
+
+
+def test_unwritable_outputs(tmp_path):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "rep").mkdir()
+    (tmp_path / "rep" / "report.html").mkdir()
+    cases = [
+        (output_file("fit file")(str(tmp_path / "folder")), "it is a folder"),
+        (output_file("fit file")(str(tmp_path / "file" / "fit.nc")), "'.*file' is a file, not a folder"),
+        (output_folder("report folder", ["report.html"])(str(tmp_path / "file")), "it is a file, not a folder"),
+        (output_folder("report folder", ["report.html"])(str(tmp_path / "rep")), "report.html' is a folder"),
+    ]
+    for out, words in cases:
+        with pytest.raises(InputError, match=words):
+            outputs.check_writable(out)
+    outputs.check_writable(output_file("fit file")(str(tmp_path / "new" / "deeper" / "fit.nc")))
+    assert not (tmp_path / "new").exists()  # checked, not created
+
+
+def test_the_guard_stops_a_writer_replacing_an_input(tmp_path):
+    data = tmp_path / "data.csv"
+    data.write_text("a\n1\n")
+    (tmp_path / "link.csv").symlink_to(data)
+    with paths_of(items=input_table("items file")(str(data))).guard():
+        with pytest.raises(InputError, match="is the input file"):
+            outputs.write_text(tmp_path / "link.csv", "b\n2\n", "table")
+    assert data.read_text() == "a\n1\n"
+    outputs.write_text(tmp_path / "link.csv", "b\n2\n", "table")  # outside a command: an ordinary file
+
+
+def test_declared_paths_become_plain_strings():
+    args = argparse.Namespace(command="predict", fit=input_file("fit file")("f.nc"), out=output_file("x")("p.csv"))
+    paths = Paths.of(args)
+    assert type(args.fit) is str and type(args.out) is str
+    assert [p.what for p in paths.outputs] == ["x"]
+    with pytest.raises(argparse.ArgumentTypeError):
+        input_file("fit file")("  ")
