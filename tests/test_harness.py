@@ -107,7 +107,15 @@ def _labels():
     return Table(pd.DataFrame(rows, columns=["expert", "id", "label"]), ids=("expert", "id", "label"))
 
 
+def _seed_tables():
+    """Seeds (rows cluster, id; i4 in both sets) and perception vectors for the FEATURES items."""
+    seeds = pd.DataFrame({"cluster": ["A", "A", "A", "B", "B", "B"], "id": ["i0", "i2", "i4", "i1", "i3", "i4"]})
+    perception = pd.DataFrame({"cluster": ["A", "B"], "loop": [1.0, 0.0], "line": [0.0, 1.0]})
+    return Table(seeds, ids=("cluster", "id")), Table(perception, ids=("cluster",), numbers=("loop", "line"))
+
+
 CLICKS, GROUPS = _wsc_tables()
+SEEDS, PERCEPTION = _seed_tables()
 FEATURES = _feature_items(12, with_id=True, label=False)
 LABELED = _feature_items(16, with_id=False, label=True)
 NEW_CLICKS = Table(pd.DataFrame({"group": ["g0", "g2", "zz", "g1"], "bounce": ["y", "n", "n", "y"]}), ids=("group",))
@@ -143,8 +151,25 @@ def predictions_check(paths, stdout, tables):
             assert ((values >= 0) & (values <= 1)).all(), column
     for column in next(iter(tables.values())).ids:
         assert list(out.iloc[:, list(items.columns).index(column)]) == list(items[column].astype(str))
-    # a MAP fit's interval cells are empty on purpose (no interval without draws)
-    return out.iloc[:, items.shape[1]:].replace("", "nan").astype(float).to_numpy()
+    # a MAP fit's interval cells are empty on purpose (no interval without draws); cluster names (perception)
+    # are text and never empty
+    added = out.iloc[:, items.shape[1]:].replace("", "nan")
+    numbers = added.apply(pd.to_numeric, errors="coerce")
+    text = [c for c in added.columns if numbers[c].isna().all() and not added[c].eq("nan").all()]
+    assert not added[text].eq("nan").any().any()
+    return numbers.drop(columns=text).to_numpy()
+
+
+def lpe_check(paths, stdout, tables):
+    """baseline lpe: every items row and column kept, ids as text, memberships in [0, 1], every item in a cluster."""
+    out = pd.read_csv(paths["out"], keep_default_na=False, dtype=str)
+    items = tables["items"].frame
+    assert len(out) == len(items) and list(out["id"]) == list(items["id"].astype(str))
+    assert [c.strip() for c in out.columns[:items.shape[1]]] == [str(c).strip() for c in items.columns]
+    weights = out[[c for c in out.columns if c.startswith("membership_")]].astype(float).to_numpy()
+    assert ((weights >= 0) & (weights <= 1)).all()
+    assert (out["clusters"] != "").all() and set(out["cluster"]) <= set(tables["perception"].frame["cluster"])
+    return out[[c for c in out.columns if c.startswith(("membership_", "embedding_"))]].astype(float).to_numpy()
 
 
 def report_check(paths, stdout, tables):
@@ -186,15 +211,25 @@ ENTRY_POINTS = [
     Entry("path pcmix", ("path", "pcmix", "--items", "{items}", "--components", "2", "--lams", "1,4", "--restarts", "2",
                          *SEED, "--out", "{out}"),
           {"items": LABELED}, {"out": "path/"}, path_check, skip=READING),
+    Entry("fit perception", ("fit", "perception", "--items", "{items}", "--seeds", "{seeds}", "--perception",
+                             "{perception}", "--restarts", "1", *SEED, "--out", "{out}"),
+          {"items": FEATURES, "seeds": SEEDS, "perception": PERCEPTION}, {"out": "fit.nc"}, FIT),
+    Entry("baseline lpe", ("baseline", "lpe", "--items", "{items}", "--seeds", "{seeds}", "--perception",
+                           "{perception}", "--restarts", "2", *SEED, "--out", "{out}"),
+          {"items": FEATURES, "seeds": SEEDS, "perception": PERCEPTION}, {"out": "lpe.csv"}, lpe_check,
+          skip=READING),
     Entry("predict", ("predict", "{fit:wsc}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_CLICKS}, {"out": "pred.csv"}, PREDICTIONS),
     Entry("predict", ("predict", "{fit:experts}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
     Entry("predict", ("predict", "{fit:pcmix}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_POINTS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
+    Entry("predict", ("predict", "{fit:perception}", "--items", "{items}", "--out", "{out}"),
+          {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
     Entry("report", ("report", "{fit:wsc}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
     Entry("report", ("report", "{fit:experts}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
     Entry("report", ("report", "{fit:pcmix}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
+    Entry("report", ("report", "{fit:perception}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
     Entry("summary", ("summary", "{fit:wsc}"), {}, {}, PRINTED),
     Entry("summary", ("summary", "{fit:experts}"), {}, {}, PRINTED),
     # the demo has no input; a successful run is minutes of NUTS, so only its output folder is tested

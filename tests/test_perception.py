@@ -189,9 +189,9 @@ def test_beats_kmeans_on_the_simulated_study():
     assert bp.brier_score(probs, study.membership, rows) < 0.12
 
 
-def test_recovery_map_and_nuts():
+def test_recovery_map_nuts_and_laplace():
     """Data from the model: the identified part of W and b comes back by MAP and lies inside NUTS's
-    posterior. Softmax logits are only identified up to a shift common to all clusters, so the
+    posterior, whose spread the Laplace approximation matches. Softmax logits are only identified up to a shift common to all clusters, so the
     identified quantities are the contrasts W (p_k - p_0) and b . (p_k - p_0), k = 1..K-1."""
     study, truth = simulate_model(n_items=1500, n_features=3, seeds_per_cluster=80, seed=5)
     data = study.data()
@@ -202,6 +202,7 @@ def test_recovery_map_and_nuts():
         warnings.simplefilter("ignore", FitWarning)
         map_fit = PerceptionClustering().fit(data)
         nuts = PerceptionClustering(method="nuts", draws=400, tune=400, chains=2, progressbar=False).fit(data)
+        laplace = PerceptionClustering(method="laplace", draws=800).fit(data)
 
     def contrasts(est):
         Wd = est.idata_.posterior["W"].values.reshape(-1, *W.shape)
@@ -213,6 +214,10 @@ def test_recovery_map_and_nuts():
     assert np.all(np.abs(mean - true) < 3.5 * sd), (mean, true, sd)
     assert np.all(np.abs(contrasts(map_fit)[0] - true) < 3.5 * sd)
     assert sd.max() < 0.5 * np.abs(true).max()  # the data, not the prior, decide
+    approx = contrasts(laplace)
+    np.testing.assert_allclose(approx.std(axis=0), sd, rtol=0.35)
+    np.testing.assert_allclose(approx.mean(axis=0), mean, atol=0.5 * sd.max())
+    assert laplace.predict(study.items.head(3))["prob_low"].notna().all()
 
 
 def test_checks_say_when_clusters_are_not_anchored():

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import (add_sampling_options, add_variant_options, columns, positive_float,
-                                         positive_int, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_variant_options, columns,
+                                      positive_float, positive_int, sampling_settings)
+from bayes_wsc.outputs import input_table, output_file
 
 HELP = "seed sets with perception vectors (Cheng et al.): items + seeds + perception"
 LPE_HELP = "LPE or NPE (Cheng et al., Alg. 1-2): perception embedding, k-means and thresholded memberships"
@@ -23,14 +24,16 @@ def non_negative_float(text: str) -> float:
     return 0.0 if text.strip() in ("0", "0.0") else positive_float(text)
 
 
-def _add_data_options(parser: argparse.ArgumentParser, out_help: str) -> None:
+def _add_data_options(parser: argparse.ArgumentParser, out_what: str, out_help: str) -> None:
     data = parser.add_argument_group("data")
-    data.add_argument("--items", required=True, help="CSV or Parquet: an id column and numeric feature columns")
-    data.add_argument("--seeds", required=True,
+    data.add_argument("--items", required=True, type=input_table("items file"),
+                      help="CSV or Parquet: an id column and numeric feature columns")
+    data.add_argument("--seeds", required=True, type=input_table("seeds file"),
                       help="CSV or Parquet with rows cluster, id: the items of each seed set (an id may be in several)")
-    data.add_argument("--perception", required=True,
+    data.add_argument("--perception", required=True, type=input_table("perception file"),
                       help="CSV or Parquet with rows cluster, <perception columns> (non-negative), one per cluster")
-    data.add_argument("--out", required=True, help=out_help)
+    data.add_argument("--out", required=True, type=output_file(out_what), help=out_help)
+    add_sep_option(data)
     data.add_argument("--id-col", default="id", help="item id column of ITEMS and SEEDS (default: id)")
     data.add_argument("--features", type=columns, default=None,
                       help="feature columns, comma-separated (default: every numeric column but the id)")
@@ -40,7 +43,7 @@ def _add_data_options(parser: argparse.ArgumentParser, out_help: str) -> None:
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    _add_data_options(parser, "where to write the fit (netCDF)")
+    _add_data_options(parser, "fit file", "where to write the fit (netCDF)")
     model = parser.add_argument_group("model")
     model.add_argument("--weight-scale", type=positive_float, default=3.0,
                        help="prior sd of W's entries is this / sqrt(features) (default 3)")
@@ -52,27 +55,17 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def read_data(args):
     """The three tables, validated (one line naming the file, column, row or value), before any model."""
-    from bayes_wsc.data.seeded import SeedSets
+    from bayes_wsc.data.seeded import CLUSTER_COL, SeedSets
     from bayes_wsc.data.tables import read_table
-    from bayes_wsc.errors import InputError
 
-    inputs = {"items": args.items, "seeds": args.seeds, "perception": args.perception}
-    _check_out_not_input(args.out, inputs, InputError)
-    tables = {what: read_table(path, what) for what, path in inputs.items()}
+    # ids and cluster names are text: '001' stays '001'
+    text = {"items": [args.id_col], "seeds": [CLUSTER_COL, args.id_col], "perception": [CLUSTER_COL]}
+    tables = {what: read_table(getattr(args, what), what, sep=args.sep, text_columns=text[what]) for what in text}
     data = SeedSets.from_frames(tables["items"], tables["seeds"], tables["perception"], id_col=args.id_col,
                                 features=args.features)
     print(f"{data.n_items} items, {data.n_features} features, {data.n_clusters} clusters, {data.n_seeds} seeds "
           f"({data.n_overlapping_seeds} in more than one set), {data.n_perception} perception features", flush=True)
     return tables["items"], data
-
-
-def _check_out_not_input(out, inputs: dict, error) -> None:
-    from pathlib import Path
-
-    target = Path(out).resolve()
-    for what, path in inputs.items():
-        if Path(path).resolve() == target:
-            raise error(f"--out {str(out)!r} is the {what} file: no output may replace an input")
 
 
 def run(args) -> None:
@@ -89,7 +82,7 @@ def run(args) -> None:
 
 # ---------------------------------------------------------------------- bayes-wsc baseline lpe
 def add_lpe_parser(parser: argparse.ArgumentParser) -> None:
-    _add_data_options(parser, "CSV to write: the items with their LPE clusters and memberships")
+    _add_data_options(parser, "LPE file", "CSV to write: the items with their LPE clusters and memberships")
     model = parser.add_argument_group("LPE")
     model.add_argument("--kernel", choices=("linear", "rbf"), default="linear",
                        help="linear: LPE (Alg. 1); rbf: NPE with the self-tuning RBF kernel (Alg. 2)")
@@ -104,9 +97,10 @@ def run_lpe(args) -> None:
     import numpy as np
 
     from bayes_wsc.baselines import perception as bp
-    from bayes_wsc.cli import _write_csv
+    from bayes_wsc.data.tables import restore_names
     from bayes_wsc.errors import InputError
     from bayes_wsc.models.perception import CLUSTER_SEPARATOR, OVERLAP_THRESHOLD
+    from bayes_wsc.outputs import write_csv
 
     items, data = read_data(args)
     if args.seed < 0:
@@ -127,7 +121,7 @@ def run_lpe(args) -> None:
     if clash:
         raise InputError(f"items already has a column {clash[0]!r}, which the output would overwrite; rename it")
     out = items.assign(**added)
-    _write_csv(out, args.out)
+    write_csv(restore_names(out, items), args.out, "LPE file")
     name = "LPE" if args.kernel == "linear" else "NPE"
     state = "converged" if result.converged else f"stopped after {result.iterations} iterations without converging"
     print(f"{name}: best objective {result.objective:.4g} of {len(result.objectives)} starts ({state}); "

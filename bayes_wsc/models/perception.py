@@ -117,17 +117,28 @@ def cluster_log_probabilities(features, W, b, perception):
     return pt.special.log_softmax(logits, axis=-1)
 
 
+def model_data(data: SeedSets) -> dict[str, np.ndarray]:
+    """Every data-derived value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy.
+
+    A cached MAP program (`map_program`) takes them as runtime inputs, so one program serves every
+    data set of the same shapes; building a program checks that this list and the model agree.
+    """
+    rows = data.seed_items
+    return {"perception": data.perception, "seed_features": data.features[rows],
+            "seed_sets": data.seed_mask[rows].astype(float), "features": data.features}
+
+
 def add_perception(data: SeedSets):
     """The perception vectors P[cluster, perception_feature], a `pm.Data` input."""
-    return pm.Data("perception", data.perception, dims=("cluster", "perception_feature"))
+    return pm.Data("perception", model_data(data)["perception"], dims=("cluster", "perception_feature"))
 
 
 def add_seed_likelihood(data: SeedSets, W, b, perception):
     """The seeds' likelihood, sum_i log P(z_i in S_i | x_i), as one Potential; returns the seeded items'
     log memberships (seed_item, cluster). Every data-derived array is a `pm.Data` input."""
-    rows = data.seed_items
-    x = pm.Data("seed_features", data.features[rows], dims=("seed_item", "feature"))
-    in_set = pm.Data("seed_sets", data.seed_mask[rows].astype(float), dims=("seed_item", "cluster"))
+    values = model_data(data)
+    x = pm.Data("seed_features", values["seed_features"], dims=("seed_item", "feature"))
+    in_set = pm.Data("seed_sets", values["seed_sets"], dims=("seed_item", "cluster"))
     log_probs = cluster_log_probabilities(x, W, b, perception)
     pm.Potential("seeds", likelihoods.seed_sets_logp(log_probs, in_set).sum())
     return log_probs
@@ -136,7 +147,7 @@ def add_seed_likelihood(data: SeedSets, W, b, perception):
 def add_estimands(data: SeedSets, W, b, perception):
     """pi[cluster]: the share of all items (seeded or not) that the model puts in each cluster, the
     mean of P(z_i = k | x_i) over the items."""
-    x = pm.Data("features", data.features, dims=("item", "feature"))
+    x = pm.Data("features", model_data(data)["features"], dims=("item", "feature"))
     probs = pt.exp(cluster_log_probabilities(x, W, b, perception))
     return pm.Deterministic("pi", probs.mean(axis=0), dims="cluster")
 
@@ -233,6 +244,9 @@ class PerceptionClustering(Estimator):
 
     def build_model(self, data: SeedSets) -> pm.Model:
         return build_model(data, **self.build_settings())
+
+    def model_inputs(self, data: SeedSets):
+        return model_coords(data), model_data(data)
 
     def initial_values(self, data: SeedSets) -> list[dict]:
         """W = b = 0 (every cluster equally likely for every item), then `restarts - 1` draws from the prior."""
