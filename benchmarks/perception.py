@@ -16,6 +16,7 @@ Methods, each scored on the items that are no seed:
   bayes_map_top the same fit, the most probable cluster only
   nonneg_map    the non-negative variant (models/perception_nonnegative.py), MAP, the overlap rule
   bayes_nuts    the perception model, NUTS (4 x 1000 after 1000), posterior mean memberships, overlap rule
+  bayes_laplace the perception model, Laplace approximation (1000 draws), overlap rule
 
 F-score per user cluster (the paper's metric) averaged over the clusters; Brier score of the membership
 probabilities (hard assignments count as 0/1). Rows are appended to benchmarks/results/perception_*.csv
@@ -40,7 +41,7 @@ LABELS = {"kmeans": "k-means on X", "seeded_gmm": "seeded mixture on X", "lpe_km
           "lpe_overlap": "LPE, thresholded memberships", "npe_kmeans": "NPE + k-means",
           "bayes_map": "Bayesian, MAP (overlap rule)", "bayes_map_top": "Bayesian, MAP (most probable)",
           "nonneg_map": "non-negative variant, MAP (overlap rule)",
-          "bayes_nuts": "Bayesian, NUTS (overlap rule)"}
+          "bayes_nuts": "Bayesian, NUTS (overlap rule)", "bayes_laplace": "Bayesian, Laplace (overlap rule)"}
 
 
 def score(method, assigned, probs, truth, rows, seconds, **extra) -> tuple[dict, np.ndarray | None]:
@@ -80,7 +81,7 @@ def run_methods(study, *, seed: int, nuts: bool = False, npe: bool = True, nuts_
         result = bp.npe(data, seed=seed)
         out.append(score("npe_kmeans", bp.one_hot(bp.embedding_kmeans(result, data, seed=seed), k), None, truth,
                          rows, time.perf_counter() - t0, converged=result.converged))
-    fits = {"bayes_map": {}, "nonneg_map": {"model_file": str(VARIANT)}}
+    fits = {"bayes_map": {}, "bayes_laplace": {"method": "laplace"}, "nonneg_map": {"model_file": str(VARIANT)}}
     if nuts:
         fits["bayes_nuts"] = {"method": "nuts", "progressbar": False, **(nuts_settings or {})}
     for name, settings in fits.items():
@@ -127,7 +128,8 @@ def part_simulated(args) -> None:
                               nuts_settings={"draws": args.draws, "tune": args.tune, "chains": args.chains})
         data = study.data()
         for row, probs in results:
-            if probs is not None and row["method"] in ("bayes_map", "bayes_nuts", "seeded_gmm", "lpe_overlap"):
+            if probs is not None and row["method"] in ("bayes_map", "bayes_nuts", "bayes_laplace", "seeded_gmm",
+                                                         "lpe_overlap"):
                 save_probs(RESULTS / f"perception_cells_{row['method']}.csv", name, probs, study.membership,
                            data.unseeded_items)
         append(path, [{"dataset": name, **row} for row, _ in results])
@@ -228,7 +230,7 @@ def summarize() -> None:
             print(f"nonneg_map - lpe_kmeans: mean {diff.mean():+.3f} (se {diff.std() / np.sqrt(diff.count()):.3f}),"
                   f" ahead in {(diff > 0).sum()} of {diff.count()}")
     curves = {}
-    for method in ("bayes_map", "bayes_nuts", "seeded_gmm"):
+    for method in ("bayes_map", "bayes_nuts", "bayes_laplace", "seeded_gmm"):
         path = RESULTS / f"perception_cells_{method}.csv"
         if path.exists():
             cells = pd.read_csv(path)
