@@ -11,6 +11,7 @@ the model's default settings, on data of its paper's size:
   wsc      Sec. 5 of seed 000: 500 groups x 100 clicks, 15 bins (CSV)
   experts  breast_cancer (569 x 30), 1000 constraints from 5 experts, K = 2
   pcmix    the Sec. 3.2 toy of seed 003 (350 items), K = 2, lam = 4
+  perception  the digits example of seed 004 (1797 x 64, 3 concepts, 5 seeds each)
 
 MAP (the default method) and NUTS (default chains, tune and draws). The
 reference for `--help` is `python -c pass` in the same run. Writes
@@ -56,12 +57,21 @@ def write_inputs(folder: Path) -> dict[str, list[str]]:
 
     toy, _ = simulate_intervals(seed=1)
     toy.to_csv(folder / "toy.csv", index=False)
+
+    from bayes_wsc.simulate.perception import digits_example
+
+    digits = digits_example(seed=0)
+    digits.items.to_csv(folder / "digits.csv", index=False)
+    digits.seeds.to_csv(folder / "seeds.csv", index=False)
+    digits.perception.to_csv(folder / "perception.csv", index=False)
     return {
         "wsc": ["fit", "wsc", "--clicks", str(folder / "clicks.csv"), "--groups", str(folder / "groups.csv")],
         "experts": ["fit", "experts", "--items", str(folder / "cancer.csv"), "--constraints",
                     str(folder / "constraints.csv"), "--clusters", "2"],
         "pcmix": ["fit", "pcmix", "--items", str(folder / "toy.csv"), "--label-col", "y", "--components", "2",
                   "--lam", "4"],
+        "perception": ["fit", "perception", "--items", str(folder / "digits.csv"), "--seeds", str(folder / "seeds.csv"),
+                       "--perception", str(folder / "perception.csv")],
     }
 
 
@@ -76,9 +86,10 @@ def timed(command: list[str], env: dict) -> float:
 
 def main(argv=None) -> pd.DataFrame:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default="wsc,experts,pcmix")
+    parser.add_argument("--models", default="wsc,experts,pcmix,perception")
     parser.add_argument("--methods", default="map,nuts")
     parser.add_argument("--help-runs", type=int, default=5)
+    parser.add_argument("--out", default=str(HERE / "results" / "startup.csv"), help="CSV to write")
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,7 +115,7 @@ def main(argv=None) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     base = table.loc[table["what"] == "python -c pass", "seconds"].iloc[0]
     table["vs python -c pass"] = table["seconds"] / base
-    out = HERE / "results" / "startup.csv"
+    out = Path(args.out)
     out.parent.mkdir(exist_ok=True)
     table.to_csv(out, index=False)
     print(table.round(2).to_string(index=False))
