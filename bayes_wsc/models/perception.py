@@ -51,6 +51,7 @@ from scipy.special import log_softmax
 
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
+from bayes_wsc.baselines.perception import threshold_clusters
 from bayes_wsc.data.pairwise import FeatureScaling
 from bayes_wsc.data.seeded import SeedSets
 from bayes_wsc.errors import InputError
@@ -183,14 +184,14 @@ def condition_on_seeds(log_probs: np.ndarray, in_set: np.ndarray) -> np.ndarray:
 
 
 def overlap_clusters(probabilities: np.ndarray, names, threshold: float) -> list[str]:
-    """The overlap rule: every cluster whose probability reaches `threshold`, and always the most
-    probable, as names joined by ';' (most probable first, then in cluster order)."""
+    """The overlap rule (`baselines.perception.threshold_clusters`: every cluster whose probability
+    reaches `threshold`, and always the most probable) as names joined by ';', most probable first."""
     names = np.asarray(names).astype(str)
+    probabilities = np.asarray(probabilities, dtype=float)
+    assigned = threshold_clusters(probabilities, threshold)
     out = []
-    for row in np.asarray(probabilities, dtype=float):
-        top = int(row.argmax())
-        others = [k for k in np.flatnonzero(row >= threshold) if k != top]
-        out.append(CLUSTER_SEPARATOR.join(names[[top, *others]]))
+    for row, top in zip(assigned, probabilities.argmax(axis=1)):
+        out.append(CLUSTER_SEPARATOR.join(names[[top, *(k for k in np.flatnonzero(row) if k != top)]]))
     return out
 
 

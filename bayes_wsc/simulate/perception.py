@@ -214,10 +214,10 @@ def _coarsened_seeds(z: np.ndarray, seeded: np.ndarray, n_clusters: int, coarsen
 
 
 def model_probabilities(x: np.ndarray, W: np.ndarray, b: np.ndarray, perception: np.ndarray) -> np.ndarray:
-    """P(z = k | x) of the perception model: softmax_k((x W + b) . p_k - ||p_k||^2 / 2)."""
-    from scipy.special import softmax
+    """P(z = k | x) of the perception model (`models.perception.membership_log_probabilities`)."""
+    from bayes_wsc.models.perception import membership_log_probabilities
 
-    return softmax((x @ W + b) @ perception.T - 0.5 * np.sum(perception**2, axis=1), axis=1)
+    return np.exp(membership_log_probabilities(x, W, b, perception))
 
 
 @dataclass
