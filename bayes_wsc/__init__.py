@@ -10,12 +10,13 @@ from bayes_wsc._runtime import configure as _configure
 
 _configure()
 
-__all__ = ["GroupedCounts", "WSC", "load", "simulate_wsc"]
+__all__ = ["GroupedCounts", "WSC", "compare", "load", "simulate_wsc"]
 
 _LAZY = {
     "GroupedCounts": "bayes_wsc.data.grouped",
     "WSC": "bayes_wsc.models.wsc",
     "load": "bayes_wsc.estimator",
+    "compare": "bayes_wsc.estimator",
     "simulate_wsc": "bayes_wsc.simulate",
 }
 

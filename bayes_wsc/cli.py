@@ -81,6 +81,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     summary = sub.add_parser("summary", help="print the estimands and diagnostics of a fit")
     summary.add_argument("fit", type=input_file("fit file"))
+
+    check = sub.add_parser("check", help="run a fit's model checks (posterior predictive, targeted, LOO's Pareto k)")
+    check.add_argument("fit", type=input_file("fit file"))
+    check.add_argument("--out", type=output_file("checks file"), help="CSV to write, one row per check")
+    check.add_argument("--draws", type=positive_int, default=200, help="replicated data sets (default 200)")
+    check.add_argument("--seed", type=non_negative_int, default=0, help="seed of the replicates (default 0)")
+
+    ppc = sub.add_parser("ppc", help="replicate data from a fit: its posterior predictive statistics as netCDF")
+    ppc.add_argument("fit", type=input_file("fit file"))
+    ppc.add_argument("--out", required=True, type=output_file("replicates file"),
+                     help="netCDF to write (posterior_predictive and observed_data)")
+    ppc.add_argument("--draws", type=positive_int, default=200, help="replicated data sets (default 200)")
+    ppc.add_argument("--seed", type=non_negative_int, default=0, help="seed of the replicates (default 0)")
+    ppc.add_argument("--plot", metavar="FILE.png", type=output_file("plot file"),
+                     help="also draw az.plot_ppc of every statistic (.png, .pdf, .svg)")
     return parser
 
 
@@ -171,6 +186,60 @@ def cmd_summary(args) -> None:
     print_fit(est)
 
 
+def cmd_check(args) -> None:
+    from bayes_wsc.estimator import load
+    from bayes_wsc.outputs import write_csv
+
+    est = load(args.fit)
+    table = est.run_checks(draws=args.draws, seed=args.seed)
+    _print_checks(table)
+    if args.out:
+        write_csv(table, args.out, "checks file")
+        print(f"\nwrote {len(table)} checks to {args.out}")
+
+
+def _print_checks(table) -> None:
+    import pandas as pd
+
+    with pd.option_context("display.width", 120, "display.max_columns", 10):
+        print(table.drop(columns=["message"]).round(4).to_string(index=False))
+    flagged = table[table["flagged"]]
+    print()
+    if flagged.empty:
+        print("No check is flagged.")
+    else:
+        print("Flagged:")
+        for row in flagged.itertuples():
+            print(f"  - {row.check}: {row.message}")
+
+
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+def cmd_ppc(args) -> None:
+    from pathlib import Path
+
+    from bayes_wsc import inference
+    from bayes_wsc.errors import InputError
+    from bayes_wsc.estimator import load
+
+    if args.plot:
+        if Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
+            raise InputError(f"--plot {args.plot!r} must end in one of {', '.join(PLOT_SUFFIXES)}")
+    est = load(args.fit)
+    ppc = est.posterior_predictive(draws=args.draws, seed=args.seed)
+    path = inference.save(ppc, args.out)
+    names = ", ".join(ppc.posterior_predictive.data_vars)
+    print(f"wrote {ppc.posterior_predictive.sizes['chain'] * ppc.posterior_predictive.sizes['draw']} replicates of "
+          f"{names} to {path}")
+    if args.plot:
+        from bayes_wsc.outputs import write_figure
+        from bayes_wsc.report.criticism import plot_ppc
+        from bayes_wsc.report.html import PNG_DPI
+
+        print(f"wrote {write_figure(plot_ppc(ppc, seed=args.seed), args.plot, 'plot file', dpi=PNG_DPI)}")
+
+
 def cmd_demo(args) -> None:
     from bayes_wsc.demo import run_demo
 
@@ -180,7 +249,7 @@ def cmd_demo(args) -> None:
 
 
 COMMANDS = {"fit": cmd_fit, "path": cmd_path, "baseline": cmd_baseline, "predict": cmd_predict, "report": cmd_report,
-            "summary": cmd_summary, "demo": cmd_demo}
+            "summary": cmd_summary, "demo": cmd_demo, "check": cmd_check, "ppc": cmd_ppc}
 
 
 def main(argv=None) -> int:

@@ -20,10 +20,11 @@ import json
 import math
 import numbers
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
+from bayes_wsc import checks as criticism
 from bayes_wsc import diagnostics, inference
 from bayes_wsc.errors import FitWarning, InputError
 
@@ -71,7 +72,7 @@ class Estimator:
 
     def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=DEFAULT_SEED, backend=None,
                  target_accept=0.8, model_file=None, model_settings=None, progressbar=True, chain_starts="map",
-                 precision=None):
+                 precision=None, checks=True):
         self.method = method
         self.draws = draws
         self.tune = tune
@@ -84,6 +85,7 @@ class Estimator:
         self.progressbar = progressbar
         self.chain_starts = chain_starts
         self.precision = precision
+        self.checks = checks
 
     # ------------------------------------------------------------------ settings
     def get_params(self) -> dict:
@@ -117,6 +119,8 @@ class Estimator:
             check_precision_backend(self.precision, self.backend or default_backend())
         if self.chain_starts not in CHAIN_STARTS:
             raise InputError(f"chain_starts must be one of {CHAIN_STARTS}, got {self.chain_starts!r}")
+        if not isinstance(self.checks, bool):
+            raise InputError(f"checks must be True or False, got {self.checks!r}")
         if self.model_file is not None and not isinstance(self.model_file, (str, Path)):
             raise InputError(f"model_file must be a path, got {self.model_file!r}")
         self._check_model_settings()
@@ -293,6 +297,7 @@ class Estimator:
                 labels = model_labels(model)
                 coords, dims = labels["coords"], labels["dims"]
                 messages += self.align_draws(draws, map_draws, data, free=free, dims=dims)
+        self.pointwise_log_likelihood(draws, data)
         self.__dict__.pop("_idata", None)
         check_finite(draws.posterior)
         self._groups = self._assemble(coords, dims, draws, data, fit_info)
@@ -301,10 +306,26 @@ class Estimator:
                 messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
         with self.variant_errors("model_checks"):
             messages += self.model_checks(self._fitted())
+        # a check's own refits do not check again; a model without a checks module has none
+        if self.checks and not criticism.running() and self.model_name in criticism.MODULES:
+            messages += self._fit_time_checks(data)
         inference.set_attrs(self._fitted(), {"diagnostics": messages})
         for message in messages:
             warnings.warn(message, FitWarning, stacklevel=2)
         return self
+
+    def _fit_time_checks(self, data) -> list[str]:
+        """Run the model's checks, store their rows in the fit, and return the flagged ones as messages.
+        A variant whose variables the checks cannot use gets one line saying so, not a failed fit."""
+        try:
+            rows = criticism.run(self, data, draws=None)
+        except (InputError, KeyError, IndexError, ValueError) as exc:
+            if self.model_file is None:
+                raise
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return [f"the model checks did not run on this variant ({type(exc).__name__}: {reason})"]
+        inference.set_attrs(self._fitted(), {"checks": [r.as_dict() for r in rows]})
+        return criticism.flagged_messages(rows)
 
     def _map_program(self, data, starts: list[dict], fixed: dict, laplace: dict | None = None):
         """The MAP's compiled program, the held values, the program's inputs (data and held values)
@@ -413,6 +434,10 @@ class Estimator:
         """Model-specific warnings (orientation, label switching); none by default."""
         return []
 
+    def pointwise_log_likelihood(self, draws, data) -> None:
+        """Rework, in place, the per-unit log-likelihood the model recorded (`likelihoods.record_pointwise`)
+        before it becomes the `log_likelihood` group; by default it is kept as the graph computed it."""
+
     def _assemble(self, coords, dims, draws, data, fit_info) -> inference.Groups:
         groups = self.data_groups(data)
         attrs = {
@@ -470,6 +495,50 @@ class Estimator:
         self._check_fitted()
         settings = inference.get_attrs(self._fitted()).get("data_settings", {})
         return [settings[k] for k in ("group_col", "id_col") if isinstance(settings.get(k), str)]
+
+    # ------------------------------------------------------------------ criticism
+    @property
+    def checks_(self):
+        """The checks run when the fit was made (a DataFrame, one row per check; empty when the fit ran
+        with checks=False or was written before fits kept them)."""
+        self._check_fitted()
+        return criticism.table(criticism.rows_from_attrs(inference.get_attrs(self._fitted()).get("checks")))
+
+    def run_checks(self, *, draws: int = criticism.PPC_DRAWS, seed: int = 0):
+        """Run the model's checks now (posterior predictive checks, its targeted check, LOO's Pareto k):
+        a DataFrame with columns check, statistic, reference, p_value, flagged, message."""
+        self._check_fitted()
+        return criticism.table(criticism.run(self, draws=draws, seed=seed))
+
+    def posterior_predictive(self, *, draws: int = criticism.PPC_DRAWS, seed: int = 0):
+        """Replicated data from the fit, summarized by the model's statistics: InferenceData with
+        `posterior_predictive` (chain, draw, ...) and `observed_data` groups holding the same variables,
+        ready for `az.plot_ppc`. About `draws` posterior draws are used (evenly spaced in each chain; a
+        MAP's point `draws` times), every latent class drawn anew."""
+        self._check_fitted()
+        return inference.to_inference_data(criticism.posterior_predictive(self, draws=draws, seed=seed))
+
+    def loo(self, pointwise: bool = True):
+        """PSIS-LOO (`az.loo`) on the fit's pointwise log-likelihood; a FitWarning in plain words when
+        some Pareto k values are too large for it to be trusted. A MAP fit raises `InputError`: LOO needs
+        posterior draws."""
+        self._check_fitted()
+        reason = inference.loo_unavailable(self._fitted())
+        if reason:
+            raise InputError(reason)
+        elpd = inference.loo(self._fitted(), pointwise)
+        row = criticism.pareto_row(elpd, criticism.unit_noun(self._fitted()))
+        if row.flagged:
+            warnings.warn(row.message, FitWarning, stacklevel=2)
+        return elpd
+
+    def waic(self, pointwise: bool = True):
+        """WAIC (`az.waic`) on the fit's pointwise log-likelihood; a MAP fit raises `InputError`."""
+        self._check_fitted()
+        reason = inference.loo_unavailable(self._fitted())
+        if reason:
+            raise InputError(reason.replace("LOO", "WAIC"))
+        return inference.waic(self._fitted(), pointwise)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
@@ -589,6 +658,29 @@ def _is_whole(value) -> bool:
 
 def _is_real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def compare(fits, ic: str = "loo"):
+    """`az.compare` of fitted estimators of the same data, {label: estimator}, best first (LOO by default)."""
+    if not isinstance(fits, Mapping) or len(fits) < 2:
+        raise InputError("compare needs a dict of at least two fitted estimators, {label: estimator}")
+    if ic not in ("loo", "waic"):
+        raise InputError(f"ic must be 'loo' or 'waic', got {ic!r}")
+    labels = list(fits)
+    for label, est in fits.items():
+        fitted = est._fitted() if isinstance(est, Estimator) else None
+        if fitted is None:
+            raise InputError(f"fit {label!r} is not a fitted bayes_wsc estimator")
+        reason = inference.loo_unavailable(fitted, f"fit {label!r}")
+        if reason:
+            raise InputError(reason)
+    first = fits[labels[0]]._fitted()
+    for label in labels[1:]:
+        other = fits[label]._fitted()
+        if not other["observed_data"].equals(first["observed_data"]):
+            raise InputError(f"fits {labels[0]!r} and {label!r} were made on different data; "
+                             "LOO compares fits of the same data")
+    return inference.compare({label: fits[label]._fitted() for label in labels}, ic=ic)
 
 
 def load(path):

@@ -25,6 +25,7 @@ from bayes_wsc.draws import Draws
 from bayes_wsc.errors import InputError
 from bayes_wsc import jax_setup
 from bayes_wsc.map_program import MapProgram, export_program, run_map
+from bayes_wsc.posterior import CHUNK_FLOATS
 
 log = logging.getLogger("bayes_wsc")
 
@@ -393,8 +394,7 @@ def _run_numpyro(jax, model, starts, draws, tune, seed, target_accept, var_names
                            "adapt_state.step_size"))
     samples = mcmc.get_samples(group_by_chain=True)
     outs = _kept_outputs(model, var_names)
-    values_fn = get_jaxified_graph(inputs=value_vars, outputs=outs)
-    values = jax.jit(jax.vmap(jax.vmap(values_fn)))(*samples)
+    values = _values_per_draw(jax, get_jaxified_graph(inputs=value_vars, outputs=outs), samples, model)
     posterior = {o.name: np.asarray(v, dtype=o.dtype) for o, v in zip(outs, values)}
     extra = mcmc.get_extra_fields(group_by_chain=True)
     stats = {
@@ -413,6 +413,29 @@ def _run_numpyro(jax, model, starts, draws, tune, seed, target_accept, var_names
     # frees them; other jitted functions recompile once, from the on-disk cache where enabled.
     jax.clear_caches()
     return Draws(posterior, stats, {"chain_method": chain_method})
+
+
+def _values_per_draw(jax, values_fn, samples, model) -> list[np.ndarray]:
+    """`values_fn` (free variables and Deterministics from the value variables) on every draw,
+    shaped (chain, draw, ...), in float64 whatever precision sampled: the pointwise
+    log-likelihood of a float32 fit keeps its digits. Evaluated a block of draws at a time,
+    so that a Deterministic whose intermediates have the size of the data (the wsc
+    per-group likelihood is I x K per draw) needs a bounded amount of memory."""
+    chains, draws = np.shape(samples[0])[:2]
+    flat = [np.asarray(s, dtype=float).reshape(chains * draws, *np.shape(s)[2:]) for s in samples]
+    data_size = max([int(np.prod(np.shape(d.get_value()))) for d in model.data_vars] + [1])
+    block = int(min(chains * draws, max(1, CHUNK_FLOATS // data_size)))
+    with _jax_x64(jax, True):
+        fn = jax.jit(jax.vmap(values_fn))
+        pieces = []
+        for start in range(0, chains * draws, block):
+            chunk = [f[start:start + block] for f in flat]
+            short = block - chunk[0].shape[0]
+            if short:  # the last block padded to the same shape: no second compilation
+                chunk = [np.concatenate([c, np.repeat(c[-1:], short, axis=0)]) for c in chunk]
+            pieces.append([np.asarray(v)[:block - short] for v in fn(*chunk)])
+    return [np.concatenate([p[i] for p in pieces]).reshape(chains, draws, *pieces[0][i].shape[1:])
+            for i in range(len(pieces[0]))]
 
 
 def _kept_outputs(model, var_names):

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from arviz import InferenceData
 
 SETTINGS_ATTR = "bayes_wsc_settings"
+#: a posterior variable named with this prefix holds pointwise log-likelihood terms
+#: (`likelihoods.record_pointwise`); `from_draws` moves it to the `log_likelihood` group, unprefixed
+LOG_LIKELIHOOD_PREFIX = "log_likelihood__"
 
 
 def _az():
@@ -102,11 +105,18 @@ def from_draws(
     attrs: dict | None = None,
     extra_coords: dict | None = None,
 ) -> Groups:
-    """Labelled InferenceData groups from (chain, draw, ...) arrays; settings go to attrs as JSON."""
+    """Labelled InferenceData groups from (chain, draw, ...) arrays; settings go to attrs as JSON.
+
+    Posterior variables named `LOG_LIKELIHOOD_PREFIX + name` go to the `log_likelihood` group as `name`.
+    """
     coords = {k: np.asarray(v) for k, v in (coords or {}).items()}
-    dims = dims or {}
+    dims = dict(dims or {})
+    pointwise = {k[len(LOG_LIKELIHOOD_PREFIX):]: v for k, v in posterior.items() if k.startswith(LOG_LIKELIHOOD_PREFIX)}
+    posterior = {k: v for k, v in posterior.items() if not k.startswith(LOG_LIKELIHOOD_PREFIX)}
+    dims.update({name: dims[LOG_LIKELIHOOD_PREFIX + name] for name in pointwise if LOG_LIKELIHOOD_PREFIX + name in dims})
     groups = Groups()
-    for name, values, sampled in (("posterior", posterior, True), ("sample_stats", sample_stats, True),
+    for name, values, sampled in (("posterior", posterior, True), ("log_likelihood", pointwise, True),
+                                  ("sample_stats", sample_stats, True),
                                   ("observed_data", observed_data, False),
                                   ("constant_data", constant_data, False)):
         if values:
@@ -209,9 +219,82 @@ def convergence(idata: InferenceData, var_names: list[str]) -> dict[str, dict[st
     return out
 
 
+# ---------------------------------------------------------------------- model comparison
+def loo_unavailable(idata, what: str = "this fit") -> str | None:
+    """Why LOO cannot be computed for a fit, in one line, or None when it can."""
+    posterior = idata.posterior
+    if posterior.sizes["chain"] * posterior.sizes["draw"] == 1:
+        return (f"LOO needs posterior draws, and {what} is a MAP fit (one point, the posterior mode): "
+                "refit it with method='nuts'")
+    if "log_likelihood" not in idata.groups() or not idata["log_likelihood"].data_vars:
+        version = posterior.attrs.get("package_version", "unknown")
+        return (f"{what} has no pointwise log-likelihood (written by bayes_wsc {version}, before fits kept "
+                "one): refit it to compute LOO")
+    return None
+
+
+def loo(idata, pointwise: bool = True):
+    """`az.loo` (PSIS-LOO) on the fit's `log_likelihood` group; ArviZ's warnings are left to the caller,
+    who reads the Pareto k values (`pareto_k_summary`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _az().loo(_for_arviz(idata), pointwise=pointwise)
+
+
+def waic(idata, pointwise: bool = True):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _az().waic(_for_arviz(idata), pointwise=pointwise)
+
+
+def compare(fits: dict, ic: str = "loo") -> pd.DataFrame:
+    """`az.compare` of labelled fits (label -> InferenceData), best first."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _az().compare({label: _for_arviz(idata) for label, idata in fits.items()}, ic=ic)
+
+
+def pareto_k_summary(elpd) -> dict:
+    """The Pareto k values of a `loo` result: how many units exceed ArviZ's threshold for this number of
+    draws (min(1 - 1/log10(S), 0.7)) and which unit is worst."""
+    k = np.asarray(elpd.pareto_k)
+    threshold = float(getattr(elpd, "good_k", 0.7))
+    worst = int(np.nanargmax(k)) if k.size else -1
+    labels = elpd.pareto_k.coords[elpd.pareto_k.dims[0]].values if getattr(elpd.pareto_k, "dims", ()) else None
+    return {"max_k": float(np.nanmax(k)) if k.size else float("nan"), "threshold": threshold,
+            "bad": int(np.sum(k > threshold)), "units": int(k.size),
+            "worst": str(labels[worst]) if labels is not None and worst >= 0 else str(worst)}
+
+
 # ---------------------------------------------------------------------- plots
 def plot_forest(idata: InferenceData, var_names: list[str], hdi_prob: float, ax=None):
     return _az().plot_forest(_for_arviz(idata), var_names=var_names, hdi_prob=hdi_prob, combined=True, ax=ax)
+
+
+def plot_ppc(idata, axes, *, var_names: list[str] | None = None, num_pp_samples: int = 50, seed: int = 0):
+    """`az.plot_ppc` of posterior predictive variables (default: all), one per axis of `axes`: the observed
+    statistic's distribution over its elements against the replicates'."""
+    names = list(idata.posterior_predictive.data_vars) if var_names is None else list(var_names)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, ax in zip(names, axes):
+            _az().plot_ppc(_for_arviz(idata), var_names=[name], num_pp_samples=num_pp_samples, random_seed=seed,
+                           ax=ax, legend=True)
+    return names
+
+
+def plot_rank(idata, name: str, selection: dict, ax) -> None:
+    """`az.plot_rank` of one element of a posterior variable (`selection`: dim -> label)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _az().plot_rank(_for_arviz(idata), var_names=[name], coords={d: [v] for d, v in selection.items()}, ax=ax)
+
+
+def rhat_elements(idata, name: str) -> xr.DataArray:
+    """Rank-normalized R-hat of every element of a posterior variable."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _az().rhat(_for_arviz(idata), var_names=[name])[name]
 
 
 # ---------------------------------------------------------------------- files

@@ -6,14 +6,32 @@ Each model has a discrete latent class per item. Summing it out gives
 
 computed here in log space so that tiny class weights or emission
 probabilities never underflow. The functions take PyTensor (or NumPy) tensors
-and return tensors; they add nothing to a model by themselves.
+and return tensors; they add nothing to a model by themselves, except
+`record_pointwise`, which keeps a likelihood's per-unit terms for LOO.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pymc as pm
 import pytensor.tensor as pt
 from pymc.math import logsumexp
+
+from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
+
+
+def record_pointwise(name: str, terms, dims):
+    """Keep the per-unit log-likelihood `terms` of the current model and return them unchanged.
+
+    The terms become a Deterministic named `LOG_LIKELIHOOD_PREFIX + name`, which
+    `inference.from_draws` moves into the fit's `log_likelihood` group as `name`, so the MAP's
+    reported values and every NUTS draw carry them and `az.loo` finds them. A model's Potential
+    sums the same tensor, so the stored values are the likelihood the model was fitted with. A
+    unit is what a user would leave out (a group, a pair, an item); the Deterministic is not part
+    of the log density, so NUTS pays nothing for it per step.
+    """
+    pm.Deterministic(LOG_LIKELIHOOD_PREFIX + name, terms, dims=dims)
+    return terms
 
 
 def mixture_logp(log_weights, component_logp, axis: int = -1):

@@ -42,7 +42,7 @@ def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0):
             mu_scale = pm.HalfNormal("mu_scale", 2.0)
             pm.Potential("mu_prior", pm.logp(pm.Normal.dist(mu_loc, mu_scale), mu).sum())
         w = add_emissions(data, w_concentration=w_concentration)
-        add_click_likelihood(data, mu, w)
+        add_click_likelihood(data, mu, w, he_logp=pm.logp(pm.Normal.dist(mu, sigma_h), he))
         add_estimands(data, mu, w)
     return model
 

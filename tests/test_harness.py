@@ -183,6 +183,23 @@ def printed_check(paths, stdout, tables):
     return stdout
 
 
+def checks_check(paths, stdout, tables):
+    """One row per check, every column, the flagged ones also printed."""
+    table = pd.read_csv(paths["out"])
+    assert list(table.columns) == ["check", "statistic", "reference", "p_value", "flagged", "message"]
+    assert len(table) >= 1 and "flagged" in stdout
+    return table[["statistic", "reference", "p_value"]].to_numpy(dtype=float)
+
+
+def ppc_check(paths, stdout, tables):
+    """Replicated statistics that ArviZ reads, beside the observed ones."""
+    import arviz as az
+
+    ppc = az.from_netcdf(paths["out"])
+    assert set(ppc.posterior_predictive.data_vars) == set(ppc.observed_data.data_vars)
+    return np.concatenate([v.values.ravel() for v in ppc.posterior_predictive.data_vars.values()])
+
+
 def path_check(paths, stdout, tables):
     folder = Path(paths["out"])
     table = pd.read_csv(folder / "path.csv")
@@ -232,6 +249,9 @@ ENTRY_POINTS = [
     Entry("report", ("report", "{fit:perception}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
     Entry("summary", ("summary", "{fit:wsc}"), {}, {}, PRINTED),
     Entry("summary", ("summary", "{fit:experts}"), {}, {}, PRINTED),
+    Entry("check", ("check", "{fit:experts}", "--draws", "20", "--out", "{out}"), {}, {"out": "checks.csv"},
+          checks_check),
+    Entry("ppc", ("ppc", "{fit:pcmix}", "--draws", "20", "--out", "{out}"), {}, {"out": "ppc.nc"}, ppc_check),
     # the demo has no input; a successful run is minutes of NUTS, so only its output folder is tested
     Entry("demo", ("demo", "--out", "{out}"), {}, {"out": "demo/"}, None, examples=0),
 ]

@@ -164,6 +164,11 @@ def print_fit(est) -> None:
             print(f"  - {message}")
     else:
         print("Diagnostics: no problems found.")
+    checks = est.checks_
+    if not checks.empty:
+        flagged = int(checks["flagged"].sum())
+        print(f"Checks: {len(checks)} run at fit time, {flagged or 'none'} flagged "
+              f"({', '.join(checks['check'])}); `bayes-wsc check FIT.nc` prints them.")
 
 
 def fit_save_report(est, data, args) -> None:

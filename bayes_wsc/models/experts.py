@@ -191,7 +191,9 @@ def add_constraint_likelihood(data: PairwiseConstraints, ends, alpha, beta):
     must, cannot = data.link_counts()
     must = pm.Data("pair_must_links", must, dims=("pair", "expert"))
     cannot = pm.Data("pair_cannot_links", cannot, dims=("pair", "expert"))
-    pm.Potential("constraints", likelihoods.pair_ratings_logp(log_same, log_different, must, cannot, alpha, beta).sum())
+    per_pair = likelihoods.pair_ratings_logp(log_same, log_different, must, cannot, alpha, beta)
+    # kept per unique pair (`log_likelihood` group, variable `pairs`): LOO leaves out a pair with all its links
+    pm.Potential("constraints", likelihoods.record_pointwise("pairs", per_pair, dims="pair").sum())
     return log_same
 
 

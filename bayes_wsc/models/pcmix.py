@@ -134,20 +134,31 @@ def add_pc_objective(data: LabeledItems, pi, mean_z, sd_z, log_rho, lam: float =
 
     log p(x_d) is computed for every item and log p(y_d | x_d) for the
     labeled ones only (eq. 9). Also records the two terms per draw
-    (`data_loglik`, `label_loglik`).
+    (`data_loglik`, `label_loglik`) and, per item, the pointwise log-likelihood
+    log p(x_d) + log p(y_d | x_d) = log p(x_d, y_d) (log p(x_d) for an unlabeled item) as
+    `items` in the `log_likelihood` group. That is the item's factor in the joint model
+    (lam = 1) and what LOO scores a held-out item by, whatever lam. At lam != 1 the item's
+    factor in the generalized posterior is log p(x_d) + lam log p(y_d | x_d) instead, so LOO's
+    importance weights treat the draws as if they came from the joint model's posterior:
+    an approximation, whose failures show in the Pareto k values.
     """
     x = pm.Data("x", data.x, dims=("item", "feature"))
     lam = pm.Data("lam", float(lam))
     log_weights = pt.log(pi)[None, :]
     x_logp = likelihoods.diag_normal_logp(x, mean_z, sd_z)
-    data_term = pt.sum(likelihoods.mixture_logp(log_weights, x_logp))
+    log_px = likelihoods.mixture_logp(log_weights, x_logp)
+    data_term = pt.sum(log_px)
     if data.n_labeled:
         labeled = pm.Data("labeled_index", labeled_index(data))
         labels = pm.Data("labels", data.onehot[data.labeled])  # (n labeled, C) indicators
         y_logp = pt.sum(labels[:, None, :] * log_rho[None, :, :], axis=-1)  # (n labeled, K)
-        label_term = pt.sum(likelihoods.predictive_mixture_logp(log_weights, x_logp[labeled], y_logp)[1])
+        log_py = likelihoods.predictive_mixture_logp(log_weights, x_logp[labeled], y_logp)[1]
+        label_term = pt.sum(log_py)
+        per_item = pt.inc_subtensor(log_px[labeled], log_py)
     else:  # nothing to predict: the objective is the unsupervised mixture's
         label_term = pt.zeros(())
+        per_item = log_px
+    likelihoods.record_pointwise("items", per_item, dims="item")
     pm.Deterministic("data_loglik", data_term)
     pm.Deterministic("label_loglik", label_term)
     return pm.Potential("pc_objective", data_term + lam * label_term)

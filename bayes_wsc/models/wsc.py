@@ -12,6 +12,7 @@ small blocks that add to the current `pm.Model`, so that a variant in
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -107,7 +108,7 @@ def pooled_bin_frequencies(counts: np.ndarray) -> np.ndarray:
     return (counts.sum(axis=0) + 1.0) / (counts.sum() + counts.shape[1])
 
 
-def add_click_likelihood(data: GroupedCounts, mu, w):
+def add_click_likelihood(data: GroupedCounts, mu, w, *, he_logp=None):
     """The weighted counts n_ik with Z marginalized, relative to the pooled bin frequencies q:
 
         sum_ik n_ik log(sig(mu_i) w1_k + (1-sig(mu_i)) w0_k)  -  sum_ik n_ik log q_k.
@@ -117,11 +118,31 @@ def add_click_likelihood(data: GroupedCounts, mu, w):
     instead of 3.5e6, so that float32 NUTS (`fit.fit_nuts(precision=...)`)
     evaluates it to within 0.06 nats rather than 0.3 (measured at 1M clicks;
     what is left comes from rounding w itself to float32).
+
+    Also keeps the pointwise log-likelihood per group (`log_likelihood` group, variable
+    `groups`, for LOO): the group's clicks with the centring constant added back, plus its HE
+    term log N(HE_i | mu_i, sigma_H). `he_logp` gives that term per group; by default it is
+    read from the model's observed `he` (none with WH = inf or 0, where HE is not modelled).
+    With down-weighted groups or item weights the clicks term is the weighted (pseudo-)
+    log-likelihood the model is fitted with.
     """
     counts = pm.Data("counts", data.counts, dims=("group", "bin"))
     q = pm.Data("pooled_bin_frequencies", pooled_bin_frequencies(data.counts), dims="bin")
-    pm.Potential("clicks", likelihoods.binary_counts_mixture_logp(counts, mu, w[0] / q, w[1] / q).sum())
+    per_group = likelihoods.binary_counts_mixture_logp(counts, mu, w[0] / q, w[1] / q).sum(axis=1)
+    pm.Potential("clicks", per_group.sum())
+    centring = pt.dot(counts, pt.log(q))  # the constant subtracted above, per group
+    he_logp = observed_he_logp() if he_logp is None else he_logp
+    likelihoods.record_pointwise("groups", per_group + centring + he_logp, dims="group")
     return counts
+
+
+def observed_he_logp():
+    """log N(HE_i | mu_i, sigma_H) per group from the current model's observed `he`, or 0 without one."""
+    model = pm.modelcontext(None)
+    he = model.named_vars.get("he")
+    if he is None or he not in model.observed_RVs:
+        return 0.0
+    return pm.logp(he, model.rvs_to_values[he])
 
 
 def add_estimands(data: GroupedCounts, mu, w):
@@ -173,6 +194,91 @@ def build_model(
         add_click_likelihood(data, mu, w)
         add_estimands(data, mu, w)
     return model
+
+
+# ---------------------------------------------------------------------- pointwise log-likelihood
+#: Gauss-Hermite nodes of the integral over a group's mu, after Newton steps centre them on the
+#: integrand's mode: 9 nodes and 4 steps, in float32, agree with adaptive quadrature (scipy) to 1e-4
+#: nats with HE (WH = 4) and 2e-4 without (WH = 0), on a Sec. 5 fit
+GH_NODES = 9
+NEWTON_STEPS = 4
+#: largest Newton step on mu (logit units)
+MAX_STEP = 1.0
+
+
+def integrated_group_loglik(counts, he, mu, w0, w1, mu_loc, mu_scale, sigma_h=None) -> np.ndarray:
+    """log p(clicks_i, HE_i | mu_loc, mu_scale, w0, w1, sigma_H) per draw and group, mu_i integrated out:
+
+        log  integral N(m | mu_loc, mu_scale) N(HE_i | m, sigma_H) prod_k (sig(-m) w0_k + sig(m) w1_k)^n_ik dm
+
+    This is what leaving group i out means under the hierarchical F0: its own quality goes with
+    it. Conditional on mu_i, PSIS-LOO fails (at 100 clicks a group's data outweigh the prior on
+    its mu_i: 68% of Pareto k above 0.7 in a Sec. 5 fit, and the wrong WH preferred); integrated,
+    every k stayed below 0.5. Computed by Gauss-Hermite quadrature centred by Newton steps
+    started at each draw's own mu_i, with JAX, a block of draws at a time, in float32 (half the
+    time of float64 on this CPU; the values differ from float64 by about 1e-4 nats at 100 clicks
+    a group, 1e-6 of their size).
+
+    counts (I, K), he (I,); mu (S, I); w0, w1 (S, K); mu_loc, mu_scale (S,); sigma_h (S,) or None
+    when HE is not modelled (WH = 0). Returns (S, I).
+    """
+    from bayes_wsc.jax_setup import jax_runtime
+    from bayes_wsc.posterior import CHUNK_FLOATS
+
+    jax = jax_runtime()
+    single = np.float32
+    mu = np.asarray(mu, dtype=single)
+    n_draws, n_groups = mu.shape
+    sigma_h = np.full(n_draws, np.inf) if sigma_h is None else sigma_h
+    per_draw = [mu] + [np.asarray(a, dtype=single) for a in (w0, w1, mu_loc, mu_scale, sigma_h)]
+    counts, he = np.asarray(counts, dtype=single), np.asarray(he, dtype=single)
+    block = int(min(n_draws, max(1, CHUNK_FLOATS // max(1, counts.size))))
+    fn = _integrated_loglik_fn(jax)
+    out = np.empty((n_draws, n_groups))
+    for start in range(0, n_draws, block):
+        chunk = [a[start:start + block] for a in per_draw]
+        short = block - chunk[0].shape[0]
+        if short:  # padded to one shape: one compilation
+            chunk = [np.concatenate([a, np.repeat(a[-1:], short, axis=0)]) for a in chunk]
+        out[start:start + block - short] = np.asarray(fn(counts, he, *chunk))[:block - short]
+    return out
+
+
+@functools.cache
+def _integrated_loglik_fn(jax):
+    jnp = jax.numpy
+    # constants as Python floats: they take the arrays' precision (float32) instead of promoting them
+    nodes, weights = ([float(x) for x in values] for values in np.polynomial.hermite.hermgauss(GH_NODES))
+    half_log_2pi, root2 = 0.5 * math.log(2 * math.pi), math.sqrt(2.0)
+
+    def log_integrand(counts, he, m, w0, w1, loc, scale, sigma, derivatives):
+        """log of the integrand at m (I,), and its first two derivatives in m."""
+        p0, p1 = jax.nn.sigmoid(-m), jax.nn.sigmoid(m)
+        mix = p0[:, None] * w0 + p1[:, None] * w1  # (I, K)
+        z, r = (m - loc) / scale, (he - m) / sigma
+        he_term = jnp.where(jnp.isfinite(sigma), -0.5 * r**2 - jnp.log(sigma) - half_log_2pi, 0.0)
+        value = jnp.sum(counts * jnp.log(mix), axis=1) - 0.5 * z**2 - jnp.log(scale) - half_log_2pi + he_term
+        if not derivatives:
+            return value
+        ratio = (w1 - w0) / mix
+        first, second = jnp.sum(counts * ratio, axis=1), jnp.sum(counts * ratio**2, axis=1)
+        slope = p0 * p1
+        d1 = slope * first - z / scale + r / sigma
+        d2 = slope * (p0 - p1) * first - slope**2 * second - 1 / scale**2 - 1 / sigma**2
+        return value, d1, d2
+
+    def one_draw(counts, he, mu, w0, w1, loc, scale, sigma):
+        mode, floor = mu, -1 / scale**2  # the prior's curvature bounds the step
+        for _ in range(NEWTON_STEPS):  # the log integrand flattens away from its mode: steps capped
+            _, d1, d2 = log_integrand(counts, he, mode, w0, w1, loc, scale, sigma, True)
+            mode = mode - jnp.clip(d1 / jnp.minimum(d2, floor), -MAX_STEP, MAX_STEP)
+        # the curvature of the last step sets the nodes' spread (the step was small by then)
+        width = root2 / jnp.sqrt(-jnp.minimum(d2, floor))
+        terms = jnp.stack([log_integrand(counts, he, mode + width * x, w0, w1, loc, scale, sigma, False)
+                           + (math.log(w) + x**2) for x, w in zip(nodes, weights)])
+        return jax.scipy.special.logsumexp(terms, axis=0) + jnp.log(width)
+
+    return jax.jit(jax.vmap(one_draw, in_axes=(None, None, 0, 0, 0, 0, 0, 0)))
 
 
 # ---------------------------------------------------------------------- estimator
@@ -296,6 +402,32 @@ class WSC(Estimator):
                            "orientation): the posterior is bimodal. Raise WH or check that HE is on the logit "
                            "scale."]
         return weak
+
+    def pointwise_log_likelihood(self, draws, data: GroupedCounts) -> None:
+        """Under the hierarchical F0 (a fit with mu_loc and mu_scale), each group's log-likelihood has
+        its own mu_i integrated out (`integrated_group_loglik`), so that LOO leaves out a group with
+        its quality. With a flat F0 (no distribution to draw a new group's mu from) or WH = inf
+        (mu_i = HE_i) it stays conditional on mu_i, and so does a MAP fit's (one point, where LOO
+        does not apply; the integral would cost a compilation per data shape)."""
+        post = draws.posterior
+        name = inference.LOG_LIKELIHOOD_PREFIX + "groups"
+        if name not in post or not {"mu", "mu_loc", "mu_scale", "w0", "w1"} <= set(post):
+            return
+        if np.shape(post[name])[0] * np.shape(post[name])[1] == 1:
+            return
+        wh = float(self.wh)
+        shape = post["mu"].shape[:2]
+        flat = {n: np.asarray(post[n]).reshape(-1, *np.shape(post[n])[2:])
+                for n in ("mu", "w0", "w1", "mu_loc", "mu_scale", "sigma_h") if n in post}
+        if "sigma_h" in flat:  # a variant that learns the rater noise
+            sigma_h = flat["sigma_h"]
+        elif math.isinf(wh):
+            return
+        else:
+            sigma_h = None if wh == 0 else np.full(flat["mu"].shape[0], 1.0 / math.sqrt(wh))
+        values = integrated_group_loglik(data.counts, data.he, flat["mu"], flat["w0"], flat["w1"], flat["mu_loc"],
+                                         flat["mu_scale"], sigma_h)
+        post[name] = values.reshape(*shape, -1)
 
     # ------------------------------------------------------------------ data back from a fit
     @property

@@ -19,6 +19,7 @@ from sklearn.metrics import normalized_mutual_info_score
 
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
+from bayes_wsc.report.criticism import criticism_sections
 from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, laplace_words, new_figure, write_html
 
 FIT_COLOR, TRUTH_COLOR = "#1f5fa8", "black"
@@ -174,7 +175,8 @@ def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None
     ]
     if baselines:
         sections.append(_baselines_section(est, data, members, truth, seed))
-    sections += [_summary_section(est, ci), _diagnostics_section(est)]
+    sections += [_summary_section(est, ci), *criticism_sections({_method(est).upper(): est}),
+                 _diagnostics_section(est)]
     return write_html(Path(out_dir) / "report.html", title or "Clustering from several uncertain experts",
                       _intro(est, data), sections)
 

@@ -22,9 +22,11 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.lines import Line2D
 from matplotlib.patches import Ellipse
+from matplotlib.text import Text
 
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
+from bayes_wsc.report.criticism import criticism_sections
 from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, fit_warnings, laplace_words, new_figure, write_html
 
 RHO_CMAP = "coolwarm"
@@ -196,15 +198,46 @@ def _clusters_2d(mixture: Mixture, data, ax, dims: list[int], legend: bool) -> N
         for scale, style in ((1, "-"), (2, "--")):
             ax.add_patch(Ellipse(mean[k], 2 * scale * sd[k, 0], 2 * scale * sd[k, 1], fill=False,
                                  edgecolor=colors[k], lw=2 if scale == 1 else 1.2, ls=style, zorder=3))
-        ax.annotate(f"{k}: {mixture.rho_words(k)}", mean[k], fontsize=8, color="black", zorder=4,
-                    ha="center", va="center", bbox={"boxstyle": "round,pad=0.2", "fc": "white", "alpha": 0.7,
-                                                    "ec": colors[k]})
     ax.set_xlabel(data.features[dims[0]])
     ax.set_ylabel(data.features[dims[1]])
     if legend:
         handles, _ = ax.get_legend_handles_labels()
         handles.append(Line2D([], [], color="grey", lw=2, label="cluster: 1 sd (solid), 2 sd (dashed)"))
         ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", markerscale=2)
+    place_labels(ax, mean, [f"{k}: {mixture.rho_words(k)}" for k in range(mean.shape[0])], colors)
+
+
+#: distances (points) at which a label that would hide another is tried, in 8 directions each
+LABEL_RINGS = (16, 32, 48, 64, 80)
+
+
+def place_labels(ax, anchors, texts, colors) -> list:
+    """Boxed labels at their anchors (data coordinates) that never overlap one another.
+
+    Each label goes on its anchor if its box meets no label placed before it; otherwise it is tried at
+    growing distances in eight directions, and drawn with a line back to its anchor. The figure is laid
+    out first, so the boxes are measured where they will be drawn. Returns the annotations.
+    """
+    ax.autoscale_view()
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    angles = np.deg2rad(np.arange(0, 360, 45) + 90)
+    offsets = [(0.0, 0.0)] + [(r * np.cos(a), r * np.sin(a)) for r in LABEL_RINGS for a in angles]
+    placed, boxes = [], []
+    for anchor, text, color in zip(np.asarray(anchors, dtype=float), texts, colors):
+        for dx, dy in offsets:
+            moved = bool(dx or dy)
+            label = ax.annotate(text, anchor, xytext=(dx, dy), textcoords="offset points", fontsize=8, color="black",
+                                zorder=4 if moved else 5, ha="center", va="center", annotation_clip=False,
+                                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "alpha": 0.9, "ec": color},
+                                arrowprops={"arrowstyle": "-", "color": color, "lw": 1} if moved else None)
+            box = Text.get_window_extent(label, renderer)  # the text's box, without the line to its anchor
+            if not any(box.overlaps(other) for other in boxes) or (dx, dy) == offsets[-1]:
+                placed.append(label)
+                boxes.append(box)
+                break
+            label.remove()
+    return placed
 
 
 # ---------------------------------------------------------------------- the lam path
@@ -333,8 +366,9 @@ def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) ->
     est = _checked_fit(est)
     if not 0 < ci < 1:
         raise InputError(f"ci must be in (0, 1), got {ci!r}")
+    label = f"lam = {float(_settings(est)['lam']):g}"
     sections = [_clusters_section(est), _estimands_section(est, ci), _restarts_section(est),
-                _diagnostics_section({f"lam = {float(_settings(est)['lam']):g}": est})]
+                *criticism_sections({label: est}), _diagnostics_section({label: est})]
     return write_html(Path(out_dir) / "report.html", title or "Prediction-constrained mixture report",
                       [p for p in _intro(est) if p], sections)
 

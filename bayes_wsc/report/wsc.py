@@ -27,6 +27,7 @@ from bayes_wsc.baselines.wsc import em_fit, half_sample_se, moments_rho, naive_r
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import stacked
+from bayes_wsc.report.criticism import criticism_sections
 from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, fit_warnings, laplace_words, new_figure, write_html
 
 #: EM error bars are the estimate +- Z_SE standard errors: a normal 90% interval, to set beside a 90% HDI
@@ -116,6 +117,7 @@ def write_report(
     ]
     if truth_rho is not None:
         sections.append(_truth_section(rhos, baselines, truth_rho, ci))
+    sections += criticism_sections(fits, seed=0 if seed is None else seed)
     sections.append(_diagnostics_section(fits, baselines))
     return write_html(Path(out_dir) / "report.html", title or "Weakly supervised clustering report",
                       _intro(fits, data), sections)

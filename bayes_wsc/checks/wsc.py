@@ -1,0 +1,140 @@
+"""Checks of the first model (noisy group averages): replicated bin shares, group shares and HE.
+
+Every replicate draws each group's class-1 count Z_i ~ Binomial(N_i, sigmoid(mu_i)) and then its items'
+bins from w1 and w0, and HE_i ~ Normal(mu_i, sigma_H) where HE is modelled. Three statistics are kept,
+none of them I x K per draw (the group shares are drawn with each item's class summed out, which has the
+same distribution and costs one binomial draw per group instead of three):
+
+* `bin_share[bin]`: the share of all items in each bin, pooled over groups (before any down-weighting
+  of large groups, which is a choice of the fit, not a property of the data).
+* `group_share[group]`: each group's share of items in the bins that lean to class 1 (w1_k > w0_k at
+  the posterior mean): the group-level share the behavior implies.
+* `he[group]`: the human evaluations.
+
+Weights: a replicated group has the group's raw number of items N_i (`n_items`), each item carrying
+the group's mean item weight, so shares are simulated with the sampling noise of the real items. With
+unequal item weights inside a group the observed shares vary more than these replicates (fewer
+effective items), which the check may flag.
+
+The failure that matters for this model, aggregation bias (behavior that depends on the group beyond
+the class), does not show in these in-sample checks: each group's mu_i absorbs it. Its targeted check
+refits the model on halves of the groups (`checks/aggregation.py`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import expit
+
+from bayes_wsc.checks import Check, Replicates, omnibus
+
+
+def variates(data) -> int:
+    """Random numbers one replicate needs (class-1 counts, group shares, HE per group)."""
+    return 3 * data.n_groups
+
+
+def parameters(posterior) -> list[str]:
+    return ["mu", "w0", "w1"] + (["sigma_h"] if "sigma_h" in posterior else [])
+
+
+def he_noise(est, params: dict, n: int) -> np.ndarray | None:
+    """sigma_H per replicate: learned by a variant, else 1 / sqrt(WH); None where HE is not modelled."""
+    if "sigma_h" in params:
+        return np.asarray(params["sigma_h"], dtype=float).reshape(n)
+    wh = float(est.wh)
+    if wh == 0 or math.isinf(wh):
+        return None
+    return np.full(n, 1.0 / math.sqrt(wh))
+
+
+def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
+    mu, w0, w1 = (np.asarray(params[k], dtype=float) for k in ("mu", "w0", "w1"))
+    n_rep = mu.shape[0]
+    items = np.asarray(data.n_items, dtype=np.int64)
+    totals = data.group_totals
+    has_items = items > 0
+    # pooled over groups, the table before down-weighting (Sec. 6.2 scales whole groups, a choice of the
+    # fit, not of the data); each replicated item carries its group's mean item weight
+    undone = data.counts / np.where(data.group_scale > 0, data.group_scale, 1.0)[:, None]
+    weight = np.where(has_items, undone.sum(axis=1) / np.maximum(items, 1), 0.0)
+    leaning = w1.mean(axis=0) > w0.mean(axis=0)  # bins that lean to class 1, fixed across replicates
+    p1 = expit(mu)
+    class1 = rng.binomial(items, p1)  # (S, I): the latent classes, drawn
+    class0 = items - class1
+    # items of each group in the class-1-leaning bins: each item is there with probability
+    # p1 W1 + (1 - p1) W0, its class summed out (the same distribution as drawing it; one draw, not three)
+    in_leaning = rng.binomial(items, p1 * w1[:, leaning].sum(axis=1)[:, None]
+                              + (1 - p1) * w0[:, leaning].sum(axis=1)[:, None])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        group_share = np.where(has_items, in_leaning / items, np.nan)
+        observed_share = np.where(has_items, data.counts[:, leaning].sum(axis=1) / totals, np.nan)
+    bin_counts = np.empty((n_rep, data.n_bins))
+    same_weight = np.allclose(weight[has_items], weight[has_items][0]) if has_items.any() else True
+    for s in range(n_rep):
+        if same_weight:  # a class-1 item's bin does not depend on its group: pool, then one multinomial
+            pooled = rng.multinomial(class1[s].sum(), w1[s]) + rng.multinomial(class0[s].sum(), w0[s])
+            bin_counts[s] = pooled * (weight[has_items][0] if has_items.any() else 1.0)
+        else:
+            counts = rng.multinomial(class1[s], w1[s]) + rng.multinomial(class0[s], w0[s])
+            bin_counts[s] = weight @ counts
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bin_share = bin_counts / bin_counts.sum(axis=1, keepdims=True)
+    replicated = {"bin_share": bin_share, "group_share": group_share}
+    observed = {"bin_share": undone.sum(axis=0) / undone.sum(), "group_share": observed_share}
+    sigma = he_noise(est, params, n_rep)
+    if sigma is not None:
+        replicated["he"] = mu + sigma[:, None] * rng.standard_normal(mu.shape)
+        observed["he"] = np.asarray(data.he, dtype=float)
+    return Replicates(replicated, observed, dims={"bin_share": ["bin"], "group_share": ["group"], "he": ["group"]},
+                      coords=data.coords)
+
+
+def rows(est, data, replicates: Replicates) -> list[Check]:
+    rep, obs = replicates.replicated, replicates.observed
+    out = [
+        omnibus("ppc_bin_share", obs["bin_share"], rep["bin_share"], data.bins.labels, "bin",
+                "The shares of items per behavior bin",
+                "The two classes' behavior distributions w0, w1 do not reproduce the bins' overall use: check "
+                "the bins, the weights, and whether two classes are enough."),
+        omnibus("ppc_group_share", obs["group_share"], rep["group_share"], data.group_ids, "group",
+                "The groups' shares of items in the class-1-leaning bins",
+                "The groups' behavior varies in ways the model's group qualities mu cannot produce: look at "
+                "the groups named, their item weights, and whether behavior depends on the group beyond the class."),
+    ]
+    if "he" in rep:
+        out.append(omnibus("ppc_he", obs["he"], rep["he"], data.group_ids, "group",
+                           "The human evaluations HE",
+                           "HE is noisier (or less noisy) than WH says: try another WH or the variant that "
+                           "learns sigma_H (models/learned_rater_noise.py)."))
+    return out
+
+
+# ---------------------------------------------------------------------- the targeted check
+def targeted() -> list:
+    """The first model's targeted check: aggregation bias, by refitting on halves of the groups."""
+    return [aggregation_rows]
+
+
+def aggregation_rows(est, data, seed: int, check=None) -> list[Check]:
+    """`checks.aggregation.aggregation_bias_check` as a row; `check` replaces it in tests.
+
+    It gets the model settings it knows (wh, mu_prior, w_concentration) and, from a MAP fit of the
+    package's own model, the fit's point, so that it needs no refit.
+    """
+    from bayes_wsc.checks.aggregation import SETTINGS, aggregation_bias_check
+
+    check = aggregation_bias_check if check is None else check
+    settings = {k: v for k, v in est.build_settings().items() if k in SETTINGS}
+    result = check(data, settings, seed=seed, map_point=map_point(est))
+    return [Check(**{k: result[k] for k in ("check", "statistic", "reference", "p_value", "flagged", "message")})]
+
+
+def map_point(est) -> dict | None:
+    """The fit's mu, w0, w1 (and mu_scale) when it is a MAP of the package's own model, else None."""
+    posterior = est._fitted().posterior
+    if est.model_file is not None or posterior.sizes["chain"] * posterior.sizes["draw"] != 1:
+        return None
+    return {n: np.asarray(posterior[n].values[0, 0]) for n in ("mu", "w0", "w1", "mu_scale") if n in posterior}

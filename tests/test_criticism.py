@@ -1,0 +1,376 @@
+"""Model criticism: pointwise log-likelihoods, LOO, posterior predictive checks, the checks, `check` and `ppc`."""
+
+import itertools
+import warnings
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.integrate import quad
+from scipy.special import expit, logsumexp
+from scipy.stats import norm
+
+import bayes_wsc
+from bayes_wsc import checks, inference
+from bayes_wsc.checks.wsc import aggregation_rows
+from bayes_wsc.cli import main
+from bayes_wsc.data.labeled import LabeledItems
+from bayes_wsc.data.pairwise import PairwiseConstraints
+from bayes_wsc.errors import FitWarning, InputError
+from bayes_wsc.estimator import load
+from bayes_wsc.models import experts as experts_model
+from bayes_wsc.models import pcmix as pcmix_model
+from bayes_wsc.models.experts import NoisyExperts
+from bayes_wsc.models.pcmix import PCMixture
+from bayes_wsc.models.wsc import WSC, build_model, integrated_group_loglik, pooled_bin_frequencies
+from bayes_wsc.simulate import simulate_wsc
+from bayes_wsc.simulate.experts import simulate_experts_model
+from test_likelihood import brute_force_loglik
+
+PREFIX = inference.LOG_LIKELIHOOD_PREFIX
+NUTS = dict(method="nuts", draws=100, tune=150, chains=2, seed=3, progressbar=False)
+
+
+def quietly(est, data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return est.fit(data)
+
+
+def cli(argv):
+    try:
+        return main(argv)
+    except SystemExit as exit_:
+        return exit_.code
+
+
+def evaluate(model, names, point):
+    """Model variables (Deterministics, potentials, log-probabilities) at a point of the value variables."""
+    import pytensor
+
+    outputs = model.replace_rvs_by_values([model[n] if isinstance(n, str) else n for n in names])
+    fn = pytensor.function(model.value_vars, outputs, on_unused_input="ignore", mode="FAST_COMPILE")
+    return fn(*[point[v.name] for v in model.value_vars])
+
+
+# ---------------------------------------------------------------------- data and fits
+@pytest.fixture(scope="module")
+def wsc_data():
+    return simulate_wsc(n_groups=40, items_per_group=25, n_bins=4, sigma_h=0.5, seed=21)
+
+
+@pytest.fixture(scope="module")
+def wsc_fits(wsc_data):
+    data, _ = wsc_data
+    return {"map": quietly(WSC(wh=4.0), data), "nuts": quietly(WSC(wh=4.0, **NUTS), data)}
+
+
+@pytest.fixture(scope="module")
+def experts_data():
+    items, constraints, truth = simulate_experts_model(n_items=60, n_features=2, n_clusters=2, alpha=(0.9, 0.8, 0.7),
+                                                       beta=(0.9, 0.8, 0.7), pairs_per_expert=80, seed=5)
+    return PairwiseConstraints.from_frames(items, constraints), items, constraints, truth
+
+
+@pytest.fixture(scope="module")
+def experts_fits(experts_data):
+    data = experts_data[0]
+    return {"map": quietly(NoisyExperts(n_clusters=2, restarts=4, seed=1), data),
+            "nuts": quietly(NoisyExperts(n_clusters=2, restarts=4, **NUTS), data)}
+
+
+@pytest.fixture(scope="module")
+def pcmix_data():
+    rng = np.random.default_rng(8)
+    z = rng.random(240) < 0.4
+    x = np.where(z[:, None], [2.0, -1.0], [-1.0, 0.5]) + rng.standard_normal((240, 2))
+    y = np.where(rng.random(240) < 0.5, np.where(rng.random(240) < np.where(z, 0.85, 0.1), 1, 0), -1)
+    return LabeledItems(x, y, ("a", "b"), ("0", "1"), np.zeros(2), np.ones(2), np.arange(240).astype(str)), z
+
+
+@pytest.fixture(scope="module")
+def pcmix_fits(pcmix_data):
+    data = pcmix_data[0]
+    return {"map": quietly(PCMixture(components=2, restarts=3, seed=1), data),
+            "nuts": quietly(PCMixture(components=2, restarts=3, **NUTS), data)}
+
+
+# ---------------------------------------------------------------------- pointwise log-likelihood
+def test_wsc_pointwise_is_the_data_loglik(wsc_data):
+    """Per group: clicks (centring added back) plus HE; sums to the model's own terms and to enumeration."""
+    data, truth = wsc_data
+    model = build_model(data, wh=4.0, mu_prior="flat")
+    point = {v.name: np.asarray(p) for v, p in zip(model.value_vars, _values_at(model, truth))}
+    pointwise, clicks, he = evaluate(model, [PREFIX + "groups", "clicks", model.logp(vars=[model["he"]], sum=False)[0]],
+                                     point)
+    centring = float(np.sum(data.counts @ np.log(pooled_bin_frequencies(data.counts))))
+    assert pointwise.shape == (data.n_groups,)
+    np.testing.assert_allclose(pointwise.sum(), clicks + centring + he.sum(), rtol=0, atol=1e-8)
+    tiny = data.subset(np.arange(3))
+    tiny.counts = np.array([[2.0, 0, 1, 0], [0, 1, 1, 0], [1, 0, 0, 2]])
+    tiny_model = build_model(tiny, wh=4.0, mu_prior="flat")
+    tiny_point = {v.name: np.asarray(p) for v, p in zip(tiny_model.value_vars, _values_at(tiny_model, truth, 3))}
+    tiny_pointwise, tiny_he = evaluate(tiny_model, [PREFIX + "groups", tiny_model.logp(vars=[tiny_model["he"]],
+                                                                                     sum=False)[0]], tiny_point)
+    probs = np.stack([expit(-truth.mu[:3]), expit(truth.mu[:3])], axis=1)
+    enumerated = [brute_force_loglik(tiny.counts[i:i + 1], probs[i:i + 1], np.stack([truth.w0, truth.w1]))
+                  for i in range(3)]
+    np.testing.assert_allclose(tiny_pointwise - tiny_he, enumerated, rtol=0, atol=1e-10)
+
+
+def _values_at(model, truth, n=None):
+    """The value variables at the truth (unconstrained)."""
+    from bayes_wsc.fit import transformed_start
+
+    start = transformed_start(model, {"mu": truth.mu[:n] if n else truth.mu, "w0": truth.w0, "w1": truth.w1})
+    return [start[v.name] for v in model.value_vars]
+
+
+def test_wsc_integrated_loglik_matches_quadrature(wsc_data):
+    data, truth = wsc_data
+    rng = np.random.default_rng(0)
+    mu = truth.mu + 0.3 * rng.standard_normal((2, data.n_groups))
+    w0, w1 = np.stack([truth.w0] * 2), np.stack([truth.w1] * 2)
+    loc, scale = np.array([0.1, -0.2]), np.array([1.1, 0.8])
+    for sigma in (np.array([0.5, 0.6]), None):
+        got = integrated_group_loglik(data.counts, data.he, mu, w0, w1, loc, scale, sigma)
+        for s, i in ((0, 0), (1, 33)):
+            def log_integrand(m):
+                clicks = data.counts[i] @ np.log(expit(-m) * w0[s] + expit(m) * w1[s])
+                he = 0.0 if sigma is None else norm.logpdf(data.he[i], m, sigma[s])
+                return clicks + he + norm.logpdf(m, loc[s], scale[s]) - got[s, i]
+            assert quad(lambda m: np.exp(log_integrand(m)), -12, 12, points=[mu[s, i]], limit=200)[0] == \
+                pytest.approx(1.0, abs=5e-4)
+
+
+def test_experts_pointwise_is_the_composite_loglik(experts_data):
+    data = experts_data[0]
+    model = experts_model.build_model(data, n_clusters=2)
+    rng = np.random.default_rng(1)
+    point = {k: v + rng.normal(0, 0.5, size=np.shape(v)) for k, v in model.initial_point().items()}
+    pointwise, potential, W, b, alpha, beta = evaluate(model, [PREFIX + "pairs", "constraints", "W", "b", "alpha",
+                                                               "beta"], point)
+    assert pointwise.shape == (data.n_pairs,)
+    np.testing.assert_allclose(pointwise.sum(), potential, rtol=0, atol=1e-8)
+    probs = experts_model.membership_probabilities(data.features, W, b)
+    for p in (0, 5, data.n_pairs - 1):  # each pair: both clusters enumerated, all its experts' links
+        cells = np.flatnonzero(data.cell_pair == p)
+        i, j = data.pairs[p]
+        total = 0.0
+        for zi, zj in itertools.product(range(2), repeat=2):
+            term = probs[i, zi] * probs[j, zj]
+            for c in cells:
+                a, bb, link = alpha[data.cell_expert[c]], beta[data.cell_expert[c]], data.link[c]
+                term *= (a if link else 1 - a) if zi == zj else (1 - bb if link else bb)
+            total += term
+        assert pointwise[p] == pytest.approx(np.log(total), abs=1e-10)
+
+
+def test_pcmix_pointwise_is_the_joint_loglik(pcmix_data):
+    data = pcmix_data[0]
+    for lam in (1.0, 4.0):
+        model = pcmix_model.build_model(data, components=2, lam=lam)
+        rng = np.random.default_rng(2)
+        point = {k: v + rng.normal(0, 0.3, size=np.shape(v)) for k, v in model.initial_point().items()}
+        pointwise, data_term, label_term, potential, pi, mean_z, sd_excess, rho = evaluate(
+            model, [PREFIX + "items", "data_loglik", "label_loglik", "pc_objective", "pi", "mean_z", "sd_excess",
+                    "rho"], point)
+        np.testing.assert_allclose(pointwise.sum(), data_term + label_term, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(potential, data_term + lam * label_term, rtol=0, atol=1e-8)
+        sd = 0.001 + sd_excess
+        joint = np.log(pi) + norm.logpdf(data.x[:, None, :], mean_z, sd).sum(-1)  # (n, K)
+        labels = np.where(data.y[:, None] == 1, np.log(rho), np.where(data.y[:, None] == 0, np.log1p(-rho), 0.0))
+        np.testing.assert_allclose(pointwise, logsumexp(joint + labels, axis=1), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("which", ["wsc", "experts", "pcmix"])
+def test_loo_waic_compare_on_nuts_fits_and_map_says_why_not(which, request, wsc_fits, experts_fits, pcmix_fits):
+    fits = {"wsc": wsc_fits, "experts": experts_fits, "pcmix": pcmix_fits}[which]
+    nuts, map_fit = fits["nuts"], fits["map"]
+    unit = {"wsc": "group", "experts": "pair", "pcmix": "item"}[which]
+    for est in (nuts, map_fit):
+        group = est.idata_.log_likelihood
+        assert list(group.data_vars) == [unit + "s"] and group[unit + "s"].dims == ("chain", "draw", unit)
+    assert np.isfinite(az.loo(nuts.idata_).elpd_loo) and np.isfinite(az.waic(nuts.idata_).elpd_waic)
+    table = az.compare({"a": nuts.idata_, "b": nuts.idata_})
+    assert list(table.index) and np.isfinite(nuts.loo().elpd_loo)
+    assert len(bayes_wsc.compare({"a": nuts, "b": nuts})) == 2
+    with pytest.raises(InputError, match="MAP fit .*refit it with method='nuts'"):
+        map_fit.loo()
+    with pytest.raises(InputError, match="MAP fit"):
+        bayes_wsc.compare({"nuts": nuts, "map": map_fit})
+
+
+def test_hierarchical_wsc_loo_is_reliable(wsc_fits):
+    """mu_i integrated out: every Pareto k below 0.7 (conditional on mu_i, most groups exceed it). The
+    row's own threshold depends on the draws (0.57 at the 200 draws here), so it is not the test's."""
+    row = checks.loo_rows(wsc_fits["nuts"])[0]
+    assert row.check == "loo_pareto_k" and row.statistic < 0.7
+
+
+def test_saved_fits_keep_the_group_and_old_fits_say_refit(wsc_fits, tmp_path):
+    path = wsc_fits["nuts"].save(tmp_path / "fit.nc")
+    again = load(path)
+    np.testing.assert_array_equal(again.idata_.log_likelihood["groups"].values,
+                                  wsc_fits["nuts"].idata_.log_likelihood["groups"].values)
+    assert not again.checks_.empty
+    old = load(path)
+    del old.idata_.log_likelihood
+    old.idata_ = old.idata_
+    with pytest.raises(InputError, match="no pointwise log-likelihood .*refit"):
+        old.loo()
+
+
+# ---------------------------------------------------------------------- posterior predictive
+@pytest.mark.parametrize("which", ["wsc", "experts", "pcmix"])
+def test_ppc_has_the_data_shape_and_varies(which, wsc_fits, experts_fits, pcmix_fits):
+    fits = {"wsc": wsc_fits, "experts": experts_fits, "pcmix": pcmix_fits}[which]
+    for est in fits.values():
+        ppc = est.posterior_predictive(draws=60, seed=1)
+        assert set(ppc.groups()) == {"posterior_predictive", "observed_data"}
+        assert set(ppc.posterior_predictive.data_vars) == set(ppc.observed_data.data_vars)
+        for name, observed in ppc.observed_data.data_vars.items():
+            replicated = ppc.posterior_predictive[name]
+            assert replicated.dims[2:] == observed.dims and replicated.shape[2:] == observed.shape
+            assert replicated.sizes["chain"] * replicated.sizes["draw"] >= 60
+            assert np.nanstd(replicated.values, axis=(0, 1)).max() > 0  # drawn, not copied: even from a MAP
+    again = fits["map"].posterior_predictive(draws=60, seed=1)
+    assert again.posterior_predictive.equals(fits["map"].posterior_predictive(draws=60, seed=1).posterior_predictive)
+    az.plot_ppc(fits["nuts"].posterior_predictive(draws=20), num_pp_samples=5)
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def test_ppc_recovers_the_generating_statistics(wsc_data, wsc_fits, experts_data, experts_fits, pcmix_data,
+                                                pcmix_fits):
+    data, truth = wsc_data
+    p = expit(truth.mu)[:, None]
+    expected = (data.n_items[:, None] * ((1 - p) * truth.w0 + p * truth.w1)).sum(0) / data.n_items.sum()
+    replicated = wsc_fits["nuts"].posterior_predictive().posterior_predictive["bin_share"].mean(("chain", "draw"))
+    np.testing.assert_allclose(replicated, expected, atol=0.03)
+    pairs, truth_e = experts_data[0], experts_data[3]
+    same = truth_e.labels[pairs.pairs[pairs.cell_pair, 0]] == truth_e.labels[pairs.pairs[pairs.cell_pair, 1]]
+    p_link = np.where(same, truth_e.alpha[pairs.cell_expert], 1 - truth_e.beta[pairs.cell_expert])
+    expected = np.bincount(pairs.cell_expert, weights=p_link) / np.bincount(pairs.cell_expert)
+    replicated = experts_fits["nuts"].posterior_predictive().posterior_predictive["link_rate"].mean(("chain", "draw"))
+    np.testing.assert_allclose(replicated, expected, atol=0.08)
+    items, z = pcmix_data
+    expected = 0.4 * np.array([2.0, -1.0]) + 0.6 * np.array([-1.0, 0.5])
+    replicated = pcmix_fits["nuts"].posterior_predictive().posterior_predictive["feature_mean"].mean(("chain", "draw"))
+    np.testing.assert_allclose(replicated, expected, atol=0.25)
+
+
+# ---------------------------------------------------------------------- checks
+def test_checks_run_at_fit_time_and_pass_on_model_data(wsc_fits, experts_fits, pcmix_fits):
+    for fits in (wsc_fits, experts_fits, pcmix_fits):
+        for method, est in fits.items():
+            table = est.checks_
+            assert list(table.columns) == list(checks.COLUMNS)
+            assert ("loo_pareto_k" in set(table["check"])) == (method == "nuts")
+            # (with 300 draws a few Pareto k can pass ArviZ's threshold of 0.60: not asserted here)
+            assert not table[table["check"] != "loo_pareto_k"]["flagged"].any(), table.to_string()
+
+
+def test_a_flagged_check_is_a_fit_warning():
+    """HE eight times noisier than WH says: mu follows HE, and the groups' behavior shares do not."""
+    data, _ = simulate_wsc(n_groups=40, items_per_group=25, n_bins=4, sigma_h=2.0, seed=4)
+    with pytest.warns(FitWarning, match=r"check ppc_group_share flagged: The groups' shares .* differ"):
+        est = WSC(wh=16.0).fit(data)
+    assert any(m.startswith("check ppc_group_share flagged") for m in est.diagnostics_)
+    assert est.checks_.set_index("check").loc["ppc_group_share", "flagged"]
+    assert not WSC(wh=16.0, checks=False).fit(data).checks_.shape[0]
+
+
+def test_targeted_checks_catch_an_adversarial_expert_and_a_skewed_feature(experts_data):
+    data, items, constraints, _ = experts_data
+    turned = constraints.copy()
+    first = turned["expert"] == turned["expert"].iloc[0]
+    turned.loc[first, "link"] = 1 - turned.loc[first, "link"]
+    est = quietly(NoisyExperts(n_clusters=2, restarts=4, seed=1), PairwiseConstraints.from_frames(items, turned))
+    row = est.checks_.set_index("check").loc["expert_agreement"]
+    assert row["flagged"] and str(turned["expert"].iloc[0]) in row["message"]
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"a": rng.normal(size=400), "b": rng.exponential(size=400) ** 2,
+                          "y": pd.array(np.where(rng.random(400) < 0.5, rng.integers(0, 2, 400), -1), dtype="Int64")})
+    frame.loc[frame["y"] == -1, "y"] = pd.NA
+    est = quietly(PCMixture(components=1, restarts=1, seed=0), LabeledItems.from_frame(frame, label_col="y"))
+    row = est.checks_.set_index("check").loc["feature_marginal"]
+    assert row["flagged"] and "feature b" in row["message"]
+
+
+def test_aggregation_check_is_wired_and_its_refits_do_not_check(wsc_data, wsc_fits):
+    """The first model's targeted check through a stand-in with its signature."""
+    data, _ = wsc_data
+    calls = []
+
+    def stand_in(data, settings, *, seed=0, map_point=None):
+        refit = WSC(method="map", seed=seed, **settings).fit(data)  # the real check refits without a map_point
+        calls.append((settings, refit.checks_.shape[0], checks.running(), sorted(map_point)))
+        return {"check": "aggregation_bias", "statistic": 0.2, "reference": 0.1, "p_value": 0.001, "flagged": True,
+                "message": "behavior depends on the group beyond the class"}
+
+    rows = checks.run(wsc_fits["map"], data, draws=50,
+                      targeted=[lambda e, d, seed: aggregation_rows(e, d, seed, check=stand_in)])
+    assert calls == [({"wh": 4.0, "mu_prior": "hierarchical", "w_concentration": 1.0}, 0, True,
+                      ["mu", "mu_scale", "w0", "w1"])]
+    assert rows[-1].check == "aggregation_bias" and rows[-1].flagged
+    assert checks.flagged_messages(rows) == ["check aggregation_bias flagged: behavior depends on the group beyond "
+                                             "the class"]
+
+
+# ---------------------------------------------------------------------- command line
+def test_check_and_ppc_commands(wsc_fits, tmp_path, capsys):
+    fit = wsc_fits["nuts"].save(tmp_path / "fit.nc")
+    assert cli(["check", str(fit), "--out", str(tmp_path / "checks.csv"), "--draws", "50"]) == 0
+    table = pd.read_csv(tmp_path / "checks.csv")
+    assert list(table.columns) == list(checks.COLUMNS) and "loo_pareto_k" in set(table["check"])
+    assert "No check is flagged" in capsys.readouterr().out
+    assert cli(["ppc", str(fit), "--out", str(tmp_path / "ppc.nc"), "--draws", "40",
+                "--plot", str(tmp_path / "ppc.png")]) == 0
+    ppc = az.from_netcdf(tmp_path / "ppc.nc")
+    assert {"posterior_predictive", "observed_data"} <= set(ppc.groups())
+    assert (tmp_path / "ppc.png").stat().st_size > 1000
+    capsys.readouterr()
+    for argv, words in (
+        (["check", str(tmp_path / "missing.nc")], "does not exist"),
+        (["check", str(tmp_path / "checks.csv")], "not a netCDF fit"),
+        (["check", str(fit), "--out", str(fit)], "is also an input"),
+        (["ppc", str(fit), "--out", str(fit)], "is also an input"),
+        (["ppc", str(fit), "--out", str(tmp_path / "p.nc"), "--plot", str(tmp_path / "p.txt")], "must end in"),
+        (["ppc", str(fit), "--out", str(tmp_path / "p.nc"), "--draws", "0"], "positive whole number"),
+        (["ppc", str(fit)], "--out"),
+    ):
+        assert cli(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert words in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "p.nc").exists()
+
+
+def test_cluster_labels_do_not_overlap():
+    """Three clusters on one point: their labels are moved apart, none hides another."""
+    from matplotlib.text import Text
+
+    from bayes_wsc.report.pcmix import Mixture, plot_mixture
+
+    rng = np.random.default_rng(0)
+    data = LabeledItems(rng.normal(size=(200, 2)), np.where(rng.random(200) < 0.3, rng.integers(0, 2, 200), -1),
+                        ("a", "b"), ("0", "1"), np.zeros(2), np.ones(2), np.arange(200).astype(str))
+    mixture = Mixture(np.array([0.3, 0.3, 0.4]), np.array([[0.0, 0.0], [0.01, 0.02], [0.02, -0.01]]), np.ones((3, 2)),
+                      np.array([[0.2, 0.8], [0.5, 0.5], [0.9, 0.1]]))
+    fig = plot_mixture(data, mixture)
+    fig.canvas.draw()
+    boxes = [Text.get_window_extent(t, fig.canvas.get_renderer()) for t in fig.axes[0].texts]
+    assert len(boxes) == 3
+    assert not any(a.overlaps(b) for a, b in itertools.combinations(boxes, 2))
+
+
+def test_reports_show_ranks_ppc_loo_and_checks(experts_fits, pcmix_fits, tmp_path):
+    for name, est in (("experts", experts_fits["nuts"]), ("pcmix", pcmix_fits["nuts"])):
+        kwargs = {"baselines": False} if name == "experts" else {}
+        html = est.report(tmp_path / name, **kwargs).read_text()
+        for heading in ("Convergence: rank plots", "Posterior predictive checks",
+                        "Leave-one-out cross-validation (LOO)", "Model checks"):
+            assert f"<h2>{heading}</h2>" in html, (name, heading)
+        assert "elpd_loo" in html and "ppc_" in html
