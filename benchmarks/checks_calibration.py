@@ -10,11 +10,15 @@ time) and records every check's row. The models and sizes:
            0.95..0.65, beta 0.9..0.6, 500 pairs each (z drawn per item, shared by its pairs)
   pcmix    a two-component Gaussian mixture in 3 features (weights 0.4, 0.6; means 1.5 apart in sd
            units), n = 1000 items, half of them labeled with P(y = 1 | z) = 0.85 and 0.15, lam = 1
+  perception  `simulate_model`: 2000 items, 10 features, K = 3 clusters over 3 perception features
+           (each pair shares one), W and b from the prior, 10 seeds per cluster (seed 004's 3-10), a
+           tenth of them also put in a second set (overlap)
 
     python benchmarks/checks_calibration.py --model wsc --sims 40
     python benchmarks/checks_calibration.py --model wsc --sims 10 --method nuts
     python benchmarks/checks_calibration.py --model experts --sims 40
     python benchmarks/checks_calibration.py --model pcmix --sims 40
+    python benchmarks/checks_calibration.py --model perception --sims 40
 
 Rows are appended to benchmarks/results/checks_<model>_<method>.csv as simulations finish (`--resume`
 skips finished ones; `--summarize` prints the table of a file).
@@ -65,6 +69,12 @@ def simulate(model: str, seed: int):
         frame.loc[y < 0, "y"] = pd.NA
         return LabeledItems.from_frame(frame, label_col="y", classes=[0, 1]), \
             lambda **kw: PCMixture(components=2, lam=1.0, **kw)
+    if model == "perception":
+        from bayes_wsc.models.perception import PerceptionClustering
+        from bayes_wsc.simulate.perception import simulate_model
+
+        study, _ = simulate_model(n_items=2000, n_features=10, seeds_per_cluster=10, seed=7000 + seed)
+        return study.data(), lambda **kw: PerceptionClustering(**kw)
     raise SystemExit(f"unknown model {model!r}")
 
 
@@ -99,7 +109,7 @@ def summarize(frame: pd.DataFrame) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=("wsc", "experts", "pcmix"), required=True)
+    parser.add_argument("--model", choices=("wsc", "experts", "pcmix", "perception"), required=True)
     parser.add_argument("--sims", type=int, default=40)
     parser.add_argument("--method", choices=("map", "nuts"), default="map")
     parser.add_argument("--draws", type=int, default=1000)

@@ -247,6 +247,98 @@ def test_digits_example():
     assert study.membership.sum(axis=1).min() == 1
 
 
+# ---------------------------------------------------------------------- model criticism
+def test_pointwise_log_likelihood_is_the_seed_likelihood():
+    """One term per seeded item, log sum_{k in S_i} P(z_i = k | x_i) (an overlapping seed's sets
+    enumerated), summing to the model's seed likelihood to 1e-8."""
+    import pytensor
+
+    from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
+
+    data = SeedSets.from_frames(*tiny_tables())
+    model = build_model(data)
+    outputs = model.replace_rvs_by_values([model[LOG_LIKELIHOOD_PREFIX + "seed_items"], model["seeds"]])
+    evaluate = pytensor.function(model.value_vars, outputs, mode="FAST_COMPILE")
+    rng = np.random.default_rng(4)
+    seeded = data.seed_items
+    for _ in range(3):
+        W, b = rng.normal(0, 1, (data.n_features, data.n_perception)), rng.normal(0, 1, data.n_perception)
+        pointwise, potential = evaluate(W, b)
+        assert pointwise.shape == (seeded.size,)
+        np.testing.assert_allclose(pointwise.sum(), potential, rtol=0, atol=1e-8)
+        log_probs = membership_log_probabilities(data.features[seeded], W, b, data.perception)
+        by_hand = [logsumexp([log_probs[i, k] for k in np.flatnonzero(data.seed_mask[seeded[i]])])
+                   for i in range(seeded.size)]
+        np.testing.assert_allclose(pointwise, by_hand, rtol=0, atol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def model_fits():
+    """MAP and a small NUTS fit of data from the model (30 seeds per cluster, a tenth in two sets)."""
+    study, _ = simulate_model(n_items=400, n_features=3, seeds_per_cluster=30, seed=5)
+    data = study.data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return data, {"map": PerceptionClustering().fit(data),
+                      "nuts": PerceptionClustering(method="nuts", draws=100, tune=150, chains=2, seed=3,
+                                                   progressbar=False).fit(data)}
+
+
+def test_loo_compare_ppc_and_checks(model_fits, tmp_path, capsys):
+    import arviz as az
+
+    import bayes_wsc
+    from bayes_wsc import checks
+
+    data, fits = model_fits
+    nuts, map_fit = fits["nuts"], fits["map"]
+    for est in fits.values():
+        group = est.idata_.log_likelihood
+        assert list(group.data_vars) == ["seed_items"] and group["seed_items"].dims == ("chain", "draw", "seed_item")
+        assert group.sizes["seed_item"] == data.seed_items.size
+        table = est.checks_  # run at fit time; data from the model: nothing flagged
+        assert list(table["check"]) == ["ppc_seed_count", "seed_neighbours"] + (["loo_pareto_k"] if est is nuts else [])
+        assert not table[table["check"] != "loo_pareto_k"]["flagged"].any(), table.to_string()
+        ppc = est.posterior_predictive(draws=40, seed=1)
+        replicated, observed = ppc.posterior_predictive["seed_count"], ppc.observed_data["seed_count"]
+        assert replicated.dims[2:] == observed.dims == ("cluster",) and replicated.shape[2:] == (data.n_clusters,)
+        assert replicated.values.std(axis=(0, 1)).min() > 0  # drawn anew, even from a MAP's one point
+        np.testing.assert_allclose(replicated.sum("cluster"), data.seed_items.size)
+    assert np.isfinite(nuts.loo().elpd_loo) and np.isfinite(az.waic(nuts.idata_).elpd_waic)
+    assert len(bayes_wsc.compare({"a": nuts, "b": nuts})) == 2
+    with pytest.raises(InputError, match="MAP fit .*refit it with method='nuts'"):
+        map_fit.loo()
+    fit = nuts.save(tmp_path / "fit.nc")
+    assert cli(["check", fit, "--out", tmp_path / "checks.csv", "--draws", "40"]) == 0
+    assert list(pd.read_csv(tmp_path / "checks.csv")["check"]) == ["ppc_seed_count", "seed_neighbours",
+                                                                   "loo_pareto_k"]
+    assert cli(["ppc", fit, "--out", tmp_path / "ppc.nc", "--draws", "40"]) == 0
+    assert set(az.from_netcdf(tmp_path / "ppc.nc").groups()) >= {"posterior_predictive", "observed_data"}
+    capsys.readouterr()
+    html = nuts.report(tmp_path / "report", baselines=False).read_text()
+    for heading in ("Convergence: rank plots", "Posterior predictive checks", "Leave-one-out cross-validation (LOO)",
+                    "Model checks"):
+        assert f"<h2>{heading}</h2>" in html, heading
+    assert checks.MODULES["perception"] == "bayes_wsc.checks.perception"
+
+
+def test_seed_neighbours_flags_a_cluster_no_linear_rule_separates():
+    """Cluster A's seeds lie on both sides of B's: a linear rule cannot tell them apart, the fitted
+    probabilities stay uncertain where the seeds are certain, and the targeted check says so."""
+    rng = np.random.default_rng(0)
+    centres = {"A": [(-3.0, 0.0), (3.0, 0.0)], "B": [(0.0, 0.0)], "C": [(0.0, 3.0)]}
+    x = np.vstack([np.array(c[j % len(c)]) + 0.5 * rng.standard_normal(2) for c in centres.values() for j in range(20)]
+                  + [rng.normal(0, 2, (100, 2))])
+    items = pd.DataFrame(x, columns=["x1", "x2"])
+    items.insert(0, "id", [f"i{j}" for j in range(len(x))])
+    seeds = pd.DataFrame({"cluster": np.repeat(list(centres), 20), "id": [f"i{j}" for j in range(60)]})
+    perception = pd.DataFrame({"cluster": list(centres), "p1": [1.0, 0, 0], "p2": [0, 1.0, 0], "p3": [0, 0, 1.0]})
+    with pytest.warns(FitWarning, match="check seed_neighbours flagged: The share of each seed's 5 nearest seeds"):
+        est = PerceptionClustering(restarts=1).fit(SeedSets.from_frames(items, seeds, perception))
+    row = est.checks_.set_index("check").loc["seed_neighbours"]
+    assert row["flagged"] and row["statistic"] > row["reference"] + 0.3
+
+
 # ---------------------------------------------------------------------- command line and bad input
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, small_study):

@@ -136,12 +136,17 @@ def add_perception(data: SeedSets):
 
 def add_seed_likelihood(data: SeedSets, W, b, perception):
     """The seeds' likelihood, sum_i log P(z_i in S_i | x_i), as one Potential; returns the seeded items'
-    log memberships (seed_item, cluster). Every data-derived array is a `pm.Data` input."""
+    log memberships (seed_item, cluster). Every data-derived array is a `pm.Data` input.
+
+    Its terms are kept per seeded item (`likelihoods.record_pointwise`, the fit's `log_likelihood`
+    group `seed_items[seed_item]`): the unit LOO leaves out is one seeded item with all its sets, the
+    model's only data (items that are no seed do not enter the likelihood)."""
     values = model_data(data)
     x = pm.Data("seed_features", values["seed_features"], dims=("seed_item", "feature"))
     in_set = pm.Data("seed_sets", values["seed_sets"], dims=("seed_item", "cluster"))
     log_probs = cluster_log_probabilities(x, W, b, perception)
-    pm.Potential("seeds", likelihoods.seed_sets_logp(log_probs, in_set).sum())
+    per_seed = likelihoods.seed_sets_logp(log_probs, in_set)
+    pm.Potential("seeds", likelihoods.record_pointwise("seed_items", per_seed, dims="seed_item").sum())
     return log_probs
 
 

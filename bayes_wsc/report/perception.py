@@ -6,7 +6,9 @@ it. A figure shows how sure the memberships of the items that are no seed are; a
 the embedding W (which features raise which perception feature). Given the true memberships (a
 simulation, the digits example), the report adds the paper's F-score per user cluster, the Brier
 score and a reliability plot of the membership probabilities, beside the baselines (LPE + k-means,
-k-means on X, the seeded mixture), recomputed from the data saved in the fit.
+k-means on X, the seeded mixture), recomputed from the data saved in the fit. The sections every
+model's report has follow (`report.criticism`): rank plots after NUTS, the posterior predictive check
+of the seeds' clusters, LOO over the seeded items with its Pareto k values, and the checks.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pandas as pd
 
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
+from bayes_wsc.report.criticism import criticism_sections
 from bayes_wsc.report.html import Section, new_figure, write_html
 
 FIT_COLOR = "#1f5fa8"
@@ -119,7 +122,7 @@ def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None
     sections = [_clusters_section(est, data, members, ci), _weights_section(est)]
     if matrix is not None:
         sections.append(_scores_section(est, data, matrix, baselines, seed))
-    sections += [_summary_section(est, ci), _diagnostics_section(est)]
+    sections += [_summary_section(est, ci), *criticism_sections({"fit": est}), _diagnostics_section(est)]
     return write_html(Path(out_dir) / "report.html", title or "The user's clusters from seed sets and perceptions",
                       _intro(est, data), sections)
 
