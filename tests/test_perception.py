@@ -62,6 +62,7 @@ def test_logp_equals_enumeration_with_overlapping_seeds():
     assert data.n_overlapping_seeds == 1
     model = build_model(data)
     logp = model.compile_logp(mode="FAST_COMPILE")
+    prior_logp = model.compile_fn(model.varlogp, point_fn=False, inputs=model.value_vars, mode="FAST_COMPILE")
     rng = np.random.default_rng(1)
     for _ in range(3):
         W = rng.normal(0, 1, (data.n_features, data.n_perception))
@@ -73,7 +74,7 @@ def test_logp_equals_enumeration_with_overlapping_seeds():
         for z in itertools.product(range(data.n_clusters), repeat=seeded.size):
             if all(allowed[i, k] for i, k in enumerate(z)):
                 total = np.logaddexp(total, sum(log_probs[i, k] for i, k in enumerate(z)))
-        prior = model.compile_fn(model.varlogp, point_fn=False, inputs=model.value_vars, mode="FAST_COMPILE")(W, b)
+        prior = prior_logp(W, b)
         assert logp({"W": W, "b": b}) == pytest.approx(float(prior) + total, rel=1e-10)
 
 
@@ -189,19 +190,31 @@ def test_beats_kmeans_on_the_simulated_study():
     assert bp.brier_score(probs, study.membership, rows) < 0.12
 
 
-def test_recovery_map_nuts_and_laplace():
+@pytest.fixture(scope="module")
+def model_fits():
+    """Data from the model (1,500 items, 3 features, 80 seeds per cluster, a tenth in two sets), its truth,
+    and MAP and NUTS fits of it."""
+    study, truth = simulate_model(n_items=1500, n_features=3, seeds_per_cluster=80, seed=5)
+    data = study.data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return study, truth, {"map": PerceptionClustering().fit(data),
+                              "nuts": PerceptionClustering(method="nuts", draws=400, tune=400, chains=2,
+                                                           progressbar=False).fit(data)}
+
+
+def test_recovery_map_nuts_and_laplace(model_fits):
     """Data from the model: the identified part of W and b comes back by MAP and lies inside NUTS's
     posterior, whose spread the Laplace approximation matches. Softmax logits are only identified up to a shift common to all clusters, so the
     identified quantities are the contrasts W (p_k - p_0) and b . (p_k - p_0), k = 1..K-1."""
-    study, truth = simulate_model(n_items=1500, n_features=3, seeds_per_cluster=80, seed=5)
+    study, truth, fits = model_fits
     data = study.data()
     contrast = (data.perception[1:] - data.perception[0]).T  # (q, K - 1)
     W, b = truth.standardized(data)
     true = np.concatenate([W @ contrast, (b @ contrast)[None]])
+    map_fit, nuts = fits["map"], fits["nuts"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        map_fit = PerceptionClustering().fit(data)
-        nuts = PerceptionClustering(method="nuts", draws=400, tune=400, chains=2, progressbar=False).fit(data)
         laplace = PerceptionClustering(method="laplace", draws=800).fit(data)
 
     def contrasts(est):
@@ -272,25 +285,14 @@ def test_pointwise_log_likelihood_is_the_seed_likelihood():
         np.testing.assert_allclose(pointwise, by_hand, rtol=0, atol=1e-10)
 
 
-@pytest.fixture(scope="module")
-def model_fits():
-    """MAP and a small NUTS fit of data from the model (30 seeds per cluster, a tenth in two sets)."""
-    study, _ = simulate_model(n_items=400, n_features=3, seeds_per_cluster=30, seed=5)
-    data = study.data()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitWarning)
-        return data, {"map": PerceptionClustering().fit(data),
-                      "nuts": PerceptionClustering(method="nuts", draws=100, tune=150, chains=2, seed=3,
-                                                   progressbar=False).fit(data)}
-
-
 def test_loo_compare_ppc_and_checks(model_fits, tmp_path, capsys):
     import arviz as az
 
     import bayes_wsc
     from bayes_wsc import checks
 
-    data, fits = model_fits
+    study, _, fits = model_fits
+    data = study.data()
     nuts, map_fit = fits["nuts"], fits["map"]
     for est in fits.values():
         group = est.idata_.log_likelihood
@@ -361,7 +363,7 @@ def test_cli_end_to_end(files, capsys):
     assert pd.read_csv(p / "pred2.csv")["clusters"].str.count(";").sum() > pred["clusters"].str.count(";").sum()
     for kernel in ("linear", "rbf"):
         assert cli(["baseline", "lpe", *args, "--out", p / f"lpe_{kernel}.csv", "--kernel", kernel,
-                    "--restarts", "2"]) == 0
+                    "--restarts", "1"]) == 0
         out = pd.read_csv(p / f"lpe_{kernel}.csv")
         assert {"cluster", "membership_c0", "clusters", "embedding_a1"} <= set(out.columns) and len(out) == 300
     assert cli(["summary", p / "fit.nc"]) == 0

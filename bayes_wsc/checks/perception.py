@@ -73,7 +73,9 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     rows = data.seed_items
     features, in_set = data.features[rows], data.seed_mask[rows]
     near = neighbours(features)
-    count_observed, count_replicated = np.empty((n_rep, n_clusters)), np.empty((n_rep, n_clusters))
+    # whole numbers: az.plot_ppc then draws histograms, which need no spread (a KDE fails on a replicate
+    # whose clusters all hold the same number of seeds)
+    count_observed, count_replicated = np.empty((n_rep, n_clusters)), np.empty((n_rep, n_clusters), dtype=np.int64)
     agree_observed, agree_replicated = np.empty((n_rep, n_clusters)), np.empty((n_rep, n_clusters))
     step = max(1, CHUNK_FLOATS // max(1, rows.size * n_clusters))
     for start in range(0, n_rep, step):
