@@ -21,7 +21,7 @@ import pandas as pd
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import Section, new_figure, write_html
+from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, laplace_words, new_figure, write_html
 
 FIT_COLOR = "#1f5fa8"
 #: features shown in the heat map of W (largest row norms)
@@ -128,8 +128,8 @@ def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None
 
 
 def _intro(est, data) -> list[str]:
-    how = ("by NUTS (full posterior; intervals are credible intervals)" if _method(est) == "nuts"
-           else "by MAP (the posterior mode; no intervals)")
+    how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
+           "laplace": f"by {laplace_words(est)}"}.get(_method(est), "by MAP (the posterior mode; no intervals)")
     return [
         f"{data.n_items} items with {data.n_features} features; {data.n_clusters} user clusters with "
         f"{data.n_seeds} seeds ({data.n_overlapping_seeds} items are seeds of more than one cluster) and "
@@ -238,8 +238,9 @@ def _scores_section(est, data, truth, baselines, seed) -> Section:
 
 def _summary_section(est, ci) -> Section:
     table = est.summary(hdi_prob=ci).round(3)
-    caption = ("The posterior mode (a single point; no standard deviation or interval)." if _method(est) == "map"
-               else f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat.")
+    caption = {"map": "The posterior mode (a single point; no standard deviation or interval).",
+               "laplace": LAPLACE_SUMMARY[0].upper() + LAPLACE_SUMMARY[1:] + "."}.get(
+        _method(est), f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat.")
     return Section("Estimands", paragraphs=[
         "pi[cluster], then the embedding W[feature, perception_feature] and b[perception_feature] on the "
         "standardized features, and a variant's own parameters.", *est.summary_notes()], tables=[(table, caption)])
