@@ -31,7 +31,9 @@ def variates(data) -> int:
 
 
 def parameters(posterior) -> list[str]:
-    return ["pi", "mean_z", "sd_excess", "rho"]
+    """The reported estimands (in the data's units), which a variant reports too whatever its own
+    parameters are (a tied sd, for one)."""
+    return ["pi", "mean", "sd", "rho"]
 
 
 def _categorical(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -41,8 +43,9 @@ def _categorical(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
-    pi, mean_z = np.asarray(params["pi"], float), np.asarray(params["mean_z"], float)
-    sd_z = float(est.sd_floor) + np.asarray(params["sd_excess"], float)
+    pi = np.asarray(params["pi"], float)
+    mean_z = (np.asarray(params["mean"], float) - data.center) / data.scale
+    sd_z = np.asarray(params["sd"], float) / data.scale
     rho = np.asarray(params["rho"], float)
     if rho.ndim == 2:
         rho = np.stack([1 - rho, rho], axis=-1)
