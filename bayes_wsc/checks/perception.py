@@ -1,4 +1,4 @@
-"""Checks of the perception model: the seeds' clusters replicated, and how well each cluster's seeds are fitted.
+"""Checks of the perception model: the seeds' clusters replicated, and how often neighbouring seeds share one.
 
 The model is a conditional model of the seed sets given the features: its data are the seeded items'
 clusters, known up to their sets (an item the user put in two sets is in one of them). Every replicate
