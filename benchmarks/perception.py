@@ -3,6 +3,7 @@
     python benchmarks/perception.py --part simulated --datasets 20     # the simulated study
     python benchmarks/perception.py --part digits --seed-draws 10 --nuts
     python benchmarks/perception.py --part timing                      # MAP at 10,000 x 50 against LPE
+    python benchmarks/perception.py --part timing --repeats 1 --timing-methods lpe_1thread,map_first,map_cached
     python benchmarks/perception.py --summarize                        # tables and figures from the CSVs
 
 Methods, each scored on the items that are no seed:
@@ -165,7 +166,7 @@ def part_timing(args) -> None:
     data = study.data()
     rows = []
     for run in range(args.repeats):
-        for method in ("lpe_1thread", "lpe_threads", "map_first", "map_cached"):
+        for method in args.timing_methods.split(","):
             if method == "map_cached" and run > 0:
                 continue
             t0 = time.perf_counter()
@@ -273,6 +274,9 @@ def main(argv=None) -> None:
     parser.add_argument("--timing-items", type=int, default=10_000)
     parser.add_argument("--timing-features", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--timing-methods", default="lpe_1thread,lpe_threads,map_first,map_cached",
+                        help="timing: which of lpe_1thread, lpe_threads (the BLAS library's threads), map_first, "
+                             "map_cached to run, in this order")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--summarize", action="store_true", help="only print the tables and draw the figure")
     args = parser.parse_args(argv)

@@ -144,6 +144,18 @@ def test_scores():
     np.testing.assert_array_equal(bp.threshold_clusters(np.array([[0.6, 0.35, 0.05]]), 0.3), [[True, True, False]])
 
 
+def test_seeded_mixture_keeps_its_seeds_and_survives_a_constant_feature():
+    """A seed's responsibilities stay in its sets; a constant feature (the digits' blank pixels) has the
+    floor as its sd instead of turning every membership into NaN."""
+    items, seeds, perception = tiny_tables(n=30)
+    items["blank"] = 0.0
+    data = SeedSets.from_frames(items, seeds, perception)
+    gmm = bp.seeded_gmm(data)
+    assert np.isfinite(gmm.memberships).all() and np.isfinite(gmm.log_likelihood)
+    np.testing.assert_allclose(gmm.memberships.sum(axis=1), 1.0)
+    assert gmm.sds.min() >= 1e-3
+
+
 # ---------------------------------------------------------------------- the model end to end
 def test_fit_memberships_predict_and_round_trip(small_study, small_fit, tmp_path):
     est, data = small_fit, small_study.data()

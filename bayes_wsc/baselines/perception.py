@@ -337,7 +337,7 @@ def seeded_gmm(data: SeedSets, *, max_iter: int = 500, tol: float = 1e-8, sd_flo
     allowed = np.where(seeded[:, None], np.where(mask, 0.0, -np.inf), 0.0)
     resp = np.where(mask, 1.0, 0.0) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
     means = (resp.T @ X) / resp.sum(axis=0)[:, None]
-    sds = np.tile(X.std(axis=0), (data.n_clusters, 1))
+    sds = np.tile(np.maximum(X.std(axis=0), sd_floor), (data.n_clusters, 1))  # a constant feature (a blank pixel)
     weights = np.full(data.n_clusters, 1.0 / data.n_clusters)
     previous = -np.inf
     for iteration in range(1, max_iter + 1):
