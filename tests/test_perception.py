@@ -256,15 +256,6 @@ def test_checks_say_when_clusters_are_not_anchored():
     assert "every seed of cluster 'A' is also a seed of 'B'" in text
 
 
-def test_variant_file_runs(small_study):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitWarning)
-        est = PerceptionClustering(model_file=str(ROOT / "models" / "perception_nonnegative.py"),
-                                   restarts=1).fit(small_study.data())
-    assert (est.idata_.posterior["W"].values >= 0).all()
-    assert est.predict(small_study.items.head(3))["cluster"].notna().all()
-
-
 def test_digits_example():
     study = digits_example()
     data = study.data()
