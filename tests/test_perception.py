@@ -7,7 +7,6 @@ recovery, and the simulated study against k-means on X. Full-size recovery is in
 
 import itertools
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,7 +21,6 @@ from bayes_wsc.models.perception import PerceptionClustering, build_model, membe
 from bayes_wsc.simulate.perception import digits_example, simulate_model, simulate_study
 from roundtrip import assert_lossless_round_trip
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def cli(argv):
