@@ -22,7 +22,6 @@ from bayes_wsc.simulate.perception import digits_example, simulate_model, simula
 from roundtrip import assert_lossless_round_trip
 
 
-
 def cli(argv):
     try:
         return main([str(a) for a in argv])
