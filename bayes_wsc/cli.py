@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
             add(baselines.add_parser(key, help=help_text))
 
     predict = sub.add_parser("predict", help="posterior predictions for new items")
-    predict.add_argument("fit", type=input_file("fit file"), help="a fit written by `bayes-wsc fit`")
+    predict.add_argument("fit", type=input_file("fit file"),
+                         help="a fit written by `bayes-wsc fit` (or an LLP.json of `bayes-wsc baseline llp`)")
     predict.add_argument("--items", required=True, type=input_table("items file"),
                          help="CSV or Parquet with the model's item columns")
     predict.add_argument("--out", required=True, type=output_file("predictions file"), help="CSV to write")
@@ -130,21 +131,38 @@ def cmd_predict(args) -> None:
     from bayes_wsc.estimator import load
     from bayes_wsc.outputs import write_csv
 
-    est = load(args.fit)
-    options = {"ci": args.ci}
-    if args.overlap_threshold is not None:
-        if est.model_name != "perception":
-            from bayes_wsc.errors import InputError
+    if _is_json(args.fit):  # a baseline's model (bayes-wsc baseline llp)
+        from bayes_wsc.baselines.proportions import LLPModel
 
-            raise InputError(f"--overlap-threshold is for perception fits; {args.fit!r} holds a {est.model_name!r} fit")
-        options["overlap_threshold"] = args.overlap_threshold
-    items = read_table(args.items, "items", sep=args.sep, text_columns=est.key_columns())
-    out = est.predict(items, **options)
+        model = LLPModel.load(args.fit)
+        items = read_table(args.items, "items", sep=args.sep, text_columns=model.key_columns())
+        out = model.predict(items)
+    else:
+        est = load(args.fit)
+        options = {"ci": args.ci}
+        if args.overlap_threshold is not None:
+            if est.model_name != "perception":
+                from bayes_wsc.errors import InputError
+
+                raise InputError(f"--overlap-threshold is for perception fits; {args.fit!r} holds a "
+                                 f"{est.model_name!r} fit")
+            options["overlap_threshold"] = args.overlap_threshold
+        items = read_table(args.items, "items", sep=args.sep, text_columns=est.key_columns())
+        out = est.predict(items, **options)
     check_probabilities(out, items)
     write_csv(restore_names(out, items), args.out, "predictions")
     print(f"wrote {len(out)} predictions to {args.out}")
     for note in out.attrs.get("notes", []):
         print(note)
+
+
+def _is_json(path) -> bool:
+    """Whether a model file is JSON (a baseline's model) rather than a netCDF fit: its first byte."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(64).lstrip()[:1] == b"{"
+    except OSError:
+        return False
 
 
 def check_probabilities(predictions, items) -> None:
@@ -248,8 +266,9 @@ def cmd_demo(args) -> None:
     print(f"\nreport: {path}")
 
 
-COMMANDS = {"fit": cmd_fit, "path": cmd_path, "baseline": cmd_baseline, "predict": cmd_predict, "report": cmd_report,
-            "summary": cmd_summary, "demo": cmd_demo, "check": cmd_check, "ppc": cmd_ppc}
+COMMANDS = {"fit": cmd_fit, "path": cmd_path, "predict": cmd_predict, "report": cmd_report, "summary": cmd_summary,
+            "demo": cmd_demo, "check": cmd_check, "ppc": cmd_ppc}
+COMMANDS["baseline"] = cmd_baseline
 
 
 def main(argv=None) -> int:

@@ -35,6 +35,7 @@ CHAIN_STARTS = ("map", "restarts")
 REGISTRY = {"wsc": "bayes_wsc.models.wsc:WSC"}
 REGISTRY["experts"] = "bayes_wsc.models.experts:NoisyExperts"
 REGISTRY["pcmix"] = "bayes_wsc.models.pcmix:PCMixture"
+REGISTRY["proportions"] = "bayes_wsc.models.proportions:ProportionsClassifier"
 REGISTRY["perception"] = "bayes_wsc.models.perception:PerceptionClustering"
 #: the seed of a fit given none: identical data and settings give identical results (seed=None draws a fresh one)
 DEFAULT_SEED = 0
@@ -286,6 +287,7 @@ class Estimator:
             model = self.model_
             free = [rv.name for rv in model.free_RVs]
             start = _restricted(start, set(free))
+            start = [self.nuts_start(s) for s in start] if isinstance(start, list) else self.nuts_start(start)
             backend = self.backend or default_backend()
             precision = self.precision or (self.nuts_precision if backend == "numpyro" else "float64")
             with self.variant_errors("NUTS"):
@@ -417,6 +419,12 @@ class Estimator:
 
     def _per_unit(self, variable) -> bool:
         return any(d in self.unit_dims for d in variable.dims)
+
+    def nuts_start(self, start: dict) -> dict:
+        """Where a NUTS chain starts, given the MAP's point (constrained scale): by default that point.
+        A model whose MAP may sit on a boundary of a parameter's support (a simplex share of 0) moves
+        it inside, where the sampler can adapt."""
+        return start
 
     def order_clusters(self, draws, dims: dict, data) -> None:
         """Put the clusters of a MAP (`draws`, a single point) in the canonical order, in place

@@ -17,6 +17,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.math import logsumexp
 
+from bayes_wsc.data.proportions import LOG_ZERO  # log of "impossible", finite: no inf - inf in gradients
 from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
 
 
@@ -168,6 +169,117 @@ def pair_ratings_logp(log_same, log_different, must, cannot, alpha, beta):
     given_same = pt.dot(must, pt.log(alpha)) + pt.dot(cannot, pt.log1p(-alpha))
     given_different = pt.dot(must, pt.log1p(-beta)) + pt.dot(cannot, pt.log(beta))
     return pt.logaddexp(log_same + given_same, log_different + given_different)
+
+
+# ---------------------------------------------------------------------- label proportions (seed 001)
+
+
+def segment_sum(values, segments, n_segments: int):
+    """Sum the rows of `values` (n, ...) into `n_segments` rows by their segment index (n,)."""
+    return pt.zeros((n_segments, *[values.shape[i] for i in range(1, values.ndim)]))[segments].inc(values)
+
+
+def independent_bag_logp(log_shares, log_emission, item_group, n_groups: int):
+    """log p(X_i | theta_i) = sum_j log sum_l theta_il f_l(x_ij) per group: the items' classes drawn
+    independently from their group's shares (seed 001 with the group proportions as class priors).
+
+    log_shares : (I, L) log theta (LOG_ZERO where a share is 0). log_emission : (n, L) log f_l(x_j).
+    item_group : (n,) group of each item. Returns (I,).
+    """
+    per_item = mixture_logp(log_shares[item_group], log_emission)
+    return segment_sum(per_item, item_group, n_groups)
+
+
+def multinomial_logp(counts, log_p):
+    """log Multinomial(counts; n = sum counts, p) per row, for counts (I, L) that need not be whole."""
+    n = pt.sum(counts, axis=-1)
+    return pt.gammaln(n + 1) - pt.sum(pt.gammaln(counts + 1), axis=-1) + pt.sum(counts * log_p, axis=-1)
+
+
+def dirichlet_multinomial_logp(counts, alpha):
+    """log DirichletMultinomial(counts; n = sum counts, alpha) per row: counts ~ Multinomial(n, theta)
+    with theta ~ Dirichlet(alpha) summed out; counts need not be whole (the gamma functions extend)."""
+    n = pt.sum(counts, axis=-1)
+    a0 = pt.sum(alpha, axis=-1)
+    return (pt.gammaln(n + 1) - pt.sum(pt.gammaln(counts + 1), axis=-1) + pt.gammaln(a0) - pt.gammaln(n + a0)
+            + pt.sum(pt.gammaln(counts + alpha) - pt.gammaln(alpha), axis=-1))
+
+
+def poisson_multinomial_logp(log_q, plan, inputs=None):
+    """log P(group i's class counts = m_i) when each item j draws its class independently with its
+    own probabilities q_j (the Poisson-binomial for two classes, the Poisson-multinomial for more).
+
+    log_q : (n, L) log class probabilities of every item. plan : `data.proportions.CountPlan`, the
+    layout of the groups and their counts; `inputs` replaces its arrays by tensors of the same name
+    (`plan.inputs()`, as `pm.Data`). Returns (I,).
+
+    Exact groups run the recursion over their items: a state P(counts of the tracked classes so far)
+    of extent m_l + 1 per class other than the group's most frequent one, updated item by item,
+    state_j(k) = state_{j-1}(k) q_j,untracked + sum_l state_{j-1}(k - e_l) q_jl, in log space. That is
+    n_i (m_i + 1) cells for two classes, O(n_i^2), and n_i prod_l (m_il + 1) for L classes; the groups
+    of one bucket (same padded size) are updated together by one `scan`.
+
+    Groups too large for it (see `count_plan`) use the normal approximation of the counts of the
+    tracked classes, mean sum_j q_j and covariance sum_j (diag q_j - q_j q_j^T) + I/12 (the variance of
+    rounding, which keeps it positive definite), its density taken at m: accurate when the group is
+    large, which is when it is used.
+    """
+    import pytensor
+
+    arrays = plan.inputs()
+    if inputs is not None:  # data inputs have no static shape; the plan's are the shapes, fixed by the key
+        arrays.update({k: pt.specify_shape(v, np.shape(arrays[k])) for k, v in inputs.items() if k in arrays})
+    n_classes = plan.n_classes
+    out = pt.zeros(plan.n_groups)
+    lq_ext = pt.concatenate([log_q, pt.zeros((1, n_classes))], axis=0)  # row n: padding, masked below
+    pad_row = np.full(n_classes, LOG_ZERO)
+    pad_row[0] = 0.0  # a padded step takes the untracked class with probability 1: the state is unchanged
+    for b, bucket in enumerate(plan.buckets):
+        items, order = arrays[f"cp{b}_items"], arrays[f"cp{b}_order"]
+        n_rows, steps, shape = bucket.groups.size, bucket.steps, bucket.shape
+        lq = lq_ext[items[:, :, None], order[:, None, :]]  # (G, steps, L), most frequent class first
+        real = pt.lt(items, plan.n_items)[:, :, None]
+        lq = pt.specify_shape(pt.switch(real, lq, pad_row).dimshuffle(1, 0, 2), (steps, n_rows, n_classes))
+        init = pt.specify_shape(pt.as_tensor(arrays[f"cp{b}_init"]), (n_rows, *shape))  # its shape is the key's
+        pads = [pt.as_tensor(np.full((n_rows, *shape[:t], 1, *shape[t + 1:]), LOG_ZERO)) for t in range(len(shape))]
+        tail = (None,) * len(shape)
+
+        def step(lq_j, state):
+            new = state + lq_j[(slice(None), 0, *tail)]
+            for t in range(len(shape)):
+                axis = t + 1
+                kept = [slice(None)] * state.ndim
+                kept[axis] = slice(None, -1)
+                shifted = pt.concatenate([pads[t], state[tuple(kept)]], axis=axis)
+                new = pt.logaddexp(new, shifted + lq_j[(slice(None), t + 1, *tail)])
+            return pt.specify_shape(new, (n_rows, *shape))
+
+        final = pytensor.scan(step, sequences=[lq], outputs_info=[init], n_steps=steps,
+                              return_updates=False)[-1]
+        values = final.reshape((n_rows, -1))[np.arange(n_rows), arrays[f"cp{b}_target"]]
+        out = pt.set_subtensor(out[arrays[f"cp{b}_groups"]], values)
+    if plan.approx_groups.size:
+        out = pt.set_subtensor(out[arrays["cpa_groups"]], _normal_count_logp(log_q, plan, arrays, n_classes))
+    return out
+
+
+def _normal_count_logp(log_q, plan, arrays, n_classes: int):
+    """The normal approximation of `poisson_multinomial_logp` for the groups in `plan.approx_groups`."""
+    items, item_group = arrays["cpa_items"], arrays["cpa_item_group"]
+    order = arrays["cpa_order"][item_group]  # (n_a, L): each item's classes in its group's order
+    q = pt.exp(log_q)[items[:, None], order][:, 1:]  # (n_a, L - 1) the tracked classes
+    n_rows, dims = plan.approx_groups.size, n_classes - 1
+    mean = segment_sum(q, item_group, n_rows)
+    outer = segment_sum(q[:, :, None] * q[:, None, :], item_group, n_rows)
+    cov = pt.eye(dims)[None] * (mean[:, :, None] + 1.0 / 12.0) - outer
+    diff = arrays["cpa_counts"] - mean
+    if dims == 1:
+        var = cov[:, 0, 0]
+        return -0.5 * (diff[:, 0] ** 2 / var + pt.log(2 * np.pi * var))
+    chol = pt.linalg.cholesky(cov)
+    solved = pt.linalg.solve_triangular(chol, diff[:, :, None], lower=True)[:, :, 0]
+    log_det = 2 * pt.sum(pt.log(pt.diagonal(chol, axis1=1, axis2=2)), axis=1)
+    return -0.5 * (pt.sum(solved**2, axis=1) + log_det + dims * LOG_2PI)
 
 
 # ---------------------------------------------------------------------- seed sets (seed 004)

@@ -11,6 +11,7 @@ the model's default settings, on data of its paper's size:
   wsc      Sec. 5 of seed 000: 500 groups x 100 clicks, 15 bins (CSV)
   experts  breast_cancer (569 x 30), 1000 constraints from 5 experts, K = 2
   pcmix    the Sec. 3.2 toy of seed 003 (350 items), K = 2, lam = 4
+  proportions  breast_cancer (569 x 30) in random groups of 16 with their class counts (Sec. 4 of seed 001)
   perception  the digits example of seed 004 (1797 x 64, 3 concepts, 5 seeds each)
 
 MAP (the default method) and NUTS (default chains, tune and draws). The
@@ -58,6 +59,16 @@ def write_inputs(folder: Path) -> dict[str, list[str]]:
     toy, _ = simulate_intervals(seed=1)
     toy.to_csv(folder / "toy.csv", index=False)
 
+    import numpy as np
+
+    from bayes_wsc.simulate.proportions import class_counts, random_groups
+
+    group = random_groups(len(items), 16, np.random.default_rng(1))
+    items.assign(group=[f"charge{g}" for g in group]).to_csv(folder / "charges.csv", index=False)
+    counts = class_counts(cancer.target.to_numpy(), group, 2)
+    pd.DataFrame({"group": [f"charge{g}" for g in range(len(counts))], "malignant": counts[:, 0],
+                  "benign": counts[:, 1]}).to_csv(folder / "counts.csv", index=False)
+
     from bayes_wsc.simulate.perception import digits_example
 
     digits = digits_example(seed=0)
@@ -70,6 +81,8 @@ def write_inputs(folder: Path) -> dict[str, list[str]]:
                     str(folder / "constraints.csv"), "--clusters", "2"],
         "pcmix": ["fit", "pcmix", "--items", str(folder / "toy.csv"), "--label-col", "y", "--components", "2",
                   "--lam", "4"],
+        "proportions": ["fit", "proportions", "--items", str(folder / "charges.csv"), "--proportions",
+                        str(folder / "counts.csv"), "--counts", "--id-col", "id"],
         "perception": ["fit", "perception", "--items", str(folder / "digits.csv"), "--seeds", str(folder / "seeds.csv"),
                        "--perception", str(folder / "perception.csv")],
     }
@@ -86,7 +99,7 @@ def timed(command: list[str], env: dict) -> float:
 
 def main(argv=None) -> pd.DataFrame:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default="wsc,experts,pcmix,perception")
+    parser.add_argument("--models", default="wsc,experts,pcmix,proportions,perception")
     parser.add_argument("--methods", default="map,nuts")
     parser.add_argument("--help-runs", type=int, default=5)
     parser.add_argument("--out", default=str(HERE / "results" / "startup.csv"), help="CSV to write")

@@ -10,6 +10,9 @@ time) and records every check's row. The models and sizes:
            0.95..0.65, beta 0.9..0.6, 500 pairs each (z drawn per item, shared by its pairs)
   pcmix    a two-component Gaussian mixture in 3 features (weights 0.4, 0.6; means 1.5 apart in sd
            units), n = 1000 items, half of them labeled with P(y = 1 | z) = 0.85 and 0.15, lam = 1
+  proportions  `simulate_proportions`: 3 classes, groups of 16 items with shares ~ Dirichlet(0.5), the
+           default fit (gaussian, independent; 100 groups, 5 features); `proportions_logistic` (exact
+           counts, 100 groups, 5 features) and `proportions_categorical` (exact counts, 200 groups, 6 bins)
   perception  `simulate_model`: 2000 items, 10 features, K = 3 clusters over 3 perception features
            (each pair shares one), W and b from the prior, 10 seeds per cluster (seed 004's 3-10), a
            tenth of them also put in a second set (overlap)
@@ -18,6 +21,7 @@ time) and records every check's row. The models and sizes:
     python benchmarks/checks_calibration.py --model wsc --sims 10 --method nuts
     python benchmarks/checks_calibration.py --model experts --sims 40
     python benchmarks/checks_calibration.py --model pcmix --sims 40
+    python benchmarks/checks_calibration.py --model proportions --sims 40   (also proportions_logistic, _categorical)
     python benchmarks/checks_calibration.py --model perception --sims 40
 
 Rows are appended to benchmarks/results/checks_<model>_<method>.csv as simulations finish (`--resume`
@@ -69,6 +73,14 @@ def simulate(model: str, seed: int):
         frame.loc[y < 0, "y"] = pd.NA
         return LabeledItems.from_frame(frame, label_col="y", classes=[0, 1]), \
             lambda **kw: PCMixture(components=2, lam=1.0, **kw)
+    if model in PROPORTIONS:
+        from bayes_wsc.models.proportions import ProportionsClassifier
+        from bayes_wsc.simulate.proportions import simulate_proportions
+
+        emission, bag, n_groups = PROPORTIONS[model]
+        data, _ = simulate_proportions(emission, n_groups=n_groups, group_size=16, n_classes=3, n_features=5,
+                                       seed=7000 + seed)
+        return data, lambda **kw: ProportionsClassifier(emission=emission, bag_likelihood=bag, **kw)
     if model == "perception":
         from bayes_wsc.models.perception import PerceptionClustering
         from bayes_wsc.simulate.perception import simulate_model
@@ -76,6 +88,12 @@ def simulate(model: str, seed: int):
         study, _ = simulate_model(n_items=2000, n_features=10, seeds_per_cluster=10, seed=7000 + seed)
         return study.data(), lambda **kw: PerceptionClustering(**kw)
     raise SystemExit(f"unknown model {model!r}")
+
+
+#: label proportions: the default fit and the other two emissions with exact counts, groups of 16 items
+PROPORTIONS = {"proportions": ("gaussian", "independent", 100),
+               "proportions_logistic": ("logistic", "exact-counts", 100),
+               "proportions_categorical": ("categorical", "exact-counts", 200)}
 
 
 def one_simulation(model: str, seed: int, method: str, draws: int, tune: int, chains: int) -> list[dict]:
@@ -109,7 +127,7 @@ def summarize(frame: pd.DataFrame) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=("wsc", "experts", "pcmix", "perception"), required=True)
+    parser.add_argument("--model", choices=("wsc", "experts", "pcmix", *PROPORTIONS, "perception"), required=True)
     parser.add_argument("--sims", type=int, default=40)
     parser.add_argument("--method", choices=("map", "nuts"), default="map")
     parser.add_argument("--draws", type=int, default=1000)

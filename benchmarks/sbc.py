@@ -13,12 +13,16 @@ drawn, what is held fixed and what is ranked:
 * pcmix (lam = 1, the ordinary posterior): the larger weight, the components
   sorted by their mean on the first feature (weight, mean, sd, P(y = 1)),
   P(y = 1 | x) of four fixed items and the two log-likelihood terms;
+* proportions (--emission, --bag): the emission's parameters of every class on the
+  first feature (gaussian mean and sd; categorical w of every bin; logistic W and b),
+  with the groups' class counts fixed (12 groups of 4 items, 2 classes by default).
 * perception: every entry of W and b, and pi (3 clusters over 3 perception
   features, 2 features, 45 of 60 items seeds, a fifth of them in two sets).
 
     python benchmarks/sbc.py --model wsc --sims 100 --groups 40 --items 20 --bins 5
     python benchmarks/sbc.py --model experts --sims 100 --resume
     python benchmarks/sbc.py --model pcmix --sims 100 --resume
+    python benchmarks/sbc.py --model proportions --sims 100 --resume
     python benchmarks/sbc.py --model perception --sims 100 --resume
 
 Two processes can share one run (each takes every other simulation and
@@ -43,7 +47,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MODELS = ("wsc", "experts", "pcmix", "perception")
+MODELS = ("wsc", "experts", "pcmix", "proportions", "perception")
 
 
 def build_case(args):
@@ -55,6 +59,12 @@ def build_case(args):
         return sbc_case(args.groups, args.items or 20, args.bins, wh=args.wh, model_file=args.variant, **nuts)
     if args.variant:
         raise SystemExit(f"--variant is only supported with --model wsc, not {args.model}")
+    if args.model == "proportions":
+        from bayes_wsc.simulate.proportions import sbc_case
+
+        return sbc_case(args.emission, args.bag, n_groups=args.groups if args.groups != 40 else 12,
+                        group_size=args.items or 4, n_classes=args.clusters or 2, n_features=args.features or 1,
+                        n_bins=args.bins if args.bins != 5 else 4, **nuts)
     if args.model == "experts":
         from bayes_wsc.simulate.experts import sbc_case
 
@@ -87,6 +97,8 @@ def main(argv=None, program: str = "benchmarks/sbc.py", prefix: str | None = Non
     sizes.add_argument("--labeled", type=float, default=0.5, help="pcmix: share of items with a label")
     sizes.add_argument("--seeded", type=int, default=45, help="perception: seeded items (of --items, 60)")
     sizes.add_argument("--restarts", type=int, default=None, help="experts, pcmix: MAP restarts (4)")
+    sizes.add_argument("--emission", default="gaussian", help="proportions: gaussian, categorical or logistic")
+    sizes.add_argument("--bag", default="exact-counts", help="proportions: independent or exact-counts")
     parser.add_argument("--variant", default=None, help="wsc: a variant file from models/ instead of the default model")
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--tune", type=int, default=500)

@@ -114,8 +114,21 @@ def _seed_tables():
     return Table(seeds, ids=("cluster", "id")), Table(perception, ids=("cluster",), numbers=("loop", "line"))
 
 
+
+def _proportions_tables():
+    """Six groups of five items whose share of class "crack" runs from 0 to 1, two features."""
+    rng = np.random.default_rng(3)
+    groups = [f"c{i}" for i in range(6)]
+    crack = np.concatenate([np.arange(5) < k for k in range(6)]).astype(int)
+    items = pd.DataFrame({"group": np.repeat(groups, 5), "x1": rng.normal(2 * crack, 0.5).round(3),
+                          "x2": rng.normal(-crack, 0.5).round(3)})
+    shares = pd.DataFrame({"group": groups, "ok": 1 - np.arange(6) / 5, "crack": np.arange(6) / 5})
+    return Table(items, ids=("group",), numbers=("x1", "x2")), Table(shares, ids=("group",), numbers=("ok", "crack"))
+
+
 CLICKS, GROUPS = _wsc_tables()
 SEEDS, PERCEPTION = _seed_tables()
+STICKS, SHARES = _proportions_tables()
 FEATURES = _feature_items(12, with_id=True, label=False)
 LABELED = _feature_items(16, with_id=False, label=True)
 NEW_CLICKS = Table(pd.DataFrame({"group": ["g0", "g2", "zz", "g1"], "bounce": ["y", "n", "n", "y"]}), ids=("group",))
@@ -151,13 +164,14 @@ def predictions_check(paths, stdout, tables):
             assert ((values >= 0) & (values <= 1)).all(), column
     for column in next(iter(tables.values())).ids:
         assert list(out.iloc[:, list(items.columns).index(column)]) == list(items[column].astype(str))
-    # a MAP fit's interval cells are empty on purpose (no interval without draws); cluster names (perception)
-    # are text and never empty
+    # a MAP fit's interval cells are empty on purpose (no interval without draws); a column of class
+    # names (the proportions model's `class`) is compared by its codes in order of appearance
     added = out.iloc[:, items.shape[1]:].replace("", "nan")
-    numbers = added.apply(pd.to_numeric, errors="coerce")
-    text = [c for c in added.columns if numbers[c].isna().all() and not added[c].eq("nan").all()]
-    assert not added[text].eq("nan").any().any()
-    return numbers.drop(columns=text).to_numpy()
+    for column in added.columns:
+        if pd.to_numeric(added[column], errors="coerce").isna().all() and added[column].ne("nan").any():
+            added[column] = pd.factorize(added[column])[0]
+    return added.astype(float).to_numpy()
+
 
 
 def lpe_check(paths, stdout, tables):
@@ -170,6 +184,16 @@ def lpe_check(paths, stdout, tables):
     assert ((weights >= 0) & (weights <= 1)).all()
     assert (out["clusters"] != "").all() and set(out["cluster"]) <= set(tables["perception"].frame["cluster"])
     return out[[c for c in out.columns if c.startswith(("membership_", "embedding_"))]].astype(float).to_numpy()
+
+
+def llp_check(paths, stdout, tables):
+    """An LLP model that loads and labels every item of the training table."""
+    from bayes_wsc.baselines.proportions import LLPModel
+
+    model = LLPModel.load(paths["out"])
+    items = tables["items"].frame
+    assert set(model.predict(items)["class"]) <= set(tables["proportions"].frame.columns[1:])
+    return model.labels
 
 
 def report_check(paths, stdout, tables):
@@ -235,6 +259,12 @@ ENTRY_POINTS = [
                            "{perception}", "--restarts", "2", *SEED, "--out", "{out}"),
           {"items": FEATURES, "seeds": SEEDS, "perception": PERCEPTION}, {"out": "lpe.csv"}, lpe_check,
           skip=READING),
+    Entry("fit proportions", ("fit", "proportions", "--items", "{items}", "--proportions", "{proportions}",
+                              "--out", "{out}"),
+          {"items": STICKS, "proportions": SHARES}, {"out": "fit.nc"}, FIT, skip=READING),
+    Entry("baseline llp", ("baseline", "llp", "--items", "{items}", "--proportions", "{proportions}", "--k", "2",
+                           "--out", "{out}"),
+          {"items": STICKS, "proportions": SHARES}, {"out": "llp.json"}, llp_check, skip=READING),
     Entry("predict", ("predict", "{fit:wsc}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_CLICKS}, {"out": "pred.csv"}, PREDICTIONS),
     Entry("predict", ("predict", "{fit:experts}", "--items", "{items}", "--out", "{out}"),
@@ -243,6 +273,10 @@ ENTRY_POINTS = [
           {"items": NEW_POINTS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
     Entry("predict", ("predict", "{fit:perception}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
+    Entry("predict", ("predict", "{fit:proportions}", "--items", "{items}", "--out", "{out}"),
+          {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
+    Entry("predict", ("predict", "{fit:llp}", "--items", "{items}", "--out", "{out}"),
+          {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=(*READING, "fit file")),
     Entry("report", ("report", "{fit:wsc}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
     Entry("report", ("report", "{fit:experts}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
     Entry("report", ("report", "{fit:pcmix}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
@@ -514,7 +548,7 @@ def harness(tmp_path_factory):
     the rows 'fit MODEL' from the clean files)."""
     root = tmp_path_factory.mktemp("harness")
     fits, clean = {}, {}
-    order = sorted(range(len(ENTRY_POINTS)), key=lambda i: not ENTRY_POINTS[i].name.startswith("fit "))
+    order = sorted(range(len(ENTRY_POINTS)), key=lambda i: not ENTRY_POINTS[i].name.startswith(("fit ", "baseline ")))
     for i in order:
         entry = ENTRY_POINTS[i]
         if entry.examples == 0:
@@ -524,10 +558,10 @@ def harness(tmp_path_factory):
         code, value = run_case(entry, layouts, Case("clean", expect="ok"), fits, workdir)
         assert code == 0, entry.name
         clean[i] = value
-        model = entry.argv[1] if entry.name.startswith("fit ") else None
-        if model and model not in fits:
+        model = entry.argv[1] if entry.name.startswith(("fit ", "baseline ")) else None
+        if model and model not in fits:  # a baseline's model file is read by predict as a fit is
             fits[model] = root / f"fit_{model}.nc"
-            shutil.copy(workdir / "out" / "fit.nc", fits[model])
+            shutil.copy(workdir / "out" / entry.outputs["out"], fits[model])
     return root, fits, clean
 
 

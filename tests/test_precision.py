@@ -40,6 +40,7 @@ def test_centred_click_term_loses_little_to_float32():
     assert np.max(np.abs(rounded - exact)) < 0.015
 
 
+@pytest.mark.slow
 def test_float32_and_float64_nuts_give_the_same_posterior():
     data, _ = simulate_wsc(n_groups=100, items_per_group=50, n_bins=6, sigma_h=0.5, seed=4)
     fits = {}

@@ -135,6 +135,7 @@ def test_clusters_that_end_up_empty():
 
 
 # ---------------------------------------------------------------------- label switching
+@pytest.mark.slow
 def test_chains_from_different_restarts_are_relabeled_to_one_labeling():
     """Four chains, each at the optimum of its own MAP restart (their cluster labels permuted at
     random): after relabeling, R-hat on what is reported is below 1.01."""
@@ -154,6 +155,7 @@ def test_chains_from_different_restarts_are_relabeled_to_one_labeling():
     assert max(c["rhat"] for c in conv.values()) < 1.01, conv
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="counts memory maps through Linux's /proc")
 def test_repeated_nuts_fits_release_their_compiled_code():
     """~600 memory maps per NUTS fit used to stay behind: after ~100 fits in one process XLA aborted

@@ -19,18 +19,21 @@ from bayes_wsc.estimator import load
 from bayes_wsc.models.experts import NoisyExperts
 from bayes_wsc.models.pcmix import PCMixture
 from bayes_wsc.models.perception import PerceptionClustering
+from bayes_wsc.models.proportions import ProportionsClassifier
 from bayes_wsc.models.wsc import WSC
 from bayes_wsc.relabel import canonical_permutation
 from bayes_wsc.simulate import simulate_intervals, simulate_wsc, toy_items
 from bayes_wsc.simulate.experts import simulate_experts_model
 from bayes_wsc.simulate.perception import simulate_study
+from bayes_wsc.simulate.proportions import simulate_proportions
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 VARIANTS = {p.stem: p for p in MODELS.glob("*.py")}
 #: the model each shipped variant belongs to
 MODEL_OF = {"learned_rater_noise": "wsc", "product_emissions": "wsc", "ecological_inference": "wsc",
             "experts_symmetric": "experts",
-            "pcmix_tied_variances": "pcmix", "perception_nonnegative": "perception"}
+            "pcmix_tied_variances": "pcmix", "proportions_shared_sd": "proportions",
+            "perception_nonnegative": "perception"}
 
 
 def quietly(est, data, **kwargs):
@@ -83,11 +86,16 @@ def files(tmp_path_factory):
     constraints.to_csv(path / "constraints.csv", index=False)
     frame, _ = simulate_intervals(seed=0)
     frame.to_csv(path / "toy.csv", index=False)
+    proportions, _ = simulate_proportions("gaussian", n_groups=20, group_size=5, n_classes=2, n_features=2, seed=2)
+    sticks = pd.DataFrame(proportions.x_raw, columns=["x1", "x2"]).assign(group=proportions.group_ids[proportions.item_group])
+    sticks.to_csv(path / "sticks.csv", index=False)
+    pd.DataFrame(proportions.proportions, columns=["a", "b"]).assign(group=proportions.group_ids).to_csv(
+        path / "shares.csv", index=False)
     study = simulate_study(n_items=300, seed=6)
     for name, table in (("seed_items", study.items), ("seeds", study.seeds), ("perception", study.perception)):
         table.to_csv(path / f"{name}.csv", index=False)
     data = {"wsc": wsc, "experts": PairwiseConstraints.from_frames(items, constraints), "pcmix": toy_items(frame),
-            "perception": study.data()}
+            "proportions": proportions, "perception": study.data()}
     return path, data
 
 
@@ -98,15 +106,17 @@ def cli_fit_args(model, path):
                         "--clusters", "3", "--restarts", "3"],
             "pcmix": ["fit", "pcmix", "--items", path / "toy.csv", "--components", "2", "--lam", "4",
                       "--restarts", "3"],
+            "proportions": ["fit", "proportions", "--items", path / "sticks.csv", "--proportions", path / "shares.csv"],
             "perception": ["fit", "perception", "--items", path / "seed_items.csv", "--seeds", path / "seeds.csv",
                            "--perception", path / "perception.csv", "--restarts", "1"]}[model]
 
 
 def estimator(model, **settings):
     small = {"wsc": {}, "experts": {"n_clusters": 3, "restarts": 3}, "pcmix": {"components": 2, "lam": 4.0,
-                                                                              "restarts": 3},
+                                                                              "restarts": 3}, "proportions": {},
              "perception": {"restarts": 1}}[model]
-    cls = {"wsc": WSC, "experts": NoisyExperts, "pcmix": PCMixture, "perception": PerceptionClustering}[model]
+    cls = {"wsc": WSC, "experts": NoisyExperts, "pcmix": PCMixture, "proportions": ProportionsClassifier,
+           "perception": PerceptionClustering}[model]
     return cls(**small, **settings)
 
 
@@ -129,7 +139,7 @@ def test_variant_from_the_api(variant_fits, files, name):
     own = {"learned_rater_noise": ["sigma_h"], "product_emissions": ["w0_speed[fast]", "w1_colour[red]"],
            "ecological_inference": ["a0", "sigma_a", "phi"],
            "experts_symmetric": ["accuracy_raw[expert1]"], "pcmix_tied_variances": ["sd_tied_excess[x]"],
-           "perception_nonnegative": ["W[x1, a1]", "b[a1]"]}[name]
+           "proportions_shared_sd": ["sd_shared_excess[x1]"], "perception_nonnegative": ["W[x1, a1]", "b[a1]"]}[name]
     assert set(own) <= set(table.index), table.index
     assert set(est.estimands) & {r.split("[")[0] for r in table.index}
     if name == "learned_rater_noise":  # per-group values are named, not printed
@@ -142,6 +152,10 @@ def test_variant_from_the_api(variant_fits, files, name):
         sd = post["sd"].values[0, 0]
         np.testing.assert_allclose(sd[0], sd[1])
         assert est.map_point_.keys() == {"pi", "mean_z", "sd_tied_excess", "rho"}
+    if name == "proportions_shared_sd":  # every class has the same sd per feature
+        sd = post["sd"].values[0, 0]
+        np.testing.assert_allclose(sd[0], sd[1])
+        assert set(est.predict(pd.DataFrame({"x1": [0.0], "x2": [1.0]})).columns) >= {"class", "prob_0", "prob_1"}
     if name == "perception_nonnegative":  # LPE's constraint, W and b >= 0
         assert (post["W"].values >= 0).all() and (post["b"].values >= 0).all()
     if name == "product_emissions":  # the emissions factorize over the columns
@@ -159,7 +173,7 @@ def test_variant_from_the_command_line(files, tmp_path, capsys, name):
     assert code == 0, out
     own = {"learned_rater_noise": "sigma_h", "product_emissions": "w0_speed[fast]", "ecological_inference": "phi",
            "experts_symmetric": "accuracy_raw[expert1]", "pcmix_tied_variances": "sd_tied_excess[x]",
-           "perception_nonnegative": "W[x1, a1]"}[name]
+           "proportions_shared_sd": "sd_shared_excess[x1]", "perception_nonnegative": "W[x1, a1]"}[name]
     assert own in out and "Diagnostics" in out
     if report:
         assert own in (tmp_path / "report" / "report.html").read_text()
@@ -195,6 +209,7 @@ def test_new_variants_by_nuts_are_relabelled(files, name):
     assert np.all(pred["prob_high"] > pred["prob_low"])
 
 
+@pytest.mark.slow
 def test_learned_rater_noise_recovers_sigma_h():
     data, _ = simulate_wsc(n_groups=300, items_per_group=20, n_bins=6, sigma_h=0.5, seed=4)
     est = quietly(WSC(model_file=str(VARIANTS["learned_rater_noise"]), method="nuts", draws=300, tune=300, chains=2,

@@ -1,0 +1,256 @@
+"""Checks of the label-proportions model: each group's items against the class mixture its proportions imply.
+
+Every replicate draws each group's classes anew and then the data the emission explains:
+
+* gaussian, categorical (the features are the data, the proportions the supervision): the group's class
+  counts c_i ~ Multinomial(n_i, theta_i) for the independent bag likelihood (theta_i = Pi_i, or the draw's
+  theta_i when the proportions are noisy), or exactly the given counts m_i for exact-counts (the classes
+  are then a random assignment of those counts to the items, and a group's statistics depend only on its
+  counts). Then the features: for the gaussian emission the sum of the c_il features of class l in group
+  i is Normal(c_il mean_l, c_il sd_l^2) and their sum of squares about their mean is sd_l^2 chi^2(c_il - 1),
+  independently, which is exactly what drawing the c_il items one by one gives for the statistics below,
+  at O(I L D) per replicate instead of O(n D); for the categorical emission the group's bin counts of class
+  l are Multinomial(c_il, w_l).
+* logistic (the counts are the data, the features given): each item's class z_j ~ softmax(x_j W + b),
+  and the group's class counts are counted from them (the generative story of the exact-counts
+  likelihood; the bag-mean likelihood approximates it).
+
+Statistics (in the data's units):
+
+* gaussian: `feature_mean[feature]`, `feature_sd[feature]` over all items, `group_mean[group, feature]`.
+* categorical: `bin_share[bin]` over all items, `group_bin_share[group, bin]`.
+* logistic: `class_share[class]` over all items, `group_class_share[group, class]`.
+
+The targeted check, `group_misfit`: the known failure of learning from label proportions is a group whose
+items do not look like the classes mixed in its proportions: its proportions are wrong (a charge's error
+counts mixed up with another's), or its items differ from the same classes elsewhere (the class-conditional
+distribution depends on the group: aggregation bias). Per group, the discrepancy of its statistic vector
+(its feature means, bin shares or class shares) from the replicates (`group_discrepancy`), observed and
+replicated; the worst group is flagged when its observed discrepancy is out of line with its replicates
+(Bonferroni over groups). The `ppc_group_*` omnibus row judges all groups together.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import softmax
+
+from bayes_wsc.checks import Check, Replicates, omnibus, p_value_upper, worst_element
+
+#: replicated data sets per group for `group_misfit` with discrete data: enough that the worst group's p-value,
+#: Bonferroni-corrected, comes from counts rather than from a tail fitted beyond the replicates
+MISFIT_REPLICATES_PER_GROUP = 1000
+#: at most this many random numbers for those replicates (fewer replicates for big data)
+MISFIT_VARIATES = 30_000_000
+
+
+def variates(data) -> int:
+    """Random numbers one replicate needs: class counts and per-class sums per group, or a class per item."""
+    if data.kind == "categorical":
+        return int(data.n_groups * data.n_classes * (data.n_bins + 1))
+    return int(max(data.n_items, data.n_groups * data.n_classes * (2 * data.n_features + 1)))
+
+
+def parameters(posterior) -> list[str]:
+    if "W" in posterior:
+        return ["W", "b"]
+    emission = ["w"] if "w" in posterior else ["mean", "sd"]
+    return emission + (["theta"] if "theta" in posterior else [])
+
+
+def _emission(posterior_names) -> str:
+    return "logistic" if "W" in posterior_names else "categorical" if "w" in posterior_names else "gaussian"
+
+
+def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
+    emission = _emission(params)
+    n_rep = next(iter(params.values())).shape[0]
+    sizes = data.group_sizes.astype(float)
+    exact = getattr(est, "bag_likelihood", "independent") == "exact-counts" and data.counts is not None
+    coords = {"group": list(data.group_ids), "class": list(data.classes)}
+    if emission == "logistic":
+        return _replicate_logistic(data, params, rng, sizes, coords)
+    shares = (np.asarray(params["theta"], dtype=float) if "theta" in params
+              else np.broadcast_to(data.proportions, (n_rep, *data.proportions.shape)))
+
+    def class_counts(s):
+        if exact:
+            return np.asarray(data.counts, dtype=np.int64)
+        p = np.clip(shares[s], 0.0, None)
+        return rng.multinomial(data.group_sizes, p / p.sum(axis=1, keepdims=True))  # (I, L)
+
+    if emission == "categorical":
+        w = np.asarray(params["w"], dtype=float)  # (S, L, K)
+        group_bins = np.empty((n_rep, data.n_groups, data.n_bins))
+        for s in range(n_rep):
+            group_bins[s] = rng.multinomial(class_counts(s), w[s] / w[s].sum(axis=1, keepdims=True)).sum(axis=1)
+        observed = data.bin_counts
+        coords["bin"] = list(data.coords["bin"])
+        w = w / w.sum(axis=2, keepdims=True)
+        if exact:  # the classes as a fixed assignment of the counts to the items (bins do not see the order)
+            z = np.repeat(np.tile(np.arange(data.n_classes), data.n_groups), np.asarray(data.counts).ravel())
+            draw_bins = lambda s, r: _draw(np.broadcast_to(w[s][z], (r, z.size, data.n_bins)), rng)  # noqa: E731
+            item_group = np.repeat(np.arange(data.n_groups), data.group_sizes)
+        else:
+            item_group = data.item_group
+
+            def draw_bins(s, r):
+                z = _draw(np.broadcast_to(shares[s][item_group], (r, data.n_items, data.n_classes)), rng)
+                return _draw(w[s][z], rng)
+        misfit = _misfit(observed / sizes[:, None], draw_bins, item_group, sizes, data.n_bins, n_rep,
+                         data.n_items * (data.n_classes + data.n_bins))
+        return Replicates({"bin_share": group_bins.sum(axis=1) / sizes.sum(),
+                           "group_bin_share": group_bins / sizes[None, :, None]},
+                          {"bin_share": observed.sum(axis=0) / sizes.sum(), "group_bin_share": observed / sizes[:, None]},
+                          dims={"bin_share": ["bin"], "group_bin_share": ["group", "bin"]}, coords=coords,
+                          realized={"group_misfit": misfit})
+
+    mean, sd = np.asarray(params["mean"], dtype=float), np.asarray(params["sd"], dtype=float)  # (S, L, D)
+    n = sizes.sum()
+    group_sum = np.empty((n_rep, data.n_groups, data.n_features))
+    total_sq = np.empty((n_rep, data.n_features))
+    for s in range(n_rep):
+        c = class_counts(s).astype(float)[:, :, None]  # (I, L, 1)
+        sums = c * mean[s][None] + np.sqrt(c) * sd[s][None] * rng.standard_normal(c.shape[:2] + (data.n_features,))
+        within = sd[s][None] ** 2 * rng.chisquare(np.maximum(c - 1, 1e-12), size=sums.shape) * (c > 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            squares = within + np.where(c > 0, sums**2 / np.maximum(c, 1), 0.0)
+        group_sum[s] = sums.sum(axis=1)
+        total_sq[s] = squares.sum(axis=(0, 1))
+    total = group_sum.sum(axis=1)
+    x = data.x_raw
+    observed_sum = np.zeros((data.n_groups, data.n_features))
+    np.add.at(observed_sum, data.item_group, x)
+    coords["feature"] = list(data.features)
+    return Replicates(
+        {"feature_mean": total / n, "feature_sd": np.sqrt(np.maximum(total_sq - total**2 / n, 0.0) / (n - 1)),
+         "group_mean": group_sum / sizes[None, :, None]},
+        {"feature_mean": x.mean(axis=0), "feature_sd": x.std(axis=0, ddof=1), "group_mean": observed_sum / sizes[:, None]},
+        dims={"feature_mean": ["feature"], "feature_sd": ["feature"], "group_mean": ["group", "feature"]},
+        coords=coords,
+        realized={"group_misfit": group_discrepancy(observed_sum / sizes[:, None], group_sum / sizes[None, :, None])})
+
+
+def _replicate_logistic(data, params, rng, sizes, coords) -> Replicates:
+    W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)  # (S, L, D), (S, L)
+    n_rep, n_classes = b.shape
+    probs = lambda s: softmax(data.x @ W[s].T + b[s], axis=1)  # noqa: E731  (n, L)
+    counts = np.stack([_group_counts(_draw(probs(s)[None], rng), data.item_group, data.n_groups, n_classes)[0]
+                       for s in range(n_rep)])
+    observed = np.asarray(data.counts if data.counts is not None else data.expected_counts, dtype=float)
+    misfit = _misfit(observed / sizes[:, None], lambda s, r: _draw(np.broadcast_to(probs(s), (r, *probs(s).shape)), rng),
+                     data.item_group, sizes, n_classes, n_rep, data.n_items * n_classes)
+    return Replicates({"class_share": counts.sum(axis=1) / sizes.sum(), "group_class_share": counts / sizes[None, :, None]},
+                      {"class_share": observed.sum(axis=0) / sizes.sum(), "group_class_share": observed / sizes[:, None]},
+                      dims={"class_share": ["class"], "group_class_share": ["group", "class"]}, coords=coords,
+                      realized={"group_misfit": misfit})
+
+
+def _draw(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One category per row of (..., K) probabilities: (...)."""
+    u = rng.random(probs.shape[:-1])[..., None]
+    return np.minimum((u > np.cumsum(probs, axis=-1)).sum(axis=-1), probs.shape[-1] - 1)
+
+
+def _group_counts(z: np.ndarray, item_group: np.ndarray, n_groups: int, n_values: int) -> np.ndarray:
+    """(R, n) categories of the items -> (R, I, K) counts per group."""
+    r = z.shape[0]
+    flat = (np.arange(r)[:, None] * n_groups + item_group[None, :]) * n_values + z
+    return np.bincount(flat.ravel(), minlength=r * n_groups * n_values).reshape(r, n_groups, n_values).astype(float)
+
+
+def _misfit(observed_shares, draw_items, item_group, sizes, n_values, n_draws, variates_per_replicate):
+    """`group_misfit`'s observed and replicated discrepancies (`group_discrepancy`) for discrete data, from
+    many replicates: `draw_items(s, r)` gives r replicates' (r, n) categories under posterior draw s, cycled
+    over the draws, up to `MISFIT_REPLICATES_PER_GROUP` per group or `MISFIT_VARIATES` random numbers. With
+    counts this small in each group, only many replicates tell a rare group from an impossible one."""
+    n_groups = sizes.size
+    total = int(max(n_draws, min(MISFIT_REPLICATES_PER_GROUP * n_groups,
+                                 MISFIT_VARIATES // max(1, variates_per_replicate))))
+    per_draw = -(-total // n_draws)
+    chunk = max(1, 5_000_000 // max(1, variates_per_replicate))
+    shares = []
+    for s in range(n_draws):
+        for start in range(0, per_draw, chunk):
+            items = draw_items(s, min(chunk, per_draw - start))
+            shares.append(_group_counts(items, item_group, n_groups, n_values) / sizes[None, :, None])
+    return group_discrepancy(observed_shares, np.concatenate(shares), shares=True)
+
+
+def group_discrepancy(observed: np.ndarray, replicated: np.ndarray, shares: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per group, a discrepancy of its statistic vector from the replicates' mean: observed (I,) and each
+    replicate's (S, I).
+
+    Feature means (continuous): sum over features of (T - m)^2 / v, m and v the replicates' mean and
+    variance of each element (elements that never vary count 0), a chi-square. Shares of bins or classes
+    (counts over n_i items): sum over elements of (sqrt T - mean of sqrt T_rep)^2, the squared Hellinger
+    distance, whose square root steadies the variance of a count; a chi-square would divide by the tiny
+    variance of a rare bin, and one item in it would then dominate every replicate's tail.
+    """
+    if shares:
+        observed, replicated = np.sqrt(observed), np.sqrt(replicated)
+        mean = replicated.mean(axis=0)
+        return ((observed - mean) ** 2).sum(axis=-1), ((replicated - mean) ** 2).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean, var = replicated.mean(axis=0), replicated.var(axis=0, ddof=1)
+        varies = var > 1e-300
+        scale = np.where(varies, 1.0 / np.where(varies, var, 1.0), 0.0)
+    return ((observed - mean) ** 2 * scale).sum(axis=-1), ((replicated - mean) ** 2 * scale).sum(axis=-1)
+
+
+def rows(est, data, replicates: Replicates) -> list[Check]:
+    rep, obs = replicates.replicated, replicates.observed
+    groups = list(data.group_ids)
+    if "group_mean" in obs:
+        features = list(data.features)
+        pairs = [f"{g}, {f}" for g in groups for f in features]
+        out = [
+            omnibus("ppc_feature_mean", obs["feature_mean"], rep["feature_mean"], features, "feature",
+                    "The features' means", "The classes' Gaussians do not reproduce the features' centre."),
+            omnibus("ppc_feature_sd", obs["feature_sd"], rep["feature_sd"], features, "feature",
+                    "The features' standard deviations",
+                    "The classes spread the features more (or less) than the data: a class may need more than one "
+                    "Gaussian, or a feature a transform (a log, for example)."),
+            omnibus("ppc_group_mean", obs["group_mean"], rep["group_mean"], pairs, "group and feature",
+                    "The groups' feature means", _GROUP_ADVICE),
+        ]
+        statistic, what = "group_mean", "The group's feature means"
+    elif "group_bin_share" in obs:
+        bins = list(replicates.coords["bin"])
+        pairs = [f"{g}, {k}" for g in groups for k in bins]
+        out = [
+            omnibus("ppc_bin_share", obs["bin_share"], rep["bin_share"], bins, "bin", "The bins' shares",
+                    "The classes' bin probabilities do not reproduce how common each bin is."),
+            omnibus("ppc_group_bin_share", obs["group_bin_share"], rep["group_bin_share"], pairs, "group and bin",
+                    "The groups' bin shares", _GROUP_ADVICE),
+        ]
+        statistic, what = "group_bin_share", "The group's bin shares"
+    else:
+        classes = list(data.classes)
+        pairs = [f"{g}, {c}" for g in groups for c in classes]
+        out = [
+            omnibus("ppc_class_share", obs["class_share"], rep["class_share"], classes, "class",
+                    "The classes' shares over all items",
+                    "The classifier makes some class more (or less) common than the proportions say."),
+            omnibus("ppc_group_class_share", obs["group_class_share"], rep["group_class_share"], pairs,
+                    "group and class", "The groups' class shares", _GROUP_ADVICE),
+        ]
+        statistic, what = "group_class_share", "The group's class shares (given against the classifier's)"
+    d_obs, d_rep = replicates.realized["group_misfit"]
+    # compared on the cube root, near normal for a chi-square-like discrepancy (Wilson and Hilferty 1931):
+    # beyond the replicates, the p-value comes from a normal fit to them (`checks._tail`)
+    p_values = p_value_upper(np.cbrt(d_obs), np.cbrt(d_rep))
+    out.append(worst_element("group_misfit", p_values, d_obs, d_rep.mean(axis=0), groups, "group",
+                             what + ", their discrepancy", _GROUP_ADVICE))
+    return out
+
+
+_GROUP_ADVICE = ("A group's items do not look like the classes mixed in its proportions: its proportions may be "
+                 "wrong (another group's, or miscounted), or the same class looks different in this group than in "
+                 "others (the class-conditional distribution depends on the group). Check that group's proportions, "
+                 "or fit without it and compare.")
+
+
+def targeted() -> list:
+    """The targeted check (`group_misfit`) needs the replicates, so `rows` makes it; nothing more runs."""
+    return []

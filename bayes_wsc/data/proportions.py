@@ -1,0 +1,584 @@
+"""Items in groups, and each group's class proportions or counts (seed 001: learning from label proportions).
+
+Two tables describe the data:
+
+* **items**: one row per item, a group column, an optional id column and the
+  features. Numeric features (for the `gaussian` and `logistic` emissions) are
+  standardized and the centre and scale kept, so that new items are put on the
+  same scale at prediction time; categorical features (the `categorical`
+  emission) are crossed into bins, as in the first model.
+* **proportions**: one row per group, the group column and one column per
+  class holding that class's proportion in the group (each row sums to 1), or
+  its count of items (`counts=True`; each row then sums to the group's number
+  of items).
+
+The container validates once (every failure is a one-line `InputError`
+naming the table, column, row and value) and keeps what the model needs: the
+items' features and groups, the L-class proportion matrix Pi (I x L), the
+class counts when they are whole numbers, and for categorical features the
+group x bin count table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from bayes_wsc.data.grouped import BehaviorBins
+from bayes_wsc.data.tables import key_column, numeric_column, require_columns, require_rows
+from bayes_wsc.errors import InputError
+
+#: proportions of a group must sum to 1 within this
+SUM_TOLERANCE = 1e-6
+#: a group's share times its size is taken as a whole count when it is this close to one
+WHOLE_TOLERANCE = 0.05
+
+
+@dataclass
+class LabelProportions:
+    """Features of items in groups, and the groups' class proportions.
+
+    Attributes
+    ----------
+    item_group : (n,) the group index of every item.
+    proportions : (I, L) each group's class shares Pi (rows sum to 1).
+    group_ids, classes : names of the I groups and the L classes (text).
+    item_ids : (n,) item identifiers as text (row numbers when the items have no id column).
+    x : (n, D) numeric features on the standardized scale, (raw - center) / scale; None for
+        categorical features.
+    features, center, scale : the D feature names and the standardization; for categorical
+        features, the behavior columns and empty arrays.
+    bins : the crossing of categorical feature columns into K bins, None for numeric features.
+    item_bin : (n,) the bin of every item (categorical features), None otherwise.
+    counts : (I, L) whole class counts when they are known: given (`counts_given`) or the
+        proportions times the group sizes when those are whole numbers; None otherwise.
+    """
+
+    item_group: np.ndarray
+    proportions: np.ndarray
+    group_ids: np.ndarray
+    classes: tuple[str, ...]
+    item_ids: np.ndarray
+    x: np.ndarray | None = None
+    features: tuple[str, ...] = ()
+    center: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    scale: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    bins: BehaviorBins | None = None
+    item_bin: np.ndarray | None = None
+    counts: np.ndarray | None = None
+    counts_given: bool = False
+    settings: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.item_group = np.asarray(self.item_group, dtype=np.int64).reshape(-1)
+        self.proportions = np.asarray(self.proportions, dtype=float)
+        self.group_ids = np.asarray(self.group_ids).astype(str)
+        self.classes = tuple(str(c) for c in self.classes)
+        self.item_ids = np.asarray(self.item_ids).astype(str)
+        self.features = tuple(str(f) for f in self.features)
+        n = self.item_group.size
+        if self.proportions.ndim != 2:
+            raise InputError(f"proportions must be a groups x classes table, got shape {self.proportions.shape}")
+        n_groups, n_classes = self.proportions.shape
+        if n_classes < 2 or len(self.classes) != n_classes:
+            raise InputError(f"label proportions need at least 2 classes, got {list(self.classes)}")
+        if len(set(self.classes)) != n_classes:
+            raise InputError(f"class names repeat: {list(self.classes)}")
+        if self.group_ids.shape != (n_groups,) or len(set(self.group_ids)) != n_groups:
+            raise InputError(f"{n_groups} groups need {n_groups} distinct group ids, got {self.group_ids.size}")
+        if self.item_ids.shape != (n,):
+            raise InputError(f"{n} items but {self.item_ids.size} item ids")
+        if len(set(self.item_ids)) != n:
+            dup = pd.Index(self.item_ids)[pd.Index(self.item_ids).duplicated()][0]
+            raise InputError(f"item id {dup!r} appears more than once")
+        if n < 2:
+            raise InputError(f"there are {n} items; learning from label proportions needs at least 2")
+        if ((self.item_group < 0) | (self.item_group >= n_groups)).any():
+            raise InputError(f"item groups must be indices 0..{n_groups - 1}")
+        if not np.isfinite(self.proportions).all() or (self.proportions < 0).any() or (self.proportions > 1).any():
+            raise InputError("proportions must be finite and in [0, 1]")
+        sums = self.proportions.sum(axis=1)
+        bad = np.abs(sums - 1) > SUM_TOLERANCE
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"the proportions of group {self.group_ids[i]!r} sum to {sums[i]:.8g}, not 1 "
+                             f"(within {SUM_TOLERANCE:g})")
+        sizes = self.group_sizes
+        if (sizes == 0).any():
+            i = int(np.flatnonzero(sizes == 0)[0])
+            raise InputError(f"group {self.group_ids[i]!r} has no items")
+        empty = ~(self.proportions > 0).any(axis=0)
+        if empty.any():
+            raise InputError(f"class {self.classes[int(np.flatnonzero(empty)[0])]!r} has proportion 0 in every "
+                             "group: no item can be learned to be of it; leave the class out")
+        if (self.x is None) == (self.bins is None):
+            raise InputError("give either numeric features (x) or categorical bins, not both or neither")
+        if self.x is not None:
+            self.x = np.asarray(self.x, dtype=float)
+            self.center = np.asarray(self.center, dtype=float)
+            self.scale = np.asarray(self.scale, dtype=float)
+            if self.x.ndim != 2 or self.x.shape[0] != n:
+                raise InputError(f"features must be an items x features array with {n} rows, got {self.x.shape}")
+            d = self.x.shape[1]
+            if d == 0:
+                raise InputError("there are no feature columns")
+            if len(self.features) != d or self.center.shape != (d,) or self.scale.shape != (d,):
+                raise InputError(f"{d} feature columns but {len(self.features)} names, {self.center.size} centres "
+                                 f"and {self.scale.size} scales")
+            if len(set(self.features)) != d:
+                raise InputError(f"feature names repeat: {list(self.features)}")
+            if not np.isfinite(self.x).all():
+                raise InputError("features have a missing or non-finite value")
+            if not (np.isfinite(self.scale).all() and (self.scale > 0).all()):
+                raise InputError("feature scales must be positive and finite")
+        else:
+            self.item_bin = np.asarray(self.item_bin, dtype=np.int64).reshape(-1)
+            if self.item_bin.shape != (n,) or ((self.item_bin < 0) | (self.item_bin >= self.bins.n_bins)).any():
+                raise InputError(f"item bins must be {n} indices 0..{self.bins.n_bins - 1}")
+            self.features = tuple(self.bins.columns)
+        if self.counts is not None:
+            self.counts = np.asarray(self.counts, dtype=float)
+            if self.counts.shape != self.proportions.shape or (self.counts < 0).any() \
+                    or (self.counts != np.round(self.counts)).any():
+                raise InputError("class counts must be whole numbers >= 0, one per group and class")
+            if (self.counts.sum(axis=1) != sizes).any():
+                i = int(np.flatnonzero(self.counts.sum(axis=1) != sizes)[0])
+                raise InputError(f"the class counts of group {self.group_ids[i]!r} add up to "
+                                 f"{self.counts[i].sum():g}, but it has {sizes[i]} items")
+            self.counts = self.counts.astype(np.int64)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_frames(
+        cls,
+        items: pd.DataFrame,
+        proportions: pd.DataFrame,
+        *,
+        group_col: str = "group",
+        id_col: str | None = None,
+        features: Sequence[str] | None = None,
+        counts: bool = False,
+        categorical: bool = False,
+        items_what: str = "items",
+        proportions_what: str = "proportions",
+    ) -> LabelProportions:
+        """Validate one row per item and one row per group; every failure is one line naming the
+        table, column, row and value.
+
+        features : the feature columns. By default every numeric column of the items other than
+            the group and id columns (every other column when `categorical`).
+        counts : the class columns hold counts of items (whole numbers adding up to the group's
+            number of items) instead of proportions (adding up to 1).
+        categorical : the features are categories, crossed into bins (the `categorical` emission).
+        """
+        require_rows(items, items_what)
+        require_rows(proportions, proportions_what)
+        require_columns(items, [group_col], items_what)
+        require_columns(proportions, [group_col], proportions_what)
+        if id_col is not None:
+            require_columns(items, [id_col], items_what)
+            if id_col == group_col:
+                raise InputError(f"the id column {id_col!r} is also the group column")
+        features = _feature_columns(items, features, (group_col, id_col), categorical, items_what)
+
+        group_ids = key_column(proportions, group_col, proportions_what)
+        duplicated = group_ids.duplicated()
+        if duplicated.any():
+            row = int(np.flatnonzero(duplicated.to_numpy())[0])
+            raise InputError(f"{proportions_what} has a second row for group {group_ids.iloc[row]!r} (row {row + 1})")
+        classes = [c for c in proportions.columns if c != group_col]
+        if len(classes) < 2:
+            raise InputError(f"{proportions_what} has {len(classes)} class column{'s' * (len(classes) != 1)} "
+                             f"besides {group_col!r}; label proportions need at least 2 classes")
+        table = _read_class_columns(proportions, classes, counts, proportions_what)
+
+        item_groups = key_column(items, group_col, items_what)
+        item_group = pd.Index(group_ids).get_indexer(item_groups)
+        if (item_group < 0).any():
+            row = int(np.flatnonzero(item_group < 0)[0])
+            raise InputError(f"{items_what} row {row + 1} is in group {item_groups.iloc[row]!r}, which is absent "
+                             f"from {proportions_what}")
+        sizes = np.bincount(item_group, minlength=len(group_ids))
+        if (sizes == 0).any():
+            i = int(np.flatnonzero(sizes == 0)[0])
+            raise InputError(f"{proportions_what} row {i + 1}: group {group_ids.iloc[i]!r} has no items in "
+                             f"{items_what}")
+        if counts:
+            totals = table.sum(axis=1)
+            bad = totals != sizes
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise InputError(f"{proportions_what} row {i + 1}: the counts of group {group_ids.iloc[i]!r} add "
+                                 f"up to {totals[i]:g}, but {items_what} has {sizes[i]} items in it")
+            shares, whole = table / sizes[:, None], table
+        else:
+            sums = table.sum(axis=1)
+            bad = np.abs(sums - 1) > SUM_TOLERANCE
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise InputError(f"{proportions_what} row {i + 1}: the proportions of group {group_ids.iloc[i]!r} "
+                                 f"sum to {sums[i]:.8g}, not 1 (within {SUM_TOLERANCE:g})")
+            shares, whole = table / sums[:, None], whole_counts(table, sizes)
+        for j, name in enumerate(classes):
+            if not (table[:, j] > 0).any():
+                raise InputError(f"{proportions_what} class column {name!r} is 0 in every row: no item can be "
+                                 "learned to be of that class; leave the column out")
+
+        ids = (key_column(items, id_col, items_what).to_numpy() if id_col is not None
+               else np.arange(len(items)).astype(str))
+        if id_col is not None and pd.Index(ids).duplicated().any():
+            row = int(np.flatnonzero(pd.Index(ids).duplicated())[0])
+            raise InputError(f"{items_what} column {id_col!r} has a duplicate id {ids[row]!r} (row {row + 1})")
+        settings = {"group_col": group_col, "id_col": id_col, "features": list(features), "counts": bool(counts),
+                    "categorical": bool(categorical)}
+        common = dict(item_group=item_group, proportions=shares, group_ids=group_ids.to_numpy(),
+                      classes=tuple(str(c) for c in classes), item_ids=ids, counts=whole, counts_given=bool(counts),
+                      settings=settings)
+        if categorical:
+            bins = BehaviorBins.from_frame(items, features, items_what)
+            return cls(bins=bins, item_bin=bins.index(items, items_what), **common)
+        raw = np.column_stack([numeric_column(items, c, f"{items_what} feature") for c in features])
+        center, scale = raw.mean(axis=0), raw.std(axis=0)
+        for j, column in enumerate(features):
+            if not scale[j] > 1e-12 * max(1.0, abs(center[j])):
+                raise InputError(f"{items_what} feature column {column!r} is constant (every row is {raw[0, j]:g}): "
+                                 "it carries no information and cannot be standardized; leave it out")
+        return cls(x=(raw - center) / scale, features=tuple(features), center=center, scale=scale, **common)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        x: np.ndarray,
+        groups: Sequence,
+        proportions: np.ndarray,
+        *,
+        group_ids: Sequence | None = None,
+        classes: Sequence | None = None,
+        features: Sequence[str] | None = None,
+        standardize: bool = True,
+        counts: np.ndarray | None = None,
+    ) -> LabelProportions:
+        """From numeric features (n, D), each item's group index (0..I-1) and the (I, L) proportions
+        (simulations, experiments). `standardize=False` keeps the features as they are (centre 0,
+        scale 1), for data simulated on the model's own scale. `counts` gives whole class counts."""
+        x = np.asarray(x, dtype=float)
+        x = x[:, None] if x.ndim == 1 else x
+        proportions = np.asarray(proportions, dtype=float)
+        names = [f"x{j + 1}" for j in range(x.shape[1])] if features is None else list(features)
+        if len(names) != x.shape[1]:
+            raise InputError(f"{x.shape[1]} feature columns but {len(names)} names")
+        n_groups = proportions.shape[0] if proportions.ndim == 2 else 0
+        group_ids = [f"g{i}" for i in range(n_groups)] if group_ids is None else list(group_ids)
+        classes = [str(c) for c in range(proportions.shape[-1])] if classes is None else list(classes)
+        item_group = np.asarray(groups, dtype=np.int64)
+        if standardize:
+            center, scale = x.mean(axis=0), x.std(axis=0)
+            scale = np.where(scale > 0, scale, 1.0)
+        else:
+            center, scale = np.zeros(x.shape[1]), np.ones(x.shape[1])
+        sizes = np.bincount(item_group, minlength=n_groups) if item_group.size and item_group.min() >= 0 else None
+        if counts is None and sizes is not None and proportions.ndim == 2 and sizes.size == n_groups:
+            counts = whole_counts(proportions, sizes)
+        settings = {"group_col": "group", "id_col": None, "features": names, "counts": False, "categorical": False}
+        return cls(item_group=item_group, proportions=proportions, group_ids=group_ids, classes=classes,
+                   item_ids=np.arange(item_group.size).astype(str), x=(x - center) / scale, features=names,
+                   center=center, scale=scale, counts=counts, settings=settings)
+
+    @classmethod
+    def from_bins(cls, item_bin: np.ndarray, groups: Sequence, proportions: np.ndarray, n_bins: int, *,
+                  classes: Sequence | None = None, behavior: str = "behavior",
+                  counts: np.ndarray | None = None) -> LabelProportions:
+        """From each item's bin (0..K-1) of one categorical feature, its group and the proportions."""
+        proportions = np.asarray(proportions, dtype=float)
+        item_group = np.asarray(groups, dtype=np.int64)
+        n_groups = proportions.shape[0]
+        classes = [str(c) for c in range(proportions.shape[-1])] if classes is None else list(classes)
+        if counts is None and item_group.size and item_group.min() >= 0:
+            counts = whole_counts(proportions, np.bincount(item_group, minlength=n_groups))
+        bins = BehaviorBins((behavior,), (tuple(str(k) for k in range(int(n_bins))),))
+        settings = {"group_col": "group", "id_col": None, "features": [behavior], "counts": False,
+                    "categorical": True}
+        return cls(item_group=item_group, proportions=proportions, group_ids=[f"g{i}" for i in range(n_groups)],
+                   classes=classes, item_ids=np.arange(item_group.size).astype(str), bins=bins,
+                   item_bin=item_bin, counts=counts, settings=settings)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def kind(self) -> str:
+        """"numeric" (standardized features) or "categorical" (bins)."""
+        return "numeric" if self.x is not None else "categorical"
+
+    @property
+    def n_items(self) -> int:
+        return int(self.item_group.size)
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.proportions.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def n_features(self) -> int:
+        return len(self.features)
+
+    @property
+    def n_bins(self) -> int:
+        return 0 if self.bins is None else self.bins.n_bins
+
+    @property
+    def group_sizes(self) -> np.ndarray:
+        """n_i, the number of items in each group."""
+        return np.bincount(self.item_group, minlength=self.proportions.shape[0])
+
+    @property
+    def expected_counts(self) -> np.ndarray:
+        """(I, L) n_i Pi_il: the class counts, whole or not."""
+        return self.group_sizes[:, None] * self.proportions
+
+    @property
+    def eta(self) -> np.ndarray:
+        """eta_l, the share of class l over all items (seed 001, eq. 2)."""
+        return self.expected_counts.sum(axis=0) / self.n_items
+
+    @property
+    def bin_counts(self) -> np.ndarray:
+        """(I, K) number of items of group i in bin k (categorical features)."""
+        if self.bins is None:
+            raise InputError("these data have numeric features, not categorical bins")
+        flat = self.item_group * self.n_bins + self.item_bin
+        return np.bincount(flat, minlength=self.n_groups * self.n_bins).reshape(self.n_groups, self.n_bins).astype(float)
+
+    @property
+    def coords(self) -> dict[str, list]:
+        coords = {"group": list(self.group_ids), "class": list(self.classes)}
+        if self.bins is None:
+            coords["feature"] = list(self.features)
+        else:
+            coords["bin"] = self.bins.labels
+        return coords
+
+    @property
+    def x_raw(self) -> np.ndarray:
+        """Numeric features on the scale of the data."""
+        return self.x * self.scale + self.center
+
+    def whole_counts_or_fail(self) -> np.ndarray:
+        """The class counts, which the exact-counts likelihood needs; one line naming the first group
+        whose proportions times its size are not whole numbers."""
+        if self.counts is not None:
+            return self.counts
+        expected = self.expected_counts
+        off = np.abs(expected - np.round(expected))
+        i, j = np.unravel_index(int(np.argmax(off)), off.shape)
+        raise InputError(f"group {self.group_ids[i]!r}: its proportion of class {self.classes[j]!r} times its "
+                         f"{self.group_sizes[i]} items is {expected[i, j]:.4g}, not a whole number of items; the "
+                         "exact-counts likelihood needs the class counts (give them with counts / --counts)")
+
+    def features_of(self, frame: pd.DataFrame, what: str = "items") -> np.ndarray:
+        """New items' features as the model sees them: standardized numbers (n, D) or bin indices (n,)."""
+        require_rows(frame, what)
+        if self.bins is not None:
+            return self.bins.index(frame, what)
+        return standardize(frame, self.features, self.center, self.scale, what)
+
+    def with_proportions(self, proportions: np.ndarray, counts: np.ndarray | None = None) -> LabelProportions:
+        """The same items with other proportions (simulations)."""
+        return LabelProportions(self.item_group, proportions, self.group_ids, self.classes, self.item_ids, self.x,
+                                self.features, self.center, self.scale, self.bins, self.item_bin, counts,
+                                self.counts_given, dict(self.settings))
+
+
+# ---------------------------------------------------------------------- helpers
+def whole_counts(proportions: np.ndarray, sizes: np.ndarray) -> np.ndarray | None:
+    """n_i Pi_il rounded, when every one is within `WHOLE_TOLERANCE` of a whole number and each row then
+    adds up to n_i (proportions rounded to a few decimals, like 0.33 of 3 items); None otherwise."""
+    expected = np.asarray(sizes, dtype=float)[:, None] * np.asarray(proportions, dtype=float)
+    rounded = np.round(expected)
+    if (np.abs(expected - rounded) > WHOLE_TOLERANCE).any() or (rounded.sum(axis=1) != sizes).any():
+        return None
+    return rounded.astype(np.int64)
+
+
+def standardize(frame: pd.DataFrame, features: Sequence[str], center: np.ndarray, scale: np.ndarray,
+                what: str = "items") -> np.ndarray:
+    """The feature columns of new items on the training scale; text, missing or infinite values fail by name."""
+    require_columns(frame, list(features), what)
+    raw = np.column_stack([numeric_column(frame, c, f"{what} feature") for c in features])
+    return (raw - np.asarray(center)) / np.asarray(scale)
+
+
+def _feature_columns(items: pd.DataFrame, features, reserved, categorical: bool, what: str) -> list[str]:
+    reserved = [c for c in reserved if c is not None]
+    if features is None:
+        if categorical:
+            features = [c for c in items.columns if c not in reserved]
+        else:
+            features = [c for c in items.columns if c not in reserved and pd.api.types.is_numeric_dtype(items[c])]
+        if not features:
+            kind = "" if categorical else "numeric "
+            raise InputError(f"{what} has no {kind}feature columns besides {', '.join(map(repr, reserved))}")
+    features = [str(f) for f in features]
+    if not features:
+        raise InputError("give at least one feature column")
+    require_columns(items, features, what)
+    for column in features:
+        if column in reserved:
+            raise InputError(f"feature column {column!r} is also the group or id column")
+    if len(set(features)) != len(features):
+        raise InputError(f"feature columns repeat: {features}")
+    return features
+
+
+def _read_class_columns(frame: pd.DataFrame, classes: Sequence[str], counts: bool, what: str) -> np.ndarray:
+    """The class columns as an (I, L) float array: proportions in [0, 1], or whole counts >= 0."""
+    columns = []
+    for name in classes:
+        if counts:
+            values = numeric_column(frame, name, f"{what} count", lower=0.0)
+            fraction = np.abs(values - np.round(values)) > 1e-9
+            if fraction.any():
+                row = int(np.flatnonzero(fraction)[0])
+                raise InputError(f"{what} count column {name!r} has value {values[row]!r} (row {row + 1}); counts "
+                                 "must be whole numbers")
+            values = np.round(values)
+        else:
+            values = numeric_column(frame, name, f"{what} proportion", lower=0.0, upper=1.0)
+        columns.append(values)
+    return np.column_stack(columns)
+
+
+# ---------------------------------------------------------------------- the exact-counts recursion's layout
+#: log of "impossible", finite so that gradients through log-sum-exp never meet inf - inf
+LOG_ZERO = -1e30
+#: a group's recursion may hold at most this many (item, state) cells; larger groups use the normal approximation
+GROUP_BUDGET = 2_000_000
+#: all groups' recursions together: reverse-mode differentiation keeps a few copies of every cell
+#: (8 bytes each), so 10^7 cells stay under a GB
+TOTAL_BUDGET = 10_000_000
+
+
+@dataclass(frozen=True)
+class CountBucket:
+    """Groups whose items are padded to the same length `steps`, for one vectorized recursion.
+
+    groups : (G,) group indices. items : (G, steps) item indices, padded with `n_items` (a row of
+    no item). order : (G, L) the classes of each group with the most frequent first: it is the one
+    the recursion does not track, so its state holds the other classes' counts, each at most half
+    the group. shape : the state's extent per tracked class (a power of two above the counts).
+    target : (G,) each group's counts of the tracked classes as a flat index into the state.
+    """
+
+    groups: np.ndarray
+    items: np.ndarray
+    order: np.ndarray
+    shape: tuple[int, ...]
+    target: np.ndarray
+
+    @property
+    def steps(self) -> int:
+        return int(self.items.shape[1])
+
+    def initial_state(self) -> np.ndarray:
+        """The recursion's state before any item, (G, *shape): log 1 at no counts, log 0 (finite) elsewhere."""
+        state = np.full((self.groups.size, *self.shape), LOG_ZERO)
+        state[(slice(None), *([0] * len(self.shape)))] = 0.0
+        return state
+
+    @property
+    def cells(self) -> int:
+        return int(self.items.size * np.prod(self.shape, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class CountPlan:
+    """How the exact-counts likelihood is computed for each group (`likelihoods.poisson_multinomial_logp`).
+
+    Groups small enough are computed exactly, bucketed by padded size (`buckets`); the others
+    (`approx_groups`) by the normal approximation of their class counts, with `approx_order`
+    (most frequent class first, dropped) and their tracked counts `approx_counts`.
+    """
+
+    n_items: int
+    n_groups: int
+    n_classes: int
+    buckets: tuple[CountBucket, ...]
+    approx_groups: np.ndarray
+    approx_order: np.ndarray
+    approx_counts: np.ndarray
+    approx_items: np.ndarray
+    approx_item_group: np.ndarray
+
+    @property
+    def n_exact(self) -> int:
+        return int(sum(b.groups.size for b in self.buckets))
+
+    def inputs(self) -> dict[str, np.ndarray]:
+        """Every array of the plan by a stable name (the model reads them as data)."""
+        out = {}
+        for b, bucket in enumerate(self.buckets):
+            out.update({f"cp{b}_items": bucket.items, f"cp{b}_order": bucket.order, f"cp{b}_target": bucket.target,
+                        f"cp{b}_groups": bucket.groups, f"cp{b}_init": bucket.initial_state()})
+        if self.approx_groups.size:
+            out.update({"cpa_groups": self.approx_groups, "cpa_order": self.approx_order,
+                        "cpa_counts": self.approx_counts, "cpa_items": self.approx_items,
+                        "cpa_item_group": self.approx_item_group})
+        return out
+
+    def structure(self) -> list:
+        """What the computation's shapes depend on (for keys of compiled programs)."""
+        return [[b.groups.size, b.steps, list(b.shape)] for b in self.buckets] + [int(self.approx_groups.size)]
+
+
+def _next_power_of_two(values: np.ndarray) -> np.ndarray:
+    return (2 ** np.ceil(np.log2(np.maximum(values, 1)))).astype(np.int64)
+
+
+def count_plan(item_group: np.ndarray, counts: np.ndarray, *, group_budget: int = GROUP_BUDGET,
+               total_budget: int = TOTAL_BUDGET) -> CountPlan:
+    """Lay out the exact-counts recursion: which groups are exact, in which bucket, and the rest.
+
+    A group of n items with tracked counts m (every class but its most frequent) runs n steps over a
+    state of prod(m + 1) cells: O(n^2) for two classes. Groups share a bucket (one vectorized scan)
+    when their sizes and their tracked counts + 1 round up to the same powers of two, so a group
+    pays at most twice its own extent along each axis, and that padded cost is what the budgets
+    count. Groups within `group_budget` are exact, cheapest first while the total stays within
+    `total_budget` (what reverse-mode differentiation keeps per state copy); the rest use the normal
+    approximation.
+    """
+    item_group = np.asarray(item_group, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    n_items, (n_groups, n_classes) = item_group.size, counts.shape
+    sizes = np.bincount(item_group, minlength=n_groups)
+    order = np.argsort(-counts, axis=1, kind="stable")  # most frequent class first
+    tracked = np.take_along_axis(counts, order, axis=1)[:, 1:]
+    padded = _next_power_of_two(sizes)
+    extents = _next_power_of_two(tracked + 1)
+    cost = padded * np.prod(extents, axis=1)
+    exact = cost <= group_budget
+    by_cost = np.argsort(np.where(exact, cost, np.iinfo(np.int64).max), kind="stable")
+    running = np.cumsum(np.where(exact, cost, 0)[by_cost])
+    exact[by_cost[running > total_budget]] = False
+    members = np.argsort(item_group, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    keys = np.column_stack([padded, extents])
+    buckets = []
+    for key in np.unique(keys[exact], axis=0):
+        groups = np.flatnonzero(exact & (keys == key).all(axis=1))
+        steps, shape = int(key[0]), tuple(int(e) for e in key[1:])
+        items = np.full((groups.size, steps), n_items, dtype=np.int64)
+        for row, g in enumerate(groups):
+            items[row, :sizes[g]] = members[starts[g]:starts[g + 1]]
+        target = np.ravel_multi_index(tuple(tracked[groups].T), shape).astype(np.int64) if shape \
+            else np.zeros(groups.size, dtype=np.int64)
+        buckets.append(CountBucket(groups, items, order[groups], shape, target))
+    approx = np.flatnonzero(~exact)
+    in_approx = np.isin(item_group, approx)
+    approx_items = np.flatnonzero(in_approx)
+    return CountPlan(n_items, n_groups, n_classes, tuple(buckets), approx, order[approx], tracked[approx],
+                     approx_items, np.searchsorted(approx, item_group[approx_items]).astype(np.int64))

@@ -1,0 +1,151 @@
+"""The report of a label-proportions fit (seed 001): which features mark which class, and how well the
+fitted classifier reproduces the groups' proportions.
+
+* `plot_classes`: the class-conditional picture with intervals: each class's mean per feature
+  (gaussian, standardized units), P(class | bin) (categorical) or the softmax weights (logistic).
+* `plot_group_fit`: each group's given proportion of a class against the one its items' predicted
+  class probabilities give (seed 001's Gamma against Pi).
+* `write_report`: one HTML page with those, the estimands, the criticism sections (rank plots after NUTS,
+  posterior predictive checks, LOO, the checks; `report.criticism`) and the diagnostics.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from bayes_wsc import inference
+from bayes_wsc.errors import InputError
+from bayes_wsc.posterior import stacked
+from bayes_wsc.report.criticism import criticism_sections
+from bayes_wsc.report.html import Section, fit_warnings, new_figure, write_html
+
+#: at most this many features (the largest class differences) in the class-conditional figure
+MAX_FEATURES = 30
+
+
+def _checked(est):
+    if getattr(est, "model_name", None) != "proportions" or est._fitted() is None:
+        raise InputError("the report needs a fitted ProportionsClassifier: call fit(data) first")
+    return est
+
+
+def _interval(draws: np.ndarray, ci: float):
+    """Mean and HDI bounds of (S, ...) draws (NaN bounds for a single draw: a MAP has no interval)."""
+    bounds = inference.hdi(draws, ci)
+    return draws.mean(axis=0), bounds[..., 0], bounds[..., 1]
+
+
+def plot_classes(est, *, ci: float = 0.9):
+    """The class-conditional picture, with `ci` HDIs after NUTS (points after a MAP)."""
+    _checked(est)
+    classes = est.classes_
+    post = est.idata_.posterior
+    if "mean" in post and "sd" in post:
+        const = est.idata_.constant_data
+        draws = (stacked(est.idata_, "mean") - const["center"].values) / const["scale"].values  # (S, L, D)
+        labels = [str(f) for f in post["feature"].values]
+        xlabel = "class mean, standardized units (feature mean 0, sd 1)"
+    elif "W" in post:
+        draws = stacked(est.idata_, "W")
+        labels = [str(f) for f in post["feature"].values]
+        xlabel = "softmax weight per standardized feature (zero-sum over classes)"
+    elif "rho" in post:
+        draws = np.transpose(stacked(est.idata_, "rho"), (0, 2, 1))  # (S, L, K)
+        labels = [str(b) for b in post["bin"].values]
+        xlabel = "P(class | bin)"
+    else:
+        raise InputError("this fit has none of the estimands the class-conditional figure shows "
+                         "(mean and sd, W, or rho)")
+    mean, low, high = _interval(draws, ci)
+    spread = np.ptp(mean, axis=0)
+    shown = np.argsort(-spread, kind="stable")[:MAX_FEATURES][::-1]
+    fig, axes = new_figure(width=8.0, height=1.2 + 0.28 * len(shown))
+    ax = axes[0, 0]
+    offsets = np.linspace(-0.25, 0.25, len(classes))
+    for c, name in enumerate(classes):
+        y = np.arange(len(shown)) + offsets[c]
+        errors = np.vstack([mean[c, shown] - low[c, shown], high[c, shown] - mean[c, shown]])
+        ax.errorbar(mean[c, shown], y, xerr=None if np.isnan(errors).all() else errors, fmt="o", markersize=4,
+                    capsize=2, label=f"class {name}")
+    ax.set_yticks(np.arange(len(shown)), [labels[j] for j in shown], fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_group_fit(est, table=None):
+    """Given against predicted proportions, one point per group and class."""
+    _checked(est)
+    table = est.group_fit() if table is None else table
+    fig, axes = new_figure(width=5.5, height=5.0)
+    ax = axes[0, 0]
+    for name in est.classes_:
+        ax.scatter(table[f"given_{name}"], table[f"predicted_{name}"], s=8 + 40 * table["items"] / table["items"].max(),
+                   alpha=0.6, label=f"class {name}")
+    ax.plot([0, 1], [0, 1], color="gray", linewidth=1)
+    ax.set_xlabel("given proportion in the group")
+    ax.set_ylabel("mean predicted probability of its items")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _fit_words(est) -> str:
+    settings = inference.get_attrs(est.idata_)["settings"]
+    method = inference.get_attrs(est.idata_)["method"]
+    bag = settings["bag_likelihood"]
+    shares = ("the proportions taken as known exactly" if settings.get("concentration") is None
+              else f"noisy proportions, theta_i ~ Dirichlet({settings['concentration']:g} Pi_i + 1)")
+    how = ("the posterior mode (MAP), started from the soft-label estimate; a single point, no intervals"
+           if method == "map" else
+           f"NUTS, {settings.get('chains')} chains of {settings.get('draws')} draws after {settings.get('tune')} "
+           "tuning steps, started at the MAP")
+    bag_words = {"independent": "each item's class drawn independently from its group's shares"
+                                if settings["emission"] != "logistic" else
+                                "the bag-mean likelihood: counts ~ Multinomial(n_i, mean of the items' softmax)",
+                 "exact-counts": "the exact-counts likelihood: the group's class counts known exactly, every "
+                                 "assignment of classes to items with those counts summed"}[bag]
+    return f"Emission {settings['emission']}; {bag_words}; {shares}. Fit: {how}."
+
+
+def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) -> Path:
+    """Write `out_dir/report.html` for a fitted `ProportionsClassifier`."""
+    _checked(est)
+    if isinstance(ci, bool) or not isinstance(ci, (int, float)) or not 0 < ci < 1:
+        raise InputError(f"ci must be a number in (0, 1), got {ci!r}")
+    data = est.data_from_fit()
+    sizes = data.group_sizes
+    intro = [
+        "Learning from label proportions (Stolpe & Morik 2011), Bayesian: items come in groups, and for each "
+        "group only the share of each class is known. Every item's class is a latent variable summed out of "
+        "the likelihood; the fit learns what each class looks like and so classifies single items.",
+        f"{data.n_items} items in {data.n_groups} groups of {sizes.min()} to {sizes.max()} items (median "
+        f"{int(np.median(sizes))}); classes {', '.join(data.classes)} with overall shares "
+        f"{', '.join(f'{v:.3f}' for v in data.eta)}; {data.n_features} feature column"
+        f"{'s' if data.n_features != 1 else ''}.",
+        _fit_words(est),
+    ]
+    table = est.group_fit()
+    mse = float(table["squared_error"].mean())
+    sections = [
+        Section("What marks each class", paragraphs=[
+            "Each class's parameters per feature (the features where the classes differ most first), with "
+            f"{ci:.0%} highest-density intervals when the fit has draws."], figures=[plot_classes(est, ci=ci)]),
+        Section("Fit to the proportions", paragraphs=[
+            "For every group, the given proportion of each class against the mean predicted probability of that "
+            "class over the group's items, from their features alone. Points on the diagonal: the classifier "
+            f"reproduces the supervision. Mean squared error over groups and classes (Err_MSE, eq. 4 with "
+            f"probabilities): {mse:.4f}."], figures=[plot_group_fit(est, table)],
+            tables=[(table.sort_values("squared_error", ascending=False).head(10).round(3),
+                     "The ten groups fitted worst")]),
+        Section("Estimands", paragraphs=["eta[class] (overall shares, eq. 2) and the emission's parameters; "
+                                         "a variant's own parameters.", *est.summary_notes()],
+                tables=[(est.summary(hdi_prob=ci).round(3),
+                         "The posterior mode: no intervals." if not inference.has_draws(est.idata_) else
+                         f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, ESS and R-hat.")]),
+    ]
+    sections += criticism_sections({inference.get_attrs(est.idata_)["method"].upper(): est})
+    paragraphs, warnings = fit_warnings({"this fit": est})
+    sections.append(Section("Diagnostics", paragraphs=paragraphs, warnings=warnings))
+    return write_html(Path(out_dir) / "report.html", title or "Label-proportions report", intro, sections)

@@ -1,0 +1,170 @@
+"""Data for the label-proportions model (seed 001): simulated from each emission, and the Sec. 4 protocol.
+
+* `simulate_proportions`: groups with varied class shares, items' classes drawn from them, features
+  from the chosen emission (gaussian, categorical, logistic); returns the container and the truth.
+* `random_groups`, `class_counts`: the paper's experiment (Sec. 4.1) partitions a training fold into
+  groups of size sigma uniformly at random (the last one smaller) and gives each group its label
+  proportions; `load_uci` (in `simulate.experts`) reads breast_cancer and wine from scikit-learn.
+* `sbc_case`: simulation-based calibration of the model (`bayes_wsc.sbc`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bayes_wsc.data.proportions import LabelProportions
+from bayes_wsc.errors import InputError
+from bayes_wsc.simulate.experts import load_uci  # noqa: F401  (the Sec. 4 data sets)
+
+
+@dataclass
+class ProportionsTruth:
+    """What generated simulated label-proportion data: every item's class and the emission's parameters
+    (mean, sd (L, D) for gaussian on the model's standardized scale; w (L, K) for categorical; W (L, D)
+    and b (L,) for logistic, zero-sum), and the groups' class shares theta (I, L)."""
+
+    z: np.ndarray
+    theta: np.ndarray
+    params: dict
+
+
+def random_groups(n: int, sigma: int, rng: np.random.Generator) -> np.ndarray:
+    """Group index of n items: a uniform random partition into groups of `sigma` (the last smaller)."""
+    if n < 1 or sigma < 1:
+        raise InputError(f"need n >= 1 items and groups of sigma >= 1, got {n} and {sigma}")
+    groups = np.empty(n, dtype=np.int64)
+    groups[rng.permutation(n)] = np.arange(n) // sigma
+    return groups
+
+
+def class_counts(labels: np.ndarray, groups: np.ndarray, n_classes: int) -> np.ndarray:
+    """(I, L) the number of items of each class in each group."""
+    n_groups = int(groups.max()) + 1
+    return np.bincount(groups * n_classes + labels, minlength=n_groups * n_classes).reshape(n_groups, n_classes)
+
+
+def simulate_proportions(emission: str = "gaussian", *, n_groups: int = 50, group_size: int = 8, n_classes: int = 2,
+                         n_features: int = 3, n_bins: int = 6, share_concentration: float = 0.5,
+                         separation: float = 2.0, seed: int = 0) -> tuple[LabelProportions, ProportionsTruth]:
+    """Groups of `group_size` items whose class shares theta_i ~ Dirichlet(`share_concentration`) vary
+    across groups; z_ij ~ Categorical(theta_i) and the counts of z are the data's proportions (known
+    exactly, as the exact-counts likelihood assumes). Features:
+
+    gaussian: x | z = l ~ N(mean_l, sd_l), mean ~ N(0, separation), sd ~ U(0.5, 1.5), kept on the
+        model's own scale (not re-standardized), so the truth is comparable with the fit;
+    categorical: bin | z = l ~ Categorical(w_l), w_l ~ Dirichlet(1) over `n_bins` bins;
+    logistic: x ~ N(0, 1) and z | x ~ softmax(x W + b) with W ~ N(0, separation), b ~ N(0, 1); the
+        groups are then formed by z's counts as drawn (theta unused).
+    """
+    rng = np.random.default_rng(seed)
+    n = n_groups * group_size
+    groups = np.repeat(np.arange(n_groups), group_size)
+    theta = rng.dirichlet(np.full(n_classes, share_concentration), n_groups)
+    params: dict = {}
+    if emission == "logistic":
+        x = rng.standard_normal((n, n_features))
+        w = rng.normal(0, separation, (n_features, n_classes))
+        b = rng.normal(0, 1, n_classes)
+        logits = x @ w + b
+        prob = np.exp(logits - logits.max(axis=1, keepdims=True))
+        prob /= prob.sum(axis=1, keepdims=True)
+        z = (rng.random((n, 1)) > np.cumsum(prob, axis=1)).sum(axis=1)
+        params.update(W=(w - w.mean(axis=1, keepdims=True)).T, b=b - b.mean())
+    else:
+        z = (rng.random((n, 1)) > np.cumsum(theta[groups], axis=1)).sum(axis=1)
+    z = np.minimum(z, n_classes - 1)
+    counts = class_counts(z, groups, n_classes)
+    proportions = counts / group_size
+    if emission == "gaussian":
+        mean = rng.normal(0, separation, (n_classes, n_features))
+        sd = rng.uniform(0.5, 1.5, (n_classes, n_features))
+        x = mean[z] + sd[z] * rng.standard_normal((n, n_features))
+        params.update(mean=mean, sd=sd)
+    if emission == "categorical":
+        w = rng.dirichlet(np.ones(n_bins), n_classes)
+        item_bin = (rng.random((n, 1)) > np.cumsum(w[z], axis=1)).sum(axis=1).clip(0, n_bins - 1)
+        params.update(w=w)
+        data = LabelProportions.from_bins(item_bin, groups, proportions, n_bins, counts=counts)
+    elif emission in ("gaussian", "logistic"):
+        data = LabelProportions.from_arrays(x, groups, proportions, standardize=False, counts=counts)
+    else:
+        raise InputError(f"emission must be gaussian, categorical or logistic, got {emission!r}")
+    return data, ProportionsTruth(z, theta, params)
+
+
+def sbc_case(emission: str = "gaussian", bag_likelihood: str = "exact-counts", *, n_groups: int = 12,
+             group_size: int = 4, n_classes: int = 2, n_features: int = 1, n_bins: int = 4, draws: int = 500,
+             tune: int = 500, chains: int = 2, target_accept: float = 0.9):
+    """Simulation-based calibration of `ProportionsClassifier` (see `bayes_wsc.sbc`).
+
+    The groups and their class counts are fixed (a template with varied counts, every class present);
+    per simulation the emission's parameters are drawn from the model's own prior (`pm.draw`), then
+    the items' classes: with exact-counts, a uniformly random assignment with the group's counts (the
+    model's P(Z | m)); with the independent likelihood, z_ij ~ Categorical(Pi_i). Features given the
+    classes come from the emission (on the model's own scale: centre 0, scale 1). For `logistic` the
+    features are fixed and the classes drawn from the softmax, so the counts are what is simulated.
+
+    Ranked: the emission's parameters of every class on the first feature (mean and sd; w of every
+    bin; W and b) and the group log-likelihood of the first group.
+    """
+    from bayes_wsc.models.proportions import ProportionsClassifier
+    from bayes_wsc.sbc import SBCCase
+
+    rng = np.random.default_rng(123)
+    groups = np.repeat(np.arange(n_groups), group_size)
+    counts = np.stack([np.bincount(rng.integers(0, n_classes, group_size), minlength=n_classes)
+                       for _ in range(n_groups)])
+    counts[:n_classes] = 0
+    counts[np.arange(n_classes), np.arange(n_classes)] = group_size  # some pure groups: every class present
+    proportions = counts / group_size
+    n = groups.size
+    if emission == "categorical":
+        template = LabelProportions.from_bins(np.arange(n) % n_bins, groups, proportions, n_bins, counts=counts)
+    else:
+        x_fixed = rng.standard_normal((n, n_features))
+        template = LabelProportions.from_arrays(x_fixed, groups, proportions, standardize=False, counts=counts)
+
+    def classes(sim_rng):
+        if bag_likelihood == "exact-counts":
+            z = np.empty(n, dtype=np.int64)
+            for g in range(n_groups):
+                members = np.flatnonzero(groups == g)
+                z[members] = sim_rng.permutation(np.repeat(np.arange(n_classes), counts[g]))
+            return z
+        return (sim_rng.random((n, 1)) > np.cumsum(proportions[groups], axis=1)).sum(axis=1).clip(0, n_classes - 1)
+
+    def simulate(draw, sim_rng):
+        if emission == "logistic":
+            logits = template.x @ np.asarray(draw["W_raw"]) + np.asarray(draw["b_raw"])
+            prob = np.exp(logits - logits.max(axis=1, keepdims=True))
+            prob /= prob.sum(axis=1, keepdims=True)
+            z = (sim_rng.random((n, 1)) > np.cumsum(prob, axis=1)).sum(axis=1).clip(0, n_classes - 1)
+            sim_counts = class_counts(z, groups, n_classes)
+            return template.with_proportions(sim_counts / group_size, sim_counts)
+        z = classes(sim_rng)
+        if emission == "categorical":
+            w = np.asarray(draw["w"])
+            item_bin = (sim_rng.random((n, 1)) > np.cumsum(w[z], axis=1)).sum(axis=1).clip(0, n_bins - 1)
+            return LabelProportions.from_bins(item_bin, groups, proportions, n_bins, counts=counts)
+        mean, sd = np.asarray(draw["mean_z"]), 1e-3 + np.asarray(draw["sd_excess"])
+        x = mean[z] + sd[z] * sim_rng.standard_normal((n, n_features))
+        return LabelProportions.from_arrays(x, groups, proportions, standardize=False, counts=counts)
+
+    def estimator(seed):
+        return ProportionsClassifier(emission=emission, bag_likelihood=bag_likelihood, method="nuts", draws=draws,
+                                     tune=tune, chains=chains, seed=seed, target_accept=target_accept,
+                                     progressbar=False)
+
+    if emission == "gaussian":
+        quantities = [f"{name}[{l},0]" for name in ("mean", "sd") for l in range(n_classes)]
+    elif emission == "categorical":
+        quantities = [f"w[{l},{k}]" for l in range(n_classes) for k in range(n_bins)]
+    else:
+        quantities = [f"W[{l},0]" for l in range(n_classes)] + [f"b[{l}]" for l in range(n_classes)]
+    description = (f"label proportions, {emission} emission, {bag_likelihood} bag likelihood: {n_groups} groups of "
+                   f"{group_size} items, {n_classes} classes, {n_features if emission != 'categorical' else n_bins} "
+                   f"{'features' if emission != 'categorical' else 'bins'}; NUTS {chains} chains x ({tune} tune + "
+                   f"{draws} draws)")
+    return SBCCase(f"proportions_{emission}", template, simulate, estimator, quantities, description=description)
