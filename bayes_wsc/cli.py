@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="CSV or Parquet with the model's item columns")
     predict.add_argument("--out", required=True, type=output_file("predictions file"), help="CSV to write")
     predict.add_argument("--ci", type=probability, default=0.94, help="credible interval mass (default 0.94)")
+    predict.add_argument("--overlap-threshold", type=probability, default=None, metavar="T",
+                         help="perception fits: an item is in every cluster with probability >= T (default: the "
+                              "fit's, 0.3)")
     add_sep_option(predict)
 
     report = sub.add_parser("report", help="write the HTML report of a fit")
@@ -136,8 +139,16 @@ def cmd_predict(args) -> None:
         out = model.predict(items)
     else:
         est = load(args.fit)
+        options = {"ci": args.ci}
+        if args.overlap_threshold is not None:
+            if est.model_name != "perception":
+                from bayes_wsc.errors import InputError
+
+                raise InputError(f"--overlap-threshold is for perception fits; {args.fit!r} holds a "
+                                 f"{est.model_name!r} fit")
+            options["overlap_threshold"] = args.overlap_threshold
         items = read_table(args.items, "items", sep=args.sep, text_columns=est.key_columns())
-        out = est.predict(items, ci=args.ci)
+        out = est.predict(items, **options)
     check_probabilities(out, items)
     write_csv(restore_names(out, items), args.out, "predictions")
     print(f"wrote {len(out)} predictions to {args.out}")

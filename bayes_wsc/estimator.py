@@ -36,6 +36,7 @@ REGISTRY = {"wsc": "bayes_wsc.models.wsc:WSC"}
 REGISTRY["experts"] = "bayes_wsc.models.experts:NoisyExperts"
 REGISTRY["pcmix"] = "bayes_wsc.models.pcmix:PCMixture"
 REGISTRY["proportions"] = "bayes_wsc.models.proportions:ProportionsClassifier"
+REGISTRY["perception"] = "bayes_wsc.models.perception:PerceptionClustering"
 #: the seed of a fit given none: identical data and settings give identical results (seed=None draws a fresh one)
 DEFAULT_SEED = 0
 

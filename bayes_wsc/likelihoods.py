@@ -280,3 +280,21 @@ def _normal_count_logp(log_q, plan, arrays, n_classes: int):
     solved = pt.linalg.solve_triangular(chol, diff[:, :, None], lower=True)[:, :, 0]
     log_det = 2 * pt.sum(pt.log(pt.diagonal(chol, axis1=1, axis2=2)), axis=1)
     return -0.5 * (pt.sum(solved**2, axis=1) + log_det + dims * LOG_2PI)
+
+
+# ---------------------------------------------------------------------- seed sets (seed 004)
+def seed_sets_logp(log_memberships, in_set):
+    """log P(z_i in S_i) of every seeded item: its cluster summed out over the sets it is a seed of.
+
+    log_memberships : (m, K) log P(z_i = k | x_i) of the m seeded items. in_set : (m, K) boolean (or
+    0/1) mask of the seed sets S_i each item is in; every row has at least one. Returns (m,):
+
+        log sum_{k in S_i} P(z_i = k | x_i)
+
+    An item in one set contributes log P(z_i = k | x_i); an item the user put in two sets (her
+    clusters overlap) is known to be in one of them, a coarsened label whose likelihood is the
+    mixture over its sets. Entries outside S_i are dropped before the log-sum-exp (not added as
+    tiny weights), so no gradient reaches them.
+    """
+    masked = pt.switch(pt.gt(in_set, 0), log_memberships, -np.inf)
+    return logsumexp(masked, axis=-1, keepdims=False)

@@ -12,6 +12,7 @@ the model's default settings, on data of its paper's size:
   experts  breast_cancer (569 x 30), 1000 constraints from 5 experts, K = 2
   pcmix    the Sec. 3.2 toy of seed 003 (350 items), K = 2, lam = 4
   proportions  breast_cancer (569 x 30) in random groups of 16 with their class counts (Sec. 4 of seed 001)
+  perception  the digits example of seed 004 (1797 x 64, 3 concepts, 5 seeds each)
 
 MAP (the default method) and NUTS (default chains, tune and draws). The
 reference for `--help` is `python -c pass` in the same run. Writes
@@ -67,6 +68,13 @@ def write_inputs(folder: Path) -> dict[str, list[str]]:
     counts = class_counts(cancer.target.to_numpy(), group, 2)
     pd.DataFrame({"group": [f"charge{g}" for g in range(len(counts))], "malignant": counts[:, 0],
                   "benign": counts[:, 1]}).to_csv(folder / "counts.csv", index=False)
+
+    from bayes_wsc.simulate.perception import digits_example
+
+    digits = digits_example(seed=0)
+    digits.items.to_csv(folder / "digits.csv", index=False)
+    digits.seeds.to_csv(folder / "seeds.csv", index=False)
+    digits.perception.to_csv(folder / "perception.csv", index=False)
     return {
         "wsc": ["fit", "wsc", "--clicks", str(folder / "clicks.csv"), "--groups", str(folder / "groups.csv")],
         "experts": ["fit", "experts", "--items", str(folder / "cancer.csv"), "--constraints",
@@ -75,6 +83,8 @@ def write_inputs(folder: Path) -> dict[str, list[str]]:
                   "--lam", "4"],
         "proportions": ["fit", "proportions", "--items", str(folder / "charges.csv"), "--proportions",
                         str(folder / "counts.csv"), "--counts", "--id-col", "id"],
+        "perception": ["fit", "perception", "--items", str(folder / "digits.csv"), "--seeds", str(folder / "seeds.csv"),
+                       "--perception", str(folder / "perception.csv")],
     }
 
 
@@ -89,9 +99,10 @@ def timed(command: list[str], env: dict) -> float:
 
 def main(argv=None) -> pd.DataFrame:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default="wsc,experts,pcmix,proportions")
+    parser.add_argument("--models", default="wsc,experts,pcmix,proportions,perception")
     parser.add_argument("--methods", default="map,nuts")
     parser.add_argument("--help-runs", type=int, default=5)
+    parser.add_argument("--out", default=str(HERE / "results" / "startup.csv"), help="CSV to write")
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,7 +128,7 @@ def main(argv=None) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     base = table.loc[table["what"] == "python -c pass", "seconds"].iloc[0]
     table["vs python -c pass"] = table["seconds"] / base
-    out = HERE / "results" / "startup.csv"
+    out = Path(args.out)
     out.parent.mkdir(exist_ok=True)
     table.to_csv(out, index=False)
     print(table.round(2).to_string(index=False))

@@ -13,12 +13,16 @@ time) and records every check's row. The models and sizes:
   proportions  `simulate_proportions`: 3 classes, groups of 16 items with shares ~ Dirichlet(0.5), the
            default fit (gaussian, independent; 100 groups, 5 features); `proportions_logistic` (exact
            counts, 100 groups, 5 features) and `proportions_categorical` (exact counts, 200 groups, 6 bins)
+  perception  `simulate_model`: 2000 items, 10 features, K = 3 clusters over 3 perception features
+           (each pair shares one), W and b from the prior, 10 seeds per cluster (seed 004's 3-10), a
+           tenth of them also put in a second set (overlap)
 
     python benchmarks/checks_calibration.py --model wsc --sims 40
     python benchmarks/checks_calibration.py --model wsc --sims 10 --method nuts
     python benchmarks/checks_calibration.py --model experts --sims 40
     python benchmarks/checks_calibration.py --model pcmix --sims 40
     python benchmarks/checks_calibration.py --model proportions --sims 40   (also proportions_logistic, _categorical)
+    python benchmarks/checks_calibration.py --model perception --sims 40
 
 Rows are appended to benchmarks/results/checks_<model>_<method>.csv as simulations finish (`--resume`
 skips finished ones; `--summarize` prints the table of a file).
@@ -77,6 +81,12 @@ def simulate(model: str, seed: int):
         data, _ = simulate_proportions(emission, n_groups=n_groups, group_size=16, n_classes=3, n_features=5,
                                        seed=7000 + seed)
         return data, lambda **kw: ProportionsClassifier(emission=emission, bag_likelihood=bag, **kw)
+    if model == "perception":
+        from bayes_wsc.models.perception import PerceptionClustering
+        from bayes_wsc.simulate.perception import simulate_model
+
+        study, _ = simulate_model(n_items=2000, n_features=10, seeds_per_cluster=10, seed=7000 + seed)
+        return study.data(), lambda **kw: PerceptionClustering(**kw)
     raise SystemExit(f"unknown model {model!r}")
 
 
@@ -117,7 +127,7 @@ def summarize(frame: pd.DataFrame) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=("wsc", "experts", "pcmix", *PROPORTIONS), required=True)
+    parser.add_argument("--model", choices=("wsc", "experts", "pcmix", *PROPORTIONS, "perception"), required=True)
     parser.add_argument("--sims", type=int, default=40)
     parser.add_argument("--method", choices=("map", "nuts"), default="map")
     parser.add_argument("--draws", type=int, default=1000)

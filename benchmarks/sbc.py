@@ -16,11 +16,14 @@ drawn, what is held fixed and what is ranked:
 * proportions (--emission, --bag): the emission's parameters of every class on the
   first feature (gaussian mean and sd; categorical w of every bin; logistic W and b),
   with the groups' class counts fixed (12 groups of 4 items, 2 classes by default).
+* perception: every entry of W and b, and pi (3 clusters over 3 perception
+  features, 2 features, 45 of 60 items seeds, a fifth of them in two sets).
 
     python benchmarks/sbc.py --model wsc --sims 100 --groups 40 --items 20 --bins 5
     python benchmarks/sbc.py --model experts --sims 100 --resume
     python benchmarks/sbc.py --model pcmix --sims 100 --resume
     python benchmarks/sbc.py --model proportions --sims 100 --resume
+    python benchmarks/sbc.py --model perception --sims 100 --resume
 
 Two processes can share one run (each takes every other simulation and
 appends to the same ranks file); a last call without --shard writes the
@@ -44,7 +47,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MODELS = ("wsc", "experts", "pcmix", "proportions")
+MODELS = ("wsc", "experts", "pcmix", "proportions", "perception")
 
 
 def build_case(args):
@@ -67,6 +70,10 @@ def build_case(args):
 
         return sbc_case(args.items or 30, args.features or 2, args.clusters or 2, args.experts,
                         args.pairs, restarts=args.restarts or 4, **nuts)
+    if args.model == "perception":
+        from bayes_wsc.simulate.perception import sbc_case
+
+        return sbc_case(args.items or 60, args.features or 2, n_seeded=args.seeded, **nuts)
     from bayes_wsc.simulate.pcmix import sbc_case
 
     return sbc_case(args.items or 40, args.features or 1, args.clusters or 2, args.labeled,
@@ -79,15 +86,16 @@ def main(argv=None, program: str = "benchmarks/sbc.py", prefix: str | None = Non
     parser.add_argument("--sims", type=int, default=100)
     sizes = parser.add_argument_group("data sizes (defaults per model in its sbc_case)")
     sizes.add_argument("--items", type=int, default=None,
-                       help="wsc: clicks per group (20); experts: items (30); pcmix: items (40)")
+                       help="wsc: clicks per group (20); experts: items (30); pcmix: items (40); perception: items (60)")
     sizes.add_argument("--groups", type=int, default=40, help="wsc: groups")
     sizes.add_argument("--bins", type=int, default=5, help="wsc: behavior bins")
     sizes.add_argument("--wh", type=float, default=10.0, help="wsc: weight of the rater's HE")
-    sizes.add_argument("--features", type=int, default=None, help="experts (2), pcmix (1): features")
+    sizes.add_argument("--features", type=int, default=None, help="experts (2), pcmix (1), perception (2): features")
     sizes.add_argument("--clusters", type=int, default=None, help="experts: clusters; pcmix: components (2)")
     sizes.add_argument("--experts", type=int, default=3, help="experts: experts")
     sizes.add_argument("--pairs", type=int, default=60, help="experts: pairs rated by each expert")
     sizes.add_argument("--labeled", type=float, default=0.5, help="pcmix: share of items with a label")
+    sizes.add_argument("--seeded", type=int, default=45, help="perception: seeded items (of --items, 60)")
     sizes.add_argument("--restarts", type=int, default=None, help="experts, pcmix: MAP restarts (4)")
     sizes.add_argument("--emission", default="gaussian", help="proportions: gaussian, categorical or logistic")
     sizes.add_argument("--bag", default="exact-counts", help="proportions: independent or exact-counts")

@@ -107,6 +107,14 @@ def _labels():
     return Table(pd.DataFrame(rows, columns=["expert", "id", "label"]), ids=("expert", "id", "label"))
 
 
+def _seed_tables():
+    """Seeds (rows cluster, id; i4 in both sets) and perception vectors for the FEATURES items."""
+    seeds = pd.DataFrame({"cluster": ["A", "A", "A", "B", "B", "B"], "id": ["i0", "i2", "i4", "i1", "i3", "i4"]})
+    perception = pd.DataFrame({"cluster": ["A", "B"], "loop": [1.0, 0.0], "line": [0.0, 1.0]})
+    return Table(seeds, ids=("cluster", "id")), Table(perception, ids=("cluster",), numbers=("loop", "line"))
+
+
+
 def _proportions_tables():
     """Six groups of five items whose share of class "crack" runs from 0 to 1, two features."""
     rng = np.random.default_rng(3)
@@ -119,6 +127,7 @@ def _proportions_tables():
 
 
 CLICKS, GROUPS = _wsc_tables()
+SEEDS, PERCEPTION = _seed_tables()
 STICKS, SHARES = _proportions_tables()
 FEATURES = _feature_items(12, with_id=True, label=False)
 LABELED = _feature_items(16, with_id=False, label=True)
@@ -162,6 +171,19 @@ def predictions_check(paths, stdout, tables):
         if pd.to_numeric(added[column], errors="coerce").isna().all() and added[column].ne("nan").any():
             added[column] = pd.factorize(added[column])[0]
     return added.astype(float).to_numpy()
+
+
+
+def lpe_check(paths, stdout, tables):
+    """baseline lpe: every items row and column kept, ids as text, memberships in [0, 1], every item in a cluster."""
+    out = pd.read_csv(paths["out"], keep_default_na=False, dtype=str)
+    items = tables["items"].frame
+    assert len(out) == len(items) and list(out["id"]) == list(items["id"].astype(str))
+    assert [c.strip() for c in out.columns[:items.shape[1]]] == [str(c).strip() for c in items.columns]
+    weights = out[[c for c in out.columns if c.startswith("membership_")]].astype(float).to_numpy()
+    assert ((weights >= 0) & (weights <= 1)).all()
+    assert (out["clusters"] != "").all() and set(out["cluster"]) <= set(tables["perception"].frame["cluster"])
+    return out[[c for c in out.columns if c.startswith(("membership_", "embedding_"))]].astype(float).to_numpy()
 
 
 def llp_check(paths, stdout, tables):
@@ -230,6 +252,13 @@ ENTRY_POINTS = [
     Entry("path pcmix", ("path", "pcmix", "--items", "{items}", "--components", "2", "--lams", "1,4", "--restarts", "2",
                          *SEED, "--out", "{out}"),
           {"items": LABELED}, {"out": "path/"}, path_check, skip=READING),
+    Entry("fit perception", ("fit", "perception", "--items", "{items}", "--seeds", "{seeds}", "--perception",
+                             "{perception}", "--restarts", "1", *SEED, "--out", "{out}"),
+          {"items": FEATURES, "seeds": SEEDS, "perception": PERCEPTION}, {"out": "fit.nc"}, FIT),
+    Entry("baseline lpe", ("baseline", "lpe", "--items", "{items}", "--seeds", "{seeds}", "--perception",
+                           "{perception}", "--restarts", "2", *SEED, "--out", "{out}"),
+          {"items": FEATURES, "seeds": SEEDS, "perception": PERCEPTION}, {"out": "lpe.csv"}, lpe_check,
+          skip=READING),
     Entry("fit proportions", ("fit", "proportions", "--items", "{items}", "--proportions", "{proportions}",
                               "--out", "{out}"),
           {"items": STICKS, "proportions": SHARES}, {"out": "fit.nc"}, FIT, skip=READING),
@@ -242,6 +271,8 @@ ENTRY_POINTS = [
           {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
     Entry("predict", ("predict", "{fit:pcmix}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_POINTS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
+    Entry("predict", ("predict", "{fit:perception}", "--items", "{items}", "--out", "{out}"),
+          {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
     Entry("predict", ("predict", "{fit:proportions}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
     Entry("predict", ("predict", "{fit:llp}", "--items", "{items}", "--out", "{out}"),
@@ -249,6 +280,7 @@ ENTRY_POINTS = [
     Entry("report", ("report", "{fit:wsc}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
     Entry("report", ("report", "{fit:experts}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
     Entry("report", ("report", "{fit:pcmix}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
+    Entry("report", ("report", "{fit:perception}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
     Entry("summary", ("summary", "{fit:wsc}"), {}, {}, PRINTED),
     Entry("summary", ("summary", "{fit:experts}"), {}, {}, PRINTED),
     Entry("check", ("check", "{fit:experts}", "--draws", "20", "--out", "{out}"), {}, {"out": "checks.csv"},

@@ -1,4 +1,4 @@
-"""Simulation-based calibration of every model: WSC, noisy experts, PC mixture (slow tier: pytest -m slow).
+"""Simulation-based calibration of every model: WSC, noisy experts, PC mixture, perception (slow tier: pytest -m slow).
 
 About 20 simulations of tiny data per model, every quantity ranked among 99
 thinned NUTS draws; the test fails when some quantity's binned ranks fail the
@@ -27,6 +27,10 @@ def small_case(model: str):
 
         return sbc_case(n_items=20, n_features=2, n_clusters=2, n_experts=2, pairs_per_expert=40, restarts=3,
                         draws=500, tune=400, chains=2)
+    if model == "perception":
+        from bayes_wsc.simulate.perception import sbc_case
+
+        return sbc_case(n_items=40, n_features=2, n_seeded=30, draws=500, tune=400, chains=2)
     from bayes_wsc.simulate.pcmix import sbc_case
 
     return sbc_case(n_items=30, n_features=1, components=2, labeled_fraction=0.5, restarts=3, draws=500,
@@ -48,6 +52,6 @@ def check_calibration(model: str, n_sims: int = N_SIMS, seed: int = 6):
     return result
 
 
-@pytest.mark.parametrize("model", ["wsc", "experts", "pcmix"])
+@pytest.mark.parametrize("model", ["wsc", "experts", "pcmix", "perception"])
 def test_sbc_ranks_are_uniform(model):
     check_calibration(model)

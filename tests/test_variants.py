@@ -18,11 +18,13 @@ from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import load
 from bayes_wsc.models.experts import NoisyExperts
 from bayes_wsc.models.pcmix import PCMixture
+from bayes_wsc.models.perception import PerceptionClustering
 from bayes_wsc.models.proportions import ProportionsClassifier
 from bayes_wsc.models.wsc import WSC
 from bayes_wsc.relabel import canonical_permutation
 from bayes_wsc.simulate import simulate_intervals, simulate_wsc, toy_items
 from bayes_wsc.simulate.experts import simulate_experts_model
+from bayes_wsc.simulate.perception import simulate_study
 from bayes_wsc.simulate.proportions import simulate_proportions
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -30,7 +32,8 @@ VARIANTS = {p.stem: p for p in MODELS.glob("*.py")}
 #: the model each shipped variant belongs to
 MODEL_OF = {"learned_rater_noise": "wsc", "product_emissions": "wsc", "ecological_inference": "wsc",
             "experts_symmetric": "experts",
-            "pcmix_tied_variances": "pcmix", "proportions_shared_sd": "proportions"}
+            "pcmix_tied_variances": "pcmix", "proportions_shared_sd": "proportions",
+            "perception_nonnegative": "perception"}
 
 
 def quietly(est, data, **kwargs):
@@ -88,8 +91,11 @@ def files(tmp_path_factory):
     sticks.to_csv(path / "sticks.csv", index=False)
     pd.DataFrame(proportions.proportions, columns=["a", "b"]).assign(group=proportions.group_ids).to_csv(
         path / "shares.csv", index=False)
+    study = simulate_study(n_items=300, seed=6)
+    for name, table in (("seed_items", study.items), ("seeds", study.seeds), ("perception", study.perception)):
+        table.to_csv(path / f"{name}.csv", index=False)
     data = {"wsc": wsc, "experts": PairwiseConstraints.from_frames(items, constraints), "pcmix": toy_items(frame),
-            "proportions": proportions}
+            "proportions": proportions, "perception": study.data()}
     return path, data
 
 
@@ -100,13 +106,17 @@ def cli_fit_args(model, path):
                         "--clusters", "3", "--restarts", "3"],
             "pcmix": ["fit", "pcmix", "--items", path / "toy.csv", "--components", "2", "--lam", "4",
                       "--restarts", "3"],
-            "proportions": ["fit", "proportions", "--items", path / "sticks.csv", "--proportions", path / "shares.csv"]}[model]
+            "proportions": ["fit", "proportions", "--items", path / "sticks.csv", "--proportions", path / "shares.csv"],
+            "perception": ["fit", "perception", "--items", path / "seed_items.csv", "--seeds", path / "seeds.csv",
+                           "--perception", path / "perception.csv", "--restarts", "1"]}[model]
 
 
 def estimator(model, **settings):
     small = {"wsc": {}, "experts": {"n_clusters": 3, "restarts": 3}, "pcmix": {"components": 2, "lam": 4.0,
-                                                                              "restarts": 3}, "proportions": {}}[model]
-    cls = {"wsc": WSC, "experts": NoisyExperts, "pcmix": PCMixture, "proportions": ProportionsClassifier}[model]
+                                                                              "restarts": 3}, "proportions": {},
+             "perception": {"restarts": 1}}[model]
+    cls = {"wsc": WSC, "experts": NoisyExperts, "pcmix": PCMixture, "proportions": ProportionsClassifier,
+           "perception": PerceptionClustering}[model]
     return cls(**small, **settings)
 
 
@@ -129,7 +139,7 @@ def test_variant_from_the_api(variant_fits, files, name):
     own = {"learned_rater_noise": ["sigma_h"], "product_emissions": ["w0_speed[fast]", "w1_colour[red]"],
            "ecological_inference": ["a0", "sigma_a", "phi"],
            "experts_symmetric": ["accuracy_raw[expert1]"], "pcmix_tied_variances": ["sd_tied_excess[x]"],
-           "proportions_shared_sd": ["sd_shared_excess[x1]"]}[name]
+           "proportions_shared_sd": ["sd_shared_excess[x1]"], "perception_nonnegative": ["W[x1, a1]", "b[a1]"]}[name]
     assert set(own) <= set(table.index), table.index
     assert set(est.estimands) & {r.split("[")[0] for r in table.index}
     if name == "learned_rater_noise":  # per-group values are named, not printed
@@ -146,6 +156,8 @@ def test_variant_from_the_api(variant_fits, files, name):
         sd = post["sd"].values[0, 0]
         np.testing.assert_allclose(sd[0], sd[1])
         assert set(est.predict(pd.DataFrame({"x1": [0.0], "x2": [1.0]})).columns) >= {"class", "prob_0", "prob_1"}
+    if name == "perception_nonnegative":  # LPE's constraint, W and b >= 0
+        assert (post["W"].values >= 0).all() and (post["b"].values >= 0).all()
     if name == "product_emissions":  # the emissions factorize over the columns
         w1 = post["w1"].values[0, 0].reshape(3, 2)  # speed x colour, row-major crossing
         np.testing.assert_allclose(w1, np.outer(w1.sum(1), w1.sum(0)), rtol=1e-8)
@@ -161,7 +173,7 @@ def test_variant_from_the_command_line(files, tmp_path, capsys, name):
     assert code == 0, out
     own = {"learned_rater_noise": "sigma_h", "product_emissions": "w0_speed[fast]", "ecological_inference": "phi",
            "experts_symmetric": "accuracy_raw[expert1]", "pcmix_tied_variances": "sd_tied_excess[x]",
-           "proportions_shared_sd": "sd_shared_excess[x1]"}[name]
+           "proportions_shared_sd": "sd_shared_excess[x1]", "perception_nonnegative": "W[x1, a1]"}[name]
     assert own in out and "Diagnostics" in out
     if report:
         assert own in (tmp_path / "report" / "report.html").read_text()

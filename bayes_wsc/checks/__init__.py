@@ -44,7 +44,7 @@ ALPHA = 0.01
 COLUMNS = ("check", "statistic", "reference", "p_value", "flagged", "message")
 #: model name -> the module with its `replicate` and `rows`
 MODULES = {"wsc": "bayes_wsc.checks.wsc", "experts": "bayes_wsc.checks.experts", "pcmix": "bayes_wsc.checks.pcmix",
-           "proportions": "bayes_wsc.checks.proportions"}
+           "proportions": "bayes_wsc.checks.proportions", "perception": "bayes_wsc.checks.perception"}
 
 _RUNNING = contextvars.ContextVar("bayes_wsc_checks_running", default=False)
 

@@ -5,4 +5,4 @@ stays instant; a command imports PyMC and the model when it runs. A new model
 adds its module here.
 """
 
-FIT_COMMANDS = ("wsc", "pcmix", "experts", "proportions")
+FIT_COMMANDS = ("wsc", "pcmix", "experts", "proportions", "perception")

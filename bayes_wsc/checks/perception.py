@@ -1,0 +1,120 @@
+"""Checks of the perception model: the seeds' clusters replicated, and how often neighbouring seeds share one.
+
+The model is a conditional model of the seed sets given the features: its data are the seeded items'
+clusters, known up to their sets (an item the user put in two sets is in one of them). Every replicate
+draws each seeded item's cluster anew, z_i ~ P(z | x_i) = softmax(logits of the draw's W, b), never
+copied from the seeds. The observed seeds' clusters are completed the same way the likelihood sums them
+out: a seed in one set is in that cluster; a seed in several sets is split over them by the draw's
+P(z_i = k | x_i, z_i in S_i), a realized value (it depends on the draw too). Statistics:
+
+* `seed_count[cluster]` (posterior predictive check): how many seeded items are in each cluster; the
+  observed value is the completed count averaged over the draws (exact when no seed is in two sets).
+* The targeted check, `seed_neighbours`: the model's known failure is a user cluster that no rule
+  linear in the features, tied to its perception vector, can pick out: a concept whose seeds lie in
+  separate regions with another cluster's seeds between them (the digits' "closed loop" is 0, 6, 8
+  and 9), or a perception vector that contradicts where the seeds are. The fitted probabilities then
+  stay uncertain where the seeds are not: seeds next to each other share a cluster more often than the
+  model, which draws every item's cluster independently given its features, allows. Per cluster, the
+  share of its seeds' `NEIGHBOURS` nearest seeds (standardized features) that are in the same cluster,
+  observed (the seeds' clusters, an overlapping seed's drawn from its sets as above) against
+  replicated, under the same draw (a realized discrepancy, Gelman, Meng and Stern 1996); a cluster
+  whose seeds agree with their neighbours more than its replicates do is flagged (one-sided,
+  Bonferroni over clusters). Under the model the observed clusters and the replicated ones have the
+  same distribution given the features, so the check rarely flags on data from the model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayes_wsc.checks import Check, Replicates, omnibus, p_value_upper, worst_element
+from bayes_wsc.posterior import CHUNK_FLOATS
+
+#: nearest seeds compared with each seed by the targeted check
+NEIGHBOURS = 5
+
+
+def variates(data) -> int:
+    """Random numbers one replicate needs (a replicated and a completed cluster per seeded item)."""
+    return int(2 * data.seed_items.size)
+
+
+def parameters(posterior) -> list[str]:
+    return ["W", "b"]
+
+
+def _draw(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One cluster per row of (..., K) probabilities."""
+    drawn = (rng.random(probs.shape[:-1])[..., None] > np.cumsum(probs, axis=-1)).sum(axis=-1)
+    return np.minimum(drawn, probs.shape[-1] - 1)
+
+
+def neighbours(features: np.ndarray, count: int = NEIGHBOURS) -> np.ndarray:
+    """(m, count) indices of each row's nearest other rows (Euclidean), fewer when there are fewer rows."""
+    from sklearn.neighbors import NearestNeighbors
+
+    count = min(count, features.shape[0] - 1)
+    return NearestNeighbors(n_neighbors=count + 1).fit(features).kneighbors(features, return_distance=False)[:, 1:]
+
+
+def neighbour_agreement(z: np.ndarray, near: np.ndarray, n_clusters: int) -> np.ndarray:
+    """(s, K): per cluster, the share of its seeds' nearest seeds that are in it, for (s, m) clusters z."""
+    same = (z[:, near] == z[:, :, None]).mean(axis=-1)  # (s, m)
+    onehot = z[..., None] == np.arange(n_clusters)  # (s, m, K)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.einsum("sm,smk->sk", same, onehot) / onehot.sum(axis=1)
+
+
+def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
+    from bayes_wsc.models.perception import condition_on_seeds, membership_log_probabilities
+
+    W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
+    n_rep, n_clusters = W.shape[0], data.n_clusters
+    rows = data.seed_items
+    features, in_set = data.features[rows], data.seed_mask[rows]
+    near = neighbours(features)
+    # whole numbers: az.plot_ppc then draws histograms, which need no spread (a KDE fails on a replicate
+    # whose clusters all hold the same number of seeds)
+    count_observed, count_replicated = np.empty((n_rep, n_clusters)), np.empty((n_rep, n_clusters), dtype=np.int64)
+    agree_observed, agree_replicated = np.empty((n_rep, n_clusters)), np.empty((n_rep, n_clusters))
+    step = max(1, CHUNK_FLOATS // max(1, rows.size * n_clusters))
+    for start in range(0, n_rep, step):
+        chunk = slice(start, min(start + step, n_rep))
+        log_probs = membership_log_probabilities(features, W[chunk], b[chunk], data.perception)  # (s, m, K)
+        completed = condition_on_seeds(log_probs, in_set)  # P(z_i = k | x_i, z_i in S_i)
+        replicated = _draw(np.exp(log_probs), rng)  # (s, m), drawn anew
+        observed = _draw(completed, rng)  # the seeds' clusters; an overlapping seed's drawn from its sets
+        count_observed[chunk] = completed.sum(axis=1)
+        count_replicated[chunk] = np.stack([np.bincount(z, minlength=n_clusters) for z in replicated])
+        agree_observed[chunk] = neighbour_agreement(observed, near, n_clusters)
+        agree_replicated[chunk] = neighbour_agreement(replicated, near, n_clusters)
+    return Replicates({"seed_count": count_replicated}, {"seed_count": count_observed.mean(axis=0)},
+                      dims={"seed_count": ["cluster"]}, coords={"cluster": list(data.clusters)},
+                      realized={"seed_neighbours": (agree_observed, agree_replicated)})
+
+
+def rows(est, data, replicates: Replicates) -> list[Check]:
+    clusters = list(data.clusters)
+    count = omnibus(
+        "ppc_seed_count", replicates.observed["seed_count"], replicates.replicated["seed_count"], clusters,
+        "cluster", "The numbers of seeds in the clusters",
+        "The fitted rule puts more (or fewer) of the seeded items in some cluster than the user did: its "
+        "perception vector may give it too little room (clusters whose vectors have more attributes start "
+        "with lower logits). Check the perception vectors, or give that cluster more seeds.")
+    observed, replicated = replicates.realized["seed_neighbours"]
+    neighbours_row = worst_element(
+        "seed_neighbours", p_value_upper(observed, replicated), np.nanmean(observed, axis=0),
+        np.nanmean(replicated, axis=0), clusters, "cluster",
+        f"The share of each seed's {NEIGHBOURS} nearest seeds in its own cluster",
+        "Its seeds agree with their neighbours more than the model allows, so its probabilities are too "
+        "uncertain where its seeds are: no rule linear in the features and tied to the perception vectors "
+        "tells it from the clusters around it (this cluster's seeds, or a neighbouring cluster's, may lie in "
+        "separate regions with other seeds between them, or a perception vector may contradict its seeds). "
+        "Split such a cluster into clusters that each lie in one region, check the seeds and perception "
+        "vectors, or add features that separate them.")
+    return [count, neighbours_row]
+
+
+def targeted() -> list:
+    """The targeted check (`seed_neighbours`) needs the replicates, so `rows` makes it; nothing more runs."""
+    return []

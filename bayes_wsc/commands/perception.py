@@ -1,0 +1,132 @@
+"""`bayes-wsc fit perception` and `bayes-wsc baseline lpe`: the user's clusters from seed sets with
+perception vectors (feature-level supervision, Cheng et al.)."""
+
+from __future__ import annotations
+
+import argparse
+
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_variant_options, columns,
+                                      positive_float, positive_int, sampling_settings)
+from bayes_wsc.outputs import input_table, output_file
+
+HELP = "seed sets with perception vectors (Cheng et al.): items + seeds + perception"
+LPE_HELP = "LPE or NPE (Cheng et al., Alg. 1-2): perception embedding, k-means and thresholded memberships"
+
+
+def unit_interval(text: str) -> float:
+    value = positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    return 0.0 if text.strip() in ("0", "0.0") else positive_float(text)
+
+
+def _add_data_options(parser: argparse.ArgumentParser, out_what: str, out_help: str) -> None:
+    data = parser.add_argument_group("data")
+    data.add_argument("--items", required=True, type=input_table("items file"),
+                      help="CSV or Parquet: an id column and numeric feature columns")
+    data.add_argument("--seeds", required=True, type=input_table("seeds file"),
+                      help="CSV or Parquet with rows cluster, id: the items of each seed set (an id may be in several)")
+    data.add_argument("--perception", required=True, type=input_table("perception file"),
+                      help="CSV or Parquet with rows cluster, <perception columns> (non-negative), one per cluster")
+    data.add_argument("--out", required=True, type=output_file(out_what), help=out_help)
+    add_sep_option(data)
+    data.add_argument("--id-col", default="id", help="item id column of ITEMS and SEEDS (default: id)")
+    data.add_argument("--features", type=columns, default=None,
+                      help="feature columns, comma-separated (default: every numeric column but the id)")
+    data.add_argument("--overlap-threshold", type=unit_interval, default=None, metavar="T",
+                      help="an item is in every cluster whose membership reaches T, and in its most probable one "
+                           "(default 0.3)")
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    _add_data_options(parser, "fit file", "where to write the fit (netCDF)")
+    model = parser.add_argument_group("model")
+    model.add_argument("--weight-scale", type=positive_float, default=3.0,
+                       help="prior sd of W's entries is this / sqrt(features) (default 3)")
+    model.add_argument("--intercept-sd", type=positive_float, default=1.0, help="prior sd of b (default 1)")
+    model.add_argument("--restarts", type=positive_int, default=3, help="MAP starts (default 3)")
+    add_variant_options(parser)
+    add_sampling_options(parser)
+
+
+def read_data(args):
+    """The three tables, validated (one line naming the file, column, row or value), before any model."""
+    from bayes_wsc.data.seeded import CLUSTER_COL, SeedSets
+    from bayes_wsc.data.tables import read_table
+
+    # ids and cluster names are text: '001' stays '001'
+    text = {"items": [args.id_col], "seeds": [CLUSTER_COL, args.id_col], "perception": [CLUSTER_COL]}
+    tables = {what: read_table(getattr(args, what), what, sep=args.sep, text_columns=text[what]) for what in text}
+    data = SeedSets.from_frames(tables["items"], tables["seeds"], tables["perception"], id_col=args.id_col,
+                                features=args.features)
+    print(f"{data.n_items} items, {data.n_features} features, {data.n_clusters} clusters, {data.n_seeds} seeds "
+          f"({data.n_overlapping_seeds} in more than one set), {data.n_perception} perception features", flush=True)
+    return tables["items"], data
+
+
+def run(args) -> None:
+    from bayes_wsc.commands.common import fit_save_report
+
+    _, data = read_data(args)
+    from bayes_wsc.models.perception import OVERLAP_THRESHOLD, PerceptionClustering  # PyMC loads after the data
+
+    threshold = OVERLAP_THRESHOLD if args.overlap_threshold is None else args.overlap_threshold
+    est = PerceptionClustering(weight_scale=args.weight_scale, intercept_sd=args.intercept_sd,
+                               overlap_threshold=threshold, restarts=args.restarts, **sampling_settings(args))
+    fit_save_report(est, data, args)
+
+
+# ---------------------------------------------------------------------- bayes-wsc baseline lpe
+def add_lpe_parser(parser: argparse.ArgumentParser) -> None:
+    _add_data_options(parser, "LPE file", "CSV to write: the items with their LPE clusters and memberships")
+    model = parser.add_argument_group("LPE")
+    model.add_argument("--kernel", choices=("linear", "rbf"), default="linear",
+                       help="linear: LPE (Alg. 1); rbf: NPE with the self-tuning RBF kernel (Alg. 2)")
+    model.add_argument("--beta", type=non_negative_float, default=10.0, help="weight of the seed term (default 10)")
+    model.add_argument("--gamma", type=non_negative_float, default=1.0,
+                       help="weight of the ||W||^2 (LPE) or tr(C^T K C) (NPE) penalty (default 1)")
+    model.add_argument("--restarts", type=positive_int, default=10, help="random starts; best objective wins (10)")
+    model.add_argument("--seed", type=int, default=0, help="random seed of the starts and of k-means (default 0)")
+
+
+def run_lpe(args) -> None:
+    import numpy as np
+
+    from bayes_wsc.baselines import perception as bp
+    from bayes_wsc.data.tables import restore_names
+    from bayes_wsc.errors import InputError
+    from bayes_wsc.models.perception import CLUSTER_SEPARATOR, OVERLAP_THRESHOLD
+    from bayes_wsc.outputs import write_csv
+
+    items, data = read_data(args)
+    if args.seed < 0:
+        raise InputError(f"--seed must be >= 0, got {args.seed}")
+    threshold = OVERLAP_THRESHOLD if args.overlap_threshold is None else args.overlap_threshold
+    algorithm = bp.lpe if args.kernel == "linear" else bp.npe
+    result = algorithm(data, beta=args.beta, gamma=args.gamma, restarts=args.restarts, seed=args.seed)
+    labels = bp.embedding_kmeans(result, data, seed=args.seed)
+    weights = bp.perception_memberships(result.F, data.perception)
+    assigned = bp.threshold_clusters(weights, threshold)
+    added = {"cluster": data.clusters[labels]}
+    for k, name in enumerate(data.clusters):
+        added[f"membership_{name}"] = weights[:, k]
+    added["clusters"] = [CLUSTER_SEPARATOR.join(data.clusters[row]) for row in assigned]
+    for j, name in enumerate(data.perception_names):
+        added[f"embedding_{name}"] = result.F[:, j]
+    clash = [c for c in added if c in items.columns]
+    if clash:
+        raise InputError(f"items already has a column {clash[0]!r}, which the output would overwrite; rename it")
+    out = items.assign(**added)
+    write_csv(restore_names(out, items), args.out, "LPE file")
+    name = "LPE" if args.kernel == "linear" else "NPE"
+    state = "converged" if result.converged else f"stopped after {result.iterations} iterations without converging"
+    print(f"{name}: best objective {result.objective:.4g} of {len(result.objectives)} starts ({state}); "
+          f"cluster sizes {dict(zip(data.clusters.tolist(), np.bincount(labels, minlength=data.n_clusters).tolist()))}")
+    print(f"wrote {len(out)} items to {args.out}")
+
+
+BASELINES = {"lpe": (LPE_HELP, add_lpe_parser, run_lpe)}

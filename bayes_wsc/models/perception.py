@@ -1,0 +1,418 @@
+"""Perception-guided clustering from seed sets (seed 004, Cheng et al. 2016), declared in PyMC.
+
+    e_i = x_i W + b                                    the item's place in perception space (LPE's embedding)
+    P(z_i = k | x_i) = softmax_k(-||e_i - p_k||^2 / 2)  the nearest perception vector, softly
+    W[feature, perception_feature] ~ Normal(0, (s / sqrt(d))^2),  b ~ Normal(0, 1)
+    a seed of the sets S_i:  P(z_i in S_i | x_i) = sum_{k in S_i} P(z_i = k | x_i)
+
+x_i are the standardized features (d of them), p_k the user's perception vector of cluster k and
+z_i the item's cluster. The seeds are coarsened labels: an item she put in one set is known to be
+in it, one she put in two sets (her clusters overlap) in one of them, and its likelihood is the
+mixture over those sets (`likelihoods.seed_sets_logp`). Items that are no seed do not enter the
+likelihood: the model is a conditional model of the seed sets given the features, and its
+posterior an ordinary, proper one.
+
+Since ||e_i||^2 is the same for every k, the logits are e_i . p_k - ||p_k||^2 / 2: a multinomial
+logistic regression whose cluster weights W p_k have prior covariance (s^2 / d) p_k . p_l, so
+clusters that share perception features share directions in feature space, and a cluster's weights
+are learned from the seeds of every cluster that shares a feature with it. With s = 3 (the
+default) an embedding coordinate has prior sd about 3 on uncorrelated standardized features, on
+the scale of the 0/1 perception attributes.
+
+Why this formulation (measured in benchmarks/perception_formulations.py, benchmarks/RESULTS.md):
+the prototype model in the embedding (the issue's candidate (a): e_i | z_i = k ~ Normal(p_k,
+sigma^2) for every item, seeded or not) is a density on e, not on X, and it collapses: shrinking W
+puts every unseeded item at one perception vector, and sigma -> 0 then pays more than the seeds lose
+(sigma = 0.08, one cluster taking all items, mean F-score 0.12 on the simulated study). The
+perception-constrained Gaussian mixture on X (candidate (b), a proper density of X) follows the
+features' dominant clusters, which are not the user's (0.48, about k-means on X). The conditional
+model here cannot be pulled by either (0.84 there, and 0.74-0.75 on the digits against 0.57 for
+LPE + k-means).
+
+The clusters are anchored by their perception vectors and seeds, so there is no label switching.
+They are not anchored when two clusters have the same perception vector (no item can tell them
+apart) or when every seed of one cluster is also a seed of another (only the perception vectors
+separate them): `model_checks` says so.
+
+Membership of item i in cluster k is P(z_i = k | x_i) for a new item; a training seed is also
+conditioned on its own sets. Overlapping clusters come from thresholding: an item is assigned to
+every cluster whose posterior mean probability reaches `overlap_threshold` (0.3 by default,
+measured on the simulated study) and always to its most probable one.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import pandas as pd
+from scipy.special import log_softmax
+
+from bayes_wsc import inference
+from bayes_wsc._lazy import LazyModule
+from bayes_wsc.baselines.perception import threshold_clusters
+from bayes_wsc.data.pairwise import FeatureScaling
+from bayes_wsc.data.seeded import SeedSets
+from bayes_wsc.errors import InputError
+from bayes_wsc.estimator import Estimator
+from bayes_wsc.posterior import stacked, summarize_columns
+
+# PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
+# program is cached (bayes_wsc.map_program) runs without them
+pm = LazyModule("pymc")
+pt = LazyModule("pytensor.tensor")
+likelihoods = LazyModule("bayes_wsc.likelihoods")
+
+#: the overlap rule's default: every cluster with at least this posterior mean probability
+OVERLAP_THRESHOLD = 0.3
+#: MAP restarts whose log density is within this of the best count as having reached it
+SAME_OPTIMUM = 1e-3
+#: separator of the `clusters` column of predictions
+CLUSTER_SEPARATOR = ";"
+
+
+def _positive(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+        raise InputError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def check_settings(weight_scale, intercept_sd) -> None:
+    _positive("weight_scale", weight_scale)
+    _positive("intercept_sd", intercept_sd)
+
+
+def check_data(data) -> SeedSets:
+    if not isinstance(data, SeedSets):
+        raise InputError(f"the perception model fits SeedSets (bayes_wsc.data.seeded), got {type(data).__name__}")
+    return data
+
+
+def check_threshold(threshold) -> float:
+    value = _positive("overlap_threshold", threshold)
+    if value > 1:
+        raise InputError(f"overlap_threshold must be in (0, 1], got {threshold!r}")
+    return value
+
+
+# ---------------------------------------------------------------------- blocks
+def model_coords(data: SeedSets) -> dict:
+    """The data's coords (item, feature, cluster, perception_feature) and seed_item, the seeded items."""
+    check_data(data)
+    return {**data.coords, "seed_item": list(data.item_ids[data.seed_items])}
+
+
+def add_embedding(data: SeedSets, *, weight_scale: float = 3.0, intercept_sd: float = 1.0):
+    """W[feature, perception_feature] ~ Normal(0, (weight_scale / sqrt(d))^2) and
+    b[perception_feature] ~ Normal(0, intercept_sd^2); returns (W, b)."""
+    W = pm.Normal("W", 0.0, weight_scale / np.sqrt(data.n_features), dims=("feature", "perception_feature"))
+    b = pm.Normal("b", 0.0, intercept_sd, dims="perception_feature")
+    return W, b
+
+
+def cluster_log_probabilities(features, W, b, perception):
+    """log P(z = k | x) = log_softmax_k(e . p_k - ||p_k||^2 / 2) with e = x W + b, for PyTensor tensors:
+    features (m, d), W (d, q), b (q,), perception (K, q) -> (m, K)."""
+    logits = pt.dot(pt.dot(features, W) + b, perception.T) - 0.5 * pt.sum(perception**2, axis=1)
+    return pt.special.log_softmax(logits, axis=-1)
+
+
+def model_data(data: SeedSets) -> dict[str, np.ndarray]:
+    """Every data-derived value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy.
+
+    A cached MAP program (`map_program`) takes them as runtime inputs, so one program serves every
+    data set of the same shapes; building a program checks that this list and the model agree.
+    """
+    rows = data.seed_items
+    return {"perception": data.perception, "seed_features": data.features[rows],
+            "seed_sets": data.seed_mask[rows].astype(float), "features": data.features}
+
+
+def add_perception(data: SeedSets):
+    """The perception vectors P[cluster, perception_feature], a `pm.Data` input."""
+    return pm.Data("perception", model_data(data)["perception"], dims=("cluster", "perception_feature"))
+
+
+def add_seed_likelihood(data: SeedSets, W, b, perception):
+    """The seeds' likelihood, sum_i log P(z_i in S_i | x_i), as one Potential; returns the seeded items'
+    log memberships (seed_item, cluster). Every data-derived array is a `pm.Data` input.
+
+    Its terms are kept per seeded item (`likelihoods.record_pointwise`, the fit's `log_likelihood`
+    group `seed_items[seed_item]`): the unit LOO leaves out is one seeded item with all its sets, the
+    model's only data (items that are no seed do not enter the likelihood)."""
+    values = model_data(data)
+    x = pm.Data("seed_features", values["seed_features"], dims=("seed_item", "feature"))
+    in_set = pm.Data("seed_sets", values["seed_sets"], dims=("seed_item", "cluster"))
+    log_probs = cluster_log_probabilities(x, W, b, perception)
+    per_seed = likelihoods.seed_sets_logp(log_probs, in_set)
+    pm.Potential("seeds", likelihoods.record_pointwise("seed_items", per_seed, dims="seed_item").sum())
+    return log_probs
+
+
+def add_estimands(data: SeedSets, W, b, perception):
+    """pi[cluster]: the share of all items (seeded or not) that the model puts in each cluster, the
+    mean of P(z_i = k | x_i) over the items."""
+    x = pm.Data("features", model_data(data)["features"], dims=("item", "feature"))
+    probs = pt.exp(cluster_log_probabilities(x, W, b, perception))
+    return pm.Deterministic("pi", probs.mean(axis=0), dims="cluster")
+
+
+def build_model(data: SeedSets, *, weight_scale: float = 3.0, intercept_sd: float = 1.0) -> pm.Model:
+    """The perception model as a `pm.Model` with dims feature, perception_feature, cluster, item, seed_item."""
+    check_settings(weight_scale, intercept_sd)
+    with pm.Model(coords=model_coords(data)) as model:
+        W, b = add_embedding(data, weight_scale=weight_scale, intercept_sd=intercept_sd)
+        perception = add_perception(data)
+        add_seed_likelihood(data, W, b, perception)
+        add_estimands(data, W, b, perception)
+    return model
+
+
+# ---------------------------------------------------------------------- numbers from draws
+def membership_log_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndarray,
+                                 perception: np.ndarray) -> np.ndarray:
+    """log P(z = k | x) for one draw (W (d, q), b (q,) -> (m, K)) or a stack (W (S, d, q), b (S, q) ->
+    (S, m, K)), in NumPy."""
+    offset = 0.5 * np.sum(perception**2, axis=1)
+    if W.ndim == 2:
+        return log_softmax((features @ W + b) @ perception.T - offset, axis=-1)
+    embedded = np.einsum("md,sdq->smq", features, W) + b[:, None, :]
+    return log_softmax(embedded @ perception.T - offset, axis=-1)
+
+
+def condition_on_seeds(log_probs: np.ndarray, in_set: np.ndarray) -> np.ndarray:
+    """Probabilities of items known to be in the sets `in_set` (m, K; a row of all True for an item in
+    no set): P(z = k | x, z in S) = P(z = k | x) / sum_{S} P, zero outside S. log_probs: (..., m, K)."""
+    masked = np.where(in_set, log_probs, -np.inf)
+    return np.exp(masked - np.logaddexp.reduce(masked, axis=-1, keepdims=True))
+
+
+def overlap_clusters(probabilities: np.ndarray, names, threshold: float) -> list[str]:
+    """The overlap rule (`baselines.perception.threshold_clusters`: every cluster whose probability
+    reaches `threshold`, and always the most probable) as names joined by ';', most probable first."""
+    names = np.asarray(names).astype(str)
+    probabilities = np.asarray(probabilities, dtype=float)
+    assigned = threshold_clusters(probabilities, threshold)
+    out = []
+    for row, top in zip(assigned, probabilities.argmax(axis=1)):
+        out.append(CLUSTER_SEPARATOR.join(names[[top, *(k for k in np.flatnonzero(row) if k != top)]]))
+    return out
+
+
+# ---------------------------------------------------------------------- estimator
+class PerceptionClustering(Estimator):
+    """The user's clusters from her seed sets and their perception vectors (seed 004).
+
+    Parameters
+    ----------
+    weight_scale : the prior sd of W's entries is weight_scale / sqrt(d) (d features).
+    intercept_sd : the prior sd of b's entries.
+    overlap_threshold : the overlap rule of `predict` and `memberships`: an item is in every cluster
+        whose posterior mean probability reaches it (and in its most probable one).
+    restarts : MAP starts (W = b = 0, then random draws from the prior); the best log density wins.
+    method, draws, tune, chains, seed, backend, target_accept, precision : as every estimator.
+    model_file, model_settings : a variant file (see `models/`) and its own settings.
+
+    After `fit(data)`: `idata_` with W[feature, perception_feature], b[perception_feature] and
+    pi[cluster] (the share of the items in each cluster), `memberships()` for the training items
+    and `predict(items)` for new ones.
+    """
+
+    model_name = "perception"
+    estimands = ["pi", "W", "b"]
+    unit_dims = ("item", "seed_item")
+
+    def __init__(self, *, weight_scale=3.0, intercept_sd=1.0, overlap_threshold=OVERLAP_THRESHOLD, restarts=3,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.weight_scale = weight_scale
+        self.intercept_sd = intercept_sd
+        self.overlap_threshold = overlap_threshold
+        self.restarts = restarts
+
+    # ------------------------------------------------------------------ settings
+    def build_settings(self) -> dict:
+        return {"weight_scale": self.weight_scale, "intercept_sd": self.intercept_sd}
+
+    def check_params(self) -> None:
+        super().check_params()
+        check_settings(**self.build_settings())
+        check_threshold(self.overlap_threshold)
+        if isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral) or self.restarts < 1:
+            raise InputError(f"restarts must be a whole number >= 1, got {self.restarts!r}")
+
+    # ------------------------------------------------------------------ hooks
+    def fit(self, data: SeedSets):
+        """MAP (or NUTS) of the perception model on validated `SeedSets`."""
+        check_data(data)
+        return super().fit(data)
+
+    def build_model(self, data: SeedSets) -> pm.Model:
+        return build_model(data, **self.build_settings())
+
+    def model_inputs(self, data: SeedSets):
+        return model_coords(data), model_data(data)
+
+    def initial_values(self, data: SeedSets) -> list[dict]:
+        """W = b = 0 (every cluster equally likely for every item), then `restarts - 1` draws from the prior."""
+        d, q = data.n_features, data.n_perception
+        starts = [{"W": np.zeros((d, q)), "b": np.zeros(q)}]
+        rng = np.random.default_rng(self.seed)
+        for _ in range(int(self.restarts) - 1):
+            starts.append({"W": rng.normal(0.0, float(self.weight_scale) / np.sqrt(d), (d, q)),
+                           "b": rng.normal(0.0, float(self.intercept_sd), q)})
+        return starts
+
+    def data_groups(self, data: SeedSets) -> dict:
+        return {
+            "observed_data": {"seed_cluster": data.seed_cluster, "seed_item_index": data.seed_item},
+            "constant_data": {
+                "features": data.features,
+                "feature_mean": data.scaling.mean,
+                "feature_scale": data.scaling.scale,
+                "perception": data.perception,
+            },
+            "dims": {"seed_cluster": ["seed"], "seed_item_index": ["seed"], "features": ["item", "feature"],
+                     "feature_mean": ["feature"], "feature_scale": ["feature"],
+                     "perception": ["cluster", "perception_feature"]},
+            "attrs": {"data_settings": data.settings},
+        }
+
+    def model_checks(self, idata) -> list[str]:
+        """Clusters the data cannot anchor, and MAP restarts that stopped at different optima."""
+        messages = []
+        const = idata.constant_data
+        names = [str(c) for c in idata.posterior["cluster"].values]
+        perception = const["perception"].values
+        for k in range(len(names)):
+            for j in range(k + 1, len(names)):
+                if np.array_equal(perception[k], perception[j]):
+                    messages.append(
+                        f"clusters {names[k]!r} and {names[j]!r} have the same perception vector: the model gives "
+                        "them the same probability for every item, whatever their seeds. Describe them differently "
+                        "or merge them.")
+        seed_cluster = idata.observed_data["seed_cluster"].values
+        seed_item = idata.observed_data["seed_item_index"].values
+        sets = [set(seed_item[seed_cluster == k]) for k in range(len(names))]
+        for k, members in enumerate(sets):
+            covering = [names[j] for j, other in enumerate(sets) if j != k and members <= other]
+            if covering:
+                messages.append(
+                    f"every seed of cluster {names[k]!r} is also a seed of {covering[0]!r}: the seeds do not say "
+                    f"where {names[k]!r} ends and {covering[0]!r} begins, only their perception vectors do. "
+                    f"Give {names[k]!r} a seed that is not in {covering[0]!r}.")
+        restart_lps = inference.get_attrs(idata).get("fit_info", {}).get("map", {}).get("restart_log_densities")
+        if restart_lps and len(restart_lps) >= 2:
+            lps = np.asarray(restart_lps, dtype=float)
+            best = np.nanmax(lps)
+            behind = lps < best - SAME_OPTIMUM * max(1.0, abs(best) * 1e-6)
+            if behind.any():
+                messages.append(
+                    f"{int(behind.sum())} of {lps.size} MAP starts stopped at a lower log density than the best "
+                    f"({best:.2f}): the posterior has more than one mode (overlapping seed sets can cause this). "
+                    "The best is reported; NUTS shows how far the others matter.")
+        return messages
+
+    # ------------------------------------------------------------------ data back from a fit
+    @property
+    def scaling_(self) -> FeatureScaling:
+        self._check_fitted()
+        const = self.idata_.constant_data
+        return FeatureScaling(tuple(str(f) for f in const["feature"].values), const["feature_mean"].values,
+                              const["feature_scale"].values)
+
+    @property
+    def clusters_(self) -> list[str]:
+        self._check_fitted()
+        return [str(c) for c in self.idata_.posterior["cluster"].values]
+
+    def data_from_fit(self) -> SeedSets:
+        """The items, seeds and perception vectors the fit saw, rebuilt from the saved fit."""
+        self._check_fitted()
+        const, obs = self.idata_.constant_data, self.idata_.observed_data
+        return SeedSets(const["item"].values, const["features"].values, self.scaling_,
+                        np.asarray(self.clusters_), const["perception"].values,
+                        const["perception_feature"].values, obs["seed_item_index"].values,
+                        obs["seed_cluster"].values, dict(inference.get_attrs(self.idata_).get("data_settings", {})))
+
+    # ------------------------------------------------------------------ memberships and predictions
+    def _membership_summary(self, features: np.ndarray, ci: float, in_set: np.ndarray | None = None):
+        """Posterior mean of every row's cluster probabilities (m, K), the most probable cluster and the
+        HDI of its probability; in chunks, never stored per draw. `in_set` (m, K) conditions each row on
+        the sets it is known to be in (all True for none)."""
+        W, b = stacked(self.idata_, "W"), stacked(self.idata_, "b")
+        perception = self.idata_.constant_data["perception"].values
+        m, k = features.shape[0], perception.shape[0]
+
+        def draws_of(cols):
+            rows, clusters = np.divmod(cols, k)
+            unique, inverse = np.unique(rows, return_inverse=True)
+            log_probs = membership_log_probabilities(features[unique], W, b, perception)
+            probs = np.exp(log_probs) if in_set is None else condition_on_seeds(log_probs, in_set[unique])
+            return probs[:, inverse, clusters]
+
+        mean, low, high = summarize_columns(m * k, draws_of, W.shape[0], ci)
+        mean, low, high = (v.reshape(m, k) for v in (mean, low, high))
+        chosen = mean.argmax(axis=1)
+        pick = np.arange(m)
+        return mean, chosen, low[pick, chosen], high[pick, chosen]
+
+    def _membership_frame(self, features, ci, index, threshold, in_set=None) -> pd.DataFrame:
+        mean, chosen, low, high = self._membership_summary(features, ci, in_set)
+        names = np.asarray(self.clusters_)
+        out = pd.DataFrame({"cluster": names[chosen]}, index=index)
+        for k, name in enumerate(names):
+            out[f"prob_{name}"] = mean[:, k]
+        out["prob_low"], out["prob_high"] = low, high
+        out["clusters"] = overlap_clusters(mean, names, threshold)
+        return out
+
+    def memberships(self, ci: float = 0.94, *, overlap_threshold: float | None = None,
+                    use_seeds: bool = True) -> pd.DataFrame:
+        """Training items, indexed by id: `cluster` (most probable), `prob_<cluster>` (posterior mean
+        probability), `prob_low`, `prob_high` (HDI of the chosen cluster's probability; empty after a
+        MAP) and `clusters` (the overlap rule), plus `seed_of` (the sets the item is a seed of).
+
+        use_seeds : True (default) conditions a seed on its own sets, P(z_i = k | x_i, z_i in S_i);
+            False gives every item the features-only rule of `predict`.
+        """
+        self._check_fitted()
+        _check_ci(ci)
+        threshold = check_threshold(self.overlap_threshold if overlap_threshold is None else overlap_threshold)
+        data = self.data_from_fit()
+        in_set = None
+        if use_seeds:
+            in_set = np.where(data.seeded[:, None], data.seed_mask, True)
+        index = pd.Index(data.item_ids, name="item")
+        out = self._membership_frame(data.features, ci, index, threshold, in_set)
+        mask = data.seed_mask
+        out["seed_of"] = [CLUSTER_SEPARATOR.join(data.clusters[row]) for row in mask]
+        return out
+
+    def predict(self, items: pd.DataFrame, *, ci: float = 0.94, overlap_threshold: float | None = None) -> pd.DataFrame:
+        """Every input column plus `cluster` (most probable), `prob_<cluster>` for each cluster (posterior
+        mean of P(z = k | x)), `prob_low`, `prob_high` (HDI of the chosen cluster's probability; empty
+        after a MAP) and `clusters`: every cluster the item is assigned to under the overlap rule,
+        separated by ';'. New items need the fit's feature columns; they are scaled as in training."""
+        self._check_fitted()
+        _check_ci(ci)
+        threshold = check_threshold(self.overlap_threshold if overlap_threshold is None else overlap_threshold)
+        features = self.scaling_.transform(items, "items")
+        added = self._membership_frame(features, ci, items.index, threshold)
+        clash = [c for c in added.columns if c in items.columns]
+        if clash:
+            raise InputError(f"items already has a column {clash[0]!r}, which predict would overwrite; rename it")
+        return pd.concat([items, added], axis=1)
+
+    # ------------------------------------------------------------------ report
+    def write_report(self, out_dir, **kwargs):
+        """Write `out_dir/report.html`: the clusters, memberships, W, diagnostics (and scores given a truth)."""
+        from bayes_wsc.report.perception import write_report
+
+        return write_report(self, out_dir, **kwargs)
+
+
+def _check_ci(ci) -> None:
+    if not 0 < ci < 1:
+        raise InputError(f"ci must be in (0, 1), got {ci!r}")

@@ -1,0 +1,265 @@
+"""The HTML report of perception fits (seed 004): the user's clusters, memberships, the embedding, scores.
+
+The clusters table is the centre: each of the user's clusters with its perception vector, its
+seeds, its share of the items (pi) and how many items the hard rule and the overlap rule put in
+it. A figure shows how sure the memberships of the items that are no seed are; a heat map shows
+the embedding W (which features raise which perception feature). Given the true memberships (a
+simulation, the digits example), the report adds the paper's F-score per user cluster, the Brier
+score and a reliability plot of the membership probabilities, beside the baselines (LPE + k-means,
+k-means on X, the seeded mixture), recomputed from the data saved in the fit. The sections every
+model's report has follow (`report.criticism`): rank plots after NUTS, the posterior predictive check
+of the seeds' clusters, LOO over the seeded items with its Pareto k values, and the checks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayes_wsc import inference
+from bayes_wsc.errors import InputError
+from bayes_wsc.report.criticism import criticism_sections
+from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, laplace_words, new_figure, write_html
+
+FIT_COLOR = "#1f5fa8"
+#: features shown in the heat map of W (largest row norms)
+TOP_FEATURES = 20
+
+
+def _checked(est):
+    if getattr(est, "idata_", None) is None or not hasattr(est, "memberships"):
+        raise InputError("the report needs a fitted PerceptionClustering: call fit(data) first")
+    return est
+
+
+def _method(est) -> str:
+    return inference.get_attrs(est.idata_)["method"]
+
+
+def _probabilities(frame: pd.DataFrame, clusters) -> np.ndarray:
+    return frame[[f"prob_{c}" for c in clusters]].to_numpy()
+
+
+def _truth_matrix(truth, n_items: int, n_clusters: int) -> np.ndarray | None:
+    if truth is None:
+        return None
+    matrix = np.asarray(getattr(truth, "membership", truth), dtype=bool)
+    if matrix.shape != (n_items, n_clusters):
+        raise InputError(f"truth must be an (items x clusters) membership table of shape {(n_items, n_clusters)}, "
+                         f"got {matrix.shape}")
+    return matrix
+
+
+# ---------------------------------------------------------------------- figures
+def plot_memberships(est, *, members: pd.DataFrame | None = None):
+    """Histogram per cluster of P(z = k | x) over the items that are no seed, with the overlap threshold."""
+    members = est.memberships() if members is None else members
+    clusters = est.clusters_
+    probs = _probabilities(members, clusters)[members["seed_of"].to_numpy() == ""]
+    fig, axes = new_figure(width=7.5, height=3.8)
+    ax = axes[0, 0]
+    bins = np.linspace(0, 1, 21)
+    for k, name in enumerate(clusters):
+        ax.hist(probs[:, k], bins=bins, histtype="step", linewidth=1.5, label=str(name))
+    ax.axvline(float(est.overlap_threshold), color="grey", linestyle="--", linewidth=1)
+    ax.set_yscale("log")
+    ax.set_xlabel("posterior mean P(item in cluster)")
+    ax.set_ylabel("items (log scale)")
+    ax.legend(title="cluster", fontsize=8)
+    return fig
+
+
+def plot_weights(est, *, top: int = TOP_FEATURES):
+    """Heat map of W (posterior mean) on the standardized features: rows are the `top` features with
+    the largest weights, columns the perception features."""
+    W = est.idata_.posterior["W"].mean(("chain", "draw"))
+    values = W.values
+    rows = np.argsort(-np.linalg.norm(values, axis=1), kind="stable")[:top]
+    fig, axes = new_figure(width=1.2 + 0.6 * values.shape[1], height=1.0 + 0.28 * rows.size)
+    ax = axes[0, 0]
+    bound = float(np.abs(values[rows]).max()) or 1.0
+    image = ax.imshow(values[rows], cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto")
+    ax.set_yticks(range(rows.size), [str(f) for f in W["feature"].values[rows]], fontsize=7)
+    ax.set_xticks(range(values.shape[1]), [str(p) for p in W["perception_feature"].values], rotation=45,
+                  ha="right", fontsize=8)
+    fig.colorbar(image, ax=ax, label="W (per standardized unit)")
+    return fig
+
+
+def plot_reliability(curves: dict[str, pd.DataFrame]):
+    """Reliability plot: observed share of members against the mean predicted probability, per bin of the
+    (item, cluster) cells, one line per method (`baselines.perception.reliability_table`)."""
+    fig, axes = new_figure(width=5.2, height=4.6)
+    ax = axes[0, 0]
+    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
+    for name, table in curves.items():
+        ax.plot(table["predicted"], table["observed"], marker="o", label=name)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("predicted probability")
+    ax.set_ylabel("observed share of members")
+    ax.legend(fontsize=8)
+    return fig
+
+
+# ---------------------------------------------------------------------- report
+def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None = None, baselines: bool = True,
+                 seed: int | None = 0) -> Path:
+    """Write `out_dir/report.html` for a fitted `PerceptionClustering`.
+
+    truth : optional (n, K) true memberships of the training items (or an object with `membership`,
+        such as `simulate.perception.PerceptionStudy`): adds F-scores, Brier score and a reliability plot.
+    baselines : with a truth, also score LPE + k-means (10 restarts), k-means on X and the seeded mixture.
+    """
+    _checked(est)
+    if not 0 < ci < 1:
+        raise InputError(f"ci must be in (0, 1), got {ci!r}")
+    data = est.data_from_fit()
+    matrix = _truth_matrix(truth, data.n_items, data.n_clusters)
+    members = est.memberships(ci)
+    sections = [_clusters_section(est, data, members, ci), _weights_section(est)]
+    if matrix is not None:
+        sections.append(_scores_section(est, data, matrix, baselines, seed))
+    sections += [_summary_section(est, ci), *criticism_sections({"fit": est}), _diagnostics_section(est)]
+    return write_html(Path(out_dir) / "report.html", title or "The user's clusters from seed sets and perceptions",
+                      _intro(est, data), sections)
+
+
+def _intro(est, data) -> list[str]:
+    how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
+           "laplace": f"by {laplace_words(est)}"}.get(_method(est), "by MAP (the posterior mode; no intervals)")
+    return [
+        f"{data.n_items} items with {data.n_features} features; {data.n_clusters} user clusters with "
+        f"{data.n_seeds} seeds ({data.n_overlapping_seeds} items are seeds of more than one cluster) and "
+        f"perception vectors over {data.n_perception} perception features; fitted {how}.",
+        "Model (after Cheng et al. 2016): every item has a place in perception space, e = x W + b, and belongs "
+        "to cluster k with probability softmax(-||e - p_k||^2 / 2): the cluster whose perception vector p_k is "
+        "nearest, softly. Clusters that share perception features share directions in feature space. The seeds "
+        "are the data: a seed is known to be in its set (in one of its sets, when the user put it in several). "
+        "Items that are no seed are predicted, not modelled, so the features' own clusters cannot pull the "
+        "user's clusters towards them.",
+        f"Overlap rule: an item is in every cluster whose posterior mean probability reaches "
+        f"{float(est.overlap_threshold):g}, and always in its most probable one.",
+    ]
+
+
+def _clusters_section(est, data, members, ci) -> Section:
+    clusters = est.clusters_
+    probs = _probabilities(members, clusters)
+    hard = members["cluster"].to_numpy()
+    overlap = members["clusters"].str.split(";")
+    pi = est.idata_.posterior["pi"]
+    pi_draws = pi.values.reshape(-1, pi.shape[-1])
+    bounds = inference.hdi(pi_draws, ci)
+    rows = []
+    for k, name in enumerate(clusters):
+        in_k = hard == name
+        rows.append({
+            "cluster": name,
+            "perception": ", ".join(f"{f}={v:g}" for f, v in zip(data.perception_names, data.perception[k]) if v) or "(none)",
+            "seeds": int(data.seeds_per_cluster[k]),
+            "pi": round(float(pi_draws[:, k].mean()), 3),
+            "pi_low": round(float(bounds[k, 0]), 3), "pi_high": round(float(bounds[k, 1]), 3),
+            "items (most probable)": int(in_k.sum()),
+            "items (overlap rule)": int(overlap.apply(lambda names, n=name: n in names).sum()),
+            "mean P(chosen)": round(float(probs[in_k, k].mean()), 3) if in_k.any() else np.nan,
+        })
+    table = pd.DataFrame(rows)
+    if _method(est) == "map":
+        table = table.drop(columns=["pi_low", "pi_high"])
+    in_two = int((overlap.str.len() > 1).sum())
+    return Section(
+        "The user's clusters",
+        paragraphs=[
+            "pi is the share of all items the model puts in each cluster (the mean of the items' membership "
+            "probabilities). An item's probabilities are computed on demand from the draws; a seed's are "
+            "conditioned on its own sets.",
+            f"{in_two} items are in more than one cluster under the overlap rule.",
+        ],
+        figures=[(plot_memberships(est, members=members),
+                  "How sure the memberships of the items that are no seed are; the dashed line is the overlap "
+                  "threshold.")],
+        tables=[(table, "One row per user cluster.")])
+
+
+def _weights_section(est) -> Section:
+    return Section(
+        "The embedding",
+        paragraphs=["W maps the standardized features to perception space: a positive weight means that more of "
+                    "the feature moves an item towards the clusters whose perception vectors hold that perception "
+                    "feature."],
+        figures=[(plot_weights(est), f"Posterior mean of W, the {TOP_FEATURES} features with the largest weights.")])
+
+
+def _scores_section(est, data, truth, baselines, seed) -> Section:
+    from bayes_wsc.baselines import perception as bp
+
+    rows = data.unseeded_items
+    k = data.n_clusters
+    members = est.memberships(use_seeds=False)
+    probs = _probabilities(members, est.clusters_)
+    methods = {
+        "this fit, overlap rule": (bp.threshold_clusters(probs, float(est.overlap_threshold)), probs),
+        "this fit, most probable": (bp.one_hot(probs.argmax(axis=1), k), probs),
+    }
+    if baselines:
+        lpe = bp.lpe(data, seed=seed)
+        lpe_m = bp.perception_memberships(lpe.F, data.perception)
+        lpe_overlap = bp.threshold_clusters(lpe_m, float(est.overlap_threshold))
+        methods["LPE + k-means"] = (bp.one_hot(bp.embedding_kmeans(lpe, data, seed=seed), k), None)
+        methods["LPE, thresholded memberships"] = (lpe_overlap, lpe_overlap.astype(float))
+        methods["k-means on X"] = (bp.one_hot(bp.kmeans_clusters(data.features, data, seed=seed), k), None)
+        gmm = bp.seeded_gmm(data)
+        methods["seeded mixture on X"] = (bp.one_hot(gmm.memberships.argmax(axis=1), k), gmm.memberships)
+    table_rows, curves = [], {}
+    for name, (assigned, p) in methods.items():
+        scores = bp.f_scores(assigned, truth, rows)
+        row = {"method": name, "mean F-score": round(float(scores.mean()), 3),
+               **{f"F {c}": round(float(s), 3) for c, s in zip(est.clusters_, scores)}}
+        row["Brier"] = round(bp.brier_score(p if p is not None else assigned, truth, rows), 4)
+        table_rows.append(row)
+        if p is not None and name != "this fit, most probable" and not name.startswith("LPE"):
+            curves[name.replace(", overlap rule", "")] = bp.reliability_table(p, truth, rows)
+    return Section(
+        "Against the truth",
+        paragraphs=[
+            "Scored on the items that are no seed. F-score per user cluster (the paper's metric): 2PR / (P + R) "
+            "with P the share of the items assigned to the cluster that belong to it and R the share of its "
+            "members assigned to it. The Brier score is the mean squared difference between the membership "
+            "probability (0 or 1 for a hard assignment) and membership, over items and clusters. "
+            "k-means clusters are matched to the seed sets by the Hungarian method on the seeds they hold.",
+        ],
+        figures=[(plot_reliability(curves), "Reliability of the membership probabilities: a calibrated model "
+                  "lies on the diagonal.")],
+        tables=[(pd.DataFrame(table_rows), "F-score per user cluster and Brier score.")])
+
+
+def _summary_section(est, ci) -> Section:
+    table = est.summary(hdi_prob=ci).round(3)
+    caption = {"map": "The posterior mode (a single point; no standard deviation or interval).",
+               "laplace": LAPLACE_SUMMARY[0].upper() + LAPLACE_SUMMARY[1:] + "."}.get(
+        _method(est), f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat.")
+    return Section("Estimands", paragraphs=[
+        "pi[cluster], then the embedding W[feature, perception_feature] and b[perception_feature] on the "
+        "standardized features, and a variant's own parameters.", *est.summary_notes()], tables=[(table, caption)])
+
+
+def _diagnostics_section(est) -> Section:
+    fit_info = inference.get_attrs(est.idata_).get("fit_info", {})
+    paragraphs = []
+    lps = fit_info.get("map", {}).get("restart_log_densities")
+    if lps:
+        paragraphs.append(f"MAP: best log density {np.nanmax(np.asarray(lps, dtype=float)):.2f} over {len(lps)} "
+                          "starts.")
+    nuts = fit_info.get("nuts")
+    if nuts:
+        paragraphs.append(f"NUTS: {nuts.get('chains')} chains x {nuts.get('draws')} draws after {nuts.get('tune')} "
+                          f"tuning steps, started at the MAP, {nuts.get('seconds', float('nan')):.0f} s.")
+    messages = est.diagnostics_
+    paragraphs.append("No problems found." if not messages else f"{len(messages)} warning(s), listed below.")
+    if _method(est) == "map":
+        paragraphs.append("This is a MAP fit: the single most probable point, without intervals. Fit with "
+                          "method=\"nuts\" for credible intervals.")
+    return Section("Diagnostics", paragraphs=paragraphs, warnings=list(messages))

@@ -1,0 +1,292 @@
+"""Feature-level supervision (seed 004, issue 15): the perception model against the paper's baselines.
+
+    python benchmarks/perception.py --part simulated --datasets 20     # the simulated study
+    python benchmarks/perception.py --part digits --seed-draws 10 --nuts
+    python benchmarks/perception.py --part timing                      # MAP at 10,000 x 50 against LPE
+    python benchmarks/perception.py --part timing --repeats 1 --timing-methods lpe_1thread,map_first,map_cached
+    python benchmarks/perception.py --summarize                        # tables and figures from the CSVs
+
+Methods, each scored on the items that are no seed:
+
+  kmeans        k-means on X (K clusters, matched to the seed sets by the Hungarian method on seeds)
+  seeded_gmm    a diagonal Gaussian mixture on X, EM with the seeds as labelled items (no perception)
+  lpe_kmeans    LPE (10 restarts) + k-means on its embedding F (the paper's pipeline, hard clusters)
+  lpe_overlap   LPE's memberships (NNLS weights of the perception vectors in F), thresholded at 0.3
+  npe_kmeans    NPE (self-tuning RBF kernel, 10 restarts) + k-means
+  bayes_map     the perception model, MAP, the overlap rule (probability >= 0.3, and the most probable)
+  bayes_map_top the same fit, the most probable cluster only
+  nonneg_map    the non-negative variant (models/perception_nonnegative.py), MAP, the overlap rule
+  bayes_nuts    the perception model, NUTS (4 x 1000 after 1000), posterior mean memberships, overlap rule
+  bayes_laplace the perception model, Laplace approximation (1000 draws), overlap rule
+
+F-score per user cluster (the paper's metric) averaged over the clusters; Brier score of the membership
+probabilities (hard assignments count as 0/1). Rows are appended to benchmarks/results/perception_*.csv
+as they finish (--resume skips finished ones); the reliability plot pools the (item, cluster) cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+VARIANT = HERE.parent / "models" / "perception_nonnegative.py"
+THRESHOLD = 0.3
+LABELS = {"kmeans": "k-means on X", "seeded_gmm": "seeded mixture on X", "lpe_kmeans": "LPE + k-means",
+          "lpe_overlap": "LPE, thresholded memberships", "npe_kmeans": "NPE + k-means",
+          "bayes_map": "Bayesian, MAP (overlap rule)", "bayes_map_top": "Bayesian, MAP (most probable)",
+          "nonneg_map": "non-negative variant, MAP (overlap rule)",
+          "bayes_nuts": "Bayesian, NUTS (overlap rule)", "bayes_laplace": "Bayesian, Laplace (overlap rule)"}
+
+
+def score(method, assigned, probs, truth, rows, seconds, **extra) -> tuple[dict, np.ndarray | None]:
+    from bayes_wsc.baselines import perception as bp
+
+    f = bp.f_scores(assigned, truth, rows)
+    row = {"method": method, "f_mean": float(f.mean()), **{f"f_{k}": float(v) for k, v in enumerate(f)},
+           "brier": bp.brier_score(assigned if probs is None else probs, truth, rows), "seconds": seconds, **extra}
+    return row, probs
+
+
+def run_methods(study, *, seed: int, nuts: bool = False, npe: bool = True, nuts_settings=None) -> list:
+    """Every method on one data set: a list of (row, probabilities or None)."""
+    from bayes_wsc.baselines import perception as bp
+    from bayes_wsc.errors import FitWarning
+    from bayes_wsc.models.perception import PerceptionClustering
+
+    data, truth = study.data(), study.membership
+    rows, k = data.unseeded_items, data.n_clusters
+    out = []
+    t0 = time.perf_counter()
+    labels = bp.kmeans_clusters(data.features, data, seed=seed)
+    out.append(score("kmeans", bp.one_hot(labels, k), None, truth, rows, time.perf_counter() - t0))
+    t0 = time.perf_counter()
+    gmm = bp.seeded_gmm(data)
+    out.append(score("seeded_gmm", bp.one_hot(gmm.memberships.argmax(1), k), gmm.memberships, truth, rows,
+                     time.perf_counter() - t0))
+    t0 = time.perf_counter()
+    lpe = bp.lpe(data, seed=seed)
+    lpe_seconds = time.perf_counter() - t0
+    out.append(score("lpe_kmeans", bp.one_hot(bp.embedding_kmeans(lpe, data, seed=seed), k), None, truth, rows,
+                     lpe_seconds, converged=lpe.converged))
+    overlap = bp.threshold_clusters(bp.perception_memberships(lpe.F, data.perception), THRESHOLD)
+    out.append(score("lpe_overlap", overlap, overlap.astype(float), truth, rows, lpe_seconds))
+    if npe:
+        t0 = time.perf_counter()
+        result = bp.npe(data, seed=seed)
+        out.append(score("npe_kmeans", bp.one_hot(bp.embedding_kmeans(result, data, seed=seed), k), None, truth,
+                         rows, time.perf_counter() - t0, converged=result.converged))
+    fits = {"bayes_map": {}, "bayes_laplace": {"method": "laplace"}, "nonneg_map": {"model_file": str(VARIANT)}}
+    if nuts:
+        fits["bayes_nuts"] = {"method": "nuts", "progressbar": False, **(nuts_settings or {})}
+    for name, settings in fits.items():
+        t0 = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FitWarning)
+            est = PerceptionClustering(seed=seed, **settings).fit(data)
+        seconds = time.perf_counter() - t0
+        probs = est.memberships(use_seeds=False)[[f"prob_{c}" for c in data.clusters]].to_numpy()
+        extra = {"warnings": sum(issubclass(w.category, FitWarning) for w in caught)}
+        if name == "bayes_nuts":
+            extra["max_rhat"] = float(est.summary()["r_hat"].max())
+        out.append(score(name, bp.threshold_clusters(probs, THRESHOLD), probs, truth, rows, seconds, **extra))
+        if name == "bayes_map":
+            out.append(score("bayes_map_top", bp.one_hot(probs.argmax(1), k), probs, truth, rows, seconds))
+    return out
+
+
+def append(path: Path, rows: list[dict]) -> None:
+    frame = pd.DataFrame(rows)
+    header = not path.exists()
+    frame.to_csv(path, mode="a", header=header, index=False)
+
+
+def save_probs(path: Path, dataset: str, probs: np.ndarray, truth: np.ndarray, rows: np.ndarray) -> None:
+    """The (item, cluster) cells of one method's probabilities, for the pooled reliability plot."""
+    in_two = np.repeat(truth[rows].sum(axis=1) > 1, truth.shape[1])
+    frame = pd.DataFrame({"dataset": dataset, "p": probs[rows].ravel(), "member": truth[rows].ravel().astype(int),
+                          "overlapping_item": in_two.astype(int)})
+    frame.to_csv(path, mode="a", header=not path.exists(), index=False)
+
+
+def part_simulated(args) -> None:
+    from bayes_wsc.simulate.perception import simulate_study
+
+    path = RESULTS / "perception_simulated.csv"
+    done = set(pd.read_csv(path)["dataset"]) if args.resume and path.exists() else set()
+    for s in range(args.datasets):
+        name = f"sim{s}"
+        if name in done:
+            continue
+        study = simulate_study(seed=s)
+        results = run_methods(study, seed=s, nuts=args.nuts and s < args.nuts_datasets,
+                              nuts_settings={"draws": args.draws, "tune": args.tune, "chains": args.chains})
+        data = study.data()
+        for row, probs in results:
+            if probs is not None and row["method"] in ("bayes_map", "bayes_nuts", "bayes_laplace", "seeded_gmm",
+                                                         "lpe_overlap"):
+                save_probs(RESULTS / f"perception_cells_{row['method']}.csv", name, probs, study.membership,
+                           data.unseeded_items)
+        append(path, [{"dataset": name, **row} for row, _ in results])
+        print(name, {row["method"]: round(row["f_mean"], 3) for row, _ in results}, flush=True)
+
+
+def part_digits(args) -> None:
+    from bayes_wsc.simulate.perception import digits_example
+
+    path = RESULTS / "perception_digits.csv"
+    done = set(pd.read_csv(path)["dataset"]) if args.resume and path.exists() else set()
+    for s in range(args.seed_draws):
+        name = f"digits{s}"
+        if name in done:
+            continue
+        study = digits_example(seeds_per_cluster=args.digit_seeds, seed=s)
+        results = run_methods(study, seed=s, nuts=args.nuts and s < args.nuts_datasets,
+                              nuts_settings={"draws": args.draws, "tune": args.tune, "chains": args.chains})
+        append(path, [{"dataset": name, **row} for row, _ in results])
+        print(name, {row["method"]: round(row["f_mean"], 3) for row, _ in results},
+              {row["method"]: round(row["seconds"], 1) for row, _ in results}, flush=True)
+
+
+def part_timing(args) -> None:
+    """MAP of the perception model at 10,000 items x 50 features against LPE with 10 restarts, alternated
+    in one process; LPE with one BLAS thread (its default) and with the library's threads."""
+    from bayes_wsc import inference
+    from bayes_wsc.baselines import perception as bp
+    from bayes_wsc.models.perception import PerceptionClustering
+    from bayes_wsc.simulate.perception import simulate_study
+
+    study = simulate_study(n_items=args.timing_items, n_features=args.timing_features, seed=0)
+    data = study.data()
+    rows = []
+    for run in range(args.repeats):
+        for method in args.timing_methods.split(","):
+            if method == "map_cached" and run > 0:
+                continue
+            t0 = time.perf_counter()
+            if method.startswith("lpe"):
+                result = bp.lpe(data, seed=run, threads=1 if method == "lpe_1thread" else None)
+                info = {"iterations": result.iterations, "converged": result.converged}
+            else:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est = PerceptionClustering(seed=run).fit(data)
+                map_info = inference.get_attrs(est.idata_)["fit_info"]["map"]
+                info = {"iterations": map_info["iterations"], "converged": map_info["converged"],
+                        "program": map_info.get("compiled_program")}
+            rows.append({"run": run, "method": method, "seconds": time.perf_counter() - t0, **info})
+            print(rows[-1], flush=True)
+    frame = pd.DataFrame(rows)
+    frame.to_csv(RESULTS / "perception_timing.csv", index=False)
+
+
+def part_nuts_digits(args) -> None:
+    """NUTS on the digits example (4 chains x 1000 draws after 1000 tuning steps), timed whole."""
+    from bayes_wsc import inference
+    from bayes_wsc.errors import FitWarning
+    from bayes_wsc.models.perception import PerceptionClustering
+    from bayes_wsc.simulate.perception import digits_example
+
+    data = digits_example(seed=0).data()
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = PerceptionClustering(method="nuts", progressbar=False).fit(data)
+    seconds = time.perf_counter() - t0
+    summary = est.summary()
+    row = {"seconds": seconds, "nuts_seconds": inference.get_attrs(est.idata_)["fit_info"]["nuts"]["seconds"],
+           "max_rhat": float(summary["r_hat"].max()), "min_ess_bulk": float(summary["ess_bulk"].min()),
+           "divergences": int(est.idata_.sample_stats["diverging"].values.sum()),
+           "warnings": " | ".join(str(w.message) for w in caught if issubclass(w.category, FitWarning))}
+    pd.DataFrame([row]).to_csv(RESULTS / "perception_nuts_digits.csv", index=False)
+    print(row)
+
+
+def summarize() -> None:
+    from bayes_wsc.baselines.perception import reliability_table
+
+    for part in ("simulated", "digits"):
+        path = RESULTS / f"perception_{part}.csv"
+        if not path.exists():
+            continue
+        table = pd.read_csv(path)
+        by = table.groupby("method").agg(f_mean=("f_mean", "mean"), f_sd=("f_mean", "std"), brier=("brier", "mean"),
+                                         seconds=("seconds", "median"), datasets=("dataset", "nunique"))
+        by = by.reindex([m for m in LABELS if m in by.index]).rename(index=LABELS)
+        print(f"\n{part}: mean over data sets of the mean F-score per user cluster")
+        print(by.round(3).to_string())
+        wide = table.pivot_table(index="dataset", columns="method", values="f_mean")
+        if {"bayes_map", "lpe_kmeans"} <= set(wide.columns):
+            diff = wide["bayes_map"] - wide["lpe_kmeans"]
+            print(f"bayes_map - lpe_kmeans: mean {diff.mean():+.3f} (sd {diff.std():.3f}, se "
+                  f"{diff.std() / np.sqrt(diff.count()):.3f}), ahead in {(diff > 0).sum()} of {diff.count()}")
+        if {"nonneg_map", "lpe_kmeans"} <= set(wide.columns):
+            diff = wide["nonneg_map"] - wide["lpe_kmeans"]
+            print(f"nonneg_map - lpe_kmeans: mean {diff.mean():+.3f} (se {diff.std() / np.sqrt(diff.count()):.3f}),"
+                  f" ahead in {(diff > 0).sum()} of {diff.count()}")
+    curves = {}
+    for method in ("bayes_map", "bayes_nuts", "bayes_laplace", "seeded_gmm"):
+        path = RESULTS / f"perception_cells_{method}.csv"
+        if path.exists():
+            cells = pd.read_csv(path)
+            name = LABELS[method].split(" (")[0]
+            curves[name] = reliability_table(cells["p"].to_numpy(), cells["member"].to_numpy())
+            single = cells[cells["overlapping_item"] == 0]
+            curves[f"{name}, items in one cluster"] = reliability_table(single["p"].to_numpy(),
+                                                                        single["member"].to_numpy())
+    if curves:
+        from bayes_wsc.report.perception import plot_reliability
+
+        fig = plot_reliability(curves)
+        fig.savefig(RESULTS / "perception_reliability.png", dpi=110)
+        for name, table in curves.items():
+            print(f"\nreliability, {name}")
+            print(table.round(3).to_string(index=False))
+    timing = RESULTS / "perception_timing.csv"
+    if timing.exists():
+        frame = pd.read_csv(timing)
+        print("\ntiming")
+        print(frame.round(2).to_string(index=False))
+        lpe = frame[frame["method"].str.startswith("lpe")].groupby("method")["seconds"].median().min()
+        for method in ("map_first", "map_cached"):
+            if (frame["method"] == method).any():
+                ratio = frame.loc[frame["method"] == method, "seconds"].median() / lpe
+                print(f"{method} / best LPE median: {ratio:.3f}")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=("simulated", "digits", "timing", "nuts_digits", "all"), default="all")
+    parser.add_argument("--datasets", type=int, default=20, help="simulated data sets")
+    parser.add_argument("--seed-draws", type=int, default=10, help="digits: random draws of the seeds")
+    parser.add_argument("--digit-seeds", type=int, default=5, help="digits: seeds per concept")
+    parser.add_argument("--nuts", action="store_true", help="also fit by NUTS (the first --nuts-datasets sets)")
+    parser.add_argument("--nuts-datasets", type=int, default=5)
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--timing-items", type=int, default=10_000)
+    parser.add_argument("--timing-features", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--timing-methods", default="lpe_1thread,lpe_threads,map_first,map_cached",
+                        help="timing: which of lpe_1thread, lpe_threads (the BLAS library's threads), map_first, "
+                             "map_cached to run, in this order")
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--summarize", action="store_true", help="only print the tables and draw the figure")
+    args = parser.parse_args(argv)
+    RESULTS.mkdir(exist_ok=True)
+    if not args.summarize:
+        parts = ("simulated", "digits", "timing", "nuts_digits") if args.part == "all" else (args.part,)
+        for part in parts:
+            globals()[f"part_{part}"](args)
+    summarize()
+
+
+if __name__ == "__main__":
+    main()
