@@ -213,13 +213,13 @@ def build_model(
 # ---------------------------------------------------------------------- mu integrated out
 #: Gauss-Hermite nodes and Newton steps of the integral over a group's mu in the model's graph
 #: (`mu="integrated"`), where NUTS evaluates it at every leapfrog step, each node costing about one
-#: evaluation of the sampled model's click term. 5 nodes and 3 steps from the mode of F0 and HE agree
-#: with 30 nodes and 8 steps to 3e-6 nats per group in float32 (Sec. 5 data, 100 clicks a group,
-#: WH = 10); on tiny data with 3 sharply different bins, to 4e-6 with HE (WH = 10), 4e-4 without
+#: evaluation of the sampled model's click term. 5 nodes and 2 steps from the mode of F0 and HE agree
+#: with 30 nodes and 8 steps to 2e-5 nats per group (Sec. 5 data, 2000 groups of 100 clicks,
+#: WH = 10; 0.0065 nats in all; 3 nodes: 1e-3 and 0.58); on tiny data with 3 sharply different bins, to 4e-6 with HE (WH = 10), 4e-4 without
 #: it (WH = 0) and 2e-4 under the flat F0 (WH = 4), and 15 nodes bring all three within 1e-7
-#: (tests/test_integrated_mu.py). Without HE, Newton starts at mu_loc and takes 6 steps.
+#: (tests/test_integrated_mu.py). Without HE, Newton starts at mu_loc and takes 4 steps.
 MODEL_GH_NODES = 5
-MODEL_NEWTON_STEPS = {True: 3, False: 6}  # by whether HE is modelled
+MODEL_NEWTON_STEPS = {True: 2, False: 4}  # by whether HE is modelled
 
 
 def add_integrated_clicks(data: GroupedCounts, w, *, wh: float = 10.0, mu_prior: str = "hierarchical",
