@@ -301,16 +301,20 @@ def _draw_fn(jax, names: tuple, with_he: bool):
             z = (m - mode) / spread
             return gq.log_integrand(ops, g, m) + 0.5 * (PROPOSAL_DF + 1) * jnp.log1p(z**2 / PROPOSAL_DF)
 
-        keys = jax.random.split(values["key"], 2 * MH_STEPS + 1)
-        shape = mode.shape
-        current = mode + spread * jax.random.t(keys[0], PROPOSAL_DF, shape, mode.dtype)
-        weight, accepted = log_ratio(current), 0.0
-        for step in range(MH_STEPS):
-            proposal = mode + spread * jax.random.t(keys[2 * step + 1], PROPOSAL_DF, shape, mode.dtype)
+        def propose(key):
+            return mode + spread * jax.random.t(key, PROPOSAL_DF, mode.shape, mode.dtype)
+
+        def step(i, state):  # a loop, not unrolled: one copy of the integrand for XLA to compile
+            current, weight, accepted = state
+            key_t, key_u = jax.random.split(jax.random.fold_in(values["key"], i + 1))
+            proposal = propose(key_t)
             proposed = log_ratio(proposal)
-            accept = jnp.log(jax.random.uniform(keys[2 * step + 2], shape)) < proposed - weight
-            current, weight = jnp.where(accept, proposal, current), jnp.where(accept, proposed, weight)
-            accepted = accepted + jnp.mean(accept)
+            accept = jnp.log(jax.random.uniform(key_u, mode.shape, mode.dtype)) < proposed - weight
+            return (jnp.where(accept, proposal, current), jnp.where(accept, proposed, weight),
+                    accepted + jnp.mean(accept))
+
+        first = propose(jax.random.fold_in(values["key"], 0))
+        current, _, accepted = jax.lax.fori_loop(0, MH_STEPS, step, (first, log_ratio(first), jnp.float32(0)))
         return current, accepted / MH_STEPS
 
     axes = (None, None, *[0] * (len(names) + 1), *([None] if with_he else []))
