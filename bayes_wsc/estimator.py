@@ -293,11 +293,11 @@ class Estimator:
             with self.variant_errors("NUTS"):
                 draws = fit_nuts(model, draws=self.draws, tune=self.tune, chains=self.chains, seed=self.seed,
                                  initvals=start, backend=backend, target_accept=self.target_accept,
-                                 progressbar=self.progressbar, precision=precision)
+                                 progressbar=self.progressbar, precision=precision, **self.nuts_options())
+                labels = model_labels(model)
+                coords, dims = labels["coords"], {**labels["dims"], **self.complete_draws(draws, data)}
                 fit_info["nuts"] = draws.info
                 fit_info["free_variables"] = free
-                labels = model_labels(model)
-                coords, dims = labels["coords"], labels["dims"]
                 messages += self.align_draws(draws, map_draws, data, free=free, dims=dims)
         self.pointwise_log_likelihood(draws, data)
         self.__dict__.pop("_idata", None)
@@ -441,6 +441,15 @@ class Estimator:
     def model_checks(self, idata) -> list[str]:
         """Model-specific warnings (orientation, label switching); none by default."""
         return []
+
+    def nuts_options(self) -> dict:
+        """Further settings of `fit.fit_nuts` for this model (e.g. `dense_mass`); none by default."""
+        return {}
+
+    def complete_draws(self, draws, data) -> dict:
+        """Add to NUTS's `draws.posterior`, in place, variables the sampled model integrated out
+        (drawn from their conditionals); returns their dims. None by default."""
+        return {}
 
     def pointwise_log_likelihood(self, draws, data) -> None:
         """Rework, in place, the per-unit log-likelihood the model recorded (`likelihoods.record_pointwise`)

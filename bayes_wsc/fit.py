@@ -311,6 +311,7 @@ def fit_nuts(
     progressbar: bool = True,
     jitter: float = 0.05,
     precision: str = "float64",
+    dense_mass: bool = False,
 ) -> Draws:
     """NUTS on the model's log density through the chosen backend.
 
@@ -320,6 +321,8 @@ def fit_nuts(
     runs NumPyro's sampler on a float32 copy of the graph: half the cost per
     gradient on this CPU, for a log density rounded to about 1e-7 of its size
     (so keep the model's log density small, as the wsc model does by centring).
+    `dense_mass` adapts a full mass matrix (NumPyro only): for a model of few, correlated
+    dimensions; its cost grows with the square of the dimension.
     """
     backend = backend or default_backend()
     if backend not in NUTS_BACKENDS:
@@ -335,10 +338,11 @@ def fit_nuts(
     t0 = time.perf_counter()
     if backend == "numpyro":
         result = _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, progressbar,
-                                 precision)
+                                 precision, dense_mass)
     else:
         result = _sample_pymc(model, starts, draws, tune, seed, target_accept, var_names, progressbar, backend)
-    result.info.update({"backend": backend, "precision": precision, "draws": draws, "tune": tune,
+    result.info.update({"backend": backend, "precision": precision, "dense_mass": dense_mass and backend == "numpyro",
+                        "draws": draws, "tune": tune,
                         "chains": chains, "seed": seed, "target_accept": target_accept,
                         "seconds": time.perf_counter() - t0})
     return result
@@ -352,12 +356,13 @@ def jax_runtime(devices: int = 4):
     return jax_setup.jax_runtime(devices)
 
 
-def _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, progressbar, precision) -> Draws:
+def _sample_numpyro(model, starts, draws, tune, seed, target_accept, var_names, progressbar, precision,
+                    dense_mass=False) -> Draws:
     jax = jax_runtime(len(starts))
     with _jax_x64(jax, precision == "float64"), warnings.catch_warnings():
         # PyTensor's JAX code asks for float64 constants; under float32 JAX gives float32 and says so
         warnings.filterwarnings("ignore", message="Explicitly requested dtype float64", category=UserWarning)
-        return _run_numpyro(jax, model, starts, draws, tune, seed, target_accept, var_names, progressbar)
+        return _run_numpyro(jax, model, starts, draws, tune, seed, target_accept, var_names, progressbar, dense_mass)
 
 
 @contextlib.contextmanager
@@ -373,7 +378,8 @@ def _jax_x64(jax, enabled: bool):
         jax.config.update("jax_enable_x64", before)
 
 
-def _run_numpyro(jax, model, starts, draws, tune, seed, target_accept, var_names, progressbar) -> Draws:
+def _run_numpyro(jax, model, starts, draws, tune, seed, target_accept, var_names, progressbar,
+                 dense_mass=False) -> Draws:
     chains = len(starts)
     from numpyro.infer import MCMC, NUTS
     from pymc.sampling.jax import get_jaxified_graph
@@ -382,7 +388,7 @@ def _run_numpyro(jax, model, starts, draws, tune, seed, target_accept, var_names
     potential = get_jaxified_graph(inputs=value_vars, outputs=[-model.logp()])
     chain_method = "parallel" if jax.local_device_count() >= chains else "sequential"
     mcmc = MCMC(
-        NUTS(potential_fn=lambda xs: potential(*xs)[0], target_accept_prob=target_accept),
+        NUTS(potential_fn=lambda xs: potential(*xs)[0], target_accept_prob=target_accept, dense_mass=dense_mass),
         num_warmup=tune, num_samples=draws, num_chains=chains, chain_method=chain_method,
         progress_bar=progressbar,
     )

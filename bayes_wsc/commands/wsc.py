@@ -46,6 +46,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--wh", type=wh_value, default=10.0, help="weight of HE, 1/sigma_H^2; 'inf' fixes mu = HE")
     model.add_argument("--mu-prior", choices=("hierarchical", "flat"), default="hierarchical")
     model.add_argument("--w-concentration", type=positive_float, default=1.0, help="Dirichlet c of w0, w1")
+    model.add_argument("--mu", choices=("sampled", "integrated"), default="sampled",
+                       help="NUTS: sample every group's mu, or integrate them out and draw them afterwards")
     add_variant_options(parser)
     add_sampling_options(parser)
 
@@ -70,5 +72,6 @@ def run(args) -> None:
           f"{data.n_bins} behavior bins", flush=True)
     from bayes_wsc.models.wsc import WSC  # PyMC loads only once the data are known to be good
 
-    est = WSC(wh=args.wh, mu_prior=args.mu_prior, w_concentration=args.w_concentration, **sampling_settings(args))
+    est = WSC(wh=args.wh, mu_prior=args.mu_prior, w_concentration=args.w_concentration, mu=args.mu,
+              **sampling_settings(args))
     fit_save_report(est, data, args)
