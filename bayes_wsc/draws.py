@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,3 +17,6 @@ class Draws:
     info: dict = field(default_factory=dict)
     #: MAP with restarts: every restart's optimum (free variables, constrained scale), in restart order
     optima: list[dict] = field(default_factory=list)
+    #: posterior variables left for first use, computed by this function (a Laplace fit's pointwise
+    #: log-likelihood, `laplace.run_laplace(defer_log_likelihood=True)`)
+    deferred: Callable[[], dict[str, np.ndarray]] | None = None

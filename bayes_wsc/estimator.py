@@ -274,7 +274,8 @@ class Estimator:
         if self.method == "laplace":
             from bayes_wsc.laplace import run_laplace
 
-            draws, found = run_laplace(program, inputs, x_map, draws=self.draws, seed=self.seed, fixed=fixed)
+            draws, found = run_laplace(program, inputs, x_map, draws=self.draws, seed=self.seed, fixed=fixed,
+                                       defer_log_likelihood=True)
             fit_info["laplace"] = draws.info
             messages += found + self.align_draws(draws, map_draws, data, free=fit_info["free_variables"], dims=dims)
             if not recipe.start_nuts_at_map:
@@ -299,8 +300,13 @@ class Estimator:
                 fit_info["nuts"] = draws.info
                 fit_info["free_variables"] = free
                 messages += self.align_draws(draws, map_draws, data, free=free, dims=dims)
-        self.pointwise_log_likelihood(draws, data)
         self.__dict__.pop("_idata", None)
+        self.__dict__.pop("_pending_log_likelihood", None)
+        self._mode = map_draws
+        if draws.deferred is not None:  # Laplace, the fast path: its pointwise log-likelihood waits for first use
+            self._pending_log_likelihood = (draws, data, dims)
+        else:
+            self.pointwise_log_likelihood(draws, data)
         check_finite(draws.posterior)
         self._groups = self._assemble(coords, dims, draws, data, fit_info)
         with self.variant_errors("the diagnostics"):
@@ -320,7 +326,7 @@ class Estimator:
         """Run the model's checks, store their rows in the fit, and return the flagged ones as messages.
         A variant whose variables the checks cannot use gets one line saying so, not a failed fit."""
         try:
-            rows = criticism.run(self, data, draws=None)
+            rows = criticism.run(self, data, draws=None, loo="_pending_log_likelihood" not in self.__dict__)
         except (InputError, KeyError, IndexError, ValueError) as exc:
             if self.model_file is None:
                 raise
@@ -383,12 +389,45 @@ class Estimator:
         if "_idata" not in self.__dict__:
             if getattr(self, "_groups", None) is None:
                 raise AttributeError(f"this {type(self).__name__} is not fitted yet")
+            self._complete_log_likelihood()
             self._idata = inference.to_inference_data(self._groups)
         return self._idata
 
     @idata_.setter
     def idata_(self, idata) -> None:
-        self._idata, self._groups = idata, None
+        self._idata, self._groups, self._mode = idata, None, None
+        self.__dict__.pop("_pending_log_likelihood", None)
+
+    @property
+    def map_point_(self) -> dict | None:
+        """The posterior mode, by variable: a MAP fit's point, or the MAP a Laplace or NUTS fit started
+        from in this process (checks use it instead of refitting); None when the fit has no such point."""
+        import numpy as np
+
+        self._check_fitted()
+        mode = getattr(self, "_mode", None)
+        if mode is not None:
+            return {n: np.asarray(v)[0, 0] for n, v in mode.posterior.items()}
+        posterior = self._fitted().posterior
+        if posterior.sizes["chain"] * posterior.sizes["draw"] == 1:
+            return {n: posterior[n].values[0, 0] for n in posterior.data_vars}
+        return None
+
+    def _complete_log_likelihood(self):
+        """The fit with its `log_likelihood` group. A Laplace fit, made for intervals in seconds, leaves
+        that group to first use (`idata_`, `loo`, `waic`, `compare`, `save`, `run_checks`): for the first
+        model it integrates every group's mu_i out for every draw, longer than the approximation itself
+        at 10,000 groups."""
+        pending = self.__dict__.pop("_pending_log_likelihood", None)
+        if pending is not None:
+            draws, data, dims = pending
+            recorded = draws.deferred()
+            draws.posterior.update(recorded)
+            self.pointwise_log_likelihood(draws, data)
+            values = {n: draws.posterior.pop(n) for n in recorded}
+            check_finite(values)
+            inference.add_log_likelihood(self._groups, values, dims or {})
+        return self._fitted()
 
     def _fitted(self):
         """The fit as InferenceData when it exists, else as `inference.Groups` (same Datasets)."""
@@ -525,6 +564,7 @@ class Estimator:
         """Run the model's checks now (posterior predictive checks, its targeted check, LOO's Pareto k):
         a DataFrame with columns check, statistic, reference, p_value, flagged, message."""
         self._check_fitted()
+        self._complete_log_likelihood()
         return criticism.table(criticism.run(self, draws=draws, seed=seed))
 
     def posterior_predictive(self, *, draws: int = criticism.PPC_DRAWS, seed: int = 0):
@@ -540,11 +580,12 @@ class Estimator:
         some Pareto k values are too large for it to be trusted. A MAP fit raises `InputError`: LOO needs
         posterior draws."""
         self._check_fitted()
-        reason = inference.loo_unavailable(self._fitted())
+        fitted = self._complete_log_likelihood()
+        reason = inference.loo_unavailable(fitted)
         if reason:
             raise InputError(reason)
-        elpd = inference.loo(self._fitted(), pointwise)
-        row = criticism.pareto_row(elpd, criticism.unit_noun(self._fitted()))
+        elpd = inference.loo(fitted, pointwise)
+        row = criticism.pareto_row(elpd, criticism.unit_noun(fitted))
         if row.flagged:
             warnings.warn(row.message, FitWarning, stacklevel=2)
         return elpd
@@ -552,16 +593,17 @@ class Estimator:
     def waic(self, pointwise: bool = True):
         """WAIC (`az.waic`) on the fit's pointwise log-likelihood; a MAP fit raises `InputError`."""
         self._check_fitted()
-        reason = inference.loo_unavailable(self._fitted())
+        fitted = self._complete_log_likelihood()
+        reason = inference.loo_unavailable(fitted)
         if reason:
             raise InputError(reason.replace("LOO", "WAIC"))
-        return inference.waic(self._fitted(), pointwise)
+        return inference.waic(fitted, pointwise)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
         """Write the fit as netCDF: draws, data, coords and every setting (no pickle)."""
         self._check_fitted()
-        return inference.save(self._fitted(), path)
+        return inference.save(self._complete_log_likelihood(), path)
 
     @classmethod
     def from_idata(cls, idata, source: str = "this fit"):
@@ -685,7 +727,7 @@ def compare(fits, ic: str = "loo"):
         raise InputError(f"ic must be 'loo' or 'waic', got {ic!r}")
     labels = list(fits)
     for label, est in fits.items():
-        fitted = est._fitted() if isinstance(est, Estimator) else None
+        fitted = est._complete_log_likelihood() if isinstance(est, Estimator) else None
         if fitted is None:
             raise InputError(f"fit {label!r} is not a fitted bayes_wsc estimator")
         reason = inference.loo_unavailable(fitted, f"fit {label!r}")

@@ -129,6 +129,20 @@ def from_draws(
     return groups
 
 
+def add_log_likelihood(groups: Groups, recorded: dict[str, np.ndarray], dims: dict[str, list[str]]) -> None:
+    """Add the `log_likelihood` group to a fit assembled without it: `recorded` holds (chain, draw, ...)
+    arrays under their `LOG_LIKELIHOOD_PREFIX` names, `dims` their dims; coords and attrs come from the
+    posterior."""
+    posterior = groups["posterior"]
+    values = {k[len(LOG_LIKELIHOOD_PREFIX):]: v for k, v in recorded.items()}
+    var_dims = {k[len(LOG_LIKELIHOOD_PREFIX):]: v for k, v in dims.items() if k in recorded}
+    ds = _dataset(values, {}, var_dims, sampled=True)
+    ds = ds.assign_coords({name: coord for name, coord in posterior.coords.items()
+                           if name not in ("chain", "draw") and set(coord.dims) <= set(ds.dims)})
+    ds.attrs.update(posterior.attrs)
+    groups["log_likelihood"] = ds
+
+
 def set_attrs(idata: InferenceData, attrs: dict) -> None:
     """Store settings on every group as netCDF-safe attributes (nested values as JSON)."""
     flat = {k: (v if isinstance(v, (str, int, float)) and not isinstance(v, bool) else json.dumps(v))

@@ -46,6 +46,7 @@ Nothing here imports PyMC.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 
@@ -53,6 +54,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bayes_wsc.draws import Draws
+from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
 from bayes_wsc.map_program import MapProgram, minimize
 
 #: floats of data times draws held at once when the draws are pushed through the model
@@ -71,10 +73,22 @@ def laplace_functions(jax, density, values, x, inputs: Mapping, local: list[int]
     n = int(np.size(x))
     size = sum(int(np.size(v)) for v in inputs.values()) + n
     chunk = int(np.clip(DRAW_CHUNK_FLOATS // max(size, 1), 1, 256))
+    pointwise = [k for k in jax.eval_shape(values, x, inputs) if k.startswith(LOG_LIKELIHOOD_PREFIX)]
+
+    def reported(flat, given):
+        return {k: v for k, v in values(flat, given).items() if k not in pointwise}
+
+    def recorded(flat, given):
+        out = values(flat, given)
+        return {k: out[k] for k in pointwise}
+
     functions = {
         "laplace_value_and_grad": (jax.value_and_grad(density), (x, inputs)),
-        "draw_values": (jax.vmap(values, in_axes=(0, None)), (np.zeros((chunk, n)), inputs)),
+        # the pointwise log-likelihood apart: a fit may leave it for first use (`run_laplace`)
+        "draw_values": (jax.vmap(reported, in_axes=(0, None)), (np.zeros((chunk, n)), inputs)),
     }
+    if pointwise:
+        functions["draw_log_likelihood"] = (jax.vmap(recorded, in_axes=(0, None)), (np.zeros((chunk, n)), inputs))
     spec = {"jacobian": bool(jacobian), "chunk": chunk, "structure": "arrow" if local else "dense"}
     if local:
         local_index = np.asarray(local)
@@ -109,10 +123,13 @@ def laplace_functions(jax, density, values, x, inputs: Mapping, local: list[int]
 
 def run_laplace(program: MapProgram, inputs: Mapping[str, np.ndarray], x_map: np.ndarray, *, draws: int = 1000,
                 seed: int | None = None, maxiter: int = 5000, tol: float = 1e-8,
-                fixed: Mapping[str, np.ndarray] | None = None) -> tuple[Draws, list[str]]:
+                fixed: Mapping[str, np.ndarray] | None = None,
+                defer_log_likelihood: bool = False) -> tuple[Draws, list[str]]:
     """Draws of the Laplace approximation (see the module docstring) of a program built with
     `laplace=...`, started at `x_map` (the MAP's unconstrained vector). Returns the draws (one
-    chain) and warnings in plain words."""
+    chain) and warnings in plain words. With `defer_log_likelihood`, the pointwise log-likelihood
+    of the draws is left to `Draws.deferred` (at 10,000 groups it costs as much as the rest of
+    the push through the model)."""
     if program.laplace is None:
         raise ValueError("this MAP program was built without the Laplace functions")
     t0 = time.perf_counter()
@@ -144,14 +161,21 @@ def run_laplace(program: MapProgram, inputs: Mapping[str, np.ndarray], x_map: np
             f"curvature {curvature['min_curvature']:.3g}): the posterior is flat or saddle-shaped in some "
             "direction there. Its curvatures were replaced by their absolute values (floored), so the draws "
             "spread widely along those directions; do not trust these intervals, fit with NUTS.")
-    posterior = _pushed_through(program, given, centre[None] + deviations)
+    xs = centre[None] + deviations
+    posterior = _pushed_through(program.draw_values, program.laplace["chunk"], given, xs)
+    deferred = None
+    if "draw_log_likelihood" in program.exported:
+        deferred = functools.partial(_pushed_through, program.draw_log_likelihood, program.laplace["chunk"], given, xs)
+        if not defer_log_likelihood:
+            posterior.update(deferred())
+            deferred = None
     fixed = dict(fixed or {})
     for name, value in fixed.items():
         posterior[name] = np.broadcast_to(np.asarray(value, dtype=float), (1, draws, *np.shape(value))).copy()
     if fixed:
         info["held_fixed"] = {k: np.asarray(v).tolist() for k, v in fixed.items()}
     info["seconds"] = time.perf_counter() - t0
-    return Draws(posterior, {}, info), messages
+    return Draws(posterior, {}, info, deferred=deferred), messages
 
 
 def _dense_draws(hessian: np.ndarray, draws: int, rng) -> tuple[np.ndarray, dict]:
@@ -198,11 +222,10 @@ def _positive(curvatures: np.ndarray) -> tuple[np.ndarray, dict]:
     return np.maximum(np.abs(curvatures), floor), report
 
 
-def _pushed_through(program: MapProgram, given, xs: np.ndarray) -> dict[str, np.ndarray]:
-    """Every reported variable at each row of `xs`, shaped (1, draws, ...), in chunks of the size
-    the program was exported for."""
-    chunk = program.laplace["chunk"]
+def _pushed_through(function, chunk: int, given, xs: np.ndarray) -> dict[str, np.ndarray]:
+    """`function` (the program's `draw_values` or `draw_log_likelihood`) at each row of `xs`, shaped
+    (1, draws, ...), in chunks of the size the program was exported for."""
     draws = xs.shape[0]
     padded = np.concatenate([xs, np.repeat(xs[-1:], -draws % chunk, axis=0)])
-    parts = [program.draw_values(padded[i:i + chunk], given) for i in range(0, padded.shape[0], chunk)]
+    parts = [function(padded[i:i + chunk], given) for i in range(0, padded.shape[0], chunk)]
     return {name: np.concatenate([np.asarray(p[name]) for p in parts])[:draws][None] for name in parts[0]}

@@ -316,6 +316,10 @@ def test_aggregation_check_is_wired_and_its_refits_do_not_check(wsc_data, wsc_fi
     assert calls == [({"wh": 4.0, "mu_prior": "hierarchical", "w_concentration": 1.0}, 0, True,
                       ["mu", "mu_scale", "w0", "w1"])]
     assert rows[-1].check == "aggregation_bias" and rows[-1].flagged
+    # a NUTS fit hands the check the MAP it started from, so the check needs no refit
+    nuts_point, map_point = wsc_fits["nuts"].map_point_, wsc_fits["map"].map_point_
+    for name in ("mu", "w0", "w1", "mu_scale"):
+        np.testing.assert_allclose(nuts_point[name], map_point[name], rtol=1e-6)
     assert checks.flagged_messages(rows) == ["check aggregation_bias flagged: behavior depends on the group beyond "
                                              "the class"]
 

@@ -136,8 +136,21 @@ def test_a_laplace_fit_saves_loads_and_predicts(case, tmp_path):
     assert info["map"]["compiled_program"] == "cache" and info["laplace"]["centre_converged"]
     posterior = est._fitted().posterior
     assert posterior.sizes["chain"] == 1 and posterior.sizes["draw"] == 1000
+    # the pointwise log-likelihood waits for first use, and the fit-time checks leave out LOO's row
+    assert "log_likelihood" not in est._fitted().groups()
+    assert "loo_pareto_k" not in set(est.checks_["check"])
     path = est.save(tmp_path / "fit.nc")
     loaded = load(path)
+    loglik = loaded.idata_.log_likelihood
+    assert set(loglik.data_vars) and loglik.sizes["draw"] == 1000 and np.isfinite(loglik.to_array()).all()
+    if name == "wsc":  # every group's mu_i integrated out, as NUTS's log-likelihood has it
+        from bayes_wsc.models.wsc import integrated_group_loglik
+
+        flat = {n: posterior[n].values[0] for n in ("mu", "w0", "w1", "mu_loc", "mu_scale")}
+        expected = integrated_group_loglik(data_b.counts, data_b.he, flat["mu"], flat["w0"], flat["w1"],
+                                           flat["mu_loc"], flat["mu_scale"], np.full(1000, 1 / np.sqrt(est.wh)))
+        np.testing.assert_allclose(loglik["groups"].values[0], expected, rtol=1e-10)
+        assert list(loglik["groups"].dims) == ["chain", "draw", "group"]
     assert inference.get_attrs(loaded.idata_)["method"] == "laplace"
     for var in posterior.data_vars:
         np.testing.assert_array_equal(loaded.idata_.posterior[var].values, posterior[var].values)

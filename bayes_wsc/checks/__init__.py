@@ -154,7 +154,7 @@ def posterior_predictive(est, data=None, *, draws: int = PPC_DRAWS, seed: int = 
 
 # ---------------------------------------------------------------------- running the checks
 def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
-        targeted: Sequence[Callable] | None = None) -> list[Check]:
+        targeted: Sequence[Callable] | None = None, loo: bool = True) -> list[Check]:
     """Every check of a fitted estimator: the posterior predictive checks and targeted checks of its
     model, and, for a fit with draws, the Pareto k values of LOO. Fits that a check makes (refits on
     halves of the data) do not run checks themselves.
@@ -164,6 +164,8 @@ def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
 
     targeted : functions (est, data, seed) -> list of `Check` run instead of the model's own targeted
         checks (`checks/<model>.targeted`): tests pass stand-ins here.
+
+    loo : False leaves out the Pareto k row (a Laplace fit at fit time, whose log-likelihood waits).
     """
     module = module_of(est)
     data = est.data_from_fit() if data is None else data
@@ -174,7 +176,8 @@ def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
         rows = list(module.rows(est, data, replicates))
         for check in (module.targeted() if targeted is None else targeted):
             rows += check(est, data, seed)
-        rows += loo_rows(est)
+        if loo:
+            rows += loo_rows(est)
     return rows
 
 

@@ -133,8 +133,9 @@ def aggregation_rows(est, data, seed: int, check=None) -> list[Check]:
 
 
 def map_point(est) -> dict | None:
-    """The fit's mu, w0, w1 (and mu_scale) when it is a MAP of the package's own model, else None."""
-    posterior = est._fitted().posterior
-    if est.model_file is not None or posterior.sizes["chain"] * posterior.sizes["draw"] != 1:
+    """The fit's MAP mu, w0, w1 (and mu_scale) for the package's own model (a MAP fit's point, or the
+    MAP a Laplace or NUTS fit started from), else None."""
+    point = None if est.model_file is not None else est.map_point_
+    if point is None:
         return None
-    return {n: np.asarray(posterior[n].values[0, 0]) for n in ("mu", "w0", "w1", "mu_scale") if n in posterior}
+    return {n: np.asarray(point[n]) for n in ("mu", "w0", "w1", "mu_scale") if n in point}
