@@ -18,6 +18,7 @@ on the held-out fold's individual labels:
   the true training labels.
 
     nice -n 10 python benchmarks/proportions_sec4.py --datasets breast_cancer,wine          # all, resumable
+    nice -n 10 python benchmarks/proportions_sec4.py --methods bayes,baselines             # the fast ones first
     python benchmarks/proportions_sec4.py --report                                        # table and plot
 
 Every finished (data set, sigma, fold, method) is appended to
@@ -43,6 +44,7 @@ RESULTS = HERE / "results"
 SIGMAS = (2, 4, 8, 16, 32, 64, 128)
 BAYES = [("gaussian", "independent"), ("gaussian", "exact-counts"), ("categorical", "independent"),
          ("categorical", "exact-counts"), ("logistic", "independent"), ("logistic", "exact-counts")]
+FAMILIES = ("bayes", "llp", "baselines")
 COLUMNS = ["dataset", "sigma", "fold", "method", "accuracy", "seconds", "k", "err_pi", "warnings"]
 
 
@@ -70,7 +72,7 @@ def pca_bins(x_train: np.ndarray, x_test: np.ndarray, components: int = 2, per_c
     return np.ravel_multi_index(codes_train, shape), np.ravel_multi_index(codes_test, shape), int(np.prod(shape))
 
 
-def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed):
+def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, families=FAMILIES):
     from bayes_wsc.baselines.proportions import K_RANGE, direct_classifier, fit_llp, oracle_classifier
     from bayes_wsc.data.proportions import LabelProportions
     from bayes_wsc.errors import FitWarning
@@ -94,7 +96,7 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed):
     numeric = LabelProportions.from_arrays(x_train, groups, proportions, counts=counts)
     bins_train, bins_test, n_bins = pca_bins(x_train, x_test)
     categorical = LabelProportions.from_bins(bins_train, groups, proportions, n_bins, counts=counts)
-    for emission, bag in BAYES:
+    for emission, bag in BAYES if "bayes" in families else ():
         method = f"bayes/{emission}/{bag}"
         if (name, sigma, fold, method) in done:
             continue
@@ -107,7 +109,7 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed):
         predicted = est.class_probabilities(features)["mean"].argmax(axis=1)
         record(method, float(np.mean(predicted == y_test)), time.perf_counter() - t0,
                warnings=sum(issubclass(w.category, FitWarning) for w in caught))
-    for labeling in ("exhaustive", "greedy"):
+    for labeling in ("exhaustive", "greedy") if "llp" in families else ():
         method = f"llp/{labeling}"
         if (name, sigma, fold, method) in done:
             continue
@@ -123,7 +125,7 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed):
         record(method, chosen[3], seconds, k=chosen[2], err_pi=chosen[0])
         best = max(runs, key=lambda r: r[3])
         record(f"llp-best-k/{labeling}", best[3], seconds, k=best[2], err_pi=best[0])
-    for method in ("direct", "oracle"):
+    for method in ("direct", "oracle") if "baselines" in families else ():
         if (name, sigma, fold, method) in done:
             continue
         t0 = time.perf_counter()
@@ -146,7 +148,8 @@ def run(args) -> None:
         for sigma in [int(s) for s in args.sigmas.split(",")]:
             for fold in range(args.folds):
                 train, test = folds[fold]
-                run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, args.seed)
+                run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, args.seed,
+                         families=args.methods.split(","))
 
 
 def report(args) -> None:
@@ -188,6 +191,9 @@ def main(argv=None) -> int:
     parser.add_argument("--sigmas", default=",".join(map(str, SIGMAS)))
     parser.add_argument("--folds", type=int, default=10, help="folds to run of the 10 (fewer for a pilot)")
     parser.add_argument("--seed", type=int, default=2011)
+    parser.add_argument("--methods", default=",".join(FAMILIES),
+                        help="families to run: bayes, llp, baselines (direct and oracle); the groups and LLP's "
+                             "seeds do not depend on which, so a later run fills in the rest")
     parser.add_argument("--out", default=str(RESULTS), help="folder of the per-data-set CSV files")
     parser.add_argument("--report", action="store_true", help="summarize the CSV into a table and a plot")
     args = parser.parse_args(argv)
