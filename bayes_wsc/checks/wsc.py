@@ -136,6 +136,6 @@ def map_point(est) -> dict | None:
     """The fit's MAP mu, w0, w1 (and mu_scale) for the package's own model (a MAP fit's point, or the
     MAP a Laplace or NUTS fit started from), else None."""
     point = None if est.model_file is not None else est.map_point_
-    if point is None:
+    if point is None or not {"mu", "w0", "w1"} <= set(point):  # mu="integrated" started from a mode without mu
         return None
     return {n: np.asarray(point[n]) for n in ("mu", "w0", "w1", "mu_scale") if n in point}

@@ -276,13 +276,15 @@ def draw_group_qualities(counts, he, w0, w1, mu_loc=None, mu_scale=None, sigma_h
     from bayes_wsc.jax_setup import jax_runtime
 
     jax = jax_runtime()
+    # float64: in float32, XLA's CPU code for this loop (JAX 0.10.2) got the log integrand wrong by tens of
+    # nats once a vector held 8 or more groups, and the draws drifted off the conditional with every step
     per_draw = {"w0": w0, "w1": w1, "loc": mu_loc, "scale": mu_scale}
-    per_draw = {k: np.asarray(v, dtype=np.float32) for k, v in per_draw.items() if v is not None}
+    per_draw = {k: np.asarray(v, dtype=np.float64) for k, v in per_draw.items() if v is not None}
     n_draws = per_draw["w0"].shape[0]
     keys = np.asarray(jax.random.split(jax.random.PRNGKey(seed), n_draws))
     fn = _draw_fn(jax, tuple(per_draw), sigma_h is not None)
-    mu, rates = _in_blocks(fn, {"key": keys, **per_draw}, np.asarray(counts, np.float32),
-                           np.asarray(he, np.float32), *([np.float32(sigma_h)] if sigma_h is not None else []))
+    mu, rates = _in_blocks(fn, {"key": keys, **per_draw}, np.asarray(counts, np.float64),
+                           np.asarray(he, np.float64), *([np.float64(sigma_h)] if sigma_h is not None else []))
     return mu, float(np.mean(rates))
 
 
@@ -316,7 +318,7 @@ def _draw_fn(jax, names: tuple, with_he: bool):
                     accepted + jnp.mean(accept))
 
         first = propose(jax.random.fold_in(values["key"], 0))
-        current, _, accepted = jax.lax.fori_loop(0, MH_STEPS, step, (first, log_ratio(first), jnp.float32(0)))
+        current, _, accepted = jax.lax.fori_loop(0, MH_STEPS, step, (first, log_ratio(first), jnp.zeros((), mode.dtype)))
         return current, accepted / MH_STEPS
 
     axes = (None, None, *[0] * (len(names) + 1), *([None] if with_he else []))
