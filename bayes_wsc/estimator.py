@@ -407,7 +407,8 @@ class Estimator:
         self._check_fitted()
         mode = getattr(self, "_mode", None)
         if mode is not None:
-            return {n: np.asarray(v)[0, 0] for n, v in mode.posterior.items()}
+            return {n: np.asarray(v)[0, 0] for n, v in mode.posterior.items()
+                    if not n.startswith(inference.LOG_LIKELIHOOD_PREFIX)}
         posterior = self._fitted().posterior
         if posterior.sizes["chain"] * posterior.sizes["draw"] == 1:
             return {n: posterior[n].values[0, 0] for n in posterior.data_vars}
