@@ -12,7 +12,7 @@
 
     python benchmarks/bench_proportions.py --part llp --rounds 5
     python benchmarks/bench_proportions.py --part scale [--bag exact-counts]
-    python benchmarks/bench_proportions.py --part nuts
+    python benchmarks/bench_proportions.py --part nuts [--precision float32]
 
 Appends rows to benchmarks/results/bench_proportions.csv.
 """
@@ -91,7 +91,7 @@ def part_scale_child(args) -> None:
 
     data, truth = simulated(1_000_000, 10_000)
     t0 = time.perf_counter()
-    est = ProportionsClassifier(bag_likelihood=args.bag).fit(data)
+    est = ProportionsClassifier(emission=args.emission, bag_likelihood=args.bag).fit(data)
     seconds = time.perf_counter() - t0
     info = json.loads(est.idata_.posterior.attrs["fit_info"])["map"]
     error = float(np.abs((est.idata_.posterior["mean"].values[0, 0] - data.center) / data.scale
@@ -106,7 +106,7 @@ def part_scale_child(args) -> None:
 def part_scale(args) -> list[dict]:
     rows = []
     for run in range(args.rounds):
-        done = subprocess.run([sys.executable, __file__, "--part", "scale-child", "--bag", args.bag],
+        done = subprocess.run([sys.executable, __file__, "--part", "scale-child", "--bag", args.bag, "--emission", args.emission],
                               capture_output=True, text=True)
         if done.returncode:
             raise SystemExit(done.stderr[-2000:])
@@ -122,10 +122,17 @@ def part_nuts(args) -> list[dict]:
     data, _ = simulated(100_000, 1_000)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True):
-        est = ProportionsClassifier(bag_likelihood=args.bag, method="nuts", progressbar=False).fit(data)
+        est = ProportionsClassifier(emission=args.emission, bag_likelihood=args.bag, method="nuts",
+                                    precision=args.precision, progressbar=False).fit(data)
     seconds = time.perf_counter() - t0
     summary = est.summary()
-    return [{"part": "nuts", "bag": args.bag, "nuts_seconds": round(seconds, 1),
+    from bayes_wsc import inference
+
+    info = inference.get_attrs(est._fitted())["fit_info"]["nuts"]
+    steps = est._fitted().sample_stats["n_steps"].values
+    return [{"part": "nuts", "bag": args.bag, "precision": args.precision or "default", "nuts_seconds": round(seconds, 1),
+             "sampler_seconds": round(float(info.get("seconds", float("nan"))), 1),
+             "mean_leapfrog_steps": round(float(steps.mean()), 1),
              "max_rhat": round(float(summary["r_hat"].max()), 4), "min_ess_bulk": round(float(summary["ess_bulk"].min())),
              "diagnostics": " | ".join(est.diagnostics_)[:300]}]
 
@@ -136,6 +143,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--emission", default="gaussian")
     parser.add_argument("--bag", default="independent")
+    parser.add_argument("--precision", default=None, help="NUTS arithmetic (--part nuts): float32 or float64")
     args = parser.parse_args(argv)
     if args.part == "scale-child":
         part_scale_child(args)
