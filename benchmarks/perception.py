@@ -10,9 +10,9 @@ Methods, each scored on the items that are no seed:
 
   kmeans        k-means on X (K clusters, matched to the seed sets by the Hungarian method on seeds)
   seeded_gmm    a diagonal Gaussian mixture on X, EM with the seeds as labelled items (no perception)
-  lpe_kmeans    LPE (10 restarts) + k-means on its embedding F (the paper's pipeline, hard clusters)
+  lpe_kmeans    LPE (10 restarts) + k-means on the directions of its embedding F's rows (hard clusters)
   lpe_overlap   LPE's memberships (NNLS weights of the perception vectors in F), thresholded at 0.3
-  npe_kmeans    NPE (self-tuning RBF kernel, 10 restarts) + k-means
+  npe_kmeans    NPE (self-tuning RBF kernel, 10 restarts) + k-means, the same way
   bayes_map     the perception model, MAP, the overlap rule (probability >= 0.3, and the most probable)
   bayes_map_top the same fit, the most probable cluster only
   nonneg_map    the non-negative variant (models/perception_nonnegative.py), MAP, the overlap rule

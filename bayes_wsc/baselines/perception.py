@@ -310,7 +310,7 @@ def embedding_kmeans(result: EmbeddingResult, data: SeedSets, *, seed: int | Non
     """LPE + k-means / NPE + k-means: hard clusters of the embedding F, k-means on its rows scaled to
     length 1. Which perception an item carries is the direction of F_i; its length is how far the seeds'
     pull reaches it: NPE's F_i = (K C)_i shrinks towards 0 with the item's distance from the seeds, and
-    k-means on raw F split the digits by that length, not by direction (benchmarks/RESULTS.md, "NPE")."""
+    k-means on raw F split the digits by that length, not by direction (benchmarks/npe_diagnosis.py)."""
     return kmeans_clusters(unit_rows(result.F), data, seed=seed)
 
 
