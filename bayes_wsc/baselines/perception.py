@@ -33,9 +33,9 @@
   the distance to the 7th nearest neighbour (self-tuning, Zelnik-Manor & Perona 2004, the rule the
   supplement cites). Its cost is O(n^2) memory and O(n^2 q) per iteration.
 * Final clusters from an embedding F: `embedding_kmeans` (k-means on the directions of the rows of F,
-  its clusters matched to the seed sets by the Hungarian method on seed counts) for hard clusters, `perception_memberships` (the
-  non-negative weights of the perception vectors that best rebuild F_i) and `threshold_clusters`
-  for overlapping ones.
+  its clusters matched to the seed sets by the Hungarian method on seed counts) for hard clusters,
+  `perception_memberships` (the non-negative weights of the perception vectors that best rebuild F_i)
+  and `threshold_clusters` for overlapping ones.
 * Plain baselines: `kmeans_clusters` (k-means on X, matched to the seed sets likewise) and
   `seeded_gmm` (a diagonal Gaussian mixture on X fitted by EM with the seeds as labelled items: a seed's
   responsibilities are confined to its sets; no perception).
