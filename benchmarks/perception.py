@@ -10,9 +10,9 @@ Methods, each scored on the items that are no seed:
 
   kmeans        k-means on X (K clusters, matched to the seed sets by the Hungarian method on seeds)
   seeded_gmm    a diagonal Gaussian mixture on X, EM with the seeds as labelled items (no perception)
-  lpe_kmeans    LPE (10 restarts) + k-means on its embedding F (the paper's pipeline, hard clusters)
+  lpe_kmeans    LPE (10 restarts) + k-means on the directions of its embedding F's rows (hard clusters)
   lpe_overlap   LPE's memberships (NNLS weights of the perception vectors in F), thresholded at 0.3
-  npe_kmeans    NPE (self-tuning RBF kernel, 10 restarts) + k-means
+  npe_kmeans    NPE (self-tuning RBF kernel, 10 restarts) + k-means, the same way
   bayes_map     the perception model, MAP, the overlap rule (probability >= 0.3, and the most probable)
   bayes_map_top the same fit, the most probable cluster only
   nonneg_map    the non-negative variant (models/perception_nonnegative.py), MAP, the overlap rule
@@ -21,7 +21,8 @@ Methods, each scored on the items that are no seed:
 
 F-score per user cluster (the paper's metric) averaged over the clusters; Brier score of the membership
 probabilities (hard assignments count as 0/1). Rows are appended to benchmarks/results/perception_*.csv
-as they finish (--resume skips finished ones); the reliability plot pools the (item, cluster) cells.
+as they finish (--resume skips the (data set, method) pairs already there; --redo M,... drops method M's
+rows first); the reliability plot pools the (item, cluster) cells.
 """
 
 from __future__ import annotations
@@ -54,30 +55,42 @@ def score(method, assigned, probs, truth, rows, seconds, **extra) -> tuple[dict,
     return row, probs
 
 
-def run_methods(study, *, seed: int, nuts: bool = False, npe: bool = True, nuts_settings=None) -> list:
-    """Every method on one data set: a list of (row, probabilities or None)."""
+def expected_methods(*, nuts: bool, npe: bool = True) -> list[str]:
+    """The methods a data set gets, in the order they run."""
+    return [m for m in LABELS if (m != "bayes_nuts" or nuts) and (m != "npe_kmeans" or npe)]
+
+
+def run_methods(study, *, seed: int, nuts: bool = False, npe: bool = True, nuts_settings=None,
+                only=None) -> list:
+    """Every method on one data set (or those in `only`): a list of (row, probabilities or None)."""
     from bayes_wsc.baselines import perception as bp
     from bayes_wsc.errors import FitWarning
     from bayes_wsc.models.perception import PerceptionClustering
 
+    want = set(expected_methods(nuts=nuts, npe=npe) if only is None else only)
     data, truth = study.data(), study.membership
     rows, k = data.unseeded_items, data.n_clusters
     out = []
-    t0 = time.perf_counter()
-    labels = bp.kmeans_clusters(data.features, data, seed=seed)
-    out.append(score("kmeans", bp.one_hot(labels, k), None, truth, rows, time.perf_counter() - t0))
-    t0 = time.perf_counter()
-    gmm = bp.seeded_gmm(data)
-    out.append(score("seeded_gmm", bp.one_hot(gmm.memberships.argmax(1), k), gmm.memberships, truth, rows,
-                     time.perf_counter() - t0))
-    t0 = time.perf_counter()
-    lpe = bp.lpe(data, seed=seed)
-    lpe_seconds = time.perf_counter() - t0
-    out.append(score("lpe_kmeans", bp.one_hot(bp.embedding_kmeans(lpe, data, seed=seed), k), None, truth, rows,
-                     lpe_seconds, converged=lpe.converged))
-    overlap = bp.threshold_clusters(bp.perception_memberships(lpe.F, data.perception), THRESHOLD)
-    out.append(score("lpe_overlap", overlap, overlap.astype(float), truth, rows, lpe_seconds))
-    if npe:
+    if "kmeans" in want:
+        t0 = time.perf_counter()
+        labels = bp.kmeans_clusters(data.features, data, seed=seed)
+        out.append(score("kmeans", bp.one_hot(labels, k), None, truth, rows, time.perf_counter() - t0))
+    if "seeded_gmm" in want:
+        t0 = time.perf_counter()
+        gmm = bp.seeded_gmm(data)
+        out.append(score("seeded_gmm", bp.one_hot(gmm.memberships.argmax(1), k), gmm.memberships, truth, rows,
+                         time.perf_counter() - t0))
+    if want & {"lpe_kmeans", "lpe_overlap"}:
+        t0 = time.perf_counter()
+        lpe = bp.lpe(data, seed=seed)
+        lpe_seconds = time.perf_counter() - t0
+        if "lpe_kmeans" in want:
+            out.append(score("lpe_kmeans", bp.one_hot(bp.embedding_kmeans(lpe, data, seed=seed), k), None, truth,
+                             rows, lpe_seconds, converged=lpe.converged))
+        if "lpe_overlap" in want:
+            overlap = bp.threshold_clusters(bp.perception_memberships(lpe.F, data.perception), THRESHOLD)
+            out.append(score("lpe_overlap", overlap, overlap.astype(float), truth, rows, lpe_seconds))
+    if "npe_kmeans" in want:
         t0 = time.perf_counter()
         result = bp.npe(data, seed=seed)
         out.append(score("npe_kmeans", bp.one_hot(bp.embedding_kmeans(result, data, seed=seed), k), None, truth,
@@ -86,6 +99,8 @@ def run_methods(study, *, seed: int, nuts: bool = False, npe: bool = True, nuts_
     if nuts:
         fits["bayes_nuts"] = {"method": "nuts", "progressbar": False, **(nuts_settings or {})}
     for name, settings in fits.items():
+        if name not in want and not (name == "bayes_map" and "bayes_map_top" in want):
+            continue
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FitWarning)
@@ -95,16 +110,41 @@ def run_methods(study, *, seed: int, nuts: bool = False, npe: bool = True, nuts_
         extra = {"warnings": sum(issubclass(w.category, FitWarning) for w in caught)}
         if name == "bayes_nuts":
             extra["max_rhat"] = float(est.summary()["r_hat"].max())
-        out.append(score(name, bp.threshold_clusters(probs, THRESHOLD), probs, truth, rows, seconds, **extra))
-        if name == "bayes_map":
+        if name in want:
+            out.append(score(name, bp.threshold_clusters(probs, THRESHOLD), probs, truth, rows, seconds, **extra))
+        if name == "bayes_map" and "bayes_map_top" in want:
             out.append(score("bayes_map_top", bp.one_hot(probs.argmax(1), k), probs, truth, rows, seconds))
     return out
 
 
 def append(path: Path, rows: list[dict]) -> None:
+    """Add rows to a results file, in its columns (the file is rewritten if the rows bring a new column)."""
     frame = pd.DataFrame(rows)
-    header = not path.exists()
-    frame.to_csv(path, mode="a", header=header, index=False)
+    if not path.exists():
+        frame.to_csv(path, index=False)
+        return
+    columns = list(pd.read_csv(path, nrows=0).columns)
+    if set(frame.columns) <= set(columns):
+        frame.reindex(columns=columns).to_csv(path, mode="a", header=False, index=False)
+    else:
+        pd.concat([pd.read_csv(path), frame], ignore_index=True).to_csv(path, index=False)
+
+
+def finished(path: Path, resume: bool) -> dict[str, set]:
+    """The methods already in the results file, per data set (none unless resuming)."""
+    if not (resume and path.exists()):
+        return {}
+    table = pd.read_csv(path)
+    return table.groupby("dataset")["method"].agg(set).to_dict()
+
+
+def drop_methods(path: Path, methods: str | None) -> None:
+    """--redo: remove these methods' rows from a results file, so that --resume computes them again."""
+    if methods and path.exists():
+        table = pd.read_csv(path)
+        keep = ~table["method"].isin(methods.split(","))
+        table[keep].to_csv(path, index=False)
+        print(f"{path.name}: dropped {int((~keep).sum())} rows of {methods}", flush=True)
 
 
 def save_probs(path: Path, dataset: str, probs: np.ndarray, truth: np.ndarray, rows: np.ndarray) -> None:
@@ -119,13 +159,16 @@ def part_simulated(args) -> None:
     from bayes_wsc.simulate.perception import simulate_study
 
     path = RESULTS / "perception_simulated.csv"
-    done = set(pd.read_csv(path)["dataset"]) if args.resume and path.exists() else set()
+    drop_methods(path, args.redo)
+    done = finished(path, args.resume)
     for s in range(args.datasets):
         name = f"sim{s}"
-        if name in done:
+        nuts = args.nuts and s < args.nuts_datasets
+        missing = [m for m in expected_methods(nuts=nuts) if m not in done.get(name, set())]
+        if not missing:
             continue
         study = simulate_study(seed=s)
-        results = run_methods(study, seed=s, nuts=args.nuts and s < args.nuts_datasets,
+        results = run_methods(study, seed=s, nuts=nuts, only=missing,
                               nuts_settings={"draws": args.draws, "tune": args.tune, "chains": args.chains})
         data = study.data()
         for row, probs in results:
@@ -141,13 +184,16 @@ def part_digits(args) -> None:
     from bayes_wsc.simulate.perception import digits_example
 
     path = RESULTS / "perception_digits.csv"
-    done = set(pd.read_csv(path)["dataset"]) if args.resume and path.exists() else set()
+    drop_methods(path, args.redo)
+    done = finished(path, args.resume)
     for s in range(args.seed_draws):
         name = f"digits{s}"
-        if name in done:
+        nuts = args.nuts and s < args.nuts_datasets
+        missing = [m for m in expected_methods(nuts=nuts) if m not in done.get(name, set())]
+        if not missing:
             continue
         study = digits_example(seeds_per_cluster=args.digit_seeds, seed=s)
-        results = run_methods(study, seed=s, nuts=args.nuts and s < args.nuts_datasets,
+        results = run_methods(study, seed=s, nuts=nuts, only=missing,
                               nuts_settings={"draws": args.draws, "tune": args.tune, "chains": args.chains})
         append(path, [{"dataset": name, **row} for row, _ in results])
         print(name, {row["method"]: round(row["f_mean"], 3) for row, _ in results},
@@ -277,7 +323,11 @@ def main(argv=None) -> None:
     parser.add_argument("--timing-methods", default="lpe_1thread,lpe_threads,map_first,map_cached",
                         help="timing: which of lpe_1thread, lpe_threads (the BLAS library's threads), map_first, "
                              "map_cached to run, in this order")
-    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the rows in the results files; compute only the methods a data set lacks")
+    parser.add_argument("--redo", default=None, metavar="METHOD,...",
+                        help="first drop these methods' rows from the results files of the parts run "
+                             "(with --resume: compute just them again)")
     parser.add_argument("--summarize", action="store_true", help="only print the tables and draw the figure")
     args = parser.parse_args(argv)
     RESULTS.mkdir(exist_ok=True)

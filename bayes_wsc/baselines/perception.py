@@ -32,10 +32,10 @@
   over F, C >= 0, with the RBF kernel exp(-||x_i - x_j||^2 / (s_i s_j)) whose local widths s_i are
   the distance to the 7th nearest neighbour (self-tuning, Zelnik-Manor & Perona 2004, the rule the
   supplement cites). Its cost is O(n^2) memory and O(n^2 q) per iteration.
-* Final clusters from an embedding F: `embedding_kmeans` (k-means, its clusters matched to the seed
-  sets by the Hungarian method on seed counts) for hard clusters, `perception_memberships` (the
-  non-negative weights of the perception vectors that best rebuild F_i) and `threshold_clusters`
-  for overlapping ones.
+* Final clusters from an embedding F: `embedding_kmeans` (k-means on the directions of the rows of F,
+  its clusters matched to the seed sets by the Hungarian method on seed counts) for hard clusters,
+  `perception_memberships` (the non-negative weights of the perception vectors that best rebuild F_i)
+  and `threshold_clusters` for overlapping ones.
 * Plain baselines: `kmeans_clusters` (k-means on X, matched to the seed sets likewise) and
   `seeded_gmm` (a diagonal Gaussian mixture on X fitted by EM with the seeds as labelled items: a seed's
   responsibilities are confined to its sets; no perception).
@@ -81,9 +81,16 @@ def _seed_loss(F: np.ndarray, data: SeedSets) -> float:
     return float(np.sum((F[data.seed_item] - data.perception[data.seed_cluster]) ** 2))
 
 
-def _update_f(F, E, counts, targets, beta):
+def f_update_terms(F, E, counts, targets, beta):
+    """(numerator, denominator) of the F update, E = X W + 1 b^T (LPE) or K C (NPE): the negative and
+    positive parts of half the objective's gradient in F, (F - E) + beta (c o F - S^T P)."""
     e_pos, e_neg = _parts(E)
-    return F * np.sqrt((e_pos + beta * targets) / np.maximum(F + beta * counts[:, None] * F + e_neg, EPS))
+    return e_pos + beta * targets, F + beta * counts[:, None] * F + e_neg
+
+
+def _update_f(F, E, counts, targets, beta):
+    numerator, denominator = f_update_terms(F, E, counts, targets, beta)
+    return F * np.sqrt(numerator / np.maximum(denominator, EPS))
 
 
 def _check_weights(beta, gamma, tol, max_iter, restarts):
@@ -214,10 +221,18 @@ def npe_objective(K, F, C, data: SeedSets, beta: float, gamma: float, KC: np.nda
     return float(np.sum((KC - F) ** 2) + beta * _seed_loss(F, data) + gamma * np.sum(C * KC))
 
 
+def c_update_terms(K, F, KC, gamma):
+    """(numerator, denominator) of the C update (eq. 6), K F and K K C + gamma K C: with K, F, C >= 0 the
+    negative and positive parts of half the objective's gradient in C, K (K C - F) + gamma K C."""
+    q = F.shape[1]
+    products = K @ np.hstack([F, KC])  # one pass over K for K F and K K C (the pass over K bounds the time)
+    return products[:, :q], products[:, q:] + gamma * KC
+
+
 def npe_run(data: SeedSets, K, F, C, *, beta: float, gamma: float, tol: float, max_iter: int,
             threads: int | None = 1):
     """One run of Alg. 2 from (F, C) > 0 with kernel K (non-negative); returns (F, C, history, converged).
-    K K C is computed as K (K C), three n x n by n x q products per iteration, never the n^3 K K."""
+    K K C is computed as K (K C), two passes over K per iteration, never the n^3 K K."""
     counts, targets = seed_targets(data)
     KC = K @ C
     history = [npe_objective(K, F, C, data, beta, gamma, KC)]
@@ -225,7 +240,8 @@ def npe_run(data: SeedSets, K, F, C, *, beta: float, gamma: float, tol: float, m
     with threadpool_limits(threads, user_api="blas"):
         for _ in range(max_iter):
             F = _update_f(F, KC, counts, targets, beta)  # K C >= 0: its negative part is zero
-            C = C * np.sqrt((K @ F) / np.maximum(K @ KC + gamma * KC, EPS))
+            numerator, denominator = c_update_terms(K, F, KC, gamma)
+            C = C * np.sqrt(numerator / np.maximum(denominator, EPS))
             KC = K @ C
             history.append(npe_objective(K, F, C, data, beta, gamma, KC))
             if history[-2] - history[-1] < tol * history[-2]:
@@ -284,9 +300,18 @@ def kmeans_clusters(points: np.ndarray, data: SeedSets, *, seed: int | None = 0,
     return match_to_seed_sets(labels, data, data.n_clusters)
 
 
+def unit_rows(F: np.ndarray) -> np.ndarray:
+    """The rows of F scaled to length 1 (a zero row stays zero): the direction of each item's embedding."""
+    F = np.asarray(F, dtype=float)
+    return F / np.maximum(np.linalg.norm(F, axis=1, keepdims=True), EPS)
+
+
 def embedding_kmeans(result: EmbeddingResult, data: SeedSets, *, seed: int | None = 0) -> np.ndarray:
-    """LPE + k-means / NPE + k-means: hard clusters of the embedding F."""
-    return kmeans_clusters(result.F, data, seed=seed)
+    """LPE + k-means / NPE + k-means: hard clusters of the embedding F, k-means on its rows scaled to
+    length 1. Which perception an item carries is the direction of F_i; its length is how far the seeds'
+    pull reaches it: NPE's F_i = (K C)_i shrinks towards 0 with the item's distance from the seeds, and
+    k-means on raw F split the digits by that length, not by direction (benchmarks/npe_diagnosis.py)."""
+    return kmeans_clusters(unit_rows(result.F), data, seed=seed)
 
 
 def perception_memberships(F: np.ndarray, perception: np.ndarray) -> np.ndarray:
