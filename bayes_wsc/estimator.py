@@ -543,7 +543,11 @@ class Estimator:
             return self.write_report(out_dir, **kwargs)
 
     def write_report(self, out_dir, **kwargs):
-        raise NotImplementedError(f"{type(self).__name__} has no report")
+        """The model's report; a model without its own gets the estimands, the criticism sections and
+        the warnings (`report.basic`)."""
+        from bayes_wsc.report.basic import write_report
+
+        return write_report(self, out_dir, **kwargs)
 
     # ------------------------------------------------------------------ predictions
     def key_columns(self) -> list[str]:

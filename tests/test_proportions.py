@@ -316,3 +316,16 @@ def test_map_fit_says_why_there_is_no_loo():
         est.loo()
     ppc = est.posterior_predictive(draws=30).posterior_predictive["group_class_share"]
     assert ppc.shape[2:] == (20, 2) and ppc.values.std(axis=(0, 1)).max() > 0
+
+
+def test_the_basic_report_of_a_model_without_its_own(nuts_fit, tmp_path):
+    """The base estimator's report (what a model without a report module gets): estimands with intervals,
+    the shared criticism sections and the warnings."""
+    from bayes_wsc.estimator import Estimator
+
+    est, _ = nuts_fit
+    page = Estimator.write_report(est, tmp_path, ci=0.8).read_text()
+    for heading in ("Estimands", "Diagnostics", "80% HDI", "eta"):
+        assert heading in page
+    with pytest.raises(InputError, match="ci must be"):
+        Estimator.write_report(est, tmp_path, ci=1.5)

@@ -1,0 +1,27 @@
+"""The report any fitted estimator gets when its model has no report of its own: the estimands with
+their intervals, the criticism sections every model shares, and the fit's warnings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bayes_wsc import inference
+from bayes_wsc.errors import InputError
+from bayes_wsc.report.criticism import criticism_sections
+from bayes_wsc.report.html import Section, fit_warnings, write_html
+
+
+def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) -> Path:
+    """Write `out_dir/report.html` for any fitted estimator."""
+    if isinstance(ci, bool) or not isinstance(ci, (int, float)) or not 0 < ci < 1:
+        raise InputError(f"ci must be a number in (0, 1), got {ci!r}")
+    method = inference.get_attrs(est.idata_)["method"]
+    caption = ("The posterior mode: no intervals." if not inference.has_draws(est.idata_) else
+               f"Posterior mean, sd and {ci:.0%} HDI (with Monte Carlo errors, ESS and R-hat after NUTS).")
+    sections = [Section("Estimands", paragraphs=list(est.summary_notes()),
+                        tables=[(est.summary(hdi_prob=ci).round(3), caption)])]
+    sections += criticism_sections({method.upper(): est})
+    paragraphs, warnings = fit_warnings({"this fit": est})
+    sections.append(Section("Diagnostics", paragraphs=paragraphs, warnings=warnings))
+    intro = f"A {type(est).__name__} fit ({est.model_name} model) by {method}."
+    return write_html(Path(out_dir) / "report.html", title or f"{type(est).__name__} report", intro, sections)
