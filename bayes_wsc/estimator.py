@@ -744,6 +744,11 @@ def compare(fits, ic: str = "loo"):
         if not other["observed_data"].equals(first["observed_data"]):
             raise InputError(f"fits {labels[0]!r} and {label!r} were made on different data; "
                              "LOO compares fits of the same data")
+        scored = [inference.get_attrs(fits[name]._fitted()).get("log_likelihood_of") for name in (labels[0], label)]
+        if scored[0] != scored[1]:
+            raise InputError(f"fits {labels[0]!r} and {label!r} score different things (the log-likelihood of "
+                             f"{scored[0] or 'the data'} against that of {scored[1] or 'the data'}); LOO compares "
+                             "models of the same quantity")
     return inference.compare({label: fits[label]._fitted() for label in labels}, ic=ic)
 
 

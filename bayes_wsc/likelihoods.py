@@ -214,10 +214,11 @@ def poisson_multinomial_logp(log_q, plan, inputs=None):
     (`plan.inputs()`, as `pm.Data`). Returns (I,).
 
     Exact groups run the recursion over their items: a state P(counts of the tracked classes so far)
-    of extent m_l + 1 per class other than the group's most frequent one, updated item by item,
+    over every class other than the group's most frequent one (extents bounded by the group's size,
+    so that the layout does not depend on the counts; see `count_plan`), updated item by item,
     state_j(k) = state_{j-1}(k) q_j,untracked + sum_l state_{j-1}(k - e_l) q_jl, in log space. That is
-    n_i (m_i + 1) cells for two classes, O(n_i^2), and n_i prod_l (m_il + 1) for L classes; the groups
-    of one bucket (same padded size) are updated together by one `scan`.
+    about n_i^2 / 2 cells for two classes, O(n_i^2), and n_i prod_t (n_i / (t + 1) + 1) for L classes; the
+    groups of one bucket (same padded size) are updated together by one `scan`.
 
     Groups too large for it (see `count_plan`) use the normal approximation of the counts of the
     tracked classes, mean sum_j q_j and covariance sum_j (diag q_j - q_j q_j^T) + I/12 (the variance of

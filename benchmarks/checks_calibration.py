@@ -10,9 +10,10 @@ time) and records every check's row. The models and sizes:
            0.95..0.65, beta 0.9..0.6, 500 pairs each (z drawn per item, shared by its pairs)
   pcmix    a two-component Gaussian mixture in 3 features (weights 0.4, 0.6; means 1.5 apart in sd
            units), n = 1000 items, half of them labeled with P(y = 1 | z) = 0.85 and 0.15, lam = 1
-  proportions  `simulate_proportions`: 3 classes, groups of 16 items with shares ~ Dirichlet(0.5), the
-           default fit (gaussian, independent; 100 groups, 5 features); `proportions_logistic` (exact
-           counts, 100 groups, 5 features) and `proportions_categorical` (exact counts, 200 groups, 6 bins)
+  proportions  `simulate_proportions`: 3 classes, groups of 16 items with shares ~ Dirichlet(0.5):
+           `proportions_logistic`, the default fit (logistic, exact counts; 100 groups, 5 features);
+           `proportions` (gaussian, independent, the default before the Sec. 4 sweep chose; 100 groups,
+           5 features) and `proportions_categorical` (exact counts, 200 groups, 6 bins)
   perception  `simulate_model`: 2000 items, 10 features, K = 3 clusters over 3 perception features
            (each pair shares one), W and b from the prior, 10 seeds per cluster (seed 004's 3-10), a
            tenth of them also put in a second set (overlap)
@@ -90,7 +91,8 @@ def simulate(model: str, seed: int):
     raise SystemExit(f"unknown model {model!r}")
 
 
-#: label proportions: the default fit and the other two emissions with exact counts, groups of 16 items
+#: label proportions, groups of 16 items: gaussian/independent (the first default), the default (logistic, exact
+#: counts) and the categorical emission with exact counts
 PROPORTIONS = {"proportions": ("gaussian", "independent", 100),
                "proportions_logistic": ("logistic", "exact-counts", 100),
                "proportions_categorical": ("categorical", "exact-counts", 200)}

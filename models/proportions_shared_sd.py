@@ -4,7 +4,8 @@ The classes differ only in their means, as in linear discriminant analysis: fewe
 the default (one sd per class and feature), which helps small data. Everything else (the bag
 likelihoods, noisy proportions, eta, predictions, report) is the model's own blocks.
 
-    bayes-wsc fit proportions --items I.csv --proportions P.csv --model models/proportions_shared_sd.py --out F.nc
+    bayes-wsc fit proportions --items I.csv --proportions P.csv --emission gaussian \
+        --model models/proportions_shared_sd.py --out F.nc
 """
 
 import numpy as np
@@ -17,7 +18,8 @@ from bayes_wsc.models.proportions import add_bag_likelihood, add_class_shares, m
 def build_model(data, *, emission="gaussian", bag_likelihood="independent", concentration=None, mean_prior_sd=3.0,
                 sd_prior_rate=1.0, **unused_priors):
     if emission != "gaussian":
-        raise ValueError(f"this variant is of the gaussian emission, not {emission!r}")
+        raise ValueError(f"this variant is of the gaussian emission: fit it with emission='gaussian' "
+                         f"(--emission gaussian), not {emission!r}")
     with pm.Model(coords=model_coords(data)) as model:
         log_shares = add_class_shares(data, concentration)
         mean_z = pm.Normal("mean_z", 0.0, mean_prior_sd, dims=("class", "feature"))

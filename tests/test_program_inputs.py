@@ -15,11 +15,14 @@ from bayes_wsc.estimator import load
 from bayes_wsc.map_program import run_map
 from bayes_wsc.models.experts import NoisyExperts
 from bayes_wsc.models.pcmix import PCMixture
+from bayes_wsc.models.proportions import ProportionsClassifier
 from bayes_wsc.models.wsc import WSC
 from bayes_wsc.simulate import simulate_two_blobs, simulate_wsc, toy_items
 
-#: inputs that are equal in both data sets by design: dim lengths (the structure) and settings
-SAME_BY_DESIGN = {"lam"}
+#: inputs that are equal in both data sets by design: dim lengths (the structure), settings, and the
+#: group sizes, with what they fix of the exact-counts recursion: its starting state, and which groups
+#: share its one bucket (all)
+SAME_BY_DESIGN = {"lam", "group_sizes", "cp0_init", "cp0_groups"}
 
 
 def wsc_data(seed):
@@ -41,10 +44,23 @@ def pcmix_data(seed):
     return toy_items(simulate_two_blobs(n=60, labeled_fraction=0.5, band=0.7, seed=seed)[0])
 
 
+def proportions_data(seed):
+    """Three classes with exact counts, groups of the same sizes in both data sets: new counts, new
+    members (the items shuffled) and new features run in the program built for the other."""
+    from bayes_wsc.data.proportions import LabelProportions
+    from bayes_wsc.simulate.proportions import simulate_proportions
+
+    data, _ = simulate_proportions("gaussian", n_groups=16, group_size=6, n_classes=3, n_features=2, seed=seed)
+    order = np.random.default_rng(seed).permutation(data.n_items)
+    return LabelProportions.from_arrays(data.x[order], data.item_group[order], data.proportions, counts=data.counts)
+
+
 CASES = {
     "wsc": (lambda: WSC(method="laplace", seed=0), wsc_data),
     "experts": (lambda: NoisyExperts(method="laplace", restarts=2, seed=0), experts_data),
     "pcmix": (lambda: PCMixture(method="laplace", components=2, restarts=2, seed=0), pcmix_data),
+    "proportions": (lambda: ProportionsClassifier(emission="gaussian", bag_likelihood="exact-counts",
+                                                  method="laplace", seed=0), proportions_data),
 }
 
 

@@ -152,10 +152,12 @@ def test_fit_predict_report_and_llp_from_the_command_line(files, capsys):
     path, truth = files
     fit = path / "fit.nc"
     assert cli(["fit", "proportions", "--items", path / "items.csv", "--proportions", path / "counts.csv", "--counts",
-                "--id-col", "id", "--bag-likelihood", "exact-counts", "--out", fit, "--report", path / "report"]) == 0
+                "--id-col", "id", "--out", fit, "--report", path / "report"]) == 0
     out = capsys.readouterr().out
-    assert "features height, weight" in out and "mean[crack, height]" in out and "Diagnostics" in out
-    assert "Fit to the proportions" in (path / "report" / "report.html").read_text()
+    # the defaults: the logistic emission, and exact counts because the counts are given
+    assert "features height, weight" in out and "W[crack, height]" in out and "Diagnostics" in out
+    html = (path / "report" / "report.html").read_text()
+    assert "Fit to the proportions" in html and "the exact-counts likelihood" in html and "bag_likelihood=&#x27;auto&#x27;" in html
     new = pd.DataFrame({"weight": [0.0, 1.0], "height": [1.0, -2.0], "other": ["a", "b"]})  # no group: features only
     new.to_csv(path / "new.csv", index=False)
     assert cli(["predict", fit, "--items", path / "new.csv", "--out", path / "pred.csv"]) == 0
@@ -178,7 +180,8 @@ def nuts_fit(files):
     path, _ = files
     items = pd.read_csv(path / "items.csv")
     data = LabelProportions.from_frames(items, pd.read_csv(path / "proportions.csv"), id_col="id")
-    est = ProportionsClassifier(concentration=20.0, method="nuts", draws=60, tune=60, chains=2, progressbar=False)
+    est = ProportionsClassifier(emission="gaussian", concentration=20.0, method="nuts", draws=60, tune=60, chains=2,
+                                progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)  # 60 draws: low ESS, said so
         return est.fit(data), items
@@ -190,6 +193,43 @@ def test_save_load_predict_round_trip(nuts_fit, tmp_path):
     pred = back.predict(items.head(3))
     assert (pred["prob_low"] <= pred["prob_high"]).all()
     assert any("theta[group, class]" in note for note in back.summary_notes())
+
+
+def test_the_default_bag_likelihood_follows_the_data(tmp_path):
+    """"auto" takes the exact counts when the proportions are whole counts and known exactly, and the
+    independent form for shares that are not counts or with a concentration; the fit keeps its choice."""
+    from bayes_wsc.commands import proportions as command
+    from bayes_wsc.models import proportions as model
+
+    assert (command.DEFAULT_EMISSION, command.DEFAULT_BAG_LIKELIHOOD) == (model.DEFAULT_EMISSION,
+                                                                          model.DEFAULT_BAG_LIKELIHOOD)
+    data, _ = simulate_proportions("logistic", n_groups=12, group_size=4, n_classes=2, n_features=2, seed=1)
+    shares = 0.1 + 0.8 * data.proportions  # 0.1 of a group of 4 is 0.4 items: not counts
+    votes = LabelProportions.from_arrays(data.x, data.item_group, shares)
+    assert votes.counts is None and data.counts is not None
+    cases = [(data, None, "exact-counts"), (votes, None, "independent"), (data, 5.0, "independent")]
+    for fit_data, concentration, expected in cases:
+        est = ProportionsClassifier(concentration=concentration).fit(fit_data)
+        assert est.bag_likelihood == "auto" and est.bag_likelihood_ == expected
+    exact = ProportionsClassifier().fit(data)
+    back = bayes_wsc.load(exact.save(tmp_path / "fit.nc"))
+    assert back.bag_likelihood_ == "exact-counts" and back.get_params()["bag_likelihood"] == "auto"
+    np.testing.assert_array_equal(back.item_probabilities()["prob_low"], exact.item_probabilities()["prob_low"])
+
+
+def test_compare_refuses_fits_that_score_different_things():
+    """The logistic emission's log-likelihood is of the counts given the features, the gaussian's of the
+    features given the counts: LOO cannot rank one against the other."""
+    data, _ = simulate_proportions("gaussian", n_groups=16, group_size=4, n_classes=2, n_features=2, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        fits = {e: ProportionsClassifier(emission=e, method="laplace", draws=200).fit(data)
+                for e in ("logistic", "gaussian")}
+        same = ProportionsClassifier(emission="gaussian", bag_likelihood="independent", method="laplace",
+                                     draws=200).fit(data)
+        assert len(bayes_wsc.compare({"exact": fits["gaussian"], "independent": same})) == 2
+    with pytest.raises(InputError, match="score different things .*the class counts given the features"):
+        bayes_wsc.compare(fits)
 
 
 BAD = {

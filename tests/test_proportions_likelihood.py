@@ -57,6 +57,24 @@ def test_poisson_multinomial_equals_enumeration(n_classes):
     np.testing.assert_allclose(got, enumerate_counts_logp(log_q, item_group, counts), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_the_count_plan_depends_on_the_group_sizes_alone(n_classes):
+    """One compiled program serves every data set whose groups have the same sizes: new counts and new
+    members change the plan's values, never its structure or the shapes of its arrays."""
+    rng = np.random.default_rng(n_classes)
+    sizes = [1, 2, 3, 6, 4, 5, 17, 40]
+    plans = [count_plan(*random_groups(rng, sizes, n_classes)) for _ in range(3)]
+    one_class = np.zeros((len(sizes), n_classes), dtype=int)
+    one_class[:, -1] = sizes  # every item of the last class: the extreme counts
+    plans.append(count_plan(np.repeat(np.arange(len(sizes)), sizes), one_class))
+    for plan in plans[1:]:
+        assert plan.structure() == plans[0].structure()
+        assert {k: np.shape(v) for k, v in plan.inputs().items()} == \
+            {k: np.shape(v) for k, v in plans[0].inputs().items()}
+    first, last = plans[0].inputs(), plans[-1].inputs()
+    assert any(not np.array_equal(first[k], last[k]) for k in first if k.endswith(("_order", "_target")))
+
+
 def test_poisson_binomial_and_its_normal_fallback():
     import pytensor
     import pytensor.tensor as pt

@@ -106,14 +106,15 @@ def cli_fit_args(model, path):
                         "--clusters", "3", "--restarts", "3"],
             "pcmix": ["fit", "pcmix", "--items", path / "toy.csv", "--components", "2", "--lam", "4",
                       "--restarts", "3"],
-            "proportions": ["fit", "proportions", "--items", path / "sticks.csv", "--proportions", path / "shares.csv"],
+            "proportions": ["fit", "proportions", "--items", path / "sticks.csv", "--proportions", path / "shares.csv",
+                            "--emission", "gaussian"],  # the variant's emission
             "perception": ["fit", "perception", "--items", path / "seed_items.csv", "--seeds", path / "seeds.csv",
                            "--perception", path / "perception.csv", "--restarts", "1"]}[model]
 
 
 def estimator(model, **settings):
     small = {"wsc": {}, "experts": {"n_clusters": 3, "restarts": 3}, "pcmix": {"components": 2, "lam": 4.0,
-                                                                              "restarts": 3}, "proportions": {},
+                                                                              "restarts": 3}, "proportions": {"emission": "gaussian"},
              "perception": {"restarts": 1}}[model]
     cls = {"wsc": WSC, "experts": NoisyExperts, "pcmix": PCMixture, "proportions": ProportionsClassifier,
            "perception": PerceptionClustering}[model]

@@ -66,7 +66,7 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     emission = _emission(params)
     n_rep = next(iter(params.values())).shape[0]
     sizes = data.group_sizes.astype(float)
-    exact = getattr(est, "bag_likelihood", "independent") == "exact-counts" and data.counts is not None
+    exact = getattr(est, "bag_likelihood_", "independent") == "exact-counts" and data.counts is not None
     coords = {"group": list(data.group_ids), "class": list(data.classes)}
     if emission == "logistic":
         return _replicate_logistic(data, params, rng, sizes, coords)
@@ -89,13 +89,13 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
         w = w / w.sum(axis=2, keepdims=True)
         if exact:  # the classes as a fixed assignment of the counts to the items (bins do not see the order)
             z = np.repeat(np.tile(np.arange(data.n_classes), data.n_groups), np.asarray(data.counts).ravel())
-            draw_bins = lambda s, r: _draw(np.broadcast_to(w[s][z], (r, z.size, data.n_bins)), rng)  # noqa: E731
+            draw_bins = lambda s, r: _draw(w[s][z], rng, r)  # noqa: E731
             item_group = np.repeat(np.arange(data.n_groups), data.group_sizes)
         else:
             item_group = data.item_group
 
             def draw_bins(s, r):
-                z = _draw(np.broadcast_to(shares[s][item_group], (r, data.n_items, data.n_classes)), rng)
+                z = _draw(shares[s][item_group], rng, r)
                 return _draw(w[s][z], rng)
         misfit = _misfit(observed / sizes[:, None], draw_bins, item_group, sizes, data.n_bins, n_rep,
                          data.n_items * (data.n_classes + data.n_bins))
@@ -135,10 +135,10 @@ def _replicate_logistic(data, params, rng, sizes, coords) -> Replicates:
     W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)  # (S, L, D), (S, L)
     n_rep, n_classes = b.shape
     probs = lambda s: softmax(data.x @ W[s].T + b[s], axis=1)  # noqa: E731  (n, L)
-    counts = np.stack([_group_counts(_draw(probs(s)[None], rng), data.item_group, data.n_groups, n_classes)[0]
+    counts = np.stack([_group_counts(_draw(probs(s), rng, 1), data.item_group, data.n_groups, n_classes)[0]
                        for s in range(n_rep)])
     observed = np.asarray(data.counts if data.counts is not None else data.expected_counts, dtype=float)
-    misfit = _misfit(observed / sizes[:, None], lambda s, r: _draw(np.broadcast_to(probs(s), (r, *probs(s).shape)), rng),
+    misfit = _misfit(observed / sizes[:, None], lambda s, r: _draw(probs(s), rng, r),
                      data.item_group, sizes, n_classes, n_rep, data.n_items * n_classes)
     return Replicates({"class_share": counts.sum(axis=1) / sizes.sum(), "group_class_share": counts / sizes[None, :, None]},
                       {"class_share": observed.sum(axis=0) / sizes.sum(), "group_class_share": observed / sizes[:, None]},
@@ -146,10 +146,12 @@ def _replicate_logistic(data, params, rng, sizes, coords) -> Replicates:
                       realized={"group_misfit": misfit})
 
 
-def _draw(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One category per row of (..., K) probabilities: (...)."""
-    u = rng.random(probs.shape[:-1])[..., None]
-    return np.minimum((u > np.cumsum(probs, axis=-1)).sum(axis=-1), probs.shape[-1] - 1)
+def _draw(probs: np.ndarray, rng: np.random.Generator, replicates: int | None = None) -> np.ndarray:
+    """One category per row of (..., K) probabilities: (...); with `replicates`, that many independent
+    draws from the same probabilities, (replicates, ...), their cumulative sums taken once."""
+    cdf = np.cumsum(probs, axis=-1)[..., :-1]  # a draw past every bound is the last category
+    u = rng.random(probs.shape[:-1] if replicates is None else (replicates, *probs.shape[:-1]))[..., None]
+    return (u > cdf).sum(axis=-1)
 
 
 def _group_counts(z: np.ndarray, item_group: np.ndarray, n_groups: int, n_values: int) -> np.ndarray:

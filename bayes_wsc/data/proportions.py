@@ -469,8 +469,9 @@ class CountBucket:
 
     groups : (G,) group indices. items : (G, steps) item indices, padded with `n_items` (a row of
     no item). order : (G, L) the classes of each group with the most frequent first: it is the one
-    the recursion does not track, so its state holds the other classes' counts, each at most half
-    the group. shape : the state's extent per tracked class (a power of two above the counts).
+    the recursion does not track, so its state holds the other classes' counts, the t-th of them (t = 1, 2, ...)
+    at most n // (t + 1) of the group's n items. shape : the state's extent per tracked class (a power of two
+    above that bound, so that it depends on the group's size alone).
     target : (G,) each group's counts of the tracked classes as a flat index into the state.
     """
 
@@ -543,13 +544,16 @@ def count_plan(item_group: np.ndarray, counts: np.ndarray, *, group_budget: int 
                total_budget: int = TOTAL_BUDGET) -> CountPlan:
     """Lay out the exact-counts recursion: which groups are exact, in which bucket, and the rest.
 
-    A group of n items with tracked counts m (every class but its most frequent) runs n steps over a
-    state of prod(m + 1) cells: O(n^2) for two classes. Groups share a bucket (one vectorized scan)
-    when their sizes and their tracked counts + 1 round up to the same powers of two, so a group
-    pays at most twice its own extent along each axis, and that padded cost is what the budgets
+    A group of n items runs n steps over a state that holds the counts of every class but its most
+    frequent: O(n^2) for two classes. The layout depends on the group sizes alone, never on the
+    counts, so that one compiled program serves every data set whose groups have the same sizes (new
+    groupings, cross-validation folds, bootstrap draws): the class in position t + 1 of a group's
+    order (most frequent first) has at most n // (t + 2) items, and that bound + 1, rounded up to a
+    power of two, is the state's extent along its axis. Groups share a bucket (one vectorized scan)
+    when their sizes round up to the same power of two, and that padded cost is what the budgets
     count. Groups within `group_budget` are exact, cheapest first while the total stays within
     `total_budget` (what reverse-mode differentiation keeps per state copy); the rest use the normal
-    approximation.
+    approximation. The counts give each group's class order and its target cell.
     """
     item_group = np.asarray(item_group, dtype=np.int64)
     counts = np.asarray(counts, dtype=np.int64)
@@ -558,7 +562,7 @@ def count_plan(item_group: np.ndarray, counts: np.ndarray, *, group_budget: int 
     order = np.argsort(-counts, axis=1, kind="stable")  # most frequent class first
     tracked = np.take_along_axis(counts, order, axis=1)[:, 1:]
     padded = _next_power_of_two(sizes)
-    extents = _next_power_of_two(tracked + 1)
+    extents = _next_power_of_two(sizes[:, None] // np.arange(2, n_classes + 1) + 1)  # >= tracked + 1
     cost = padded * np.prod(extents, axis=1)
     exact = cost <= group_budget
     by_cost = np.argsort(np.where(exact, cost, np.iinfo(np.int64).max), kind="stable")

@@ -24,7 +24,7 @@ Z is summed out per group, by one of two bag likelihoods:
   with p_eta(x) = sum_l eta_l f_l(x), q_ijl = eta_l f_l(x_ij) / p_eta(x_ij), eta the overall
   class shares (eq. 2) and PM the Poisson-multinomial probability of the counts when item j
   is of class l with probability q_jl (`likelihoods.poisson_multinomial_logp`: exact by a
-  recursion over items, O(n_i^2) for two classes, n_i prod_l (m_il + 1) for more; the normal
+  recursion over items, O(n_i^2) for two classes, O(n_i^L) for L; the normal
   approximation for groups too large for it). For `logistic` it is P(m_i | X_i) = PM(m_i; softmax).
 
 Prediction for a new item: P(z = l | x) proportional to eta_l f_l(x) (eq. 2 and 9 of seed 001),
@@ -58,6 +58,10 @@ transforms = LazyModule("bayes_wsc.transforms")
 
 EMISSIONS = ("gaussian", "categorical", "logistic")
 BAG_LIKELIHOODS = ("independent", "exact-counts")
+#: the defaults, chosen by held-out accuracy on seed 001's Sec. 4 experiment (README, benchmarks/RESULTS.md)
+DEFAULT_EMISSION = "logistic"
+#: exact-counts when the data hold whole class counts and the proportions are known exactly, else independent
+DEFAULT_BAG_LIKELIHOOD = "auto"
 #: NUTS chains start with every simplex share at least this (`nuts_start`)
 SIMPLEX_FLOOR = 1e-4
 #: Pi's smallest singular value relative to its largest below this: the classes are not identified
@@ -69,8 +73,8 @@ def check_settings(emission: str, bag_likelihood: str, concentration, **priors) 
     """Fail early, naming the setting, before any model is built."""
     if emission not in EMISSIONS:
         raise InputError(f"emission must be one of {EMISSIONS}, got {emission!r}")
-    if bag_likelihood not in BAG_LIKELIHOODS:
-        raise InputError(f"bag_likelihood must be one of {BAG_LIKELIHOODS}, got {bag_likelihood!r}")
+    if bag_likelihood not in (*BAG_LIKELIHOODS, "auto"):
+        raise InputError(f"bag_likelihood must be one of {(*BAG_LIKELIHOODS, 'auto')}, got {bag_likelihood!r}")
     if concentration is not None:
         if not _positive(concentration):
             raise InputError(f"concentration must be None (proportions known exactly) or a positive number, "
@@ -81,6 +85,15 @@ def check_settings(emission: str, bag_likelihood: str, concentration, **priors) 
     for name, value in priors.items():
         if not _positive(value):
             raise InputError(f"{name} must be a positive number, got {value!r}")
+
+
+def resolve_bag_likelihood(bag_likelihood: str, concentration, data: LabelProportions) -> str:
+    """The bag likelihood a fit uses: "auto" is exact-counts when the proportions are known exactly (no
+    concentration) and are whole counts (given, or proportions times group sizes that are whole numbers),
+    and independent otherwise (vote shares, noisy proportions); any other value as given."""
+    if bag_likelihood != "auto":
+        return bag_likelihood
+    return "exact-counts" if concentration is None and data.counts is not None else "independent"
 
 
 def _positive(value) -> bool:
@@ -140,11 +153,12 @@ def bag_inputs(data: LabelProportions, emission: str, bag_likelihood: str) -> di
     return values
 
 
-def model_data(data: LabelProportions, emission: str = "gaussian", bag_likelihood: str = "independent",
+def model_data(data: LabelProportions, emission: str = DEFAULT_EMISSION, bag_likelihood: str = DEFAULT_BAG_LIKELIHOOD,
                concentration: float | None = None) -> dict[str, np.ndarray]:
     """Every value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy. A cached MAP
     program takes them as runtime inputs, so one program serves every data set of the same structure
     (`Estimator.model_inputs`); building a program checks that this list and the model agree."""
+    bag_likelihood = resolve_bag_likelihood(bag_likelihood, concentration, data)
     return {**share_inputs(data, None if emission == "logistic" else concentration),
             **emission_inputs(data, emission, bag_likelihood), **bag_inputs(data, emission, bag_likelihood)}
 
@@ -280,13 +294,15 @@ def add_estimands(data: LabelProportions, emission: str, log_emission):
                      dims=("bin", "class"))
 
 
-def build_model(data: LabelProportions, *, emission: str = "gaussian", bag_likelihood: str = "independent",
-                concentration: float | None = None, mean_prior_sd: float = 3.0, sd_prior_rate: float = 1.0,
-                w_concentration: float = 1.0, prior_sd: float = 1.0, intercept_sd: float = 2.0) -> pm.Model:
+def build_model(data: LabelProportions, *, emission: str = DEFAULT_EMISSION,
+                bag_likelihood: str = DEFAULT_BAG_LIKELIHOOD, concentration: float | None = None,
+                mean_prior_sd: float = 3.0, sd_prior_rate: float = 1.0, w_concentration: float = 1.0,
+                prior_sd: float = 1.0, intercept_sd: float = 2.0) -> pm.Model:
     """The label-proportions model as a `pm.Model` with dims group, class and feature (or bin)."""
     check_settings(emission, bag_likelihood, concentration, mean_prior_sd=mean_prior_sd, sd_prior_rate=sd_prior_rate,
                    w_concentration=w_concentration, prior_sd=prior_sd, intercept_sd=intercept_sd)
     check_data(data, emission)
+    bag_likelihood = resolve_bag_likelihood(bag_likelihood, concentration, data)
     with pm.Model(coords=model_coords(data)) as model:
         log_shares = add_class_shares(data, None if emission == "logistic" else concentration)
         if emission == "gaussian":
@@ -389,10 +405,12 @@ class ProportionsClassifier(Estimator):
 
     Parameters
     ----------
-    emission : "gaussian" (numeric features), "categorical" (crossed categorical features) or "logistic"
-        (discriminative softmax).
-    bag_likelihood : "independent" (fast; classes drawn independently from the group's shares) or
-        "exact-counts" (the group's class counts known exactly).
+    emission : "logistic" (discriminative softmax; the default), "gaussian" (numeric features) or "categorical"
+        (crossed categorical features).
+    bag_likelihood : "independent" (fast; classes drawn independently from the group's shares),
+        "exact-counts" (the group's class counts known exactly) or "auto" (the default: exact-counts when the
+        data hold whole counts and no concentration is given, independent otherwise; `bag_likelihood_`
+        says which a fit used).
     concentration : None (the proportions are known exactly) or c > 0: theta_i ~ Dirichlet(c Pi_i + 1),
         noisy proportions (independent bag likelihood only).
     mean_prior_sd, sd_prior_rate : priors of the gaussian emission on standardized features.
@@ -413,8 +431,8 @@ class ProportionsClassifier(Estimator):
     required_attrs = ("model", "method", "settings", "classes", "data_kind")
     required_variables = {"posterior": ("eta",)}
 
-    def __init__(self, *, emission="gaussian", bag_likelihood="independent", concentration=None, mean_prior_sd=3.0,
-                 sd_prior_rate=1.0, w_concentration=1.0, prior_sd=1.0, intercept_sd=2.0, **kwargs):
+    def __init__(self, *, emission=DEFAULT_EMISSION, bag_likelihood=DEFAULT_BAG_LIKELIHOOD, concentration=None,
+                 mean_prior_sd=3.0, sd_prior_rate=1.0, w_concentration=1.0, prior_sd=1.0, intercept_sd=2.0, **kwargs):
         super().__init__(**kwargs)
         self.emission = emission
         self.bag_likelihood = bag_likelihood
@@ -424,10 +442,12 @@ class ProportionsClassifier(Estimator):
         self.w_concentration = w_concentration
         self.prior_sd = prior_sd
         self.intercept_sd = intercept_sd
+        self._bag_of_fit = None  # bag_likelihood resolved against the data by `fit`
 
     # ------------------------------------------------------------------ settings
     def build_settings(self) -> dict:
-        return {"emission": self.emission, "bag_likelihood": self.bag_likelihood,
+        """The settings, with the bag likelihood the fit in progress resolved ("auto" before any fit)."""
+        return {"emission": self.emission, "bag_likelihood": self._bag_of_fit or self.bag_likelihood,
                 "concentration": None if self.concentration is None else float(self.concentration),
                 "mean_prior_sd": float(self.mean_prior_sd), "sd_prior_rate": float(self.sd_prior_rate),
                 "w_concentration": float(self.w_concentration), "prior_sd": float(self.prior_sd),
@@ -445,7 +465,8 @@ class ProportionsClassifier(Estimator):
         before anything is built."""
         self.check_params()
         check_data(data, self.emission)
-        if self.bag_likelihood == "exact-counts":
+        self._bag_of_fit = resolve_bag_likelihood(self.bag_likelihood, self.concentration, data)
+        if self._bag_of_fit == "exact-counts":
             data.whole_counts_or_fail()
         self._data_messages = [m for m in (identifiability_message(data),) if m]
         return super().fit(data)
@@ -490,11 +511,15 @@ class ProportionsClassifier(Estimator):
         else:
             constant["item_bin"] = data.item_bin
             dims["item_bin"] = ["item"]
+        bag = resolve_bag_likelihood(self.bag_likelihood, self.concentration, data)
         attrs = {"data_settings": dict(data.settings), "classes": list(data.classes), "data_kind": data.kind,
-                 "counts_given": bool(data.counts_given)}
+                 "counts_given": bool(data.counts_given), "bag_likelihood": bag,
+                 # what the pointwise log-likelihood scores: `compare` refuses to rank fits that score different things
+                 "log_likelihood_of": ("the class counts given the features" if self.emission == "logistic"
+                                       else "the features given the proportions")}
         if data.bins is not None:
             attrs["behavior_levels"] = {c: list(lv) for c, lv in zip(data.bins.columns, data.bins.levels)}
-        if self.bag_likelihood == "exact-counts" and data.counts is not None:
+        if bag == "exact-counts" and data.counts is not None:
             plan = count_plan(data.item_group, data.counts)
             attrs["approximated_groups"] = [str(g) for g in data.group_ids[plan.approx_groups]]
         return {"observed_data": observed, "constant_data": constant, "dims": dims, "attrs": attrs,
@@ -513,6 +538,12 @@ class ProportionsClassifier(Estimator):
         return messages
 
     # ------------------------------------------------------------------ fitted values
+    @property
+    def bag_likelihood_(self) -> str:
+        """The bag likelihood of the fit ("auto" resolved against its data; kept in the saved fit)."""
+        self._check_fitted()
+        return inference.get_attrs(self._fitted()).get("bag_likelihood", self.bag_likelihood)
+
     @property
     def classes_(self) -> list[str]:
         self._check_fitted()
@@ -622,7 +653,7 @@ class ProportionsClassifier(Estimator):
         joint = log_joint(features)[keep]  # (S, n, L): log eta_l f_l(x) or log softmax
         log_eta = np.log(stacked(self.idata_, "eta")[keep])
         n_classes = joint.shape[2]
-        exact = self.bag_likelihood == "exact-counts" and data.counts is not None
+        exact = self.bag_likelihood_ == "exact-counts" and data.counts is not None
         approximated = set(inference.get_attrs(self.idata_).get("approximated_groups", []))
         if self.emission != "logistic":
             joint = joint - log_eta[:, None, :]  # log f_l(x)

@@ -94,7 +94,7 @@ def plot_group_fit(est, table=None):
 def _fit_words(est) -> str:
     settings = inference.get_attrs(est.idata_)["settings"]
     method = inference.get_attrs(est.idata_)["method"]
-    bag = settings["bag_likelihood"]
+    bag = est.bag_likelihood_
     shares = ("the proportions taken as known exactly" if settings.get("concentration") is None
               else f"noisy proportions, theta_i ~ Dirichlet({settings['concentration']:g} Pi_i + 1)")
     how = ("the posterior mode (MAP), started from the soft-label estimate; a single point, no intervals"
@@ -106,6 +106,9 @@ def _fit_words(est) -> str:
                                 "the bag-mean likelihood: counts ~ Multinomial(n_i, mean of the items' softmax)",
                  "exact-counts": "the exact-counts likelihood: the group's class counts known exactly, every "
                                  "assignment of classes to items with those counts summed"}[bag]
+    if settings["bag_likelihood"] == "auto":
+        bag_words += (" (chosen by bag_likelihood='auto': the data hold whole counts)" if bag == "exact-counts" else
+                      " (chosen by bag_likelihood='auto': the proportions are not whole counts, or are noisy)")
     return f"Emission {settings['emission']}; {bag_words}; {shares}. Fit: {how}."
 
 
