@@ -36,7 +36,7 @@ def _add_data_options(parser: argparse.ArgumentParser, out_type, out_help: str) 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     _add_data_options(parser, output_file("fit file"), "where to write the fit (netCDF)")
     model = parser.add_argument_group("model")
-    model.add_argument("--emission", choices=("gaussian", "categorical", "logistic"), default=DEFAULT_EMISSION,
+    model.add_argument("--emission", choices=("logistic", "gaussian", "categorical"), default=DEFAULT_EMISSION,
                        help=f"how features depend on the class (default: {DEFAULT_EMISSION})")
     model.add_argument("--bag-likelihood", choices=("independent", "exact-counts", "auto"),
                        default=DEFAULT_BAG_LIKELIHOOD,
