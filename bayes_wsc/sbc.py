@@ -135,13 +135,35 @@ def rank_of(truth: float, draws: np.ndarray, rng: np.random.Generator) -> int:
     return below + (int(rng.integers(0, ties + 1)) if ties else 0)
 
 
+#: how many times a simulation may draw new parameters and data before its data are taken as a bug
+MAX_REDRAWS = 20
+
+
+def simulate_accepted(case: SBCCase, draw: dict, sim: int, seed: int) -> tuple[dict, Any, int]:
+    """(draw, data, redraws): the case's data for this prior draw, or, when the data container refuses
+    them (`InputError`: a class that no group holds, say), a new prior draw with new data, up to
+    `MAX_REDRAWS` times. Parameters and data are redrawn together, so the accepted pairs come from the
+    joint distribution conditioned on an event of the data alone: each accepted data set's posterior is
+    unchanged, and so is the uniformity of the ranks."""
+    for redraws in range(MAX_REDRAWS + 1):
+        rng = np.random.default_rng([seed, sim, 2] if redraws == 0 else [seed, sim, 2, redraws])
+        try:
+            return draw, case.simulate(draw, rng), redraws
+        except InputError as refused:
+            if redraws == MAX_REDRAWS:
+                raise InputError(f"simulation {sim}: {MAX_REDRAWS + 1} draws of the prior gave data the model "
+                                 f"cannot take, the last because {refused}") from refused
+            new_seed = int(np.random.SeedSequence([seed, sim, redraws, 5]).generate_state(1)[0] % 2**31)
+            draw = prior_draws(case, 1, new_seed)[0]
+    raise AssertionError("unreachable")
+
+
 def one_simulation(case: SBCCase, draw: dict, sim: int, seed: int, n_rank_draws: int = N_RANK_DRAWS) -> dict:
     """Simulate, fit and rank for one prior draw; returns one row (ranks, ESS, fit statistics)."""
     from bayes_wsc import inference
     from bayes_wsc.errors import FitWarning
 
-    rng = np.random.default_rng([seed, sim, 2])
-    data = case.simulate(draw, rng)
+    draw, data, redraws = simulate_accepted(case, draw, sim, seed)
     est = case.estimator(int(np.random.SeedSequence([seed, sim, 3]).generate_state(1)[0] % 2**31))
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -150,7 +172,7 @@ def one_simulation(case: SBCCase, draw: dict, sim: int, seed: int, n_rank_draws:
     seconds = time.perf_counter() - t0
     truth = {**draw, **true_deterministics(est.model_, draw)}
     posterior = est.idata_.posterior
-    row = {"sim": sim, "seconds": round(seconds, 2), "n_rank_draws": n_rank_draws,
+    row = {"sim": sim, "seconds": round(seconds, 2), "n_rank_draws": n_rank_draws, "redraws": redraws,
            "fit_warnings": sum(issubclass(w.category, FitWarning) for w in caught)}
     stats_group = est.idata_.sample_stats if "sample_stats" in est.idata_.groups() else None
     row["divergences"] = int(np.asarray(stats_group["diverging"]).sum()) if stats_group is not None \

@@ -80,3 +80,26 @@ def test_one_prior_draw_from_a_model_is_the_first_of_many():
     assert len(one) == 1
     for name, value in two[0].items():
         assert one[0][name].shape == value.shape, name
+
+
+def refusing_case(always=False):
+    """The conjugate case whose data container refuses data with a mean above 0.3 (or any data)."""
+
+    def simulate(draw, rng):
+        y = draw["theta"] + rng.standard_normal(N_OBS)
+        if always or y.mean() > 0.3:
+            raise InputError("the mean is too high")
+        return y
+
+    return SBCCase("refusing", template=np.zeros(N_OBS), simulate=simulate, estimator=lambda seed: ExactNormal(seed),
+                   quantities=["theta"], draw_prior=lambda rng: {"theta": rng.standard_normal()})
+
+
+def test_refused_data_are_redrawn_with_new_parameters_and_the_ranks_stay_uniform():
+    """Redrawing the parameters with the data conditions on an event of the data alone: the ranks stay
+    uniform (redrawing only the data, with theta kept, would not: the kept data would sit below theta)."""
+    result = run_sbc(refusing_case(), 200, seed=4)
+    assert (result.table["redraws"] > 0).sum() > 40
+    assert result.uniformity()["passes"].all()
+    with pytest.raises(InputError, match="simulation 0: 21 draws of the prior gave data the model cannot take"):
+        run_sbc(refusing_case(always=True), 1, seed=4)
