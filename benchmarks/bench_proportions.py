@@ -13,6 +13,11 @@
     python benchmarks/bench_proportions.py --part llp --rounds 5
     python benchmarks/bench_proportions.py --part scale [--bag exact-counts]
     python benchmarks/bench_proportions.py --part nuts [--precision float32]
+    python benchmarks/bench_proportions.py --part nuts-sec4
+
+* nuts-sec4: NUTS with the default chains, tune and draws on breast_cancer in groups of 16, for the default
+  fit, the logistic emission with the bag-mean likelihood and the gaussian emission with exact counts:
+  sampler seconds, leapfrog steps per draw and milliseconds per leapfrog step.
 
 Appends rows to benchmarks/results/bench_proportions.csv.
 """
@@ -42,21 +47,52 @@ def record(rows: list[dict], command: str) -> None:
     print(frame.drop(columns="command").to_string(index=False))
 
 
-def part_llp(args) -> list[dict]:
-    from bayes_wsc.baselines.proportions import fit_llp
+def breast_cancer_groups(seed: int):
+    """breast_cancer scaled to [0, 1] as in Sec. 4, in a random grouping of 16 with its counts:
+    (x, (data, groups, counts))."""
     from bayes_wsc.data.proportions import LabelProportions
-    from bayes_wsc.models.proportions import ProportionsClassifier
     from bayes_wsc.simulate.proportions import class_counts, load_uci, random_groups
 
     items, labels = load_uci("breast_cancer")
     x = items.drop(columns="id").to_numpy()
     x = (x - x.min(axis=0)) / (x.max(axis=0) - x.min(axis=0))
+    groups = random_groups(len(labels), 16, np.random.default_rng(seed))
+    counts = class_counts(labels, groups, 2)
+    data = LabelProportions.from_arrays(x, groups, counts / counts.sum(axis=1, keepdims=True), counts=counts)
+    return x, (data, groups, counts)
+
+
+def part_nuts_sec4(args) -> list[dict]:
+    """NUTS (default chains, tune and draws) on breast_cancer in groups of 16: the default fit and the two
+    nearest alternatives, in one process; sampler time, leapfrog steps and the time per step."""
+    from bayes_wsc import inference
+    from bayes_wsc.models.proportions import ProportionsClassifier
+
+    data = breast_cancer_groups(0)[1][0]
+    rows = []
+    for settings in ({}, {"bag_likelihood": "independent"}, {"emission": "gaussian"}):
+        t0 = time.perf_counter()
+        with warnings.catch_warnings(record=True):
+            est = ProportionsClassifier(method="nuts", progressbar=False, seed=1, **settings).fit(data)
+        seconds = time.perf_counter() - t0
+        sampler = float(inference.get_attrs(est._fitted())["fit_info"]["nuts"].get("seconds", float("nan")))
+        steps = est._fitted().sample_stats["n_steps"].values
+        rows.append({"part": "nuts-sec4", "emission": est.emission, "bag": est.bag_likelihood_,
+                     "nuts_seconds": round(seconds, 1), "sampler_seconds": round(sampler, 1),
+                     "mean_leapfrog_steps": round(float(steps.mean()), 1),
+                     "ms_per_step": round(1000 * sampler / float(steps.sum()), 3),
+                     "max_rhat": round(float(est.summary()["r_hat"].max()), 4)})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def part_llp(args) -> list[dict]:
+    from bayes_wsc.baselines.proportions import fit_llp
+    from bayes_wsc.models.proportions import ProportionsClassifier
+
     rows = []
     for r in range(args.rounds + 1):
-        rng = np.random.default_rng(100 + r)
-        groups = random_groups(len(labels), 16, rng)
-        counts = class_counts(labels, groups, 2)
-        data = LabelProportions.from_arrays(x, groups, counts / counts.sum(axis=1, keepdims=True), counts=counts)
+        x, (data, groups, counts) = breast_cancer_groups(100 + r)
         t0 = time.perf_counter()
         est = ProportionsClassifier(emission=args.emission, bag_likelihood=args.bag).fit(data)
         map_seconds = time.perf_counter() - t0
@@ -140,7 +176,7 @@ def part_nuts(args) -> list[dict]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=("llp", "scale", "scale-child", "nuts"), required=True)
+    parser.add_argument("--part", choices=("llp", "scale", "scale-child", "nuts", "nuts-sec4"), required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--emission", default=None,
                         help="default: the model's own (logistic) for llp, gaussian (the issue's) for scale and nuts")
@@ -158,7 +194,7 @@ def main(argv=None) -> int:
         part_scale_child(args)
         return 0
     command = "python benchmarks/bench_proportions.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
-    rows = {"llp": part_llp, "scale": part_scale, "nuts": part_nuts}[args.part](args)
+    rows = {"llp": part_llp, "scale": part_scale, "nuts": part_nuts, "nuts-sec4": part_nuts_sec4}[args.part](args)
     record(rows, command)
     return 0
 
