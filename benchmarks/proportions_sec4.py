@@ -137,6 +137,7 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, fam
 def run(args) -> None:
     from sklearn.model_selection import StratifiedKFold
 
+    Path(args.out).mkdir(parents=True, exist_ok=True)  # before any fold's work, not after it
     for name in args.datasets.split(","):
         out_csv = Path(args.out) / f"proportions_sec4_{name}.csv"
         done = set()
