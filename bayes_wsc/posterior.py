@@ -19,6 +19,12 @@ from bayes_wsc.errors import InputError
 CHUNK_FLOATS = 8_000_000
 
 
+def check_ci(ci) -> None:
+    """The credible level of an interval: a number in (0, 1), or one line naming the value."""
+    if isinstance(ci, bool) or not isinstance(ci, (int, float, np.number)) or not 0 < ci < 1:
+        raise InputError(f"ci must be a number in (0, 1), got {ci!r}")
+
+
 def stacked(idata, name: str) -> np.ndarray:
     """A posterior variable as (chain * draw, ...)."""
     values = idata.posterior[name].values

@@ -193,3 +193,14 @@ def test_predict_never_overwrites_an_input_column(wsc_fit, tmp_path):
     (tmp_path / "i.csv").write_text("group,bounce,prob\n001,y,0.3\n")
     code, _, err = cli(["predict", path / "fit.nc", "--items", tmp_path / "i.csv", "--out", tmp_path / "p.csv"])
     assert code == 2 and "items already has a column 'prob', which predict would overwrite" in err
+
+
+def test_every_credible_level_is_checked_by_one_rule():
+    """`posterior.check_ci`, which every model's predictions and every report use: a number in (0, 1)."""
+    from bayes_wsc.posterior import check_ci
+
+    for good in (0.9, 0.5, np.float64(0.94)):
+        check_ci(good)
+    for bad in (True, "0.9", 0, 1.0, float("nan"), None):
+        with pytest.raises(InputError, match="ci must be a number in"):
+            check_ci(bad)

@@ -60,7 +60,7 @@ from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.pairwise import FeatureScaling, PairwiseConstraints
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, stacked, summarize_columns
+from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, check_ci, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -517,7 +517,7 @@ class NoisyExperts(Estimator):
         """One row per expert, most reliable first: alpha, beta, omega (posterior mean, or the MAP)
         with the bounds of their `ci` HDI, and the expert's numbers of must- and cannot-links."""
         self._check_fitted()
-        _check_ci(ci)
+        check_ci(ci)
         post = self.idata_.posterior
         table = pd.DataFrame(index=pd.Index(post["expert"].values.astype(str), name="expert"))
         for name in ("alpha", "beta", "omega"):
@@ -581,7 +581,7 @@ class NoisyExperts(Estimator):
             P(z_i = k | x_i) that `predict` applies to new items (the paper's clustering).
         """
         self._check_fitted()
-        _check_ci(ci)
+        check_ci(ci)
         index = pd.Index(self.idata_.constant_data["item"].values.astype(str), name="item")
         constraints = self.data_from_fit() if use_constraints else None
         return self._membership_frame(self.idata_.constant_data["features"].values, ci, index, constraints)
@@ -591,7 +591,7 @@ class NoisyExperts(Estimator):
         `prob_low`, `prob_high` (HDI of the chosen cluster's probability). New items need the
         feature columns of the fit; they are scaled as the training items were."""
         self._check_fitted()
-        _check_ci(ci)
+        check_ci(ci)
         features = self.scaling_.transform(items, "items")
         return append_predictions(items, self._membership_frame(features, ci, index=items.index))
 
@@ -609,6 +609,3 @@ class NoisyExperts(Estimator):
         return plot_experts(self, **kwargs)
 
 
-def _check_ci(ci) -> None:
-    if not 0 < ci < 1:
-        raise InputError(f"ci must be in (0, 1), got {ci!r}")

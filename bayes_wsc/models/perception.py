@@ -56,7 +56,7 @@ from bayes_wsc.data.pairwise import FeatureScaling
 from bayes_wsc.data.seeded import SeedSets
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.posterior import stacked, summarize_columns
+from bayes_wsc.posterior import check_ci, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -378,7 +378,7 @@ class PerceptionClustering(Estimator):
             False gives every item the features-only rule of `predict`.
         """
         self._check_fitted()
-        _check_ci(ci)
+        check_ci(ci)
         threshold = check_threshold(self.overlap_threshold if overlap_threshold is None else overlap_threshold)
         data = self.data_from_fit()
         in_set = None
@@ -396,7 +396,7 @@ class PerceptionClustering(Estimator):
         after a MAP) and `clusters`: every cluster the item is assigned to under the overlap rule,
         separated by ';'. New items need the fit's feature columns; they are scaled as in training."""
         self._check_fitted()
-        _check_ci(ci)
+        check_ci(ci)
         threshold = check_threshold(self.overlap_threshold if overlap_threshold is None else overlap_threshold)
         features = self.scaling_.transform(items, "items")
         added = self._membership_frame(features, ci, items.index, threshold)
@@ -413,6 +413,3 @@ class PerceptionClustering(Estimator):
         return write_report(self, out_dir, **kwargs)
 
 
-def _check_ci(ci) -> None:
-    if not 0 < ci < 1:
-        raise InputError(f"ci must be in (0, 1), got {ci!r}")

@@ -47,7 +47,7 @@ from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.proportions import LabelProportions, count_plan
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.posterior import stacked, summarize_columns
+from bayes_wsc.posterior import check_ci, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -576,8 +576,7 @@ class ProportionsClassifier(Estimator):
         numbers (m, D) or bin indices (m,)): "mean", "low", "high", each (m, L). Computed in chunks;
         nothing per draw is kept."""
         self._check_fitted()
-        if isinstance(ci, bool) or not isinstance(ci, numbers.Real) or not 0 < ci < 1:
-            raise InputError(f"ci must be a number in (0, 1), got {ci!r}")
+        check_ci(ci)
         log_joint = self._log_joint_function()
         n_classes = len(self.classes_)
         m = len(features)

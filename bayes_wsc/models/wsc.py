@@ -28,7 +28,7 @@ from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
 from bayes_wsc.data.tables import key_text
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import Estimator
-from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
+from bayes_wsc.posterior import append_predictions, check_ci, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -393,11 +393,6 @@ def _integrated_loglik_fn(jax, with_he: bool):
 
 
 # ---------------------------------------------------------------------- estimator
-def check_ci(ci) -> None:
-    if isinstance(ci, bool) or not isinstance(ci, (int, float, np.number)) or not 0 < ci < 1:
-        raise InputError(f"ci must be a number in (0, 1), got {ci!r}")
-
-
 def class1_probability(mu, w0, w1):
     """P(Z = 1 | X = k, group i) = sigmoid(mu_i + log w1_k - log w0_k), elementwise on draws."""
     return expit(mu + np.log(w1) - np.log(w0))

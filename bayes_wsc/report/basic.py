@@ -6,15 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from bayes_wsc import inference
-from bayes_wsc.errors import InputError
+from bayes_wsc.posterior import check_ci
 from bayes_wsc.report.criticism import criticism_sections
 from bayes_wsc.report.html import Section, fit_warnings, write_html
 
 
 def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) -> Path:
     """Write `out_dir/report.html` for any fitted estimator."""
-    if isinstance(ci, bool) or not isinstance(ci, (int, float)) or not 0 < ci < 1:
-        raise InputError(f"ci must be a number in (0, 1), got {ci!r}")
+    check_ci(ci)
     method = inference.get_attrs(est.idata_)["method"]
     caption = ("The posterior mode: no intervals." if not inference.has_draws(est.idata_) else
                f"Posterior mean, sd and {ci:.0%} HDI (with Monte Carlo errors, ESS and R-hat after NUTS).")

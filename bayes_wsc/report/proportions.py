@@ -17,7 +17,7 @@ import numpy as np
 
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
-from bayes_wsc.posterior import stacked
+from bayes_wsc.posterior import check_ci, stacked
 from bayes_wsc.report.criticism import criticism_sections
 from bayes_wsc.report.html import Section, fit_warnings, new_figure, write_html
 
@@ -115,8 +115,7 @@ def _fit_words(est) -> str:
 def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) -> Path:
     """Write `out_dir/report.html` for a fitted `ProportionsClassifier`."""
     _checked(est)
-    if isinstance(ci, bool) or not isinstance(ci, (int, float)) or not 0 < ci < 1:
-        raise InputError(f"ci must be a number in (0, 1), got {ci!r}")
+    check_ci(ci)
     data = est.data_from_fit()
     sizes = data.group_sizes
     intro = [
