@@ -164,6 +164,8 @@ def predictions_check(paths, stdout, tables):
             assert ((values >= 0) & (values <= 1)).all(), column
     for column in next(iter(tables.values())).ids:
         assert list(out.iloc[:, list(items.columns).index(column)]) == list(items[column].astype(str))
+    written = list(csv.reader(io.StringIO(items.to_csv(index=False, lineterminator="\n"))))[1:]
+    assert out.iloc[:, :items.shape[1]].values.tolist() == written, "an input cell was not written back as read"
     # a MAP fit's interval cells are empty on purpose (no interval without draws); a column of class
     # names (the proportions model's `class`) is compared by its codes in order of appearance
     added = out.iloc[:, items.shape[1]:].replace("", "nan")
@@ -233,7 +235,7 @@ def path_check(paths, stdout, tables):
 
 #: mutations that only `read_table` sees: one row per reader of the same tables is enough
 READING = ("encoding", "not utf-8", "newlines", "quoted", "delimiter", "names equal but for spaces", "repeated name",
-           "nameless column", "empty", "garbage", "parquet")
+           "nameless column", "empty", "garbage", "parquet", "nul byte", "huge name", "ragged row")
 FIT, PREDICTIONS, REPORT, PRINTED = fit_check, predictions_check, report_check, printed_check
 SEED = ("--seed", "1")
 
@@ -339,13 +341,18 @@ class Case:
 
 
 # ---------------------------------------------------------------------- the mutations
-BAD_CELLS = ("nan", "", "inf", "-inf", "1e300", "-1e300", "1e308", "abc", "NA", " ")
+BAD_CELLS = ("nan", "", "inf", "-inf", "1e300", "-1e300", "1e308", "abc", "NA", " ", "n.a.", "1,5", "--", "True", "None")
+#: numbers a bad cell may hold: the command may take them or refuse them (too large); every other bad cell is an error
+BAD_NUMBERS = ("1e300", "-1e300", "1e308")
+#: words other programs write for a missing value: as ids they are names like any other
+MARKER_WORDS = ("NA", "None", "null", "N/A", "nan", "NULL")
 
 
 #: every mutation of a table, and how many hypothesis cases each gets per row (default 1)
 TABLE_MUTATIONS = ("encoding", "not utf-8", "newlines", "quoted", "delimiter", "padded names",
                    "names equal but for spaces", "repeated name", "nameless column", "empty", "header only", "one row",
-                   "bad cell", "padded ids", "mixed ids", "parquet", "garbage")
+                   "bad cell", "padded ids", "mixed ids", "marker ids", "parquet", "garbage", "nul byte", "huge name",
+                   "ragged row", "wide file")
 EXAMPLES = {"bad cell": 3, "mixed ids": 2, "delimiter": 2, "encoding": 2, "garbage": 2, "one row": 2}
 
 
@@ -368,7 +375,7 @@ def mutated(draw, entry: Entry, fits: dict[str, Path], kind: str):
     table = entry.tables.get(name)
     if kind == "bad cell" and not table.numbers:
         kind = "mixed ids"
-    if kind in ("padded ids", "mixed ids") and not table.ids:
+    if kind in ("padded ids", "mixed ids", "marker ids", "nul byte") and not table.ids:
         kind = "bad cell" if table.numbers else "quoted"
     case = Case(kind)
     if kind == "fit file":
@@ -429,6 +436,8 @@ def mutated(draw, entry: Entry, fits: dict[str, Path], kind: str):
         frame.loc[frame.index[row], column] = value
         layout.frame = frame
         case.label = f"{column} row {row + 1} = {value!r}"
+        if value not in BAD_NUMBERS:  # never dropped, never read as something else: an error naming the column
+            case.expect, case.words = "error", (repr(column),)
     elif kind == "padded ids":
         width = draw(st.integers(3, 5))
         mapping = {}
@@ -452,6 +461,35 @@ def mutated(draw, entry: Entry, fits: dict[str, Path], kind: str):
         frame.loc[frame.index[row], column] = value
         layout.frame = frame
         case.label = f"id {column} row {row + 1} = {value!r}"
+    elif kind == "marker ids":
+        column = draw(st.sampled_from([c for c in table.ids if c != "expert"] or list(table.ids)))
+        old = str(layout.frame[column].iloc[0])
+        word = draw(st.sampled_from(MARKER_WORDS))
+        for other_name, other in layouts.items():  # the same id renamed in every table that holds it
+            for name_ in entry.tables[other_name].ids:
+                other.frame = other.frame.assign(**{name_: other.frame[name_].astype(str).replace({old: word})})
+        case.label, case.expect = f"id {old!r} of {column} renamed {word!r}", "ok"
+    elif kind == "nul byte":
+        column = draw(st.sampled_from(table.ids))
+        frame = layout.frame.astype({column: object})
+        frame.loc[frame.index[0], column] = f"{frame[column].iloc[0]}\x00x"
+        layout.frame = frame
+        case.label, case.expect, case.words = f"NUL in {column}", "error", ("NUL",)
+    elif kind == "huge name":
+        width = draw(st.sampled_from([1_001, 131_073, 300_000]))
+        layout.header = lambda names: [*names[:-1], "x" * width]
+        case.label, case.expect, case.words = f"a name of {width} characters", "error", ("characters",)
+    elif kind == "ragged row":
+        text = layout.frame.to_csv(index=False, lineterminator="\n").rstrip("\n").split("\n")
+        row = draw(st.integers(1, len(text) - 1))
+        short = draw(st.booleans())
+        text[row] = text[row].rsplit(",", 1)[0] if short else text[row] + ",extra"
+        layout.raw = ("\n".join(text) + "\n").encode()
+        case.label, case.expect, case.words = f"row {row} {'short' if short else 'long'}", "error", (f"row {row} ",)
+    elif kind == "wide file":
+        width = draw(st.sampled_from([65, 130]))
+        layout.frame = layout.frame.assign(**{f"w{k}": "a" for k in range(width)})
+        case.label = f"{width} more columns"
     elif kind == "parquet":
         layout.suffix = ".parquet"
         case.expect = "same"

@@ -359,7 +359,8 @@ def run_fit(tmp_path, frame, *extra, lam="4", components="2"):
 
 
 BAD = {
-    "label outside the classes": (lambda f: f.assign(y=[0, 1, 2, 1, 0, None]), ["--classes", "0,1"], {},
+    "label outside the classes": (lambda f: f.assign(y=pd.array([0, 1, 2, 1, 0, None], dtype="Int64")),
+                                  ["--classes", "0,1"], {},
                                   "has value '2' (row 3), which is not one of the classes ['0', '1']"),
     "non-whole label": (lambda f: f.assign(y=[0, 0.5, None, 1, 0, None]), [], {}, "labels must be classes"),
     "one text class": (lambda f: f.assign(y=["yes", None, "yes", None, None, "yes"]), [], {},

@@ -137,7 +137,6 @@ def files(tmp_path_factory):
     items = pd.DataFrame(data.x_raw, columns=["height", "weight"])
     items.insert(0, "group", np.char.add("c", data.group_ids[data.item_group]))
     items.insert(0, "id", [f"stick{i}" for i in range(data.n_items)])
-    items["note"] = "kept"
     items.to_csv(path / "items.csv", index=False)
     counts = pd.DataFrame(data.counts, columns=["ok", "crack", "bend"])
     counts.insert(0, "group", np.char.add("c", data.group_ids))

@@ -77,8 +77,7 @@ def read_data(args, categorical: bool, items=None, exclude=()):
     features = args.features
     if features is None and exclude:
         keep = set(items.columns) - set(exclude)
-        features = [c for c in items.columns if c in keep and c not in (args.group_col, getattr(args, "id_col", None))
-                    and (categorical or items[c].dtype.kind in "biuf")]
+        features = [c for c in items.columns if c in keep and c not in (args.group_col, getattr(args, "id_col", None))]
     return LabelProportions.from_frames(items, proportions, group_col=args.group_col,
                                         id_col=getattr(args, "id_col", None), features=features, counts=args.counts,
                                         categorical=categorical)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logit
 
-from bayes_wsc.data.tables import key_column, numeric_column, require_columns, require_rows
+from bayes_wsc.data.tables import key_column, numeric_column, require_columns, require_rows, text_column
 from bayes_wsc.errors import InputError
 
 MAX_BINS = 100_000
@@ -58,7 +58,11 @@ class BehaviorBins:
 
     @property
     def bin_levels(self) -> np.ndarray:
-        return np.stack(np.unravel_index(np.arange(self.n_bins), self.shape), axis=1)
+        rest, columns = np.arange(self.n_bins), []
+        for size in reversed(self.shape):  # row-major, as np.unravel_index (which stops at 64 columns)
+            rest, code = np.divmod(rest, size)
+            columns.append(code)
+        return np.stack(columns[::-1], axis=1) if columns else np.zeros((self.n_bins, 0), dtype=np.int64)
 
     @property
     def labels(self) -> list[str]:
@@ -77,6 +81,7 @@ class BehaviorBins:
             if values.isna().any():
                 row = int(np.flatnonzero(values.isna().to_numpy())[0])
                 raise InputError(f"{what} behavior column {column!r} has a missing value (row {row + 1})")
+            text_column(values, column, f"{what} behavior")
             levels.append(tuple(str(v) for v in _sorted_levels(values)))
         bins = cls(tuple(columns), tuple(levels))
         if bins.n_bins > MAX_BINS:
@@ -103,9 +108,10 @@ class BehaviorBins:
                     "that the fit never saw"
                 )
             codes.append(code.astype(np.int64))
-        if not codes:
-            return np.zeros(len(frame), dtype=np.int64)
-        return np.ravel_multi_index(tuple(codes), self.shape).astype(np.int64)
+        index = np.zeros(len(frame), dtype=np.int64)
+        for code, size in zip(codes, self.shape):  # row-major, as np.ravel_multi_index (which stops at 64 columns)
+            index = index * size + code
+        return index
 
 
 @dataclass

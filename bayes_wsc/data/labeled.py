@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import (check_standardized, feature_moments, key_column, numeric_column, require_columns,
-                                   require_rows)
+from bayes_wsc.data.tables import (feature_columns, feature_moments, key_column, read_features, require_columns,
+                                   require_rows, standardize, text_column)
 from bayes_wsc.errors import InputError
 
 #: more distinct labels than this look like a continuous outcome, not classes
@@ -131,21 +131,8 @@ class LabeledItems:
             require_columns(frame, [id_col], what)
             if id_col == label_col:
                 raise InputError(f"the id column {id_col!r} is also the label column")
-        if features is None:
-            features = [c for c in frame.columns if c not in (label_col, id_col)]
-            if not features:
-                raise InputError(f"{what} has no feature columns besides the label column {label_col!r}")
-        features = [str(f) for f in features]
-        if not features:
-            raise InputError("give at least one feature column")
-        require_columns(frame, features, what)
-        for column in features:
-            if column in (label_col, id_col):
-                raise InputError(f"feature column {column!r} is also the label or id column")
-        if len(set(features)) != len(features):
-            raise InputError(f"feature columns repeat: {features}")
-
-        raw = read_features(frame, features, what)
+        features, hint = feature_columns(frame, features, (label_col, id_col), what, role="label or id")
+        raw = read_features(frame, features, what, hint)
         center, scale = feature_moments(raw, features, f"{what} feature")
         for j, column in enumerate(features):
             if not scale[j] > 1e-12 * max(1.0, abs(center[j])):
@@ -234,26 +221,18 @@ class LabeledItems:
 
 
 # ---------------------------------------------------------------------- helpers
-def read_features(frame: pd.DataFrame, features: Sequence[str], what: str) -> np.ndarray:
-    """The feature columns as an (n, D) float array; text, missing or infinite values fail by name."""
-    require_columns(frame, features, what)
-    return np.column_stack([numeric_column(frame, column, f"{what} feature") for column in features])
-
-
-def standardize(frame: pd.DataFrame, features: Sequence[str], center: np.ndarray, scale: np.ndarray,
-                what: str = "items") -> np.ndarray:
-    require_rows(frame, what)
-    raw = read_features(frame, features, what)
-    return check_standardized((raw - np.asarray(center)) / np.asarray(scale), raw, features, f"{what} feature")
-
-
 def read_labels(frame: pd.DataFrame, label_col: str, what: str, classes: Sequence | None):
     """Class codes (-1 where the cell is empty) and the class names."""
     raw = frame[label_col]
     missing = raw.isna().to_numpy() | raw.astype(str).str.strip().eq("").to_numpy()
+    text_column(raw, label_col, f"{what} label")
     names = np.array([""] * len(raw), dtype=object)
     for row in np.flatnonzero(~missing):
         value = raw.iloc[row]
+        if isinstance(value, str):  # text as written ('01' is not '1'); a fraction is not a class
+            number = pd.to_numeric(value, errors="coerce")
+            if np.isfinite(number) and not float(number).is_integer():
+                value = float(number)
         if isinstance(value, (float, np.floating)) and not float(value).is_integer():
             raise InputError(f"{what} label column {label_col!r} has value {float(value)!r} (row {row + 1}); "
                              "labels must be classes (whole numbers or text)")

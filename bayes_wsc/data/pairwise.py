@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import (check_standardized, feature_moments, key_column,
+from bayes_wsc.data.tables import (check_standardized, feature_columns, feature_moments, key_column,
                                    numeric_column, require_columns, require_rows)
 from bayes_wsc.errors import InputError
 
@@ -45,10 +45,11 @@ class FeatureScaling:
     scale: np.ndarray
 
     @classmethod
-    def fit(cls, frame: pd.DataFrame, columns: Sequence[str], what: str, standardize: bool = True):
-        """Read `columns` of `frame` as floats (one-line errors) and learn the scaling; returns
-        (scaling, standardized matrix)."""
-        raw = np.column_stack([numeric_column(frame, c, what) for c in columns])
+    def fit(cls, frame: pd.DataFrame, columns: Sequence[str], what: str, standardize: bool = True,
+            hint: str = ""):
+        """Read `columns` of `frame` as floats (one-line errors; `hint` says how to leave a default column
+        out) and learn the scaling; returns (scaling, standardized matrix)."""
+        raw = np.column_stack([numeric_column(frame, c, what, hint=hint) for c in columns])
         if standardize:
             mean, scale = feature_moments(raw, list(columns), what)
             scale[scale <= 1e-12 * np.maximum(np.abs(mean), 1.0)] = 1.0
@@ -154,7 +155,7 @@ class PairwiseConstraints:
                                                  or int(max_pairs_per_expert) != max_pairs_per_expert
                                                  or max_pairs_per_expert < 1):
             raise InputError(f"max_pairs_per_expert must be a positive whole number, got {max_pairs_per_expert!r}")
-        item_ids, scaling, matrix = _read_items(items, id_col, features, standardize)
+        item_ids, scaling, matrix = read_items(items, id_col, features, standardize)
         index = pd.Index(item_ids)
         if constraints is not None:
             source = "constraints"
@@ -237,7 +238,8 @@ class PairwiseConstraints:
 
 
 # ---------------------------------------------------------------------- reading
-def _read_items(items: pd.DataFrame, id_col: str, features, standardize: bool):
+def read_items(items: pd.DataFrame, id_col: str, features, standardize: bool):
+    """Item ids, the feature scaling and the scaled feature matrix of an items table."""
     require_rows(items, "items")
     require_columns(items, [id_col], "items")
     ids = key_column(items, id_col, "items")
@@ -245,22 +247,10 @@ def _read_items(items: pd.DataFrame, id_col: str, features, standardize: bool):
     if duplicated.any():
         row = int(np.flatnonzero(duplicated.to_numpy())[0])
         raise InputError(f"items has a duplicate id {ids.iloc[row]!r} (row {row + 1})")
-    if features is None:
-        features = [c for c in items.columns if c != id_col]
-        if not features:
-            raise InputError(f"items has no feature columns besides the id column {id_col!r}")
-    features = list(features)
-    if not features:
-        raise InputError("the list of feature columns is empty")
-    require_columns(items, features, "items")
-    if id_col in features:
-        raise InputError(f"feature column {id_col!r} is also the id column")
-    if len(set(features)) != len(features):
-        dup = pd.Index(features)[pd.Index(features).duplicated()][0]
-        raise InputError(f"feature column {dup!r} is listed twice")
+    features, hint = feature_columns(items, features, (id_col,), "items")
     if len(items) < 2:
         raise InputError("items has a single row: clustering needs at least two items")
-    scaling, matrix = FeatureScaling.fit(items, features, "items", standardize)
+    scaling, matrix = FeatureScaling.fit(items, features, "items", standardize, hint)
     return ids.to_numpy(), scaling, matrix
 
 

@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from bayes_wsc.data.grouped import BehaviorBins
-from bayes_wsc.data.tables import key_column, numeric_column, require_columns, require_rows
+from bayes_wsc.data.tables import (feature_columns, feature_moments, key_column, numeric_column, read_features,
+                                   require_columns, require_rows, standardize)
 from bayes_wsc.errors import InputError
 
 #: proportions of a group must sum to 1 within this
@@ -168,8 +169,8 @@ class LabelProportions:
         """Validate one row per item and one row per group; every failure is one line naming the
         table, column, row and value.
 
-        features : the feature columns. By default every numeric column of the items other than
-            the group and id columns (every other column when `categorical`).
+        features : the feature columns. By default every column of the items other than the group
+            and id columns; a default column whose cells are not numbers is an error naming it.
         counts : the class columns hold counts of items (whole numbers adding up to the group's
             number of items) instead of proportions (adding up to 1).
         categorical : the features are categories, crossed into bins (the `categorical` emission).
@@ -182,7 +183,7 @@ class LabelProportions:
             require_columns(items, [id_col], items_what)
             if id_col == group_col:
                 raise InputError(f"the id column {id_col!r} is also the group column")
-        features = _feature_columns(items, features, (group_col, id_col), categorical, items_what)
+        features, hint = feature_columns(items, features, (group_col, id_col), items_what, role="group or id")
 
         group_ids = key_column(proportions, group_col, proportions_what)
         duplicated = group_ids.duplicated()
@@ -240,8 +241,8 @@ class LabelProportions:
         if categorical:
             bins = BehaviorBins.from_frame(items, features, items_what)
             return cls(bins=bins, item_bin=bins.index(items, items_what), **common)
-        raw = np.column_stack([numeric_column(items, c, f"{items_what} feature") for c in features])
-        center, scale = raw.mean(axis=0), raw.std(axis=0)
+        raw = read_features(items, features, items_what, hint)
+        center, scale = feature_moments(raw, features, f"{items_what} feature")
         for j, column in enumerate(features):
             if not scale[j] > 1e-12 * max(1.0, abs(center[j])):
                 raise InputError(f"{items_what} feature column {column!r} is constant (every row is {raw[0, j]:g}): "
@@ -403,36 +404,6 @@ def whole_counts(proportions: np.ndarray, sizes: np.ndarray) -> np.ndarray | Non
     if (np.abs(expected - rounded) > WHOLE_TOLERANCE).any() or (rounded.sum(axis=1) != sizes).any():
         return None
     return rounded.astype(np.int64)
-
-
-def standardize(frame: pd.DataFrame, features: Sequence[str], center: np.ndarray, scale: np.ndarray,
-                what: str = "items") -> np.ndarray:
-    """The feature columns of new items on the training scale; text, missing or infinite values fail by name."""
-    require_columns(frame, list(features), what)
-    raw = np.column_stack([numeric_column(frame, c, f"{what} feature") for c in features])
-    return (raw - np.asarray(center)) / np.asarray(scale)
-
-
-def _feature_columns(items: pd.DataFrame, features, reserved, categorical: bool, what: str) -> list[str]:
-    reserved = [c for c in reserved if c is not None]
-    if features is None:
-        if categorical:
-            features = [c for c in items.columns if c not in reserved]
-        else:
-            features = [c for c in items.columns if c not in reserved and pd.api.types.is_numeric_dtype(items[c])]
-        if not features:
-            kind = "" if categorical else "numeric "
-            raise InputError(f"{what} has no {kind}feature columns besides {', '.join(map(repr, reserved))}")
-    features = [str(f) for f in features]
-    if not features:
-        raise InputError("give at least one feature column")
-    require_columns(items, features, what)
-    for column in features:
-        if column in reserved:
-            raise InputError(f"feature column {column!r} is also the group or id column")
-    if len(set(features)) != len(features):
-        raise InputError(f"feature columns repeat: {features}")
-    return features
 
 
 def _read_class_columns(frame: pd.DataFrame, classes: Sequence[str], counts: bool, what: str) -> np.ndarray:

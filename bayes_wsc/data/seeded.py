@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.pairwise import FeatureScaling
+from bayes_wsc.data.pairwise import FeatureScaling, read_items
 from bayes_wsc.data.tables import key_column, numeric_column, require_columns, require_rows
 from bayes_wsc.errors import InputError
 
@@ -118,7 +118,7 @@ class SeedSets:
         id_col : the item id column of `items`, and of `seeds` (whose rows are cluster, id_col).
         features : feature columns (default: every numeric column of `items` except `id_col`).
         """
-        item_ids, scaling, matrix = _read_items(items, id_col, features, standardize)
+        item_ids, scaling, matrix = read_items(items, id_col, features, standardize)
         clusters, names, vectors = _read_perception(perception)
         seed_item, seed_cluster = _read_seeds(seeds, id_col, pd.Index(item_ids), pd.Index(clusters))
         settings = {"id_col": id_col, "features": list(scaling.names), "standardize": bool(standardize)}
@@ -197,35 +197,6 @@ class SeedSets:
 
 
 # ---------------------------------------------------------------------- reading
-def _read_items(items: pd.DataFrame, id_col: str, features, standardize: bool):
-    what = "items"
-    require_rows(items, what)
-    require_columns(items, [id_col], what)
-    ids = key_column(items, id_col, what)
-    duplicated = ids.duplicated()
-    if duplicated.any():
-        row = int(np.flatnonzero(duplicated.to_numpy())[0])
-        raise InputError(f"{what} column {id_col!r} has a duplicate id {ids.iloc[row]!r} (row {row + 1})")
-    if features is None:
-        features = [c for c in items.columns if c != id_col and pd.api.types.is_numeric_dtype(items[c])
-                    and not pd.api.types.is_bool_dtype(items[c])]
-        if not features:
-            raise InputError(f"{what} has no numeric feature columns besides the id column {id_col!r}")
-    features = [str(f) for f in features]
-    if not features:
-        raise InputError("the list of feature columns is empty")
-    require_columns(items, features, what)
-    if id_col in features:
-        raise InputError(f"feature column {id_col!r} is also the id column")
-    if len(set(features)) != len(features):
-        dup = pd.Index(features)[pd.Index(features).duplicated()][0]
-        raise InputError(f"feature column {dup!r} is listed twice")
-    if len(items) < 2:
-        raise InputError(f"{what} has a single row: clustering needs at least two items")
-    scaling, matrix = FeatureScaling.fit(items, features, what, standardize)
-    return ids.to_numpy(), scaling, matrix
-
-
 def _read_perception(frame: pd.DataFrame):
     what = "perception"
     require_rows(frame, what)

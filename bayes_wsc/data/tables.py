@@ -6,7 +6,6 @@ column produces the same kind of message whatever the model.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,22 +22,30 @@ BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xe
         (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
 #: frame.attrs key: column name as read -> the name in the file, for names with surrounding spaces
 ORIGINAL_NAMES = "original_names"
+#: words that other programs write for a missing value; here they are text, and only an empty cell is missing
+MISSING_MARKERS = {"na", "n/a", "n.a.", "nan", "null", "none", "nil", "-", "--", "?", "missing", "#n/a"}
 
 
 def read_table(path: str | Path, what: str = "table", *, sep: str | None = None,
                text_columns: Sequence[str] = ()) -> pd.DataFrame:
     """Read a CSV or Parquet file; any failure becomes a one-line `InputError` naming the file.
 
+    Every cell of a CSV is read as the text written in it: nothing is guessed. Each column is
+    then parsed by the role the model gives it (`numeric_column` for numbers, `key_column` and
+    `levels_of` for ids, classes and category levels, which stay text exactly as written: '01'
+    is not '1', 'None' and 'NA' are names). Only an empty cell is missing. A row with fewer or
+    more cells than the header is an error naming the row.
+
     sep : the column separator of a CSV (default: comma; tab for .tsv). A file whose header
         holds no `sep` but another usual delimiter is refused with the delimiter it seems to use.
-    text_columns : columns read as text, whatever they hold (ids: '001' stays '001'; in a
-        Parquet file, integer ids become their text).
+    text_columns : columns read as text, whatever they hold, from a Parquet file (integer ids
+        become their text); a CSV's columns are all text already.
 
-    Column names are checked before pandas reads the rows: a repeated name, or a name that
-    differs from another only by surrounding spaces, is an error (pandas would silently rename
-    it 'name.1'); a name with surrounding spaces is matched without them (the name in the file
-    is kept in `frame.attrs["original_names"]`, so that outputs can give it back). A CSV is
-    UTF-8 text, with or without a byte-order mark; UTF-16 and UTF-32 with one are read too.
+    Column names are checked before the rows are used: a repeated name, or a name that differs
+    from another only by surrounding spaces, is an error; a name with surrounding spaces is
+    matched without them (the name in the file is kept in `frame.attrs["original_names"]`, so
+    that outputs can give it back). A CSV is UTF-8 text, with or without a byte-order mark;
+    UTF-16 and UTF-32 with one are read too. A NUL character in any cell or name is an error.
     """
     path = Path(path)
     if not path.exists():
@@ -50,24 +57,25 @@ def read_table(path: str | Path, what: str = "table", *, sep: str | None = None,
         raise InputError(f"{what} file {str(path)!r} is not CSV or Parquet (expected a .csv, .tsv or .parquet suffix)")
     try:
         if suffix in (".parquet", ".pq"):
-            frame = pd.read_parquet(path)
-            _check_names([str(c) for c in frame.columns], path, what)
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+            _check_names([str(c) for c in table.column_names], path, what)
         else:
-            frame = _read_csv(path, what, sep or ("\t" if suffix == ".tsv" else ","), text_columns)
+            table = _read_csv(path, what, sep or ("\t" if suffix == ".tsv" else ","))
+        _check_text_cells(table, path, what)
+        frame = table.to_pandas()
     except InputError:
         raise
-    except pd.errors.EmptyDataError:
-        raise InputError(f"{what} file {str(path)!r} is empty") from None
     except UnicodeError:
         raise InputError(_not_utf8(path, what)) from None
-    except (pd.errors.ParserError, OSError, ValueError, TypeError, ImportError) as exc:
-        # pyarrow and pandas name a bad file in many ways: any of them is "could not be read"
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{what} file {str(path)!r} could not be read: {first_line}") from None
+    except (OSError, ValueError, TypeError, ImportError) as exc:
+        # pyarrow names a bad file in many ways: any of them is "could not be read"
+        raise InputError(f"{what} file {str(path)!r} could not be read: {_first_line(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - pyarrow's ArrowInvalid and kin derive from Exception only
         if type(exc).__module__.startswith("pyarrow"):
-            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(f"{what} file {str(path)!r} could not be read as Parquet: {first_line}") from None
+            kind = " as Parquet" if suffix in (".parquet", ".pq") else ""
+            raise InputError(f"{what} file {str(path)!r} could not be read{kind}: {_first_line(exc)}") from None
         raise
     frame = _strip_names(frame)
     if text_columns:
@@ -83,7 +91,24 @@ def restore_names(frame: pd.DataFrame, source: pd.DataFrame) -> pd.DataFrame:
     return frame.rename(columns=original) if original else frame
 
 
-def _read_csv(path: Path, what: str, sep: str, text_columns: Sequence[str]) -> pd.DataFrame:
+#: a column name longer than this is refused: no real header has one, and the names go into the
+#: fit file's attributes, which HDF5 caps at 64 KiB
+MAX_NAME_LENGTH = 1000
+#: pyarrow reads a CSV in blocks; a row must fit in one
+CSV_BLOCK_BYTES = 16 << 20
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _read_csv(path: Path, what: str, sep: str):
+    """Every cell as text (pyarrow: one pass, no type guessing), the header's names checked, and a row
+    with another number of cells than the header refused by its row number."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     encoding = _encoding(path)
     header = _header_line(path, encoding)
     if header is None:
@@ -98,11 +123,63 @@ def _read_csv(path: Path, what: str, sep: str, text_columns: Sequence[str]) -> p
             raise InputError(
                 f"{what} file {str(path)!r} seems to use {DELIMITERS[seen[0]]}s ({seen[0]!r}) between columns, "
                 f"not {DELIMITERS.get(sep, repr(sep))}s (header: {shown!r}); give --sep {DELIMITERS[seen[0]]}")
-    names = next(csv.reader([header], delimiter=sep))
+    ragged = []
+
+    def refuse(row):
+        ragged.append(row)
+        return "error"
+
+    # the header is read as row 0 of the data, so that its names come from the same parser as the cells
+    n_columns = _count_fields(header, sep)
+    read = pacsv.ReadOptions(use_threads=False, autogenerate_column_names=True, block_size=CSV_BLOCK_BYTES,
+                             encoding="utf8" if encoding.startswith("utf-8") else encoding)
+    parse = pacsv.ParseOptions(delimiter=sep, newlines_in_values=True, invalid_row_handler=refuse)
+    convert = pacsv.ConvertOptions(column_types={f"f{j}": pa.string() for j in range(n_columns)},
+                                   strings_can_be_null=True, quoted_strings_can_be_null=True, null_values=[""])
+    try:
+        table = pacsv.read_csv(path, read_options=read, parse_options=parse, convert_options=convert)
+        if table.num_columns != n_columns:  # a header our count misread: read again with pyarrow's count
+            convert.column_types = {f"f{j}": pa.string() for j in range(table.num_columns)}
+            table = pacsv.read_csv(path, read_options=read, parse_options=parse, convert_options=convert)
+    except Exception:
+        if ragged:
+            row = ragged[0]
+            shown = row.text if len(row.text) <= 60 else row.text[:57] + "..."
+            where = f"row {row.number - 1}" if row.number is not None else "a row"
+            cells = f"{row.actual_columns} cell{'s' * (row.actual_columns != 1)}"
+            raise InputError(f"{what} file {str(path)!r} {where} has {cells}, but the header names "
+                             f"{row.expected_columns} columns ({shown!r}); give every row a cell for every column "
+                             "(an empty cell where a value is missing)") from None
+        raise
+    names = [str(table.column(j)[0].as_py() or "") for j in range(table.num_columns)]
     _check_names(names, path, what)
-    wanted = {str(c).strip() for c in text_columns}
-    dtype = {name: str for name in names if name.strip() in wanted}
-    return pd.read_csv(path, sep=sep, encoding=encoding, dtype=dtype or None, keep_default_na=True)
+    return table.slice(1).rename_columns(names)
+
+
+def _count_fields(header: str, sep: str) -> int:
+    """The number of cells in the header line (quotes respected; no length limit on a cell)."""
+    count, quoted = 1, False
+    for char in header:
+        if char == '"':
+            quoted = not quoted
+        elif char == sep and not quoted:
+            count += 1
+    return count
+
+
+def _check_text_cells(table, path: Path, what: str) -> None:
+    """No NUL character in any text cell: it would pass every check and then break the fit file."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name, column in zip(table.column_names, table.columns):
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            continue
+        found = pc.match_substring(column, "\x00")
+        if pc.any(found).as_py():
+            row = int(pc.index(found, True).as_py())
+            raise InputError(f"{what} file {str(path)!r} column {name!r} has a NUL character (row {row + 1}); "
+                             "remove it")
 
 
 def _encoding(path: Path) -> str:
@@ -125,6 +202,13 @@ def _check_names(names: list[str], path: Path, what: str) -> None:
     """Every column has a name, and no two names are the same once surrounding spaces are removed."""
     seen: dict[str, int] = {}
     for position, name in enumerate(names, 1):
+        if "\x00" in name:
+            raise InputError(f"{what} file {str(path)!r} has a column name with a NUL character (column {position} "
+                             "of the header); remove it")
+        if len(name) > MAX_NAME_LENGTH:
+            raise InputError(f"{what} file {str(path)!r} has a column name of {len(name)} characters (column "
+                             f"{position} of the header, starting {name[:20]!r}); names are at most "
+                             f"{MAX_NAME_LENGTH} characters")
         if not name.strip():
             raise InputError(f"{what} file {str(path)!r} has a column without a name (column {position} of the "
                              "header); name it or remove it")
@@ -194,6 +278,9 @@ def check_frame(frame, what: str) -> None:
     """A pandas DataFrame whose column names are unique (Parquet and DataFrames allow repeats)."""
     if not isinstance(frame, pd.DataFrame):
         raise InputError(f"{what} must be a pandas DataFrame, got {type(frame).__name__}")
+    for name in frame.columns:
+        if isinstance(name, str) and "\x00" in name:
+            raise InputError(f"{what} has a column name with a NUL character ({name!r}); remove it")
     repeated = frame.columns[frame.columns.duplicated()]
     if len(repeated):
         raise InputError(f"{what} has more than one column named {repeated[0]!r}")
@@ -216,17 +303,30 @@ def numeric_column(
     upper: float | None = None,
     lower_open: bool = False,
     upper_open: bool = False,
+    hint: str = "",
 ) -> np.ndarray:
-    """Return `frame[column]` as floats, failing on text, NaN, inf or values out of range.
+    """Return `frame[column]` as floats, failing on text, True/False, NaN, inf or values out of range.
 
-    The message names the column, the first offending row and its value.
+    A text cell is parsed as a number written out ('1.5', '-2', '1e3'); anything else ('n.a.',
+    '1,5', 'True', 'NA') is an error, and only an empty cell is missing. The message names the
+    column, the first offending row and its value (and `hint`, how to leave the column out).
     """
     raw = frame[column]
+    if pd.api.types.is_bool_dtype(raw.dtype):
+        raise InputError(f"{what} column {column!r} holds True/False, not numbers; give 1 and 0 if that is meant")
+    if raw.dtype == object:
+        flags = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
+        if flags.any():
+            row = int(np.flatnonzero(flags)[0])
+            raise InputError(f"{what} column {column!r} has a non-numeric value {raw.iloc[row]!r} (row {row + 1})")
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     bad_text = np.isnan(values) & raw.notna().to_numpy()
     if bad_text.any():
         row = int(np.flatnonzero(bad_text)[0])
-        raise InputError(f"{what} column {column!r} has a non-numeric value {raw.iloc[row]!r} (row {row + 1})")
+        cell = raw.iloc[row]
+        marker = (" (only an empty cell is missing)" if isinstance(cell, str) and cell.strip().lower()
+                  in MISSING_MARKERS else "")
+        raise InputError(f"{what} column {column!r} has a non-numeric value {cell!r} (row {row + 1}){marker}{hint}")
     if not allow_missing and np.isnan(values).any():
         row = int(np.flatnonzero(np.isnan(values))[0])
         raise InputError(f"{what} column {column!r} has a missing value (row {row + 1})")
@@ -250,14 +350,72 @@ def numeric_column(
     return values
 
 
+def feature_columns(frame: pd.DataFrame, features: Sequence[str] | None, reserved: Sequence[str | None],
+                    what: str, role: str = "id") -> tuple[list[str], str]:
+    """The feature columns, and the hint that a parse error of one of them should carry.
+
+    Named columns are used as named; by default every column but `reserved` (the id, group or
+    label columns) is a feature, and each is then parsed by its role, so that a column that cannot
+    be used is an error that names it: nothing is dropped because of what it holds. The hint says
+    how to leave such a column out. `role` names the reserved columns in messages.
+    """
+    reserved = [str(c) for c in reserved if c is not None]
+    hint = ""
+    if features is None:
+        features = [str(c) for c in frame.columns if str(c) not in reserved]
+        if not features:
+            raise InputError(f"{what} has no feature columns besides the {role} column "
+                             f"{', '.join(map(repr, reserved))}")
+        hint = (f"; by default every column but {', '.join(map(repr, reserved))} is a feature: name the features "
+                "(--features, or features= in Python) to leave this one out")
+    if isinstance(features, str):
+        features = [features]
+    features = [str(f) for f in features]
+    if not features:
+        raise InputError("the list of feature columns is empty")
+    require_columns(frame, features, what)
+    for column in features:
+        if column in reserved:
+            raise InputError(f"feature column {column!r} is also the {role} column")
+    if len(set(features)) != len(features):
+        dup = pd.Index(features)[pd.Index(features).duplicated()][0]
+        raise InputError(f"feature column {dup!r} is listed twice")
+    return features, hint
+
+
+def read_features(frame: pd.DataFrame, features: Sequence[str], what: str, hint: str = "") -> np.ndarray:
+    """The feature columns as an (n, D) float array, each parsed as numbers (`numeric_column`)."""
+    require_columns(frame, list(features), what)
+    return np.column_stack([numeric_column(frame, c, f"{what} feature", hint=hint) for c in features])
+
+
+def standardize(frame: pd.DataFrame, features: Sequence[str], center: np.ndarray, scale: np.ndarray,
+                what: str = "items") -> np.ndarray:
+    """New items' feature columns on the training scale: parsed as numbers, and refused beyond what the
+    models' arithmetic holds (`check_standardized`)."""
+    require_rows(frame, what)
+    raw = read_features(frame, features, what)
+    return check_standardized((raw - np.asarray(center)) / np.asarray(scale), raw, list(features), f"{what} feature")
+
+
 def key_column(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
     """An id column as text; missing ids are an error (ids are matched as text, see `key_text`)."""
     raw = frame[column]
     if raw.isna().any():
         row = int(np.flatnonzero(raw.isna().to_numpy())[0])
-        raise InputError(f"{what} column {column!r} has a missing id (row {row + 1}: an empty cell, or a text "
-                         "such as NA or null that tables read as missing)")
-    return key_text(raw)
+        raise InputError(f"{what} column {column!r} has a missing id (row {row + 1}: an empty cell)")
+    return text_column(key_text(raw), column, what)
+
+
+def text_column(values: pd.Series, column: str, what: str) -> pd.Series:
+    """Ids, classes or levels as text, refusing a NUL character (files are checked when read; this
+    catches DataFrames): it passes every comparison and then breaks the fit file."""
+    text = values.astype(str)
+    has_nul = text.str.contains("\x00", regex=False).to_numpy(dtype=bool)
+    if has_nul.any():
+        row = int(np.flatnonzero(has_nul)[0])
+        raise InputError(f"{what} column {column!r} has a NUL character (row {row + 1}); remove it")
+    return values
 
 
 def key_text(values: pd.Series) -> pd.Series:
