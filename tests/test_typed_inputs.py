@@ -1,0 +1,166 @@
+"""Typed inputs: every cell is read as the user wrote it, parsed by its column's role, or refused.
+
+Each test is one of the silent wrong answers that reading through pandas' type guessing gave
+(a feature dropped for one bad cell, levels '1' and '01' merged, classes named 'None' or 'NA'
+read as unlabeled, True taken as a number); each now gives the right answer or one line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_wsc.cli import main as cli
+from bayes_wsc.data.grouped import GroupedCounts
+from bayes_wsc.data.labeled import LabeledItems
+from bayes_wsc.data.pairwise import PairwiseConstraints
+from bayes_wsc.data.proportions import LabelProportions
+from bayes_wsc.data.seeded import SeedSets
+from bayes_wsc.data.tables import read_table
+from bayes_wsc.errors import InputError
+
+BAD_FEATURE_CELLS = ["n.a.", "abc", "1,5", "--", "True", "NA", "None"]
+
+
+def _write(path, text: str):
+    path.write_text(text)
+    return path
+
+
+def _feature_rows(n=8, extra=""):
+    rng = np.random.default_rng(0)
+    return [f"i{k},{rng.normal():.3f},{rng.normal():.3f}{extra}" for k in range(n)]
+
+
+@pytest.mark.parametrize("cell", BAD_FEATURE_CELLS)
+def test_one_bad_cell_never_drops_a_feature(tmp_path, cell):
+    """A feature column taken by default, with one cell that is not a number: an error naming the
+    column, the row and the cell as written, in every model that reads features."""
+    rows = _feature_rows()
+    rows[2] = rows[2].rsplit(",", 1)[0] + "," + (f'"{cell}"' if "," in cell else cell)
+    items = read_table(_write(tmp_path / "items.csv", "id,x1,x2\n" + "\n".join(rows) + "\n"), "items")
+    expected = f"column 'x2' has a non-numeric value {cell!r} (row 3)"
+    readers = {
+        "perception": lambda: SeedSets.from_frames(
+            items, pd.DataFrame({"cluster": ["A", "B"], "id": ["i0", "i1"]}),
+            pd.DataFrame({"cluster": ["A", "B"], "p": [1.0, 0.0]})),
+        "experts": lambda: PairwiseConstraints.from_frames(
+            items, pd.DataFrame({"expert": ["e"], "i": ["i0"], "j": ["i1"], "link": [1]})),
+        "pcmix": lambda: LabeledItems.from_frame(items.assign(y=["0", "1"] + [None] * 6), id_col="id"),
+        "proportions": lambda: LabelProportions.from_frames(
+            items.assign(group=["g0"] * 4 + ["g1"] * 4), pd.DataFrame({"group": ["g0", "g1"], "a": [0.25, 0.75],
+                                                                       "b": [0.75, 0.25]}), id_col="id"),
+    }
+    for model, read in readers.items():
+        with pytest.raises(InputError) as err:
+            read()
+        message = str(err.value)
+        assert expected in message and "--features" in message and "\n" not in message, (model, message)
+
+
+def test_a_text_column_in_a_dataframe_is_refused_by_name():
+    """The Python API too: a column of mixed numbers and text is not left out of the features."""
+    frame = pd.DataFrame({"id": ["a", "b", "c"], "x1": [1.0, 2.0, 0.5], "x2": [1.0, "abc", 3.0]})
+    with pytest.raises(InputError, match=r"'x2' has a non-numeric value 'abc' \(row 2\)"):
+        PairwiseConstraints.from_frames(frame, pd.DataFrame({"expert": ["e"], "i": ["a"], "j": ["b"], "link": [1]}))
+
+
+def test_levels_that_look_like_numbers_stay_apart(tmp_path):
+    """Behavior levels '1' and '01' are two bins, in the first model and in categorical proportions."""
+    clicks = read_table(_write(tmp_path / "clicks.csv", "group,b\n" + "\n".join(
+        f"g{k % 3},{level}" for k, level in enumerate(["1", "01", "2"] * 6)) + "\n"), "clicks")
+    groups = pd.DataFrame({"group": ["g0", "g1", "g2"], "he": [0.5, -0.5, 0.0]})
+    data = GroupedCounts.from_frames(clicks, groups)
+    assert data.bins.labels == ["1", "01", "2"] and data.counts.sum(axis=0).tolist() == [6, 6, 6]
+    items = clicks.assign(id=[f"i{k}" for k in range(len(clicks))])
+    shares = pd.DataFrame({"group": ["g0", "g1", "g2"], "a": [0.5, 0.5, 0.5], "c": [0.5, 0.5, 0.5]})
+    bins = LabelProportions.from_frames(items, shares, id_col="id", categorical=True).bins
+    assert bins.labels == ["1", "01", "2"]
+
+
+def test_predict_keeps_a_level_that_looks_like_another(tmp_path, capsys):
+    """A fit of the first model on levels 1, 01 and 2: predict gives '01' its own probability and writes
+    every input cell back as it was written."""
+    rng = np.random.default_rng(1)
+    rows, he = [], []
+    for g in range(30):
+        share = 1 / (1 + np.exp(-rng.normal(0, 1.5)))
+        z = rng.random(40) < share
+        level = np.where(z, rng.choice(["1", "01", "2"], 40, p=[0.7, 0.1, 0.2]),
+                         rng.choice(["1", "01", "2"], 40, p=[0.1, 0.7, 0.2]))
+        rows += [f"g{g},{lv}" for lv in level]
+        he.append(f"g{g},{np.log(share / (1 - share)) + rng.normal(0, 0.3):.3f}")
+    _write(tmp_path / "clicks.csv", "group,b\n" + "\n".join(rows) + "\n")
+    _write(tmp_path / "groups.csv", "group,he\n" + "\n".join(he) + "\n")
+    assert cli(["fit", "wsc", "--clicks", str(tmp_path / "clicks.csv"), "--groups", str(tmp_path / "groups.csv"),
+                "--out", str(tmp_path / "fit.nc")]) == 0
+    _write(tmp_path / "new.csv", "b,note\n1,x\n01,NA\n2,\n")
+    assert cli(["predict", str(tmp_path / "fit.nc"), "--items", str(tmp_path / "new.csv"),
+                "--out", str(tmp_path / "pred.csv")]) == 0
+    capsys.readouterr()
+    out = pd.read_csv(tmp_path / "pred.csv", dtype=str, keep_default_na=False)
+    assert out["b"].tolist() == ["1", "01", "2"] and out["note"].tolist() == ["x", "NA", ""]
+    prob = out["prob"].astype(float)
+    assert prob[0] > 0.7 and prob[1] < 0.3, prob.tolist()
+
+
+def test_class_names_are_text_as_written(tmp_path):
+    """Classes named None, NA or null are classes; '001' stays '001'; '01' and '1' are two classes;
+    only an empty cell is unlabeled."""
+    rows = _feature_rows(12)
+    labels = ["None", "Mild", "Severe", "NA", "null", "", "None", "Mild", "Severe", "", "", ""]
+    text = "id,x1,x2,y\n" + "\n".join(f"{r},{y}" for r, y in zip(rows, labels)) + "\n"
+    items = read_table(_write(tmp_path / "items.csv", text), "items")
+    with pytest.raises(InputError, match=r"has value 'NA' \(row 4\), which is not one of the classes"):
+        LabeledItems.from_frame(items, id_col="id", classes=["None", "Mild", "Severe"])
+    data = LabeledItems.from_frame(items, id_col="id", classes=["None", "Mild", "Severe", "NA", "null"])
+    assert data.n_labeled == 8 and data.classes == ("None", "Mild", "Severe", "NA", "null")
+    for labels, classes in ((["001", "002"], ("001", "002")), (["01", "1"], ("01", "1"))):
+        text = "x1,x2,y\n" + "\n".join(f"{k},{k % 3},{labels[k % 2]}" for k in range(6)) + "\n"
+        data = LabeledItems.from_frame(read_table(_write(tmp_path / "l.csv", text), "items"))
+        assert data.classes == classes and data.n_labeled == 6
+
+
+def test_a_short_or_long_row_is_an_error_naming_it(tmp_path):
+    for row in ("i3,0.5", "i3,0.5,1,7"):
+        text = "id,x1,y\ni1,0.1,a\ni2,0.2,\n" + row + "\ni4,0.3,b\n"
+        with pytest.raises(InputError, match=r"items.csv' row 3 has \d cells, but the header names 3 columns"):
+            read_table(_write(tmp_path / "items.csv", text), "items")
+
+
+@pytest.mark.parametrize("he", ["True", "False", "yes"])
+def test_true_and_false_are_not_numbers(tmp_path, he):
+    groups = read_table(_write(tmp_path / "g.csv", f"group,he\ng0,{he}\ng1,0.5\n"), "groups")
+    clicks = pd.DataFrame({"group": ["g0", "g1"], "b": ["x", "y"]})
+    with pytest.raises(InputError, match=f"'he' has a non-numeric value '{he}' \\(row 1\\)"):
+        GroupedCounts.from_frames(clicks, groups)
+    with pytest.raises(InputError, match="'he' holds True/False, not numbers"):
+        GroupedCounts.from_frames(clicks, pd.DataFrame({"group": ["g0", "g1"], "he": [True, False]}))
+
+
+def test_proportions_predict_refuses_features_beyond_its_arithmetic():
+    items = pd.DataFrame({"group": ["g0"] * 3 + ["g1"] * 3, "x": [0.1, 0.5, 0.9, 1.2, 1.9, 2.4]})
+    data = LabelProportions.from_frames(items, pd.DataFrame({"group": ["g0", "g1"], "a": [0.6, 0.2], "b": [0.4, 0.8]}))
+    assert np.isfinite(data.features_of(pd.DataFrame({"x": [3.0]}))).all()
+    with pytest.raises(InputError, match="'x' has value 1e\\+120 \\(row 1\\).*standard deviations"):
+        data.features_of(pd.DataFrame({"x": [1e120]}))
+
+
+def test_nul_characters_are_refused_in_files_and_frames(tmp_path):
+    with pytest.raises(InputError, match=r"column 'group' has a NUL character \(row 2\)"):
+        read_table(_write(tmp_path / "g.csv", "group,he\ng0,1\ng\x001,0\n"), "groups")
+    clicks = pd.DataFrame({"group": ["g0", "g\x001"], "b": ["x", "y"]})
+    with pytest.raises(InputError, match="NUL character"):
+        GroupedCounts.from_frames(clicks, pd.DataFrame({"group": ["g0", "g\x001"], "he": [0.5, 0.1]}))
+    with pytest.raises(InputError, match="NUL character"):
+        GroupedCounts.from_frames(pd.DataFrame({"group": ["g0", "g1"], "b": ["x", "y\x00"]}),
+                                  pd.DataFrame({"group": ["g0", "g1"], "he": [0.5, 0.1]}))
+
+
+def test_many_behavior_columns_cross_without_a_limit():
+    """More than 64 behavior columns (numpy's ravel_multi_index stops there): counted as one column would be."""
+    wide = pd.DataFrame({f"c{k}": ["a"] * 4 for k in range(70)})
+    wide["group"], wide["c3"] = ["g0", "g0", "g1", "g1"], ["x", "y", "x", "x"]
+    data = GroupedCounts.from_frames(wide, pd.DataFrame({"group": ["g0", "g1"], "he": [0.5, -0.5]}))
+    assert data.counts.tolist() == [[1, 1], [2, 0]] and data.bins.labels[1].startswith("c0=a, c1=a, c2=a, c3=y")
