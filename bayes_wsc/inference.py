@@ -172,24 +172,51 @@ def has_draws(idata) -> bool:
 
 
 def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = 0.94) -> pd.DataFrame:
-    """`az.summary`; a MAP fit (a single draw) gets one column, `map`, and no intervals, with the
-    rows labelled as ArviZ labels them (`rho[3]`), read straight from the posterior."""
+    """`az.summary`'s table, computed in NumPy (`draw_stats`: the same arithmetic, without importing
+    ArviZ): mean, sd and HDI, and after more than one chain mcse_mean, mcse_sd, ess_bulk, ess_tail
+    and r_hat. A MAP fit (a single draw) gets one column, `map`, and no intervals. Rows are labelled
+    as ArviZ labels them (`rho[3]`, `rho[b01]`)."""
     posterior = idata.posterior
     if not has_draws(idata):
-        rows = {}
-        for name in var_names:
-            values = posterior[name].isel(chain=0, draw=0)
-            labels = [posterior[name].coords[d].values if d in posterior[name].coords else np.arange(n)
-                      for d, n in values.sizes.items()]
-            for index in np.ndindex(*values.shape):
-                label = ", ".join(str(labels[axis][i]) for axis, i in enumerate(index))
-                rows[f"{name}[{label}]" if index else name] = float(values.values[index])
+        rows = {label: float(values[0, 0][index]) for name in var_names
+                for label, index, values in _elements(posterior, name)}
         return pd.DataFrame({"map": pd.Series(rows, dtype=float)})
-    with warnings.catch_warnings():
+    from bayes_wsc import draw_stats
+
+    # one chain (a Laplace fit's independent draws): no R-hat, and no ESS of chains, as ArviZ's kind="stats"
+    diagnose = posterior.sizes["chain"] > 1
+    columns = ["mean", "sd", *draw_stats.hdi_columns(hdi_prob), *(draw_stats.DIAGNOSTICS if diagnose else ())]
+    rows = {}
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        # one chain (a Laplace fit's independent draws): no R-hat, and ArviZ's ESS would only warn
-        kind = "all" if posterior.sizes["chain"] > 1 else "stats"
-        return _az().summary(_for_arviz(idata), var_names=var_names, hdi_prob=hdi_prob, kind=kind, round_to="none")
+        for name in var_names:
+            elements = _elements(posterior, name)
+            values = elements[0][2]
+            flat = values.reshape(values.shape[0] * values.shape[1], -1)
+            mean, sd = flat.mean(axis=0), flat.std(axis=0, ddof=1)
+            bounds = draw_stats.hdi(flat, hdi_prob)
+            for j, (label, index, _) in enumerate(elements):
+                row = [mean[j], sd[j], bounds[j, 0], bounds[j, 1]]
+                if diagnose:
+                    row += draw_stats.chain_statistics(values[(slice(None), slice(None), *index)])
+                rows[label] = row
+    return pd.DataFrame.from_dict(rows, orient="index", columns=columns, dtype=float)
+
+
+def _elements(posterior, name: str) -> list[tuple[str, tuple, np.ndarray]]:
+    """(label, index, values) of every element of a posterior variable, in C order, labelled as
+    ArviZ labels them: `name[coord, coord]` by coordinate values, or positions where a dim has none;
+    `values` is the whole (chain, draw, ...) array."""
+    variable = posterior[name].transpose("chain", "draw", ...)
+    values = np.asarray(variable.values)
+    dims = variable.dims[2:]
+    labels = [variable.coords[d].values if d in variable.coords else np.arange(n)
+              for d, n in zip(dims, values.shape[2:])]
+    out = []
+    for index in np.ndindex(*values.shape[2:]):
+        label = ", ".join(str(labels[axis][i]) for axis, i in enumerate(index))
+        out.append((f"{name}[{label}]" if index else name, index, values))
+    return out
 
 
 def hdi(samples: np.ndarray, prob: float) -> np.ndarray:
@@ -201,11 +228,9 @@ def hdi(samples: np.ndarray, prob: float) -> np.ndarray:
     samples = np.asarray(samples)
     if samples.shape[0] == 1:
         return np.full((*samples.shape[1:], 2), np.nan)
-    flat = samples.reshape(samples.shape[0], -1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        bounds = _az().hdi(flat[None], hdi_prob=prob)  # (1, draws, n) is (chain, draw, n)
-    return np.asarray(bounds).reshape(*samples.shape[1:], 2)
+    from bayes_wsc.draw_stats import hdi as numpy_hdi  # az.hdi's arithmetic, without importing ArviZ
+
+    return numpy_hdi(samples.reshape(samples.shape[0], -1), prob).reshape(*samples.shape[1:], 2)
 
 
 def hdi_dataset(idata: InferenceData, var_names: list[str], prob: float) -> xr.Dataset:
