@@ -199,7 +199,7 @@ def cmd_summary(args) -> None:
     from bayes_wsc.estimator import load
 
     est = load(args.fit)
-    attrs = est.idata_.posterior.attrs
+    attrs = est._fitted().posterior.attrs  # the fit's groups as read: no ArviZ
     print(f"model: {attrs['model']}  method: {attrs['method']}  fitted with bayes_wsc {attrs.get('package_version')}")
     print_fit(est)
 
@@ -237,7 +237,7 @@ PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 def cmd_ppc(args) -> None:
     from pathlib import Path
 
-    from bayes_wsc import inference
+    from bayes_wsc import checks, inference
     from bayes_wsc.errors import InputError
     from bayes_wsc.estimator import load
 
@@ -245,7 +245,7 @@ def cmd_ppc(args) -> None:
         if Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
             raise InputError(f"--plot {args.plot!r} must end in one of {', '.join(PLOT_SUFFIXES)}")
     est = load(args.fit)
-    ppc = est.posterior_predictive(draws=args.draws, seed=args.seed)
+    ppc = checks.posterior_predictive(est, draws=args.draws, seed=args.seed)  # ArviZ only for --plot
     path = inference.save(ppc, args.out)
     names = ", ".join(ppc.posterior_predictive.data_vars)
     print(f"wrote {ppc.posterior_predictive.sizes['chain'] * ppc.posterior_predictive.sizes['draw']} replicates of "

@@ -395,7 +395,13 @@ class Estimator:
 
     @idata_.setter
     def idata_(self, idata) -> None:
-        self._idata, self._groups, self._mode = idata, None, None
+        """A fit as InferenceData, or as `inference.Groups` (a loaded fit: wrapped on first use of
+        `idata_`, so that predict and summary never import ArviZ)."""
+        if isinstance(idata, inference.Groups):
+            self.__dict__.pop("_idata", None)
+            self._groups, self._mode = idata, None
+        else:
+            self._idata, self._groups, self._mode = idata, None, None
         self.__dict__.pop("_pending_log_likelihood", None)
 
     @property

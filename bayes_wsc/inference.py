@@ -355,20 +355,27 @@ def _write_groups(groups: Groups, path: str) -> None:
         mode = "a"
 
 
-def load(path: str | Path) -> InferenceData:
-    """Read a fit; a missing file or a file that is not a bayes_wsc fit is an `InputError`."""
+def load(path: str | Path) -> Groups:
+    """Read a fit as `Groups` (one xarray Dataset per netCDF group, as `az.from_netcdf` reads them,
+    but without importing ArviZ; `to_inference_data` wraps them); a missing file or a file that is
+    not a bayes_wsc fit is an `InputError`."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"fit file {str(path)!r} does not exist")
     try:
-        idata = _az().from_netcdf(path, engine="h5netcdf")
+        import h5netcdf
+
+        with h5netcdf.File(path, mode="r") as handle:
+            names = list(handle.groups)
+        groups = Groups()
+        for name in names:
+            with xr.open_dataset(path, group=name, engine="h5netcdf") as ds:
+                groups[name] = ds.load()
     except Exception as exc:  # noqa: BLE001 - any reader failure means "not a fit"
         raise InputError(f"fit file {str(path)!r} is not a netCDF fit ({type(exc).__name__})") from None
-    if "posterior" not in idata.groups() or "model" not in idata.posterior.attrs:
+    if "posterior" not in groups or "model" not in groups.posterior.attrs:
         raise InputError(f"fit file {str(path)!r} is not a bayes_wsc fit (no posterior with a model name)")
-    for group in idata.groups():
-        idata[group].load()
-    return idata
+    return groups
 
 
 # ---------------------------------------------------------------------- calibration (sbc.py)

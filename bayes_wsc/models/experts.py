@@ -481,34 +481,34 @@ class NoisyExperts(Estimator):
     @property
     def scaling_(self) -> FeatureScaling:
         self._check_fitted()
-        const = self.idata_.constant_data
+        const = self._fitted().constant_data
         return FeatureScaling(tuple(str(f) for f in const["feature"].values), const["feature_mean"].values,
                               const["feature_scale"].values)
 
     def data_from_fit(self) -> PairwiseConstraints:
         """The items and constraints the fit saw, rebuilt from the saved fit (for baselines and reports)."""
         self._check_fitted()
-        const = self.idata_.constant_data
+        const = self._fitted().constant_data
         pairs = np.stack([const["pair_first"].values, const["pair_second"].values], axis=1)
         return PairwiseConstraints(
-            const["item"].values, const["features"].values, self.scaling_, self.idata_.posterior["expert"].values, pairs,
+            const["item"].values, const["features"].values, self.scaling_, self._fitted().posterior["expert"].values, pairs,
             const["constraint_pair"].values, const["constraint_expert"].values,
-            self.idata_.observed_data["link"].values, dict(inference.get_attrs(self.idata_).get("data_settings", {})),
+            self._fitted().observed_data["link"].values, dict(inference.get_attrs(self._fitted()).get("data_settings", {})),
         )
 
     # ------------------------------------------------------------------ summaries
     def expert_order(self) -> np.ndarray:
         """Expert positions sorted by posterior mean omega, most reliable first."""
         self._check_fitted()
-        omega = self.idata_.posterior["omega"].mean(("chain", "draw")).values
+        omega = self._fitted().posterior["omega"].mean(("chain", "draw")).values
         return np.argsort(-omega, kind="stable")
 
     def summary(self, var_names: list[str] | None = None, hdi_prob: float = 0.94) -> pd.DataFrame:
         """`az.summary` of the estimands, the expert rows (omega, alpha, beta) sorted by omega."""
         table = super().summary(var_names, hdi_prob)
-        if "omega" not in self.idata_.posterior:  # a variant without expert weights: ArviZ's order
+        if "omega" not in self._fitted().posterior:  # a variant without expert weights: ArviZ's order
             return table
-        experts = self.idata_.posterior["expert"].values[self.expert_order()]
+        experts = self._fitted().posterior["expert"].values[self.expert_order()]
         order = [f"{name}[{e}]" for name in ("omega", "alpha", "beta") for e in experts
                  if f"{name}[{e}]" in table.index]
         return table.loc[order + [r for r in table.index if r not in set(order)]]
@@ -518,15 +518,15 @@ class NoisyExperts(Estimator):
         with the bounds of their `ci` HDI, and the expert's numbers of must- and cannot-links."""
         self._check_fitted()
         check_ci(ci)
-        post = self.idata_.posterior
+        post = self._fitted().posterior
         table = pd.DataFrame(index=pd.Index(post["expert"].values.astype(str), name="expert"))
         for name in ("alpha", "beta", "omega"):
-            draws = stacked(self.idata_, name)
+            draws = stacked(self._fitted(), name)
             bounds = inference.hdi(draws, ci)
             table[name] = draws.mean(axis=0)
             table[f"{name}_low"], table[f"{name}_high"] = bounds[:, 0], bounds[:, 1]
-        link = self.idata_.observed_data["link"].values
-        expert = self.idata_.constant_data["constraint_expert"].values
+        link = self._fitted().observed_data["link"].values
+        expert = self._fitted().constant_data["constraint_expert"].values
         must = np.bincount(expert, weights=link, minlength=len(table)).astype(np.int64)
         table["must_link"] = must
         table["cannot_link"] = np.bincount(expert, minlength=len(table)) - must
@@ -538,9 +538,9 @@ class NoisyExperts(Estimator):
         HDI of its probability; computed in chunks, never stored per draw. With `constraints` (the
         training data) the rows are its items and each is also conditioned on its own links
         (`constraint_informed_memberships`)."""
-        W, b = stacked(self.idata_, "W"), stacked(self.idata_, "b")
+        W, b = stacked(self._fitted(), "W"), stacked(self._fitted(), "b")
         if constraints is not None:
-            alpha, beta = stacked(self.idata_, "alpha"), stacked(self.idata_, "beta")
+            alpha, beta = stacked(self._fitted(), "alpha"), stacked(self._fitted(), "beta")
         n, k = features.shape[0], W.shape[-1]
 
         def draws_of(cols):
@@ -582,9 +582,9 @@ class NoisyExperts(Estimator):
         """
         self._check_fitted()
         check_ci(ci)
-        index = pd.Index(self.idata_.constant_data["item"].values.astype(str), name="item")
+        index = pd.Index(self._fitted().constant_data["item"].values.astype(str), name="item")
         constraints = self.data_from_fit() if use_constraints else None
-        return self._membership_frame(self.idata_.constant_data["features"].values, ci, index, constraints)
+        return self._membership_frame(self._fitted().constant_data["features"].values, ci, index, constraints)
 
     def predict(self, items: pd.DataFrame, *, ci: float = 0.94) -> pd.DataFrame:
         """Every input column plus `cluster`, `prob_<k>` for each cluster k (posterior mean) and

@@ -431,36 +431,36 @@ class PCMixture(Estimator):
     @property
     def classes_(self) -> list[str]:
         self._check_fitted()
-        return [str(c) for c in inference.get_attrs(self.idata_)["classes"]]
+        return [str(c) for c in inference.get_attrs(self._fitted())["classes"]]
 
     @property
     def features_(self) -> list[str]:
         self._check_fitted()
-        return [str(f) for f in self.idata_.posterior["feature"].values]
+        return [str(f) for f in self._fitted().posterior["feature"].values]
 
     @property
     def map_point_(self) -> dict:
         """The best MAP's free variables (constrained scale): a warm start for another fit."""
         self._check_fitted()
-        attrs = inference.get_attrs(self.idata_)
+        attrs = inference.get_attrs(self._fitted())
         if attrs["method"] == "map":
             free = attrs.get("fit_info", {}).get("free_variables", ["pi", "mean_z", "sd_excess", "rho"])
-            return {k: self.idata_.posterior[k].values[0, 0] for k in free}
+            return {k: self._fitted().posterior[k].values[0, 0] for k in free}
         return {k: np.asarray(v) for k, v in attrs["map_point"].items()}
 
     @property
     def restart_basins_(self) -> pd.DataFrame:
         """The MAP's restarts grouped by the log density they reached (one row per basin)."""
         self._check_fitted()
-        info = inference.get_attrs(self.idata_).get("fit_info", {}).get("map", {})
+        info = inference.get_attrs(self._fitted()).get("fit_info", {}).get("map", {})
         values = info.get("restart_log_densities", [info.get("log_density", float("nan"))])
         return basins(values)
 
     def data_from_fit(self) -> LabeledItems:
         """The items the fit saw, rebuilt from the saved fit (for reports and scores)."""
         self._check_fitted()
-        obs, const = self.idata_.observed_data, self.idata_.constant_data
-        attrs = inference.get_attrs(self.idata_)
+        obs, const = self._fitted().observed_data, self._fitted().constant_data
+        attrs = inference.get_attrs(self._fitted())
         center, scale = const["center"].values, const["scale"].values
         return LabeledItems((obs["x"].values - center) / scale, obs["y"].values, self.features_, self.classes_,
                             center, scale, obs["item"].values, dict(attrs.get("data_settings", {})))
@@ -468,12 +468,12 @@ class PCMixture(Estimator):
     def _draws(self):
         """pi, mean and sd on the standardized scale, and rho as (draws, K, C), from the reported
         estimands (which every variant built from the blocks has)."""
-        const = self.idata_.constant_data
+        const = self._fitted().constant_data
         center, scale = const["center"].values, const["scale"].values
-        pi = stacked(self.idata_, "pi")
-        mean_z = (stacked(self.idata_, "mean") - center) / scale
-        sd_z = stacked(self.idata_, "sd") / scale
-        rho = stacked(self.idata_, "rho")
+        pi = stacked(self._fitted(), "pi")
+        mean_z = (stacked(self._fitted(), "mean") - center) / scale
+        sd_z = stacked(self._fitted(), "sd") / scale
+        rho = stacked(self._fitted(), "rho")
         if rho.ndim == 2:
             rho = np.stack([1 - rho, rho], axis=-1)
         return pi, mean_z, sd_z, rho
@@ -481,8 +481,8 @@ class PCMixture(Estimator):
     def objective_terms(self) -> pd.DataFrame:
         """Per draw: the data term sum log p(x), the label term sum log p(y | x), the PC objective."""
         self._check_fitted()
-        data_term = stacked(self.idata_, "data_loglik")
-        label_term = stacked(self.idata_, "label_loglik")
+        data_term = stacked(self._fitted(), "data_loglik")
+        label_term = stacked(self._fitted(), "label_loglik")
         return pd.DataFrame({"data_loglik": data_term, "label_loglik": label_term,
                              "objective": data_term + float(self.lam) * label_term})
 
@@ -524,7 +524,7 @@ class PCMixture(Estimator):
         the interval cells are empty (NaN): the mode is a single point, with no interval.
         """
         self._check_fitted()
-        const = self.idata_.constant_data
+        const = self._fitted().constant_data
         x_std = standardize(items, self.features_, const["center"].values, const["scale"].values, "items")
         result = self.predict_arrays(x_std, ci)
         out = {}
@@ -536,7 +536,7 @@ class PCMixture(Estimator):
                 out[f"prob_{name}"] = result["label_mean"][:, c]
                 out[f"prob_{name}_low"] = result["label_low"][:, c]
                 out[f"prob_{name}_high"] = result["label_high"][:, c]
-        components = [int(k) for k in self.idata_.posterior["component"].values]
+        components = [int(k) for k in self._fitted().posterior["component"].values]
         out["cluster"] = np.asarray(components)[result["cluster_mean"].argmax(axis=1)]
         for k, name in enumerate(components):
             out[f"cluster_prob_{name}"] = result["cluster_mean"][:, k]
@@ -553,7 +553,7 @@ class PCMixture(Estimator):
         self._check_fitted()
         if data is None:
             data = self.data_from_fit()
-            data_loglik = stacked(self.idata_, "data_loglik")  # sum log p(x) per draw, kept by the fit
+            data_loglik = stacked(self._fitted(), "data_loglik")  # sum log p(x) per draw, kept by the fit
         else:
             pi, mean_z, sd_z, _ = self._draws()
             data_loglik = np.array([logsumexp(np.log(pi[s])[None] + component_logp(data.x, mean_z[s], sd_z[s]),

@@ -318,31 +318,31 @@ class PerceptionClustering(Estimator):
     @property
     def scaling_(self) -> FeatureScaling:
         self._check_fitted()
-        const = self.idata_.constant_data
+        const = self._fitted().constant_data
         return FeatureScaling(tuple(str(f) for f in const["feature"].values), const["feature_mean"].values,
                               const["feature_scale"].values)
 
     @property
     def clusters_(self) -> list[str]:
         self._check_fitted()
-        return [str(c) for c in self.idata_.posterior["cluster"].values]
+        return [str(c) for c in self._fitted().posterior["cluster"].values]
 
     def data_from_fit(self) -> SeedSets:
         """The items, seeds and perception vectors the fit saw, rebuilt from the saved fit."""
         self._check_fitted()
-        const, obs = self.idata_.constant_data, self.idata_.observed_data
+        const, obs = self._fitted().constant_data, self._fitted().observed_data
         return SeedSets(const["item"].values, const["features"].values, self.scaling_,
                         np.asarray(self.clusters_), const["perception"].values,
                         const["perception_feature"].values, obs["seed_item_index"].values,
-                        obs["seed_cluster"].values, dict(inference.get_attrs(self.idata_).get("data_settings", {})))
+                        obs["seed_cluster"].values, dict(inference.get_attrs(self._fitted()).get("data_settings", {})))
 
     # ------------------------------------------------------------------ memberships and predictions
     def _membership_summary(self, features: np.ndarray, ci: float, in_set: np.ndarray | None = None):
         """Posterior mean of every row's cluster probabilities (m, K), the most probable cluster and the
         HDI of its probability; in chunks, never stored per draw. `in_set` (m, K) conditions each row on
         the sets it is known to be in (all True for none)."""
-        W, b = stacked(self.idata_, "W"), stacked(self.idata_, "b")
-        perception = self.idata_.constant_data["perception"].values
+        W, b = stacked(self._fitted(), "W"), stacked(self._fitted(), "b")
+        perception = self._fitted().constant_data["perception"].values
         m, k = features.shape[0], perception.shape[0]
 
         def draws_of(cols):

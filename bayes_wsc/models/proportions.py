@@ -580,7 +580,7 @@ class ProportionsClassifier(Estimator):
         log_joint = self._log_joint_function()
         n_classes = len(self.classes_)
         m = len(features)
-        n_draws = stacked(self.idata_, "eta").shape[0]
+        n_draws = stacked(self._fitted(), "eta").shape[0]
 
         def draws_of(cols):
             items, cls = np.divmod(cols, n_classes)
@@ -596,22 +596,22 @@ class ProportionsClassifier(Estimator):
     def _log_joint_function(self):
         """features -> (S, m, L) log eta_l f_l(x) per draw (log softmax for logistic), from the reported
         estimands, which every variant built from the blocks keeps."""
-        post = self.idata_.posterior
+        post = self._fitted().posterior
         emission = self.emission
         if emission == "logistic":
-            w, b = stacked(self.idata_, "W"), stacked(self.idata_, "b")  # (S, L, D), (S, L)
+            w, b = stacked(self._fitted(), "W"), stacked(self._fitted(), "b")  # (S, L, D), (S, L)
             return lambda x: np.einsum("md,sld->sml", x, w) + b[:, None, :]
-        log_eta = np.log(stacked(self.idata_, "eta"))  # (S, L)
+        log_eta = np.log(stacked(self._fitted(), "eta"))  # (S, L)
         if emission == "categorical":
-            rho = stacked(self.idata_, "rho") if "rho" in post else None
-            log_w = np.log(stacked(self.idata_, "w"))  # (S, L, K)
+            rho = stacked(self._fitted(), "rho") if "rho" in post else None
+            log_w = np.log(stacked(self._fitted(), "w"))  # (S, L, K)
             if rho is not None:
                 return lambda bins: np.log(np.maximum(rho[:, bins, :], 1e-300))
             return lambda bins: log_eta[:, None, :] + np.transpose(log_w[:, :, bins], (0, 2, 1))
-        const = self.idata_.constant_data
+        const = self._fitted().constant_data
         center, scale = const["center"].values, const["scale"].values
-        mean_z = (stacked(self.idata_, "mean") - center) / scale
-        sd_z = stacked(self.idata_, "sd") / scale
+        mean_z = (stacked(self._fitted(), "mean") - center) / scale
+        sd_z = stacked(self._fitted(), "sd") / scale
         return lambda x: log_eta[:, None, :] + gaussian_logp_draws(x, mean_z, sd_z)
 
     def predict(self, items: pd.DataFrame, *, ci: float = 0.94) -> pd.DataFrame:
@@ -647,17 +647,17 @@ class ProportionsClassifier(Estimator):
         data = self.data_from_fit()
         log_joint = self._log_joint_function()
         features = data.x if data.kind == "numeric" else data.item_bin
-        n_total = stacked(self.idata_, "eta").shape[0]
+        n_total = stacked(self._fitted(), "eta").shape[0]
         keep = np.round(np.linspace(0, n_total - 1, min(max_draws, n_total))).astype(np.int64)
         joint = log_joint(features)[keep]  # (S, n, L): log eta_l f_l(x) or log softmax
-        log_eta = np.log(stacked(self.idata_, "eta")[keep])
+        log_eta = np.log(stacked(self._fitted(), "eta")[keep])
         n_classes = joint.shape[2]
         exact = self.bag_likelihood_ == "exact-counts" and data.counts is not None
-        approximated = set(inference.get_attrs(self.idata_).get("approximated_groups", []))
+        approximated = set(inference.get_attrs(self._fitted()).get("approximated_groups", []))
         if self.emission != "logistic":
             joint = joint - log_eta[:, None, :]  # log f_l(x)
-            if "theta" in self.idata_.posterior:
-                shares = stacked(self.idata_, "theta")[keep]
+            if "theta" in self._fitted().posterior:
+                shares = stacked(self._fitted(), "theta")[keep]
             else:
                 shares = np.broadcast_to(data.proportions, (len(keep), *data.proportions.shape))
             with np.errstate(divide="ignore"):
@@ -717,11 +717,11 @@ class ProportionsClassifier(Estimator):
         from bayes_wsc.data.tables import require_rows
 
         require_rows(items, "items")
-        attrs = inference.get_attrs(self.idata_)
+        attrs = inference.get_attrs(self._fitted())
         if attrs["data_kind"] == "categorical":
             levels = attrs["behavior_levels"]
             return BehaviorBins(tuple(levels), tuple(tuple(v) for v in levels.values())).index(items, "items")
-        const = self.idata_.constant_data
+        const = self._fitted().constant_data
         return standardize(items, [str(f) for f in const["feature"].values], const["center"].values,
                            const["scale"].values, "items")
 

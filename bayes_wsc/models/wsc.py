@@ -581,14 +581,14 @@ class WSC(Estimator):
     @property
     def bins_(self) -> BehaviorBins:
         self._check_fitted()
-        levels = inference.get_attrs(self.idata_)["behavior_levels"]
+        levels = inference.get_attrs(self._fitted())["behavior_levels"]
         return BehaviorBins(tuple(levels), tuple(tuple(v) for v in levels.values()))
 
     def data_from_fit(self) -> GroupedCounts:
         """The count table the fit saw, rebuilt from the saved fit (for baselines and reports)."""
         self._check_fitted()
-        obs, const = self.idata_.observed_data, self.idata_.constant_data
-        attrs = inference.get_attrs(self.idata_)
+        obs, const = self._fitted().observed_data, self._fitted().constant_data
+        attrs = inference.get_attrs(self._fitted())
         return GroupedCounts(obs["counts"].values, obs["he"].values, np.asarray(obs["group"].values),
                              self.bins_, const["n_items"].values, const["group_scale"].values,
                              dict(attrs.get("data_settings", {})))
@@ -610,22 +610,22 @@ class WSC(Estimator):
         """P(Z = 1 | X = k, group i) for chosen groups and every bin: mean and HDI, computed on demand."""
         self._check_fitted()
         check_ci(ci)
-        all_ids = np.asarray(self.idata_.posterior["group"].values).astype(str)
+        all_ids = np.asarray(self._fitted().posterior["group"].values).astype(str)
         ids = all_ids if groups is None else np.asarray(groups).astype(str)
         pos = pd.Index(all_ids).get_indexer(ids)
         if (pos < 0).any():
             raise InputError(f"unknown group {str(ids[pos < 0][0])!r}")
-        n_bins = self.idata_.posterior.sizes["bin"]
+        n_bins = self._fitted().posterior.sizes["bin"]
         cells = (pos[:, None] * n_bins + np.arange(n_bins)[None]).ravel()
         mean, low, high = self._group_bin_summary(cells, ci)
         shape = (len(ids), n_bins)
-        coords = {"group": ids, "bin": self.idata_.posterior["bin"].values}
+        coords = {"group": ids, "bin": self._fitted().posterior["bin"].values}
         return xr.Dataset({k: (("group", "bin"), v.reshape(shape)) for k, v in
                            {"mean": mean, "low": low, "high": high}.items()}, coords=coords,
                           attrs={"ci": ci})
 
     def _group_bin_summary(self, cells: np.ndarray, ci: float):
-        mu, w0, w1 = (stacked(self.idata_, n) for n in ("mu", "w0", "w1"))
+        mu, w0, w1 = (stacked(self._fitted(), n) for n in ("mu", "w0", "w1"))
         n_bins = w0.shape[1]
 
         def draws_of(cols):
@@ -645,11 +645,11 @@ class WSC(Estimator):
         self._check_fitted()
         check_ci(ci)
         bin_index = self.bins_.index(items, "items")
-        group_col = group_col or inference.get_attrs(self.idata_).get("data_settings", {}).get("group_col", "group")
-        n_bins = self.idata_.posterior.sizes["bin"]
+        group_col = group_col or inference.get_attrs(self._fitted()).get("data_settings", {}).get("group_col", "group")
+        n_bins = self._fitted().posterior.sizes["bin"]
         pos = np.full(len(items), -1)
         if group_col in items.columns:
-            ids = pd.Index(np.asarray(self.idata_.posterior["group"].values).astype(str))
+            ids = pd.Index(np.asarray(self._fitted().posterior["group"].values).astype(str))
             pos = ids.get_indexer(key_text(items[group_col]))
         prob, low, high = (np.empty(len(items)) for _ in range(3))
         known = pos >= 0
@@ -659,7 +659,7 @@ class WSC(Estimator):
         for target, values in zip((prob, low, high), stats):
             target[known] = values[inverse]
         bins_needed, inverse = np.unique(bin_index[~known], return_inverse=True)
-        rho = stacked(self.idata_, "rho")
+        rho = stacked(self._fitted(), "rho")
         stats = summarize_columns(len(bins_needed), lambda cols: rho[:, bins_needed[cols]], rho.shape[0], ci)
         for target, values in zip((prob, low, high), stats):
             target[~known] = values[inverse]
