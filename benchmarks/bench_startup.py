@@ -17,6 +17,17 @@ the model's default settings, on data of its paper's size:
 MAP (the default method) and NUTS (default chains, tune and draws). The
 reference for `--help` is `python -c pass` in the same run. Writes
 benchmarks/results/startup.csv and prints a table.
+
+    python benchmarks/bench_startup.py --read-only --rounds 2
+
+Read-only commands (issue 26): in every round each model is fitted anew (MAP
+and NUTS, a new seed, so a new fit file; NUTS keeps the default 4 x 1000
+draws but `--nuts-tune` shortens tuning, which the commands never see), then
+`summary`, `predict` (the fit's own training items), `check`, `ppc` and
+`report` of that file each run in a fresh process, with warm caches (the
+state a user is in after fitting). Each is timed from outside as a ratio to
+`python -c "import numpy, pandas"` and to `bayes-wsc --help`, both timed in
+the same round. Writes benchmarks/results/readonly.csv.
 """
 
 from __future__ import annotations
@@ -88,6 +99,51 @@ def write_inputs(folder: Path) -> dict[str, list[str]]:
     }
 
 
+#: the items file each model's `predict` reads in the read-only benchmark: its training items
+PREDICT_ITEMS = {"wsc": "clicks.csv", "experts": "cancer.csv", "pcmix": "toy.csv", "proportions": "charges.csv",
+                 "perception": "digits.csv"}
+READ_ONLY = ("summary", "predict", "check", "ppc", "report")
+
+
+def read_only_commands(fit: Path, model: str, folder: Path, out: Path) -> dict[str, list[str]]:
+    return {"summary": ["summary", str(fit)],
+            "predict": ["predict", str(fit), "--items", str(folder / PREDICT_ITEMS[model]), "--out",
+                        str(out / "pred.csv")],
+            "check": ["check", str(fit)],
+            "ppc": ["ppc", str(fit), "--out", str(out / "ppc.nc")],
+            "report": ["report", str(fit), "--out", str(out / "report")]}
+
+
+def read_only(args, tmp: Path, commands: dict[str, list[str]], env: dict) -> list[dict]:
+    """Rounds of: references, then per model and method a new fit and each read-only command."""
+    rows = []
+    references = {"import numpy, pandas": [sys.executable, "-c", "import numpy, pandas"],
+                  "bayes-wsc --help": [CLI, "--help"]}
+    for round_ in range(1, args.rounds + 1):
+        base = {}
+        for name, command in references.items():
+            runs = sorted(timed(command, env) for _ in range(args.help_runs))
+            base[name] = runs[len(runs) // 2]
+            rows.append({"round": round_, "model": "-", "method": "-", "command": name, "seconds": base[name]})
+            print(f"round {round_}: {name}: median {base[name]:.2f} s", flush=True)
+        for model in args.models.split(","):
+            for method in args.methods.split(","):
+                fit = tmp / f"{model}_{method}_{round_}.nc"
+                extra = ["--tune", str(args.nuts_tune)] if method == "nuts" else []
+                seconds = timed([CLI, *commands[model], "--method", method, *extra, "--seed", str(round_),
+                                 "--out", str(fit), "--no-progress"], env)
+                print(f"round {round_}: fit {model} --method {method}: {seconds:.1f} s", flush=True)
+                out = tmp / f"out_{model}_{method}_{round_}"
+                out.mkdir()
+                for name, argv in read_only_commands(fit, model, tmp, out).items():
+                    seconds = timed([CLI, *argv], env)
+                    rows.append({"round": round_, "model": model, "method": method, "command": name,
+                                 "seconds": seconds, **{f"vs {k}": seconds / v for k, v in base.items()}})
+                    print(f"round {round_}: {name} {model} {method}: {seconds:.2f} s "
+                          f"({seconds / base['import numpy, pandas']:.1f}x numpy+pandas)", flush=True)
+    return rows
+
+
 def timed(command: list[str], env: dict) -> float:
     t0 = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -102,14 +158,29 @@ def main(argv=None) -> pd.DataFrame:
     parser.add_argument("--models", default="wsc,experts,pcmix,proportions,perception")
     parser.add_argument("--methods", default="map,nuts")
     parser.add_argument("--help-runs", type=int, default=5)
-    parser.add_argument("--out", default=str(HERE / "results" / "startup.csv"), help="CSV to write")
+    parser.add_argument("--out", default=None, help="CSV to write (default: benchmarks/results/startup.csv, or "
+                                                     "readonly.csv with --read-only)")
+    parser.add_argument("--read-only", action="store_true",
+                        help="time summary, predict, check, ppc and report of new fit files instead")
+    parser.add_argument("--rounds", type=int, default=2, help="--read-only: rounds, each on new fit files")
+    parser.add_argument("--nuts-tune", type=int, default=200,
+                        help="--read-only: NUTS tuning steps of the fits (their draws stay the default 4 x 1000)")
     args = parser.parse_args(argv)
+    args.out = args.out or str(HERE / "results" / ("readonly.csv" if args.read_only else "startup.csv"))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         commands = write_inputs(tmp)
         env = {**os.environ, "XDG_CACHE_HOME": str(tmp / "cache"),
                "PYTENSOR_FLAGS": f"compiledir={tmp / 'pytensor'}"}
+        if args.read_only:
+            table = pd.DataFrame(read_only(args, tmp, commands, env))
+            out = Path(args.out)
+            out.parent.mkdir(exist_ok=True)
+            table.to_csv(out, index=False)
+            print(table.round(2).to_string(index=False))
+            print(f"\n{out}")
+            return table
         for name, command in (("python -c pass", [sys.executable, "-c", "pass"]), ("bayes-wsc --help", [CLI, "--help"])):
             runs = sorted(timed(command, env) for _ in range(args.help_runs))
             rows.append({"what": name, "cache": "-", "seconds": runs[len(runs) // 2]})
