@@ -9,8 +9,9 @@ ArviZ takes 4-5 s to import (it loads its plotting stack and compiles numba
 functions), as long as the whole MAP of the paper's headline workload. So a
 fit is first assembled as `Groups`, plain xarray Datasets that read like an
 InferenceData (`groups.posterior["rho"]`), which this module saves and
-summarizes (a MAP's table) without ArviZ; `to_inference_data` wraps them when
-ArviZ is wanted.
+summarizes without ArviZ (`draw_stats` has its summary arithmetic in NumPy);
+`load` reads a saved fit back as `Groups`, and `to_inference_data` wraps them
+when ArviZ is wanted.
 """
 
 from __future__ import annotations
