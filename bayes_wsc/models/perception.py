@@ -177,7 +177,7 @@ def membership_log_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndar
     offset = 0.5 * np.sum(perception**2, axis=1)
     if W.ndim == 2:
         return log_softmax((features @ W + b) @ perception.T - offset, axis=-1)
-    embedded = np.einsum("md,sdq->smq", features, W) + b[:, None, :]
+    embedded = np.einsum("md,sdq->smq", features, W, optimize=True) + b[:, None, :]  # one matrix product
     return log_softmax(embedded @ perception.T - offset, axis=-1)
 
 

@@ -627,10 +627,11 @@ class WSC(Estimator):
     def _group_bin_summary(self, cells: np.ndarray, ci: float):
         mu, w0, w1 = (stacked(self._fitted(), n) for n in ("mu", "w0", "w1"))
         n_bins = w0.shape[1]
+        log_w0, log_w1 = np.log(w0), np.log(w1)  # once per (draw, bin), not per cell
 
-        def draws_of(cols):
+        def draws_of(cols):  # class1_probability, with the logs taken above
             g, k = np.divmod(cells[cols], n_bins)
-            return class1_probability(mu[:, g], w0[:, k], w1[:, k])
+            return expit(mu[:, g] + log_w1[:, k] - log_w0[:, k])
 
         return summarize_columns(len(cells), draws_of, mu.shape[0], ci)
 
