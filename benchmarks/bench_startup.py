@@ -28,6 +28,14 @@ draws but `--nuts-tune` shortens tuning, which the commands never see), then
 state a user is in after fitting). Each is timed from outside as a ratio to
 `python -c "import numpy, pandas"` and to `bayes-wsc --help`, both timed in
 the same round. Writes benchmarks/results/readonly.csv.
+
+    git archive 5c18b3b bayes_wsc | tar -x -C /tmp/before
+    python benchmarks/bench_startup.py --read-only --rounds 1 --baseline /tmp/before
+
+also times every read-only command with the package in /tmp/before first on
+PYTHONPATH (another version of the code on the same fit files): each version
+twice, alternating, the faster run kept (the first run of a version may
+build its MAP programs, which are keyed by the package's source).
 """
 
 from __future__ import annotations
@@ -136,11 +144,21 @@ def read_only(args, tmp: Path, commands: dict[str, list[str]], env: dict) -> lis
                 out = tmp / f"out_{model}_{method}_{round_}"
                 out.mkdir()
                 for name, argv in read_only_commands(fit, model, tmp, out).items():
-                    seconds = timed([CLI, *argv], env)
+                    if args.baseline:
+                        other = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [args.baseline, env.get("PYTHONPATH")]))}
+                        runs = [(timed([CLI, *argv], other), timed([CLI, *argv], env)) for _ in range(2)]
+                        before, seconds = (min(r[i] for r in runs) for i in (0, 1))
+                        rows.append({"round": round_, "model": model, "method": method, "command": name,
+                                     "version": "baseline", "seconds": before,
+                                     **{f"vs {k}": before / v for k, v in base.items()}})
+                    else:
+                        seconds = timed([CLI, *argv], env)
                     rows.append({"round": round_, "model": model, "method": method, "command": name,
-                                 "seconds": seconds, **{f"vs {k}": seconds / v for k, v in base.items()}})
+                                 "version": "this", "seconds": seconds,
+                                 **{f"vs {k}": seconds / v for k, v in base.items()}})
                     print(f"round {round_}: {name} {model} {method}: {seconds:.2f} s "
-                          f"({seconds / base['import numpy, pandas']:.1f}x numpy+pandas)", flush=True)
+                          f"({seconds / base['import numpy, pandas']:.1f}x numpy+pandas"
+                          f"{f'; baseline {before:.2f} s' if args.baseline else ''})", flush=True)
     return rows
 
 
@@ -163,6 +181,8 @@ def main(argv=None) -> pd.DataFrame:
     parser.add_argument("--read-only", action="store_true",
                         help="time summary, predict, check, ppc and report of new fit files instead")
     parser.add_argument("--rounds", type=int, default=2, help="--read-only: rounds, each on new fit files")
+    parser.add_argument("--baseline", metavar="DIR", default=None,
+                        help="--read-only: also time each command with the bayes_wsc package in DIR (see above)")
     parser.add_argument("--nuts-tune", type=int, default=200,
                         help="--read-only: NUTS tuning steps of the fits (their draws stay the default 4 x 1000)")
     args = parser.parse_args(argv)
