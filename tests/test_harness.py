@@ -212,7 +212,8 @@ def printed_check(paths, stdout, tables):
 def checks_check(paths, stdout, tables):
     """One row per check, every column, the flagged ones also printed."""
     table = pd.read_csv(paths["out"])
-    assert list(table.columns) == ["check", "statistic", "reference", "p_value", "flagged", "message"]
+    assert list(table.columns) == ["check", "statistic", "reference", "p_value", "flagged", "message", "effect",
+                                   "tolerance"]
     assert len(table) >= 1 and "flagged" in stdout
     return table[["statistic", "reference", "p_value"]].to_numpy(dtype=float)
 
