@@ -6,22 +6,34 @@ records every check row: p-value, effect against its tolerance, flagged. On data
 false alarm; on the planted data it is a hit for the checks aimed at that misfit.
 
   wsc          500 groups of 100 clicks, 15 bins, sigma_H = 0.5, fitted with WH = 4 (the truth)
-    he_noise       HE four times noisier than WH says (sigma_H = 2)            -> ppc_he, ppc_group_share
+    he_noise       HE four times noisier than WH says (sigma_H = 2)            -> aggregation_bias
     group_behavior each group's w0, w1 drawn around the shared ones (Dirichlet, concentration 30 w):
-                   behavior that depends on the group beyond the class        -> aggregation_bias, ppc_group_share
+                   behavior that depends on the group beyond the class        -> aggregation_bias
   experts      300 items, 4 features, K = 3, four experts x 500 pairs
     adversarial    the first expert's links all turned around                 -> expert_agreement
+    real_iris      iris's features, experts rating 600 pairs by the paper's Sec. 3.2 protocol (Case 1): real
+                   data where the model does well, so a flag is a false alarm
   pcmix        1000 items in 3 features, two components, half labeled, lam = 1
     skewed         the third feature replaced by exp(2 x): a skewed marginal  -> feature_marginal
   proportions  the default fit (logistic, exact counts), 100 groups of 16, 3 classes, 5 features
+    real_breast_cancer  breast_cancer in random groups of 8 (Sec. 4, where the default fit reaches 0.979):
+                   real data where the model does well, so a flag is a false alarm
     wrong_counts   ten groups' counts rolled by one class (their largest class moved on)
-                                                                               -> group_misfit, ppc_group_class_share
+                                                                               -> group_misfit (and ppc_group_class_share,
+                                                                                  measured before it was dropped)
   perception   `simulate_model`: 2000 items, 10 features, 3 clusters, 10 seeds each
     split_cluster  cluster A's 20 seeds on both sides of B's (C apart), 100 unseeded items, 2 features:
                    a cluster no linear rule picks out                          -> seed_neighbours
 
     python benchmarks/check_power.py --model wsc --sims 10      # results/check_power.csv (resumable)
     python benchmarks/check_power.py --summarize
+    python benchmarks/check_power.py --cces                     # the first model's group shares on CCES 2016
+
+`--cces` measures the statistic that was the first model's `ppc_group_share` row (each group's share of
+items in the class-1-leaning bins against 200 replicates; the ratio of the chi-square discrepancy to the
+replicates') on 5 halvings of the states of CCES 2016, grouped by state x age x gender (where the model
+nearly reaches the oracle) and by state (where aggregation bias makes rho wrong), with the settings of
+`aggregation_check.py`. It is why that row is gone (see `bayes_wsc/checks/wsc.py`).
 """
 
 from __future__ import annotations
@@ -41,8 +53,8 @@ OUT = HERE / "results" / "check_power.csv"
 CASES = {"wsc": ("he_noise", "group_behavior"), "experts": ("adversarial",), "pcmix": ("skewed",),
          "proportions": ("wrong_counts",), "perception": ("split_cluster",)}
 #: which checks each planted misfit is aimed at (the hits that count as power)
-AIMED = {"he_noise": ("ppc_he", "ppc_group_share"), "group_behavior": ("aggregation_bias", "ppc_group_share"),
-         "adversarial": ("expert_agreement",), "skewed": ("feature_marginal",),
+AIMED = {"he_noise": ("aggregation_bias",), "group_behavior": ("aggregation_bias",),
+         "adversarial": ("expert_agreement",), "skewed": ("feature_marginal", "ppc_class_feature_mean"),
          "wrong_counts": ("group_misfit", "ppc_group_class_share"), "split_cluster": ("seed_neighbours",)}
 
 
@@ -82,9 +94,14 @@ def data_sets(model: str, seed: int):
                                                        seed=9000 + seed)
         first = constraints["expert"] == constraints["expert"].iloc[0]
         turned = constraints.assign(link=np.where(first, 1 - constraints["link"], constraints["link"]))
+        from bayes_wsc.simulate.experts import load_uci, simulate_uci_experts
+
         make = lambda **kw: NoisyExperts(n_clusters=3, **kw)  # noqa: E731
+        iris, labels = load_uci("iris")
+        rated, _ = simulate_uci_experts(labels, 600, item_ids=iris["id"], seed=9000 + seed)
         return [("from_model", PairwiseConstraints.from_frames(items, constraints), make),
-                ("adversarial", PairwiseConstraints.from_frames(items, turned), make)]
+                ("adversarial", PairwiseConstraints.from_frames(items, turned), make),
+                ("real_iris", PairwiseConstraints.from_frames(iris, rated), make)]
     if model == "pcmix":
         from bayes_wsc.data.labeled import LabeledItems
 
@@ -100,8 +117,15 @@ def data_sets(model: str, seed: int):
         wrong = np.argsort(-counts.max(axis=1), kind="stable")[:10]
         planted = counts.copy()
         planted[wrong] = np.roll(planted[wrong], 1, axis=1)
+        from bayes_wsc.data.proportions import LabelProportions
+        from bayes_wsc.models.proportions import ProportionsClassifier
+        from bayes_wsc.simulate.proportions import uci_proportion_tables
+
+        items, shares, _ = uci_proportion_tables("breast_cancer", 8, seed=9000 + seed)
+        real = LabelProportions.from_frames(items, shares, id_col="id")
         return [("from_model", null, make),
-                ("wrong_counts", null.with_proportions(planted / planted.sum(axis=1, keepdims=True), planted), make)]
+                ("wrong_counts", null.with_proportions(planted / planted.sum(axis=1, keepdims=True), planted), make),
+                ("real_breast_cancer", real, lambda **kw: ProportionsClassifier(**kw))]
     if model == "perception":
         from bayes_wsc.data.seeded import SeedSets
 
@@ -136,18 +160,42 @@ def one(model: str, seed: int) -> list[dict]:
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per model and check: false alarms on the null data, hits on each planted misfit it is aimed at."""
+    """One row per model, check and case: what a flag there is (a false alarm on data from the model or on
+    real data, a hit where the misfit is the check's, else a side effect), how often, and the effects."""
     out = []
-    for (model, check), rows in frame.groupby(["model", "check"], sort=False):
-        null = rows[rows["case"] == "from_model"]
-        entry = {"model": model, "check": check, "tolerance": rows["tolerance"].iloc[0],
-                 "false alarms": f"{int(null['flagged'].sum())} of {len(null)}",
-                 "null median effect": round(float(null["effect"].median()), 3)}
-        for case, hit in rows[rows["aimed"]].groupby("case"):
-            entry[f"power ({case})"] = f"{int(hit['flagged'].sum())} of {len(hit)}"
-            entry[f"median effect ({case})"] = round(float(hit["effect"].median()), 3)
-        out.append(entry)
+    for (model, check, case), rows in frame.groupby(["model", "check", "case"], sort=False):
+        role = ("false alarm" if case == "from_model" or case.startswith("real_")
+                else "hit" if rows["aimed"].any() else "other misfit")
+        out.append({"model": model, "check": check, "tolerance": rows["tolerance"].iloc[0], "case": case,
+                    "a flag is": role, "flagged": f"{int(rows['flagged'].sum())} of {len(rows)}",
+                    "effect (min-median-max)": f"{rows['effect'].min():.3g}-{rows['effect'].median():.3g}-"
+                                               f"{rows['effect'].max():.3g}"})
     return pd.DataFrame(out)
+
+
+def cces_group_shares(splits: int = 5) -> pd.DataFrame:
+    """The group-share discrepancy ratio on CCES 2016 halvings (see the module docstring)."""
+    from bayes_wsc import checks
+
+    spec = importlib.util.spec_from_file_location("benchmarks_aggregation_check", HERE / "aggregation_check.py")
+    agg = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = agg
+    spec.loader.exec_module(agg)
+    table1 = agg.table1()
+    frame = table1.prepare()
+    behavior = list(table1.SPECS["paper"].columns)
+    rows = []
+    for grouping in ("state_age_gender", "state"):
+        for split, (train_ids, _) in enumerate(table1.group_splits(frame["state"], splits, 0)):
+            data = table1.training_counts(frame[frame["state"].isin(set(train_ids))], behavior, grouping)
+            est = agg.fit_map(data, **agg.CCES_SETTINGS)
+            replicates, _ = checks.draw_replicates(est, data, draws=200, seed=split)
+            row = checks.omnibus("group_share", replicates.observed["group_share"],
+                                 replicates.replicated["group_share"], data.group_ids, "group", "", "")
+            rows.append({"grouping": grouping, "split": split, "groups": data.n_groups, "ratio": row.effect,
+                         "p_value": row.p_value})
+            print(rows[-1], flush=True)
+    return pd.DataFrame(rows)
 
 
 def main(argv=None) -> int:
@@ -156,8 +204,12 @@ def main(argv=None) -> int:
     parser.add_argument("--sims", type=int, default=10)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--summarize", action="store_true")
+    parser.add_argument("--cces", action="store_true", help="the group-share ratio on CCES 2016 halvings")
     args = parser.parse_args(argv)
-    done = pd.read_csv(args.out) if args.out.exists() else pd.DataFrame(columns=["model", "sim"])
+    if args.cces:
+        print(cces_group_shares().to_string(index=False))
+        return 0
+    done = pd.read_csv(args.out, keep_default_na=False, na_values=[""]) if args.out.exists() else pd.DataFrame(columns=["model", "sim"])
     if not args.summarize:
         for model in args.model or sorted(CASES):
             for seed in range(args.sims):
@@ -170,7 +222,7 @@ def main(argv=None) -> int:
                 print(f"{model} sim {seed}: {time.perf_counter() - start:.1f} s; flagged "
                       f"{sorted(set(rows.loc[rows['flagged'], 'case'] + ':' + rows.loc[rows['flagged'], 'check']))}",
                       flush=True)
-    print(summarize(pd.read_csv(args.out)).to_string(index=False))
+    print(summarize(pd.read_csv(args.out, keep_default_na=False, na_values=[""])).to_string(index=False))
     return 0
 
 
