@@ -216,7 +216,7 @@ class Estimator:
             yield
         except InputError:
             raise
-        except Exception as exc:  # noqa: BLE001 - user code: one line here
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: one line here, even sys.exit()
             raise InputError(f"model file {str(self.model_file)!r}: {stage} failed: {_one_line(exc)}") from exc
 
     def model_inputs(self, data) -> tuple[dict, dict] | None:
@@ -671,6 +671,8 @@ def _check_accepts(build_model, settings: dict, path) -> None:
 
 
 def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):  # a variant is not the program: its sys.exit() ends nothing
+        return f"it called sys.exit({exc.code!r})"
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
@@ -768,12 +770,15 @@ def load_variant(path):
     path = Path(path)
     if not path.is_file():
         raise InputError(f"model file {str(path)!r} does not exist")
+    if path.suffix != ".py":
+        raise InputError(f"model file {str(path)!r} is not a Python file: a variant is a .py file defining "
+                         "build_model(data, **settings) (see models/)")
     spec = importlib.util.spec_from_file_location(f"bayes_wsc_variant_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - report any failure of user code in one line
-        raise InputError(f"model file {str(path)!r} failed to load: {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code in one line, even sys.exit()
+        raise InputError(f"model file {str(path)!r} failed to load: {_one_line(exc)}") from None
     if not callable(getattr(module, "build_model", None)):
         raise InputError(f"model file {str(path)!r} defines no build_model(data, **settings) function")
     return module
