@@ -45,7 +45,8 @@ from scipy.special import logsumexp
 
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
-from bayes_wsc.baselines.pcmix import LOG_2PI, Params, Priors, check_components, check_lam, component_logp, random_starts
+from bayes_wsc.baselines.pcmix import (LOG_2PI, Params, Priors, check_components, check_lam, component_logp, lam_text,
+                                       random_starts)
 from bayes_wsc.data.labeled import LabeledItems, standardize
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
@@ -609,7 +610,7 @@ def _memberships_of(point: dict, x_raw: np.ndarray) -> np.ndarray:
 
 
 def no_labels_message(lam: float) -> str:
-    return (f"no item has a label, so lam = {lam:g} has nothing to weigh: the fit is the unsupervised "
+    return (f"no item has a label, so lam = {lam_text(lam)} has nothing to weigh: the fit is the unsupervised "
             "mixture and rho stays at its prior")
 
 
@@ -685,7 +686,7 @@ class PCPath:
         out_dir = Path(out_dir)
         names = []
         for lam, est in zip(self.lams, self.fits):
-            name = f"lam_{lam:g}.nc"
+            name = f"lam_{lam_text(lam)}.nc"
             est.save(out_dir / name)
             names.append(name)
         outputs.write_csv(self.table().assign(file=names), out_dir / "path.csv", "path table")
