@@ -70,6 +70,15 @@ class Estimator:
     unit_dims: ClassVar[tuple[str, ...]] = ()
     #: free variables coupled to each other only through the others (`laplace`: an arrow Hessian)
     laplace_local: ClassVar[tuple[str, ...]] = ()
+    #: the data container `fit` takes (`GroupedCounts`...): anything else is refused before any work
+    data_class: ClassVar[type | None] = None
+
+    def __init_subclass__(cls, **kwargs):
+        """A model's own `fit` checks what it is given before its first line, as the base `fit` does:
+        one place for every model (`check_data_type`)."""
+        super().__init_subclass__(**kwargs)
+        if "fit" in vars(cls) and not getattr(cls.fit, "_checks_data", False):
+            cls.fit = _checking_data(cls.fit)
 
     def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=DEFAULT_SEED, backend=None,
                  target_accept=0.8, model_file=None, model_settings=None, progressbar=True, chain_starts="map",
@@ -242,6 +251,7 @@ class Estimator:
         """
         from bayes_wsc.backends import default_backend
 
+        self.check_data_type(data)
         self.check_params()
         recipe = self._recipe()
         self._model, self._model_recipe = None, (recipe.build, data)
@@ -321,6 +331,18 @@ class Estimator:
         for message in messages:
             warnings.warn(message, FitWarning, stacklevel=2)
         return self
+
+    def check_data_type(self, data) -> None:
+        """`data` is this model's container (`data_class`), else one line naming what `fit` expects,
+        what it got and how to build the container (a DataFrame is the usual mistake)."""
+        cls = self.data_class
+        if cls is None or isinstance(data, cls):
+            return
+        builders = sorted((n for n, v in vars(cls).items() if n.startswith("from_") and isinstance(v, classmethod)),
+                          key=lambda n: (not n.startswith("from_frame"), n))
+        how = f"; build it with {' or '.join(f'{cls.__name__}.{n}(...)' for n in builders)}" if builders else ""
+        raise InputError(f"{type(self).__name__}.fit expects {cls.__name__} ({cls.__module__}), "
+                         f"got {_described(data)}{how}")
 
     def _fit_time_checks(self, data) -> list[str]:
         """Run the model's checks, store their rows in the fit, and return the flagged ones as messages.
@@ -611,6 +633,15 @@ class Estimator:
         return inference.save(self._complete_log_likelihood(), path)
 
     @classmethod
+    def load(cls, path):
+        """A saved fit of this model (`load` of any model, then checked to be this one's)."""
+        estimator = load(path)
+        if not isinstance(estimator, cls):
+            raise InputError(f"fit file {str(path)!r} holds a {estimator.model_name!r} fit, not a "
+                             f"{cls.model_name!r} one: load it with bayes_wsc.load or {type(estimator).__name__}.load")
+        return estimator
+
+    @classmethod
     def from_idata(cls, idata, source: str = "this fit"):
         """An estimator around a saved fit. A fit written by another version either works, warns
         about settings this version ignores, or is a one-line `InputError` naming what is missing."""
@@ -634,6 +665,32 @@ class Estimator:
         estimator = cls(**{k: v for k, v in params.items() if k in known})
         estimator.idata_ = idata
         return estimator
+
+
+def _checking_data(fit):
+    """A subclass's `fit` that first checks its data's type (`Estimator.check_data_type`)."""
+    import functools
+
+    @functools.wraps(fit)
+    def checked(self, data, *args, **kwargs):
+        self.check_data_type(data)
+        return fit(self, data, *args, **kwargs)
+
+    checked._checks_data = True
+    return checked
+
+
+def _described(value) -> str:
+    """What a value is, for a message: None, 'a pandas DataFrame', 'a str ('clicks.csv')'..."""
+    if value is None:
+        return "None"
+    kind = type(value)
+    module = "" if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]} "
+    text = f"a {module}{kind.__name__}"
+    if isinstance(value, (str, Path, numbers.Number)):
+        shown = repr(str(value) if isinstance(value, Path) else value)
+        text += f" ({shown[:60]})"
+    return text
 
 
 class Recipe(NamedTuple):
@@ -756,6 +813,7 @@ def compare(fits, ic: str = "loo"):
 
 def load(path):
     """Load any saved fit; the model named in the file picks the estimator class."""
+    check_path(path, "load")
     idata = inference.load(path)
     name = idata.posterior.attrs["model"]
     if name not in REGISTRY:
@@ -763,6 +821,14 @@ def load(path):
     module_name, class_name = REGISTRY[name].split(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     return cls.from_idata(idata, source=f"fit file {str(path)!r}")
+
+
+def check_path(path, what: str) -> None:
+    """A file path (text or a path object), else one line naming what `what` got."""
+    import os
+
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise InputError(f"{what} expects the path of a fit file (a str or pathlib.Path), got {_described(path)}")
 
 
 def load_variant(path):

@@ -435,7 +435,7 @@ def test_api_errors_name_the_setting(intervals):
                              ({"concentration": 0.5}, "concentration must be a number >= 1")):
         with pytest.raises(InputError, match=expected):
             PCMixture(**kwargs).fit(data)
-    with pytest.raises(InputError, match="fits LabeledItems"):
+    with pytest.raises(InputError, match="expects LabeledItems"):
         PCMixture().fit(pd.DataFrame({"x": [1.0]}))
     with pytest.raises(InputError, match="give at least one lam"):
         PCMixture().fit_path(data, [])

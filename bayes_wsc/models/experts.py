@@ -338,6 +338,7 @@ class NoisyExperts(Estimator):
     """
 
     model_name = "experts"
+    data_class = PairwiseConstraints
     estimands = ["alpha", "beta", "omega", "b", "W"]
     internal_variables = ("W_raw", "b_raw", "alpha_raw", "beta_raw")
     unit_dims = ("item", "linked_item", "pair", "constraint")

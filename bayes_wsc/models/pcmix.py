@@ -291,6 +291,7 @@ class PCMixture(Estimator):
     """
 
     model_name = "pcmix"
+    data_class = LabeledItems
     estimands = ["pi", "mean", "sd", "rho"]
     internal_variables = ("mean_z", "sd_excess", "data_loglik", "label_loglik")
     unit_dims = ("item",)
@@ -333,7 +334,6 @@ class PCMixture(Estimator):
         start : extra starting points on the constrained scale (for example another fit's
             `map_point_`), tried before the random restarts; the best objective still wins.
         """
-        check_data(data)
         self._extra_starts = [] if start is None else ([start] if isinstance(start, dict) else list(start))
         self._map_point = None
         return super().fit(data)
@@ -580,7 +580,7 @@ class PCMixture(Estimator):
             `restarts` random starts; the best objective wins, so the path can still jump to a
             new basin (the paper warns that a warm start alone may not escape the old one).
         """
-        data = check_data(data)
+        self.check_data_type(data)
         grid = parse_lams(lams)
         fits, previous = [], None
         for lam in grid:

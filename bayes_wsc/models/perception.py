@@ -220,6 +220,7 @@ class PerceptionClustering(Estimator):
     """
 
     model_name = "perception"
+    data_class = SeedSets
     estimands = ["pi", "W", "b"]
     unit_dims = ("item", "seed_item")
 
@@ -243,11 +244,6 @@ class PerceptionClustering(Estimator):
             raise InputError(f"restarts must be a whole number >= 1, got {self.restarts!r}")
 
     # ------------------------------------------------------------------ hooks
-    def fit(self, data: SeedSets):
-        """MAP (or NUTS) of the perception model on validated `SeedSets`."""
-        check_data(data)
-        return super().fit(data)
-
     def build_model(self, data: SeedSets) -> pm.Model:
         return build_model(data, **self.build_settings())
 

@@ -425,6 +425,7 @@ class ProportionsClassifier(Estimator):
     """
 
     model_name = "proportions"
+    data_class = LabelProportions
     estimands = ["eta", "mean", "sd", "w", "rho", "W", "b"]
     internal_variables = ("mean_z", "sd_excess", "W_raw", "b_raw")
     unit_dims = ("group",)

@@ -436,6 +436,7 @@ class WSC(Estimator):
     """
 
     model_name = "wsc"
+    data_class = GroupedCounts
     nuts_precision = "float32"
     laplace_local = ("mu",)
     estimands = ["rho", "pi", "w0", "w1", "mu_loc", "mu_scale", "sigma_h"]
