@@ -75,8 +75,8 @@ def _corrupt_page(path):
 
 
 @pytest.mark.parametrize("spoil, words", [
-    (lambda part: part.write_bytes(b"not parquet at all" * 10), "is not a readable Parquet file"),
-    (lambda part: part.write_bytes(part.read_bytes()[:-40]), "is not a readable Parquet file"),
+    (lambda part: part.write_bytes(b"not parquet at all" * 10), "could not be read as Parquet"),
+    (lambda part: part.write_bytes(part.read_bytes()[:-40]), "could not be read as Parquet"),
     (_corrupt_page, "could not be read"),
     (lambda part: pd.read_parquet(part).rename(columns={"speed": "pace"}).to_parquet(part), "has no column 'speed'"),
     (lambda part: pd.read_parquet(part).drop(columns="w").to_parquet(part), "has no column 'w'"),

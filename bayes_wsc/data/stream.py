@@ -119,11 +119,12 @@ def part_schemas(files: list[str]) -> list[tuple[str, dict]]:
     import pyarrow.parquet as pq
 
     schemas = []
+    what = "part" if len(files) > 1 else "file"
     for path in files:
         try:
             schema = pq.read_schema(path)
         except Exception as exc:  # noqa: BLE001 - any reader failure is a bad part
-            raise InputError(f"clicks part {path!r} is not a readable Parquet file: {_first_line(exc)}") from None
+            raise InputError(f"clicks {what} {path!r} could not be read as Parquet: {_first_line(exc)}") from None
         index = [n for n in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(n, str)]
         schemas.append((path, {name: schema.field(name).type for name in schema.names if name not in index}))
     return schemas
