@@ -56,9 +56,16 @@ class Estimator:
     model_name: ClassVar[str]
     #: variables shown by `summary` and checked by the diagnostics
     estimands: ClassVar[list[str]]
-    #: what a saved fit must hold for `load` to use it: attrs, and variables per InferenceData group
+    #: what a saved fit must hold for `load` to use it: attrs, groups, and variables per InferenceData group
     required_attrs: ClassVar[tuple[str, ...]] = ("model", "method", "settings")
+    required_groups: ClassVar[tuple[str, ...]] = ("posterior",)
     required_variables: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: what a model's own attrs of a saved fit must be when present, name -> (words, test), besides
+    #: `ATTR_KINDS`, which every fit's attrs follow
+    attr_kinds: ClassVar[dict[str, tuple[str, Callable]]] = {}
+    #: the closed range of every value of a posterior variable (probabilities, scales): a saved draw
+    #: outside it, or not finite, is one the model cannot have produced (`load` leaves it out, warning)
+    bounds: ClassVar[dict[str, tuple[float, float]]] = {}
     #: arithmetic of NumPyro's NUTS when `precision` is None: the measured choice per model
     #: (benchmarks/RESULTS.md); the other backends always run float64
     nuts_precision: ClassVar[str] = "float64"
@@ -644,26 +651,43 @@ class Estimator:
     @classmethod
     def from_idata(cls, idata, source: str = "this fit"):
         """An estimator around a saved fit. A fit written by another version either works, warns
-        about settings this version ignores, or is a one-line `InputError` naming what is missing."""
+        about settings this version ignores, or is a one-line `InputError` naming what is missing.
+
+        A fit that was edited or damaged after it was written is checked the same way: its groups and
+        attrs (each of the kind `ATTR_KINDS` and the model's `attr_kinds` say), its settings (as
+        `check_params` checks a new estimator's), and its draws: a draw holding a value that is not
+        finite or is outside the variable's `bounds` is left out with a `FitWarning` per variable, and
+        a fit with no draw left (a MAP's single point) is an `InputError`."""
+        if not hasattr(idata, "groups") or "posterior" not in idata.groups():
+            raise InputError(f"{source} is not a bayes_wsc fit (no posterior group), got {_described(idata)}")
         attrs = inference.get_attrs(idata)
-        written_by = f"written by bayes_wsc {attrs.get('package_version', 'unknown')}"
+        version = attrs.get("package_version", "unknown")
+        written_by = f"written by bayes_wsc {version if isinstance(version, str) else 'unknown'}"
         missing = [f"attribute {a!r}" for a in cls.required_attrs if a not in attrs]
+        missing += [f"group {g!r}" for g in cls.required_groups if g not in idata.groups()]
         for group, names in cls.required_variables.items():
             have = set(idata[group].variables) if group in idata.groups() else set()
             missing += [f"{group} variable {n!r}" for n in names if n not in have]
         if missing:
             raise InputError(f"{source} ({written_by}) lacks {', '.join(missing)}, which bayes_wsc "
                              f"{package_version()} needs for a {cls.model_name!r} fit")
+        wrong = [f"attribute {name!r} is {_shown(attrs[name])}, not {words}"
+                 for name, (words, test) in {**ATTR_KINDS, **cls.attr_kinds}.items()
+                 if name in attrs and not test(attrs[name])]
+        if wrong:
+            raise InputError(f"{source} ({written_by}) is damaged: {'; '.join(wrong)}")
         params = attrs["settings"]
-        if not isinstance(params, dict):
-            raise InputError(f"{source} ({written_by}) has settings that are not a mapping: {params!r}")
         known = set(inspect.signature(cls.__init__).parameters) | set(Estimator().get_params())
         unknown = set(params) - known
         if unknown:
             warnings.warn(f"{source} ({written_by}) has settings this version does not know and ignores: "
                           f"{sorted(unknown)}", FitWarning, stacklevel=2)
         estimator = cls(**{k: v for k, v in params.items() if k in known})
-        estimator.idata_ = idata
+        try:
+            estimator.check_params()
+        except InputError as exc:
+            raise InputError(f"{source} ({written_by}) holds a setting this version refuses: {exc}") from None
+        estimator.idata_ = _usable_draws(idata, cls.bounds, source)
         return estimator
 
 
@@ -691,6 +715,94 @@ def _described(value) -> str:
         shown = repr(str(value) if isinstance(value, Path) else value)
         text += f" ({shown[:60]})"
     return text
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_mapping(value) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_texts(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def is_labels(value) -> bool:
+    """Class names: a non-empty list of text or numbers (never booleans or containers)."""
+    return (isinstance(value, list) and len(value) > 0
+            and all(isinstance(v, (str, numbers.Real)) and not isinstance(v, bool) for v in value))
+
+
+def _is_check_rows(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) and set(criticism.COLUMNS) <= set(v) for v in value)
+
+
+def _is_fit_info(value) -> bool:
+    """{"map": {...}, "nuts": {...}, "laplace": {...}, "free_variables": [...]}: each stage's record a mapping."""
+    return isinstance(value, dict) and all(isinstance(value[k], dict) for k in ("map", "nuts", "laplace") if k in value)
+
+
+def is_count(value) -> bool:
+    return _is_whole(value) and value >= 0
+
+
+#: what every saved fit's attrs must be, when present (`Estimator.from_idata`); a model adds `attr_kinds`
+ATTR_KINDS: dict[str, tuple[str, Callable]] = {
+    "model": ("text", lambda v: isinstance(v, str)),
+    "method": (f"one of {', '.join(map(repr, METHODS))}", lambda v: isinstance(v, str) and v in METHODS),
+    "settings": ("a mapping of settings", _is_mapping),
+    "fit_info": ("a mapping with one record per stage (map, nuts, laplace)", _is_fit_info),
+    "data_settings": ("a mapping of the data's settings", _is_mapping),
+    "diagnostics": ("a list of messages (text)", _is_texts),
+    "checks": (f"a list of check rows, each with {', '.join(criticism.COLUMNS)}", _is_check_rows),
+    "package_version": ("text", lambda v: isinstance(v, str)),
+}
+
+
+def _usable_draws(idata, bounds: dict, source: str):
+    """The fit without the draws that hold a value the model cannot have produced (not finite, or
+    outside `bounds`), with one `FitWarning` per variable holding such values; an `InputError` when no
+    draw is left."""
+    import numpy as np
+
+    problems, bad = [], None
+    for group in ("posterior", "log_likelihood"):
+        if group not in idata.groups():
+            continue
+        for name, variable in idata[group].data_vars.items():
+            if "draw" not in variable.dims or variable.dtype.kind not in "biufc":
+                continue
+            values = variable.transpose("draw", ...).values
+            low, high = bounds.get(name, (-np.inf, np.inf)) if group == "posterior" else (-np.inf, np.inf)
+            with np.errstate(invalid="ignore"):
+                wrong = ~np.isfinite(values) | (values < low - 1e-9) | (values > high + 1e-9)
+            if not wrong.any():
+                continue
+            draws = wrong.reshape(wrong.shape[0], -1).any(axis=1)
+            bad = draws if bad is None else bad | draws
+            kinds = [w for w, n in (("NaN", np.isnan(values).sum()), ("infinite", np.isinf(values).sum()),
+                                    (f"outside [{low:g}, {high:g}]",
+                                     (np.isfinite(values) & wrong).sum())) if n]
+            problems.append((f"{group} variable {str(name)!r}", int(wrong.sum()), " or ".join(kinds), int(draws.sum())))
+    if bad is None:
+        return idata
+    total = bad.size
+    kept = np.flatnonzero(~bad)
+    if not kept.size:
+        what, count, kinds, _ = problems[0]
+        where = "its only draw (a MAP's point)" if total == 1 else f"every one of its {total} draws"
+        raise InputError(f"{source}: {what} holds {count} value{'s' * (count > 1)} the model cannot produce "
+                         f"({kinds}) in {where}: no draw of the fit is usable")
+    chains = idata.posterior.sizes.get("chain", 1)
+    every = " in every chain" if chains > 1 else ""
+    for what, count, kinds, draws in problems:
+        warnings.warn(f"{source}: {what} holds {count} value{'s' * (count > 1)} the model cannot produce ({kinds}) "
+                      f"in {draws} of {total} draws; those draws are left out{every} ({kept.size} of {total} used)",
+                      FitWarning, stacklevel=3)
+    return inference.select_draws(idata, kept)
 
 
 class Recipe(NamedTuple):
@@ -816,7 +928,7 @@ def load(path):
     check_path(path, "load")
     idata = inference.load(path)
     name = idata.posterior.attrs["model"]
-    if name not in REGISTRY:
+    if not isinstance(name, str) or name not in REGISTRY:
         raise InputError(f"fit file {str(path)!r} holds a model {name!r} that this version does not know")
     module_name, class_name = REGISTRY[name].split(":")
     cls = getattr(importlib.import_module(module_name), class_name)

@@ -165,6 +165,17 @@ def get_attrs(idata: InferenceData) -> dict:
     return out
 
 
+def select_draws(idata, draws: np.ndarray):
+    """The fit with only these draw indices, in every group that has draws (renumbered 0, 1, ...)."""
+    groups = Groups()
+    for name in idata.groups():
+        ds = idata[name]
+        if "draw" in ds.dims:
+            ds = ds.isel(draw=np.asarray(draws)).assign_coords(draw=np.arange(len(draws)))
+        groups[name] = ds
+    return groups if isinstance(idata, Groups) else to_inference_data(groups)
+
+
 # ---------------------------------------------------------------------- summaries
 def has_draws(idata) -> bool:
     """Whether the fit holds more than one draw, and so has intervals (a MAP holds one point)."""

@@ -49,7 +49,7 @@ from bayes_wsc.baselines.pcmix import (LOG_2PI, Params, Priors, check_components
                                        random_starts)
 from bayes_wsc.data.labeled import LabeledItems, standardize
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator
+from bayes_wsc.estimator import Estimator, is_count, is_labels
 from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
 from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
 
@@ -292,6 +292,11 @@ class PCMixture(Estimator):
 
     model_name = "pcmix"
     data_class = LabeledItems
+    required_attrs = ("model", "method", "settings", "classes")
+    required_groups = ("posterior", "observed_data", "constant_data")
+    attr_kinds = {"classes": ("a list of class names", is_labels), "n_labeled": ("a whole number >= 0", is_count),
+                  "warm_starts": ("a whole number >= 0", is_count)}
+    bounds = {"pi": (0.0, 1.0), "rho": (0.0, 1.0), "sd": (0.0, float("inf")), "sd_excess": (0.0, float("inf"))}
     estimands = ["pi", "mean", "sd", "rho"]
     internal_variables = ("mean_z", "sd_excess", "data_loglik", "label_loglik")
     unit_dims = ("item",)

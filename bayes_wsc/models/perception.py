@@ -221,6 +221,8 @@ class PerceptionClustering(Estimator):
 
     model_name = "perception"
     data_class = SeedSets
+    required_groups = ("posterior", "observed_data", "constant_data")
+    bounds = {"pi": (0.0, 1.0)}
     estimands = ["pi", "W", "b"]
     unit_dims = ("item", "seed_item")
 
