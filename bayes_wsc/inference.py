@@ -343,6 +343,10 @@ def _write_groups(groups: Groups, path: str) -> None:
 
 def load(path: str | Path) -> InferenceData:
     """Read a fit; a missing file or a file that is not a bayes_wsc fit is an `InputError`."""
+    import os
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"a fit file's path must be a str or pathlib.Path, got {type(path).__name__}")
     path = Path(path)
     if not path.exists():
         raise InputError(f"fit file {str(path)!r} does not exist")

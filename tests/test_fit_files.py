@@ -151,6 +151,15 @@ def test_damaged_fit_is_one_line_for_every_command(map_fits, tmp_path, model, ki
     assert bad.read_bytes() == before
 
 
+def test_a_model_loads_only_its_own_fits(map_fits):
+    """`PCMixture.load` of a wsc fit names both models; of its own fit, it is `load`'s estimator."""
+    with pytest.raises(InputError, match="holds a 'wsc' fit, not a 'pcmix' one"):
+        _cls("pcmix").load(map_fits["wsc"])
+    assert type(_cls("pcmix").load(map_fits["pcmix"])) is type(load(map_fits["pcmix"]))
+    with pytest.raises(InputError, match="path must be a str or pathlib.Path, got NoneType"):
+        inference.load(None)
+
+
 def test_every_model_declares_bounds_and_groups():
     """What `load` checks is declared for every registered model (so the generator reaches each)."""
     for model in REGISTRY:
