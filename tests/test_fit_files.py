@@ -12,7 +12,6 @@ same output as from the fit without those draws.
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -206,4 +205,3 @@ def test_some_damaged_draws_are_left_out_with_a_warning(laplace_fits, tmp_path, 
                 np.testing.assert_allclose(values.values, b.posterior_predictive[name].values)
         else:
             assert (Path(outputs["out"]) / "report.html").exists()
-    shutil.rmtree(tmp_path / "bad_out", ignore_errors=True)
