@@ -118,6 +118,7 @@ def run_path(args) -> None:
     import pandas as pd
 
     from bayes_wsc.errors import FitWarning
+    from bayes_wsc.baselines.pcmix import lam_text
 
     data, est = _data_and_estimator(args, args.lams[0])
     with warnings.catch_warnings():
@@ -129,7 +130,7 @@ def run_path(args) -> None:
         print(table.drop(columns=["data_loglik", "label_loglik", "file"]).round(4).to_string(index=False))
     for lam, fit in zip(path.lams, path.fits):
         for message in fit.diagnostics_:
-            print(f"  - lam = {lam:g}: {message}")
+            print(f"  - lam = {lam_text(lam)}: {message}")
     print(f"\nwrote {len(path.fits)} fits and path.csv to {out}")
     print(f"wrote {path.report(args.report or out)}")
 
