@@ -141,11 +141,52 @@ def minimize(value_and_grad: Callable, x0: np.ndarray, *, maxiter: int = 5000, t
         return float(value), np.asarray(gradient, dtype=float)
 
     x0 = np.asarray(x0, dtype=float)
-    ftol = tol * x0.size / max(abs(fun(x0)[0]), 1.0)
+    f0, g0 = fun(x0)
+    ftol = tol * x0.size / max(abs(f0), 1.0)
     # L-BFGS works on long vectors with tiny BLAS calls: threads only contend (5x slower at 10^4 groups)
     with threadpool_limits(1, user_api="blas"):
-        return scipy_minimize(fun, x0, jac=True, method="L-BFGS-B",
-                              options={"maxiter": maxiter, "ftol": ftol, "gtol": 1e-7, "maxcor": 20})
+        result = scipy_minimize(fun, x0, jac=True, method="L-BFGS-B",
+                                options={"maxiter": maxiter, "ftol": ftol, "gtol": 1e-7, "maxcor": 20})
+    result.update(optimum_check(result, x0, f0, g0, tol))
+    return result
+
+
+def optimum_check(result, x0: np.ndarray, f0: float, g0: np.ndarray, tol: float) -> dict:
+    """What tells a true optimum from a stop that only looks like one (`diagnostics.map_messages`):
+    how far the search moved from its start (`start_gain`: nats of log density gained, `moved`:
+    the largest change of an unconstrained coordinate), the relative gradient at the point it reports
+    (`relative_gradient`: max_i |g_i| max(|x_i|, 1) / max(|f|, 1), Dennis & Schnabel's scale-free
+    measure) and the gradient against the one at the start (`gradient_reduction`), and the
+    optimizer's message with any empty reason given in words (`reason`)."""
+    x = np.asarray(result.x, dtype=float)
+    g = np.asarray(result.jac, dtype=float)
+    f = float(result.fun)
+    finite = np.isfinite(f) and np.isfinite(g).all()
+    relative = float(np.max(np.abs(g) * np.maximum(np.abs(x), 1.0), initial=0.0) / max(abs(f), 1.0)) \
+        if finite else float("inf")
+    start = float(np.max(np.abs(g0), initial=0.0))
+    return {"start_gain": float(f0 - f) if finite else float("nan"),
+            "moved": float(np.max(np.abs(x - x0), initial=0.0)),
+            "relative_gradient": relative,
+            "gradient_reduction": float(np.max(np.abs(g), initial=0.0) / start) if finite and start > 0 else 0.0,
+            "tolerance_nats": float(tol * x.size),
+            "reason": optimizer_reason(str(result.message))}
+
+
+#: L-BFGS-B's messages whose reason is empty, in words
+_ABNORMAL = ("the line search found no step that raises the log density enough (L-BFGS-B's abnormal "
+             "termination in the line search): the gradient disagrees with the values there, from rounding "
+             "where the density is very sharp or very flat, or from a kink or discontinuity")
+
+
+def optimizer_reason(message: str) -> str:
+    """The optimizer's message, with a reason in words where L-BFGS-B gives none ("ABNORMAL: ")."""
+    head, _, reason = message.partition(":")
+    if reason.strip():
+        return message
+    if head.strip() == "ABNORMAL":
+        return _ABNORMAL
+    return f"{head.strip() or 'no message'} (the optimizer gave no reason)"
 
 
 def run_map(program: MapProgram, starts: Sequence[Mapping | None], inputs: Mapping[str, np.ndarray], *,
@@ -168,8 +209,10 @@ def run_map(program: MapProgram, starts: Sequence[Mapping | None], inputs: Mappi
     posterior = {k: v[best:best + 1] for k, v in values.items()}
     info = {
         "converged": bool(result.success),
-        "optimizer_message": str(result.message),
+        "optimizer_message": result.reason,
         "iterations": int(result.nit),
+        **{k: result[k] for k in ("start_gain", "moved", "relative_gradient", "gradient_reduction",
+                                  "tolerance_nats")},
         "log_density": float(-result.fun),
         "seconds": time.perf_counter() - t0,
         "compiled_program": program.origin,
