@@ -105,3 +105,29 @@ def laplace_messages(info: dict) -> list[str]:
             f"there is not small (relative gradient {gradient:.2g}, above {RELATIVE_GRADIENT_MAX:g}): the "
             "Gaussian is centred off the mode and its intervals may be off. Check the fit with NUTS."]
 
+# ---------------------------------------------------------------------- data that cannot identify the estimand
+def constant_features_message(features: np.ndarray, names, what: str) -> str | None:
+    """Plain words when some feature columns take one value on every item (`features` as the model sees
+    them): a model that weighs features (`what`, e.g. "the cluster weights") learns nothing about those
+    columns' weights from the data, only their prior. None when every column varies."""
+    features = np.asarray(features, dtype=float)
+    if features.ndim != 2 or features.shape[0] == 0:
+        return None
+    flat = np.ptp(features, axis=0) <= 1e-12 * np.maximum(np.abs(features).max(axis=0), 1.0)
+    if not flat.any():
+        return None
+    which = ", ".join(repr(str(n)) for n in np.asarray(names)[flat][:3]) + (", ..." if flat.sum() > 3 else "")
+    return (f"{int(flat.sum())} of {flat.size} feature columns take one value on every item ({which}): the data "
+            f"say nothing about {what} for them, which stay at their prior. Leave such columns out.")
+
+
+def one_class_message(classes: np.ndarray, names, labelled: str, consequence: str) -> str | None:
+    """Plain words when every labelled unit (`labelled`, e.g. "labelled item") carries the same class:
+    nothing then tells the classes apart (`consequence` says what the fit cannot learn). None when at
+    least two classes appear (or there are no labels, which a model says otherwise)."""
+    classes = np.asarray(classes)
+    present = np.unique(classes)
+    if classes.size == 0 or present.size > 1:
+        return None
+    return (f"every {labelled} ({classes.size}) has the same class, {str(np.asarray(names)[present[0]])!r}: "
+            f"{consequence}")

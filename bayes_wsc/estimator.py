@@ -201,6 +201,13 @@ class Estimator:
         return Recipe(build, hook("initial_values"), bool(getattr(variant, "START_NUTS_AT_MAP", True)),
                       hook("map_fixed"))
 
+    def data_messages(self, data) -> list[str]:
+        """Plain words, before anything is fitted, for data (or settings) that cannot identify what the
+        model estimates: one group, one class in every label, a constant feature. `fit` warns with them
+        at once and keeps them with the fit's diagnostics; a model raises `InputError` instead where no
+        fit could mean anything. None by default."""
+        return []
+
     def build_settings(self) -> dict:
         """The model's own settings that `build_model` takes (a variant file receives them too)."""
         return {}
@@ -248,7 +255,12 @@ class Estimator:
         with self.variant_errors("initial_values"):
             starts = recipe.initial_values(data)
         starts = [starts] if isinstance(starts, dict) else list(starts)  # a list means random restarts
-        messages, fit_info, map_draws = [], {}, None
+        # what the data or settings cannot give, said before the fit starts (and kept with it)
+        with self.variant_errors("data_messages"):
+            early = list(self.data_messages(data))
+        for message in early:
+            warnings.warn(message, FitWarning, stacklevel=2)
+        messages, fit_info, map_draws = list(early), {}, None
         coords, dims = None, None
         if self.method != "nuts" or recipe.start_nuts_at_map:
             with self.variant_errors("map_fixed"):
@@ -318,7 +330,7 @@ class Estimator:
         if self.checks and not criticism.running() and self.model_name in criticism.MODULES:
             messages += self._fit_time_checks(data)
         inference.set_attrs(self._fitted(), {"diagnostics": messages})
-        for message in messages:
+        for message in messages[len(early):]:
             warnings.warn(message, FitWarning, stacklevel=2)
         return self
 

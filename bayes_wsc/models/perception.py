@@ -248,6 +248,14 @@ class PerceptionClustering(Estimator):
         check_data(data)
         return super().fit(data)
 
+    def data_messages(self, data: SeedSets) -> list[str]:
+        """Constant features, whose rows of W learn nothing, before the fit (a cluster without seeds is
+        refused by `SeedSets`)."""
+        from bayes_wsc.diagnostics import constant_features_message
+
+        found = constant_features_message(data.features, data.scaling.names, "their rows of the embedding W")
+        return [found] if found else []
+
     def build_model(self, data: SeedSets) -> pm.Model:
         return build_model(data, **self.build_settings())
 

@@ -461,6 +461,18 @@ class WSC(Estimator):
     def _integrates_mu(self) -> bool:
         return self.mu == "integrated" and not math.isinf(float(self.wh)) and self.model_file is None
 
+    def data_messages(self, data: GroupedCounts) -> list[str]:
+        """Data with one group, which cannot identify rho."""
+        messages = []
+        with_clicks = data.n_groups - int((data.group_totals <= 0).sum())
+        if with_clicks < 2:
+            messages.append(
+                f"{'no' if with_clicks == 0 else 'only one'} group has clicks: rho is told apart "
+                "from the emissions only by how the groups' click mixes change with their HE, so one group "
+                "cannot identify it (any rho fits its clicks as well). Give clicks of at least two groups with "
+                "different HE.")
+        return messages
+
     def check_params(self) -> None:
         super().check_params()
         if isinstance(self.wh, str):
