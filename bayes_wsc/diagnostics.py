@@ -70,7 +70,8 @@ STALLED_GRADIENT = 1e-4
 
 def map_messages(info: dict) -> list[str]:
     """An optimizer's result in plain words when it should not be trusted: not converged, stalled at its
-    start, a gradient that is not small at the reported mode (see `map_program.optimum_check`)."""
+    start, a gradient that is not small at the reported mode, a degenerate mode (see
+    `map_program.optimum_check` and `map_program.degenerate_values`)."""
     messages = []
     reason = info.get("optimizer_message", "")
     gradient = info.get("relative_gradient")
@@ -91,6 +92,12 @@ def map_messages(info: dict) -> list[str]:
             f"{gradient:.2g}, above {RELATIVE_GRADIENT_MAX:g}): it stopped short of the mode, and the MAP may "
             "be inaccurate. The problem is badly scaled (look for a setting or data value of extreme size), "
             "or fit with NUTS.")
+    degenerate = info.get("degenerate") or []
+    if degenerate:
+        messages.append(
+            f"the MAP sits at a degenerate mode: {'; '.join(degenerate)}. There the density grows without bound "
+            "or piles up at an edge, so this point is not a summary of the posterior. Hold that variable at "
+            "an estimate (map_fixed), give it a prior that keeps it away from the edge, or fit with NUTS.")
     return messages
 
 
@@ -104,6 +111,7 @@ def laplace_messages(info: dict) -> list[str]:
     return [f"the search for the centre of the Laplace approximation reported convergence but the gradient "
             f"there is not small (relative gradient {gradient:.2g}, above {RELATIVE_GRADIENT_MAX:g}): the "
             "Gaussian is centred off the mode and its intervals may be off. Check the fit with NUTS."]
+
 
 # ---------------------------------------------------------------------- data that cannot identify the estimand
 def constant_features_message(features: np.ndarray, names, what: str) -> str | None:

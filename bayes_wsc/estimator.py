@@ -281,6 +281,9 @@ class Estimator:
             if self.chain_starts == "restarts" and draws.optima:
                 # chain c at restart c's optimum: other labelings, maybe other modes, for relabeling to face
                 start = [draws.optima[c % len(draws.optima)] for c in range(self.chains)]
+            if self.method == "nuts":
+                start, said = nondegenerate_start(start, draws, self.chain_starts, self.chains)
+                messages += said
         else:
             start = starts[0] if len(starts) == 1 else starts
         if self.method == "laplace":
@@ -646,6 +649,30 @@ class Estimator:
         estimator = cls(**{k: v for k, v in params.items() if k in known})
         estimator.idata_ = idata
         return estimator
+
+
+def nondegenerate_start(start, draws, chain_starts: str, chains: int) -> tuple:
+    """Where NUTS starts when the MAP is degenerate (`draws.info["degenerate"]`, see
+    `map_program.degenerate_values`): the best restart whose optimum is not, if there is one (every chain
+    there, or in `chain_starts="restarts"` the chains cycling over such optima), and a message either
+    way; the start unchanged and no message when the MAP is not degenerate."""
+    info = draws.info
+    if not info.get("degenerate"):
+        return start, []
+    flags = info.get("restart_degenerate") or []
+    good = [i for i, bad in enumerate(flags) if not bad]
+    if not good or not draws.optima:
+        return start, ["NUTS chains start at this degenerate MAP (no restart found another mode): they may "
+                       "stay stuck there and not mix. Give the MAP other starts or a prior that keeps the "
+                       "variable from its edge, and check R-hat."]
+    good.sort(key=lambda i: -info["restart_log_densities"][i])
+    if chain_starts == "restarts":
+        start = [draws.optima[good[c % len(good)]] for c in range(chains)]
+    else:
+        start = draws.optima[good[0]]
+    return start, [f"NUTS chains start at the optimum of MAP restart {good[0]} instead of the degenerate best "
+                   f"one (log density {info['restart_log_densities'][good[0]]:.6g} against "
+                   f"{info['log_density']:.6g}), so that they do not begin stuck at its edge."]
 
 
 class Recipe(NamedTuple):

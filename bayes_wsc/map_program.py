@@ -189,6 +189,41 @@ def optimizer_reason(message: str) -> str:
     return f"{head.strip() or 'no message'} (the optimizer gave no reason)"
 
 
+#: a positive variable (log transform) counts as collapsed when the search took it this many times below
+#: its start (the model's initial value, by default the prior's typical value): 1e4
+COLLAPSE_FACTOR = 1e4
+#: a variable on an interval (logodds or interval transform) counts as at its bound within this share of it
+BOUND_SHARE = 1e-8
+
+
+def degenerate_values(layout, x: np.ndarray, x0: np.ndarray) -> list[str]:
+    """The free variables of the point `x` (unconstrained) that sit where a mode is degenerate, in words:
+    a scale collapsed towards 0 (a log-transformed value more than log(COLLAPSE_FACTOR) below the start
+    `x0`, where the density of a hierarchical or shrinkage scale grows without bound) or a bounded value
+    at its bound (a logit beyond logit(BOUND_SHARE)). Read from the transforms' names alone, so it holds
+    for every model and variant without naming their variables."""
+    found, offset = [], 0
+    edge = -np.log(BOUND_SHARE)
+    for name, shape in layout:
+        size = int(np.prod(shape, dtype=int))
+        piece, start = np.asarray(x[offset:offset + size]), np.asarray(x0[offset:offset + size])
+        offset += size
+        base, _, transform = name.removesuffix("__").rpartition("_")
+        if transform == "log":
+            low = piece < start - np.log(COLLAPSE_FACTOR)
+            if low.any():
+                i = int(np.argmin(piece - start))
+                found.append(f"{base} fell to {np.exp(piece[i]):.2g} from {np.exp(start[i]):.2g} at the start "
+                             f"({int(low.sum())} of {size} value{'s' if size > 1 else ''}): a scale collapsed "
+                             "towards 0")
+        elif transform in ("logodds", "interval"):
+            far = np.abs(piece) > edge
+            if far.any():
+                found.append(f"{base} sits at a bound of its range ({int(far.sum())} of {size} "
+                             f"value{'s' if size > 1 else ''} within {BOUND_SHARE:.0e} of it)")
+    return found
+
+
 def run_map(program: MapProgram, starts: Sequence[Mapping | None], inputs: Mapping[str, np.ndarray], *,
             maxiter: int = 5000, tol: float = 1e-8,
             fixed: Mapping[str, np.ndarray] | None = None) -> tuple[Draws, np.ndarray]:
@@ -207,12 +242,14 @@ def run_map(program: MapProgram, starts: Sequence[Mapping | None], inputs: Mappi
     rows = [program.values(r.x, given) for r in results]
     values = {n: np.stack([np.asarray(row[n]) for row in rows]) for n in rows[0]}
     posterior = {k: v[best:best + 1] for k, v in values.items()}
+    degenerate = [degenerate_values(program.layout, np.asarray(r.x), x0) for r, x0 in zip(results, xs)]
     info = {
         "converged": bool(result.success),
         "optimizer_message": result.reason,
         "iterations": int(result.nit),
         **{k: result[k] for k in ("start_gain", "moved", "relative_gradient", "gradient_reduction",
                                   "tolerance_nats")},
+        "degenerate": degenerate[best],
         "log_density": float(-result.fun),
         "seconds": time.perf_counter() - t0,
         "compiled_program": program.origin,
@@ -220,7 +257,8 @@ def run_map(program: MapProgram, starts: Sequence[Mapping | None], inputs: Mappi
     optima = []
     if len(results) > 1:
         info.update(restarts=len(results), best_restart=best,
-                    restart_log_densities=[float(-r.fun) for r in results])
+                    restart_log_densities=[float(-r.fun) for r in results],
+                    restart_degenerate=[bool(d) for d in degenerate])
         optima = [{**{n: values[n][i] for n in program.free}, **fixed} for i in range(len(results))]
     if fixed:
         posterior.update({k: np.asarray(v, dtype=float)[None] for k, v in fixed.items()})
