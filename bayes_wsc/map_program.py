@@ -192,30 +192,37 @@ def optimizer_reason(message: str) -> str:
 #: a positive variable (log transform) counts as collapsed when the search took it this many times below
 #: its start (the model's initial value, by default the prior's typical value): 1e4
 COLLAPSE_FACTOR = 1e4
+#: ... and when the density still rises as it falls, by at least this many nats per e-fold: a scale whose
+#: children pile up on their location (a funnel) gains about one nat per e-fold and child without bound,
+#: while a non-negative weight whose mode is 0 (a sparse solution, models/perception_nonnegative.py)
+#: has a slope that vanishes with it (measured: below 1e-5 there)
+UNBOUNDED_SLOPE = 0.1
 #: a variable on an interval (logodds or interval transform) counts as at its bound within this share of it
 BOUND_SHARE = 1e-8
 
 
-def degenerate_values(layout, x: np.ndarray, x0: np.ndarray) -> list[str]:
+def degenerate_values(layout, x: np.ndarray, x0: np.ndarray, gradient: np.ndarray) -> list[str]:
     """The free variables of the point `x` (unconstrained) that sit where a mode is degenerate, in words:
     a scale collapsed towards 0 (a log-transformed value more than log(COLLAPSE_FACTOR) below the start
-    `x0`, where the density of a hierarchical or shrinkage scale grows without bound) or a bounded value
-    at its bound (a logit beyond logit(BOUND_SHARE)). Read from the transforms' names alone, so it holds
-    for every model and variant without naming their variables."""
+    `x0` while the density, whose negative has `gradient` there, still rises as it falls: it grows without
+    bound, as a hierarchical or shrinkage scale's does) or a bounded value at its bound (a logit beyond
+    logit(BOUND_SHARE)). Read from the transforms' names alone, so it holds for every model and variant
+    without naming their variables."""
     found, offset = [], 0
     edge = -np.log(BOUND_SHARE)
     for name, shape in layout:
         size = int(np.prod(shape, dtype=int))
         piece, start = np.asarray(x[offset:offset + size]), np.asarray(x0[offset:offset + size])
+        slope = np.asarray(gradient[offset:offset + size])
         offset += size
         base, _, transform = name.removesuffix("__").rpartition("_")
         if transform == "log":
-            low = piece < start - np.log(COLLAPSE_FACTOR)
+            low = (piece < start - np.log(COLLAPSE_FACTOR)) & (slope > UNBOUNDED_SLOPE)
             if low.any():
-                i = int(np.argmin(piece - start))
+                i = int(np.argmin(np.where(low, piece - start, np.inf)))
                 found.append(f"{base} fell to {np.exp(piece[i]):.2g} from {np.exp(start[i]):.2g} at the start "
-                             f"({int(low.sum())} of {size} value{'s' if size > 1 else ''}): a scale collapsed "
-                             "towards 0")
+                             f"({int(low.sum())} of {size} value{'s' if size > 1 else ''}), and the density "
+                             "still rises as it falls: a scale collapsing towards 0")
         elif transform in ("logodds", "interval"):
             far = np.abs(piece) > edge
             if far.any():
@@ -242,7 +249,8 @@ def run_map(program: MapProgram, starts: Sequence[Mapping | None], inputs: Mappi
     rows = [program.values(r.x, given) for r in results]
     values = {n: np.stack([np.asarray(row[n]) for row in rows]) for n in rows[0]}
     posterior = {k: v[best:best + 1] for k, v in values.items()}
-    degenerate = [degenerate_values(program.layout, np.asarray(r.x), x0) for r, x0 in zip(results, xs)]
+    degenerate = [degenerate_values(program.layout, np.asarray(r.x), x0, np.asarray(r.jac))
+                  for r, x0 in zip(results, xs)]
     info = {
         "converged": bool(result.success),
         "optimizer_message": result.reason,
