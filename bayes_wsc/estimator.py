@@ -217,6 +217,13 @@ class Estimator:
         return Recipe(build, hook("initial_values"), bool(getattr(variant, "START_NUTS_AT_MAP", True)),
                       hook("map_fixed"))
 
+    def data_messages(self, data) -> list[str]:
+        """Plain words, before anything is fitted, for data (or settings) that cannot identify what the
+        model estimates: one group, one class in every label, a constant feature. `fit` warns with them
+        at once and keeps them with the fit's diagnostics; a model raises `InputError` instead where no
+        fit could mean anything. None by default."""
+        return []
+
     def build_settings(self) -> dict:
         """The model's own settings that `build_model` takes (a variant file receives them too)."""
         return {}
@@ -265,7 +272,12 @@ class Estimator:
         with self.variant_errors("initial_values"):
             starts = recipe.initial_values(data)
         starts = [starts] if isinstance(starts, dict) else list(starts)  # a list means random restarts
-        messages, fit_info, map_draws = [], {}, None
+        # what the data or settings cannot give, said before the fit starts (and kept with it)
+        with self.variant_errors("data_messages"):
+            early = list(self.data_messages(data))
+        for message in early:
+            warnings.warn(message, FitWarning, stacklevel=2)
+        messages, fit_info, map_draws = list(early), {}, None
         coords, dims = None, None
         if self.method != "nuts" or recipe.start_nuts_at_map:
             with self.variant_errors("map_fixed"):
@@ -286,6 +298,9 @@ class Estimator:
             if self.chain_starts == "restarts" and draws.optima:
                 # chain c at restart c's optimum: other labelings, maybe other modes, for relabeling to face
                 start = [draws.optima[c % len(draws.optima)] for c in range(self.chains)]
+            if self.method == "nuts":
+                start, said = nondegenerate_start(start, draws, self.chain_starts, self.chains)
+                messages += said
         else:
             start = starts[0] if len(starts) == 1 else starts
         if self.method == "laplace":
@@ -335,7 +350,7 @@ class Estimator:
         if self.checks and not criticism.running() and self.model_name in criticism.MODULES:
             messages += self._fit_time_checks(data)
         inference.set_attrs(self._fitted(), {"diagnostics": messages})
-        for message in messages:
+        for message in messages[len(early):]:
             warnings.warn(message, FitWarning, stacklevel=2)
         return self
 
@@ -803,6 +818,30 @@ def _usable_draws(idata, bounds: dict, source: str):
                       f"in {draws} of {total} draws; those draws are left out{every} ({kept.size} of {total} used)",
                       FitWarning, stacklevel=3)
     return inference.select_draws(idata, kept)
+
+
+def nondegenerate_start(start, draws, chain_starts: str, chains: int) -> tuple:
+    """Where NUTS starts when the MAP is degenerate (`draws.info["degenerate"]`, see
+    `map_program.degenerate_values`): the best restart whose optimum is not, if there is one (every chain
+    there, or in `chain_starts="restarts"` the chains cycling over such optima), and a message either
+    way; the start unchanged and no message when the MAP is not degenerate."""
+    info = draws.info
+    if not info.get("degenerate"):
+        return start, []
+    flags = info.get("restart_degenerate") or []
+    good = [i for i, bad in enumerate(flags) if not bad]
+    if not good or not draws.optima:
+        return start, ["NUTS chains start at this degenerate MAP (no restart found another mode): they may "
+                       "stay stuck there and not mix. Give the MAP other starts or a prior that keeps the "
+                       "variable from its edge, and check R-hat."]
+    good.sort(key=lambda i: -info["restart_log_densities"][i])
+    if chain_starts == "restarts":
+        start = [draws.optima[good[c % len(good)]] for c in range(chains)]
+    else:
+        start = draws.optima[good[0]]
+    return start, [f"NUTS chains start at the optimum of MAP restart {good[0]} instead of the degenerate best "
+                   f"one (log density {info['restart_log_densities'][good[0]]:.6g} against "
+                   f"{info['log_density']:.6g}), so that they do not begin stuck at its edge."]
 
 
 class Recipe(NamedTuple):

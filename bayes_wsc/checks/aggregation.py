@@ -61,7 +61,7 @@ def aggregation_bias_check(data: GroupedCounts, settings: dict, *, seed: int = 0
         map_point = _map_point(estimator, data)
     mu, w0, w1 = (np.asarray(map_point[n], float) for n in ("mu", "w0", "w1"))
     prior_precision = 1.0 / float(map_point.get("mu_scale", math.inf)) ** 2
-    phi, df, x2, per_group = dispersion(data, mu, w0, w1, wh=float(estimator.wh), prior_precision=prior_precision)
+    phi, df, x2, per_group = dispersion(data, mu, w0, w1, wh=estimator.wh_used, prior_precision=prior_precision)
     if not df >= 1:
         return {"check": CHECK, "statistic": math.nan, "reference": PHI_MAX, "p_value": math.nan,
                 "effect": math.nan, "tolerance": PHI_MAX,

@@ -53,7 +53,7 @@ def he_noise(est, params: dict, n: int) -> np.ndarray | None:
     """sigma_H per replicate: learned by a variant, else 1 / sqrt(WH); None where HE is not modelled."""
     if "sigma_h" in params:
         return np.asarray(params["sigma_h"], dtype=float).reshape(n)
-    wh = float(est.wh)
+    wh = est.wh_used
     if wh == 0 or math.isinf(wh):
         return None
     return np.full(n, 1.0 / math.sqrt(wh))

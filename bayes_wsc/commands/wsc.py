@@ -47,7 +47,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--max-group-weight", type=positive_float, default=None, metavar="M",
                       help="down-weight each group to at most M items (Sec. 6.2)")
     model = parser.add_argument_group("model")
-    model.add_argument("--wh", type=wh_value, default=10.0, help="weight of HE, 1/sigma_H^2; 'inf' fixes mu = HE")
+    model.add_argument("--wh", type=wh_value, default=10.0, help="weight of HE, 1/sigma_H^2; 'inf' fixes mu = HE (so does any WH above 1e5, with a note)")
     model.add_argument("--mu-prior", choices=("hierarchical", "flat"), default="hierarchical")
     model.add_argument("--w-concentration", type=positive_float, default=1.0, help="Dirichlet c of w0, w1")
     model.add_argument("--mu", choices=("sampled", "integrated"), default="sampled",

@@ -365,6 +365,21 @@ class NoisyExperts(Estimator):
         if isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral) or self.restarts < 1:
             raise InputError(f"restarts must be a positive whole number, got {self.restarts!r}")
 
+    def data_messages(self, data: PairwiseConstraints) -> list[str]:
+        """Constant features (their cluster weights learn nothing) and links of one kind, must-links only
+        (one cluster holding every item fits them all), before the fit."""
+        from bayes_wsc.diagnostics import constant_features_message, one_class_message
+
+        found = [constant_features_message(data.features, data.scaling.names, "their weights in the clusters' "
+                                           "softmax")]
+        if np.all(data.link == 1):
+            found.append(one_class_message(data.link, ["cannot-link", "must-link"], "constraint",
+                                           "nothing says which items belong apart, so one cluster holding every "
+                                           "item fits them all and the clusters and the experts' specificities "
+                                           "are not identified. Give cannot-links (or labels of several "
+                                           "classes) too."))
+        return [m for m in found if m]
+
     def build_model(self, data: PairwiseConstraints) -> pm.Model:
         return build_model(data, **self.build_settings())
 

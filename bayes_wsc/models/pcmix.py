@@ -343,6 +343,17 @@ class PCMixture(Estimator):
         self._map_point = None
         return super().fit(data)
 
+    def data_messages(self, data: LabeledItems) -> list[str]:
+        """Labels of one class only: they cannot tell the components apart (before the fit)."""
+        from bayes_wsc.diagnostics import one_class_message
+
+        labels = data.y[data.y >= 0]
+        message = one_class_message(labels, data.classes, "labelled item",
+                                    "the labels cannot tell one component from another, so the label term "
+                                    "(lam) only pushes every component's rho to that class, and the fit is an "
+                                    "unsupervised mixture of x. Label items of at least two classes.")
+        return [message] if message else []
+
     def build_model(self, data: LabeledItems) -> pm.Model:
         return build_model(data, **self.build_settings())
 

@@ -246,6 +246,14 @@ class PerceptionClustering(Estimator):
             raise InputError(f"restarts must be a whole number >= 1, got {self.restarts!r}")
 
     # ------------------------------------------------------------------ hooks
+    def data_messages(self, data: SeedSets) -> list[str]:
+        """Constant features, whose rows of W learn nothing, before the fit (a cluster without seeds is
+        refused by `SeedSets`)."""
+        from bayes_wsc.diagnostics import constant_features_message
+
+        found = constant_features_message(data.features, data.scaling.names, "their rows of the embedding W")
+        return [found] if found else []
+
     def build_model(self, data: SeedSets) -> pm.Model:
         return build_model(data, **self.build_settings())
 

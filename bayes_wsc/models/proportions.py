@@ -478,8 +478,11 @@ class ProportionsClassifier(Estimator):
         self._bag_of_fit = resolve_bag_likelihood(self.bag_likelihood, self.concentration, data)
         if self._bag_of_fit == "exact-counts":
             data.whole_counts_or_fail()
-        self._data_messages = [m for m in (identifiability_message(data),) if m]
         return super().fit(data)
+
+    def data_messages(self, data: LabelProportions) -> list[str]:
+        """Proportions that cannot tell the classes apart (`identifiability_message`), before the fit."""
+        return [m for m in (identifiability_message(data),) if m]
 
     def build_model(self, data: LabelProportions) -> pm.Model:
         return build_model(data, **self.build_settings())
@@ -536,9 +539,9 @@ class ProportionsClassifier(Estimator):
                 "extra_coords": {"item": ("item", list(data.item_ids))}}
 
     def model_checks(self, idata) -> list[str]:
-        """Unidentified classes (proportions that do not vary), and groups the exact-counts likelihood
-        had to approximate."""
-        messages = list(getattr(self, "_data_messages", []))
+        """Groups the exact-counts likelihood had to approximate (unidentified classes are said before the
+        fit, `data_messages`)."""
+        messages = []
         approximated = inference.get_attrs(idata).get("approximated_groups", [])
         if approximated:
             n_groups = idata.observed_data.sizes["group"]

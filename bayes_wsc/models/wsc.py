@@ -43,6 +43,25 @@ MU_PRIORS = ("hierarchical", "flat")
 MU_METHODS = ("sampled", "integrated")
 #: Below this WH the HE barely orients the classes; the posterior can hold both labelings.
 WEAK_WH = 1.0
+#: Above this WH the estimator fits WH = inf (mu_i = HE_i) instead, with a note. The HE term's curvature,
+#: WH per group, then dwarfs the clicks' (about a quarter of a group's clicks), and L-BFGS in the
+#: unconstrained space stops short on that badly scaled problem: on simulated data (40 x 20, 200 x 100,
+#: 30 x 2000 and 500 x 5 groups x clicks) rho at WH = 1e4 and 1e5 agrees with WH = inf to 1e-4 to 3e-3,
+#: at 1e6 to 1e7 it is off by up to 0.03, and from 1e9 the search stops after one iteration (rho near
+#: 0.5), reporting convergence. Up to 1e5 the difference from WH = inf is within what the optimizer
+#: resolves (sigma_H = 0.003 on the logit scale), so the limit loses nothing a finite WH could show.
+WH_LIMIT = 1e5
+
+
+def effective_wh(wh: float) -> float:
+    """The WH a fit uses: WH itself, or inf above `WH_LIMIT`."""
+    return math.inf if float(wh) > WH_LIMIT else float(wh)
+
+
+def wh_limit_message(wh: float) -> str:
+    return (f"WH={float(wh):g} is beyond {WH_LIMIT:g}, where the optimizer cannot resolve a finite WH from its "
+            "limit (sigma_H below 0.003 on the logit scale): the fit used WH = inf instead, which fixes each "
+            "group's mu at its HE.")
 
 
 def check_settings(wh: float, mu_prior: str, w_concentration: float, *, warn: bool = True,
@@ -461,11 +480,28 @@ class WSC(Estimator):
     def build_settings(self) -> dict:
         """The settings `build_model` takes; `mu` only when not the default, so that a variant file
         written for the default model keeps working (and one that cannot integrate mu says so)."""
-        settings = {"wh": float(self.wh), "mu_prior": self.mu_prior, "w_concentration": float(self.w_concentration)}
+        settings = {"wh": self.wh_used, "mu_prior": self.mu_prior, "w_concentration": float(self.w_concentration)}
         return settings if self.mu == "sampled" else {**settings, "mu": self.mu}
 
     def _integrates_mu(self) -> bool:
-        return self.mu == "integrated" and not math.isinf(float(self.wh)) and self.model_file is None
+        return self.mu == "integrated" and not math.isinf(self.wh_used) and self.model_file is None
+
+    @property
+    def wh_used(self) -> float:
+        """The WH the model is built with: `wh`, or inf above `WH_LIMIT` (`effective_wh`)."""
+        return effective_wh(self.wh)
+
+    def data_messages(self, data: GroupedCounts) -> list[str]:
+        """A WH beyond `WH_LIMIT` (fitted as inf), and data with one group, which cannot identify rho."""
+        messages = [wh_limit_message(self.wh)] if self.wh_used != float(self.wh) else []
+        with_clicks = data.n_groups - int((data.group_totals <= 0).sum())
+        if with_clicks < 2:
+            messages.append(
+                f"{'no' if with_clicks == 0 else 'only one'} group has clicks: rho is told apart "
+                "from the emissions only by how the groups' click mixes change with their HE, so one group "
+                "cannot identify it (any rho fits its clicks as well). Give clicks of at least two groups with "
+                "different HE.")
+        return messages
 
     def check_params(self) -> None:
         super().check_params()
@@ -495,7 +531,7 @@ class WSC(Estimator):
 
     def map_fixed(self, data: GroupedCounts) -> dict:
         """mu_scale held at its moment estimate (`hierarchical_scale_fixed`): the joint mode is degenerate."""
-        return hierarchical_scale_fixed(data, self.wh, self.mu_prior)
+        return hierarchical_scale_fixed(data, self.wh_used, self.mu_prior)
 
     def data_groups(self, data: GroupedCounts) -> dict:
         return {
@@ -515,7 +551,7 @@ class WSC(Estimator):
         weak = [weak_wh_message(self.wh)] if float(self.wh) < WEAK_WH else []
         weak += empty_groups_messages(idata)
         if (self.method != "nuts" or "he" not in idata.observed_data or "mu" not in idata.posterior
-                or np.isinf(float(self.wh))):
+                or np.isinf(self.wh_used)):
             return weak
         he = idata.observed_data["he"].values
         if he.std() == 0:
@@ -543,7 +579,7 @@ class WSC(Estimator):
         shape = post["w0"].shape[:2]
         flat = {n: np.asarray(post[n]).reshape(-1, *np.shape(post[n])[2:])
                 for n in ("w0", "w1", "mu_loc", "mu_scale") if n in post}
-        wh = float(self.wh)
+        wh = self.wh_used
         mu, rate = draw_group_qualities(data.counts, data.he, flat["w0"], flat["w1"], flat.get("mu_loc"),
                                         flat.get("mu_scale"), 1.0 / math.sqrt(wh) if wh > 0 else None,
                                         seed=int(draws.info.get("seed") or 0))
@@ -569,7 +605,7 @@ class WSC(Estimator):
             return
         if np.shape(post[name])[0] * np.shape(post[name])[1] == 1:
             return
-        wh = float(self.wh)
+        wh = self.wh_used
         shape = post["mu"].shape[:2]
         flat = {n: np.asarray(post[n]).reshape(-1, *np.shape(post[n])[2:])
                 for n in ("mu", "w0", "w1", "mu_loc", "mu_scale", "sigma_h") if n in post}
