@@ -9,8 +9,10 @@ the names it will write inside) for what it writes. Before the command runs,
   it (compared by device and inode, and by resolved path);
 * no two outputs are the same file;
 * every output can be written: its folder exists or can be created and is
-  writable, an existing output file is not a folder and not read-only, an
-  existing output folder is a folder.
+  writable, an existing output file is a regular file (not a folder, a
+  device such as /dev/null, a named pipe, or a link to /dev/stdout: a writer
+  renames a new file onto the path, which would replace the device or the
+  link) and not read-only, an existing output folder is a folder.
 
 So a bad output path fails in a second, not after the fit. While the command
 runs, the writers refuse to replace any of its inputs (`guard`), a last
@@ -33,6 +35,7 @@ import glob
 import json
 import os
 import secrets
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,14 +201,50 @@ def check_writable(out: DeclaredPath) -> None:
             inside = path / name
             if not glob.has_magic(name) and inside.is_dir():
                 raise InputError(f"cannot write the {where}: {str(inside)!r} is a folder")
+        for target in _targets(out):
+            special = not_a_regular_file(target)
+            if special:
+                raise InputError(f"cannot write the {where}: {target!r} is {special}, not a regular file")
         folder = path
     else:
         if path.is_dir():
             raise InputError(f"cannot write the {where}: it is a folder; give a file name")
+        special = not_a_regular_file(path)
+        if special:
+            raise InputError(f"cannot write the {where}: it is {special}, not a regular file; give a file name")
         if path.exists() and not os.access(path, os.W_OK):
             raise InputError(f"cannot write the {where}: the file exists and is read-only")
         folder = path.parent
     _check_folder(folder, where)
+
+
+def not_a_regular_file(path) -> str | None:
+    """What an existing output path is when it is neither a regular file nor a folder (a device, a
+    named pipe, a socket, a link to a file descriptor such as /dev/stdout), or None.
+
+    A writer renames a new regular file onto the path: onto /dev/null (as root) that would
+    replace the device itself, and onto a link to /dev/stdout the link, never the stream.
+    """
+    text = str(path)
+    hop = text
+    for _ in range(40):  # follow the links one hop at a time: /dev/stdout -> /proc/self/fd/1
+        try:
+            target = os.readlink(hop)
+        except (OSError, ValueError):
+            break
+        hop = os.path.normpath(os.path.join(os.path.dirname(hop), target))
+        if hop.startswith(("/proc/", "/dev/fd/")) and "/fd/" in hop + "/":
+            return f"a link to the file descriptor {hop!r}"
+    try:
+        st = os.stat(text)
+    except (OSError, ValueError):
+        return None  # a new path (or a dangling link, which the writer replaces)
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        return None
+    kinds = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+    kind = next((name for test, name in kinds if test(st.st_mode)), "a special file")
+    return f"a link to {os.path.realpath(text)!r}, {kind}" if os.path.islink(text) else kind
 
 
 def _check_folder(folder: Path, where: str) -> None:
@@ -238,6 +277,9 @@ def write_file(path: str | os.PathLike, write: Callable[[str], None], what: str 
     try:
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        special = not_a_regular_file(path)
+        if special:  # a last line of defence for paths no command declared
+            raise InputError(f"cannot write the {what} {str(path)!r}: it is {special}, not a regular file")
         identity = _identity(path)
         if identity in _PROTECTED:
             raise InputError(f"the {what} {str(path)!r} is the input file {_PROTECTED[identity]!r}, "

@@ -187,3 +187,28 @@ def test_declared_paths_become_plain_strings():
     assert [p.what for p in paths.outputs] == ["x"]
     with pytest.raises(argparse.ArgumentTypeError):
         input_file("fit file")("  ")
+
+
+def test_devices_pipes_and_links_to_stdout_are_refused_before_the_work(tmp_path):
+    """A writer renames a new file onto the path: as root, onto /dev/null that replaces the device."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "to_stdout").symlink_to("/dev/stdout")
+    (tmp_path / "to_pipe").symlink_to(fifo)
+    (tmp_path / "rep").mkdir()
+    os.mkfifo(tmp_path / "rep" / "report.html")
+    cases = [
+        (output_file("fit file")("/dev/null"), "'/dev/null': it is a character device, not a regular file"),
+        (output_file("fit file")(str(fifo)), "it is a named pipe, not a regular file"),
+        (output_file("fit file")(str(tmp_path / "to_pipe")), "it is a link to '.*pipe', a named pipe"),
+        (output_file("fit file")(str(tmp_path / "to_stdout")), "it is a link to the file descriptor '/proc/self/fd/1'"),
+        (output_file("fit file")("/dev/stdout"), "it is a link to the file descriptor"),
+        (output_folder("report folder", ["report.html"])(str(tmp_path / "rep")), "report.html' is a named pipe"),
+    ]
+    for out, words in cases:
+        with pytest.raises(InputError, match=words):
+            Paths([], [out]).check()
+        with pytest.raises(InputError, match="not a regular file"):  # and the writers, for undeclared paths
+            outputs.write_text(out if out.kind == "file" else os.path.join(out, "report.html"), "x")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.path.islink(tmp_path / "to_stdout")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
