@@ -22,7 +22,8 @@ The writers (`write_file` and the helpers built on it) write to a temporary
 file in the target's folder and rename it into place: an existing output is
 replaced atomically, and an interrupted write leaves the old file (or none),
 never half a file. New files get the permissions of any new file, 0666 less
-the umask (0644 under the usual umask of 022), not the 0600 of `mkstemp`.
+the umask (0644 under the usual umask of 022), not the 0600 of `mkstemp`; a
+file that is replaced keeps its permission bits (a 0600 fit stays 0600).
 A failure names the user's path, never the temporary file.
 """
 
@@ -271,7 +272,8 @@ def _check_folder(folder: Path, where: str) -> None:
 # ---------------------------------------------------------------------- writing
 def write_file(path: str | os.PathLike, write: Callable[[str], None], what: str = "file") -> Path:
     """Write `path` atomically: `write(temporary)` fills a new file in the same folder (keeping its
-    permissions, 0666 less the umask), which is then renamed onto `path`."""
+    permissions, 0666 less the umask, or those of the file it replaces), which is then renamed
+    onto `path`."""
     path = Path(path)
     tmp = None
     try:
@@ -286,6 +288,9 @@ def write_file(path: str | os.PathLike, write: Callable[[str], None], what: str 
                              "which it would replace; choose another output path")
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = _new_temporary(path)
+        keep = _existing_mode(path)
+        if keep is not None:  # before anything is written: a private file's contents stay private
+            os.chmod(tmp, keep)
         write(tmp)
         os.replace(tmp, path)
         tmp = None
@@ -323,6 +328,15 @@ def write_figure(fig, path, what: str = "figure", **savefig_kw) -> Path:
     """A matplotlib figure, in the format of the path's suffix (PNG when it has none)."""
     fmt = Path(path).suffix.lstrip(".").lower() or "png"
     return write_file(path, lambda tmp: fig.savefig(tmp, format=fmt, **savefig_kw), what)
+
+
+def _existing_mode(path: Path) -> int | None:
+    """The permission bits of the regular file a writer replaces, or None for a new path."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
 
 
 def _new_temporary(path: Path) -> str:

@@ -212,3 +212,29 @@ def test_devices_pipes_and_links_to_stdout_are_refused_before_the_work(tmp_path)
             outputs.write_text(out if out.kind == "file" else os.path.join(out, "report.html"), "x")
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.path.islink(tmp_path / "to_stdout")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_replaced_file_keeps_its_permissions(tmp_path, usual_umask):
+    from bayes_wsc import inference
+
+    seen = {}
+
+    def write(tmp):
+        seen["mode"] = mode(tmp)
+        with open(tmp, "w") as handle:
+            handle.write("new")
+
+    private = tmp_path / "private.csv"
+    private.write_text("old")
+    private.chmod(0o600)
+    outputs.write_file(private, write)
+    assert seen["mode"] == 0o600 and mode(private) == 0o600 and private.read_text() == "new"  # private while written
+    shared = tmp_path / "shared.csv"
+    shared.write_text("old")
+    shared.chmod(0o664)
+    assert mode(outputs.write_csv(pd.DataFrame({"a": [1]}), shared)) == 0o664
+    fit = tmp_path / "fit.nc"
+    groups = inference.from_draws({"x": [[1.0]]}, attrs={"model": "wsc"})
+    inference.save(groups, fit).chmod(0o600)
+    assert mode(inference.save(groups, fit)) == 0o600
+    assert mode(outputs.write_text(tmp_path / "new.txt", "x")) == 0o644
