@@ -21,7 +21,8 @@ line of defence for paths that were not declared.
 The writers (`write_file` and the helpers built on it) write to a temporary
 file in the target's folder and rename it into place: an existing output is
 replaced atomically, and an interrupted write leaves the old file (or none),
-never half a file. New files get the permissions of any new file, 0666 less
+never half a file; a killed command's temporary file is removed by the next
+write to the same path. New files get the permissions of any new file, 0666 less
 the umask (0644 under the usual umask of 022), not the 0600 of `mkstemp`; a
 file that is replaced keeps its permission bits (a 0600 fit stays 0600).
 A failure names the user's path, never the temporary file.
@@ -35,8 +36,10 @@ import fnmatch
 import glob
 import json
 import os
+import re
 import secrets
 import stat
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -263,6 +266,7 @@ def _check_folder(folder: Path, where: str) -> None:
                              "(permission denied)")
         return
     try:
+        remove_stale_temporaries(existing / "probe")
         probe = _new_temporary(existing / "probe")
     except OSError as exc:
         raise InputError(f"cannot write the {where}: {_reason(exc)} (in folder {str(existing)!r})") from None
@@ -287,6 +291,7 @@ def write_file(path: str | os.PathLike, write: Callable[[str], None], what: str 
             raise InputError(f"the {what} {str(path)!r} is the input file {_PROTECTED[identity]!r}, "
                              "which it would replace; choose another output path")
         path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path)
         tmp = _new_temporary(path)
         keep = _existing_mode(path)
         if keep is not None:  # before anything is written: a private file's contents stay private
@@ -337,6 +342,36 @@ def _existing_mode(path: Path) -> int | None:
     except (OSError, ValueError):
         return None
     return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
+#: when this process started (as near as the module knows): a temporary file older than this is not
+#: being written by it
+_STARTED = time.time()
+
+
+def remove_stale_temporaries(path: Path) -> list[Path]:
+    """Remove the temporary files a killed writer left beside `path`: only regular files named as
+    `_new_temporary` names them for this path (`.NAME.<8 hex digits>.tmp`) and last modified before
+    this process started (a write in progress in this process, or one that another process began
+    since, is newer). Returns what was removed."""
+    path = Path(path)
+    own = re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{8}}\.tmp")
+    removed = []
+    try:
+        entries = list(os.scandir(path.parent if str(path.parent) else "."))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not own.fullmatch(entry.name):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and st.st_mtime < _STARTED:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
 
 
 def _new_temporary(path: Path) -> str:

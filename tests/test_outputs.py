@@ -3,6 +3,7 @@
 import argparse
 import os
 import stat
+import time
 
 import pandas as pd
 import pytest
@@ -238,3 +239,23 @@ def test_a_replaced_file_keeps_its_permissions(tmp_path, usual_umask):
     inference.save(groups, fit).chmod(0o600)
     assert mode(inference.save(groups, fit)) == 0o600
     assert mode(outputs.write_text(tmp_path / "new.txt", "x")) == 0o644
+
+
+def test_a_killed_writers_temporary_files_are_removed_by_the_next_write(tmp_path):
+    target = tmp_path / "fit.nc"
+    target.write_text("old")
+    hour_ago = time.time() - 3600
+    stale = [tmp_path / ".fit.nc.0a1b2c3d.tmp", tmp_path / ".fit.nc.ffffffff.tmp"]
+    kept = [tmp_path / ".fit.nc.12345678.tmp",  # newer than this process: another writer's, in progress
+            tmp_path / ".fit.nc.zzzzzzzz.tmp", tmp_path / ".fit.nc.0a1b2c3d.tmp.bak", tmp_path / ".other.nc.0a1b2c3d.tmp",
+            tmp_path / "fit.nc.0a1b2c3d.tmp", tmp_path / ".fit.nc.0a1b2c3.tmp"]
+    for path in stale + kept:
+        path.write_text("half")
+        os.utime(path, (hour_ago, hour_ago))
+    os.utime(kept[0])  # now
+    (tmp_path / ".fit.nc.abcdef01.tmp").mkdir()  # not a file the writers make
+    os.utime(tmp_path / ".fit.nc.abcdef01.tmp", (hour_ago, hour_ago))
+    outputs.write_text(target, "new")
+    assert target.read_text() == "new"
+    assert not any(p.exists() for p in stale) and all(p.exists() for p in kept)
+    assert (tmp_path / ".fit.nc.abcdef01.tmp").is_dir()
