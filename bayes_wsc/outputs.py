@@ -8,6 +8,8 @@ the names it will write inside) for what it writes. Before the command runs,
 * no output is an input: not the same path, nor a hard or symbolic link to
   it (compared by device and inode, and by resolved path);
 * no two outputs are the same file;
+* the disk of every output has room: at least 1 MB free, or as much as the
+  files it replaces (a full disk fails before the work, not after it);
 * every output can be written: its folder exists or can be created and is
   writable, an existing output file is a regular file (not a folder, a
   device such as /dev/null, a named pipe, or a link to /dev/stdout: a writer
@@ -160,6 +162,28 @@ class Paths:
         self._check_outputs_distinct()
         for out in self.outputs:
             check_writable(out)
+        self._check_free_space()
+
+    def _check_free_space(self) -> None:
+        """A disk that is already full fails now, not after the work: each output needs
+        `MIN_FREE_BYTES`, or the size of the files it replaces if larger (a fit replacing one of
+        the same data is about as big), on the disk that will hold it."""
+        need: dict[int, list] = {}
+        for out in self.outputs:
+            folder = _existing_folder(Path(out) if out.kind == "folder" else Path(out).parent)
+            try:
+                device = os.stat(folder).st_dev
+            except OSError:
+                continue
+            size = sum(_file_size(target) for target in _targets(out))
+            entry = need.setdefault(device, [out, folder, 0])
+            entry[2] += max(MIN_FREE_BYTES, size)
+        for out, folder, wanted in need.values():
+            free = free_bytes(folder)
+            if free is not None and free < wanted:
+                raise InputError(f"cannot write the {out.what} {str(out)!r}: the disk holding {str(folder)!r} has "
+                                 f"{_size(free)} free, and this command's outputs need at least {_size(wanted)}; "
+                                 "free some space or choose another folder")
 
     def _check_outputs_distinct(self) -> None:
         files = [o for o in self.outputs if o.kind != "folder"]
@@ -251,6 +275,44 @@ def not_a_regular_file(path) -> str | None:
     return f"a link to {os.path.realpath(text)!r}, {kind}" if os.path.islink(text) else kind
 
 
+#: the least free space an output needs on its disk before a command starts (see `Paths.check`):
+#: the smallest fit or report is 0.1-0.3 MB
+MIN_FREE_BYTES = 2**20
+
+
+def free_bytes(folder) -> int | None:
+    """Bytes this process may still write on the disk holding `folder` (root may use the blocks
+    reserved for it), or None when the file system does not say."""
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError, ValueError):
+        return None
+    if not st.f_blocks:  # a file system without a size (some virtual ones)
+        return None
+    blocks = st.f_bfree if os.geteuid() == 0 else st.f_bavail
+    return blocks * st.f_frsize
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 1024:.0f} KB"
+
+
+def _file_size(path) -> int:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
+def _existing_folder(folder: Path) -> Path:
+    """The folder itself, or its nearest ancestor that exists."""
+    existing = folder if str(folder) else Path(".")
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    return existing
+
+
 def _check_folder(folder: Path, where: str) -> None:
     """A folder that exists and takes a new file (tried), or that can be created."""
     existing = folder if str(folder) else Path(".")
@@ -279,7 +341,8 @@ def write_file(path: str | os.PathLike, write: Callable[[str], None], what: str 
     permissions, 0666 less the umask, or those of the file it replaces), which is then renamed
     onto `path`."""
     path = Path(path)
-    tmp = None
+    tmp = keep = None
+    created: list[Path] = []
     try:
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
@@ -290,21 +353,30 @@ def write_file(path: str | os.PathLike, write: Callable[[str], None], what: str 
         if identity in _PROTECTED:
             raise InputError(f"the {what} {str(path)!r} is the input file {_PROTECTED[identity]!r}, "
                              "which it would replace; choose another output path")
+        keep = _existing_mode(path)
+        missing = path.parent
+        while not missing.exists() and missing != missing.parent:  # removed again if the write fails
+            created.append(missing)
+            missing = missing.parent
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(path)
         tmp = _new_temporary(path)
-        keep = _existing_mode(path)
         if keep is not None:  # before anything is written: a private file's contents stay private
             os.chmod(tmp, keep)
         write(tmp)
         os.replace(tmp, path)
         tmp = None
     except OSError as exc:
-        raise InputError(f"cannot write the {what} {str(path)!r}: {_reason(exc)}") from None
+        unchanged = "; the old file is unchanged" if keep is not None else ""
+        raise InputError(f"cannot write the {what} {str(path)!r}: {_reason(exc)}{unchanged}") from None
     finally:
-        if tmp is not None:
+        if tmp is not None:  # the write failed
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+        if not path.exists():
+            for folder in created:  # deepest first, each only if still empty
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
     return path
 
 
