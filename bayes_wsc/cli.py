@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
+import os
 import sys
 
 from bayes_wsc.commands import FIT_COMMANDS
@@ -288,14 +290,65 @@ COMMANDS["simulate"] = cmd_simulate
 
 
 def main(argv=None) -> int:
+    """Run one command; its exit code. A reader of the output that goes away (`bayes-wsc summary
+    FIT.nc | head -1`) ends nothing: the rest of the output is dropped, quietly, as Unix tools do,
+    while the command finishes writing its files."""
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _PipeGuard(stdout), _PipeGuard(stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+
+
+class _PipeGuard:
+    """A stream whose reader may have gone away: once a write fails with a broken pipe, the stream's
+    file descriptor is pointed at /dev/null, so that this and every later write (and Python's own
+    flush at exit) succeed silently instead of ending the command in a traceback."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.broken = False
+
+    def write(self, text):
+        if not self.broken:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.broken = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass  # a stream without a file descriptor (tests): later writes are dropped here
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def _main(argv) -> int:
     args = build_parser().parse_args(argv)
     _quiet_libraries()
     from bayes_wsc.errors import InputError
     from bayes_wsc.outputs import Paths
 
+    cache = None
     try:
         paths = Paths.of(args)
         paths.check()  # before any work: no output replaces an input, every output can be written
+        cache = _temporary_cache_if_needed()
         with paths.guard():
             COMMANDS[args.command](args)
     except InputError as exc:
@@ -308,7 +361,44 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("bayes-wsc: interrupted; no output was left half-written", file=sys.stderr)
         return 130
+    finally:
+        if cache is not None:
+            cache.cleanup()
     return 0
+
+
+class _TemporaryCache:
+    """A cache folder for one command, given to the libraries as XDG_CACHE_HOME and removed after."""
+
+    def __init__(self):
+        import tempfile
+
+        self.previous = os.environ.get("XDG_CACHE_HOME")
+        self.folder = tempfile.mkdtemp(prefix="bayes-wsc-cache-")
+        os.environ["XDG_CACHE_HOME"] = self.folder
+
+    def cleanup(self) -> None:
+        import shutil
+
+        if self.previous is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = self.previous
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _temporary_cache_if_needed() -> _TemporaryCache | None:
+    """A cache folder that cannot be written (read-only, on a full disk) is not an error of the
+    command's: it runs with a temporary cache, said in one note."""
+    from bayes_wsc.jax_setup import unwritable_cache
+
+    why = unwritable_cache()
+    if why is None:
+        return None
+    cache = _TemporaryCache()
+    print(f"bayes-wsc: note: {why}; this command uses a temporary cache, removed at its end (nothing compiled "
+          "is kept for the next command)", file=sys.stderr)
+    return cache
 
 
 if __name__ == "__main__":

@@ -25,3 +25,45 @@ def test_generated_code_leaves_no_file_in_the_temporary_folder(tmp_path, monkeyp
     double = pytensor.function([x], pt.exp(x) * 2, mode="JAX")
     assert np.allclose(double(np.array([0.0, 1.0])), [2.0, 2 * np.e])
     assert list(tmp_path.iterdir()) == []
+
+
+def run(argv, *, env=None, stdout=subprocess.PIPE):
+    """`bayes-wsc argv` in a process of its own, as a user runs it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "bayes_wsc.cli", *map(str, argv)], stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def fit_file(tmp_path_factory):
+    """A small MAP fit of the first model, saved."""
+    from bayes_wsc.models.wsc import WSC
+    from bayes_wsc.simulate import simulate_wsc
+
+    data, _ = simulate_wsc(n_groups=12, items_per_group=10, n_bins=3, seed=5)
+    path = tmp_path_factory.mktemp("hygiene") / "fit.nc"
+    WSC(seed=1, checks=False).fit(data).save(path)
+    return path
+
+
+def test_a_closed_pipe_ends_the_output_quietly(fit_file):
+    """`bayes-wsc summary FIT.nc | head -1` ended in 'error: cannot use: Broken pipe' and exit 2."""
+    for argv in (["--help"], ["summary", fit_file]):
+        read, write = os.pipe()
+        os.close(read)  # the reader is gone before the first line
+        try:
+            proc = run(argv, stdout=write)
+        finally:
+            os.close(write)
+        assert proc.returncode == 0 and proc.stderr == "", (argv, proc.stderr)
+
+
+def test_a_cache_folder_that_cannot_be_written_is_a_note_not_an_error(fit_file, tmp_path):
+    """ArviZ failed to import ('cannot use .../arviz') after the data were read."""
+    (tmp_path / "file").write_text("not a folder")
+    unwritable = tmp_path / "file" / "cache"
+    proc = run(["summary", fit_file], env={"XDG_CACHE_HOME": str(unwritable), "TMPDIR": str(tmp_path)})
+    assert proc.returncode == 0 and "model: wsc" in proc.stdout, proc.stderr
+    note, = proc.stderr.strip().splitlines()
+    assert note.startswith(f"bayes-wsc: note: the cache folder {str(unwritable)!r} cannot be written (Not a directory)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]  # the temporary cache is removed
