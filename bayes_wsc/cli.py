@@ -110,13 +110,66 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ---------------------------------------------------------------------- commands
-def _quiet_libraries() -> None:
-    import logging
-    import warnings
+class _LibraryMessages:
+    """While a command runs, the libraries' chatter stays off stderr, where the README promises one
+    line for a failure and the package's own words for a success.
 
-    logging.getLogger("pymc").setLevel(logging.WARNING)
-    logging.getLogger("jax").setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore", category=RuntimeWarning, module="arviz")
+    * Python warnings: the package's own (`FitWarning` and any other category defined in
+      `bayes_wsc`) are printed, one line each (`bayes-wsc: warning: ...`); any other (PyMC,
+      ArviZ, JAX, PyTensor, pandas: FutureWarning, UserWarning, RuntimeWarning...) goes to the
+      `py.warnings` logger, as `logging.captureWarnings` sends it.
+    * Logging: a handler on the root logger, installed before the libraries load, shows records of
+      level ERROR and above in one line; below that, nothing. PyMC (which adds a handler of its
+      own and logs its sampler's progress at INFO when the root logger has none) and PyTensor
+      (likewise) then leave logging to it.
+
+    A user who asks for Python's warnings (`python -W ...`, `PYTHONWARNINGS=default`) gets them
+    all, as Python shows them. Everything is restored when the command ends.
+    """
+
+    def __enter__(self):
+        import logging
+        import warnings
+
+        self.showwarning = warnings.showwarning
+        if not sys.warnoptions:
+            warnings.showwarning = self._show
+        self.handler = None
+        root = logging.getLogger()
+        if not root.handlers:
+            self.handler = logging.StreamHandler()  # sys.stderr when it writes
+            self.handler.setLevel(logging.ERROR)
+            self.handler.setFormatter(logging.Formatter("bayes-wsc: %(name)s: %(message)s"))
+            root.addHandler(self.handler)
+        self.levels = {}
+        for name, level in (("pymc", logging.ERROR), ("pytensor", logging.ERROR), ("jax", logging.ERROR)):
+            logger = logging.getLogger(name)
+            self.levels[name] = logger.level
+            logger.setLevel(level)  # PyMC and PyTensor loaded before (in a test run) keep handlers of their own
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        import logging
+        import warnings
+
+        warnings.showwarning = self.showwarning
+        if self.handler is not None:
+            logging.getLogger().removeHandler(self.handler)
+        for name, level in self.levels.items():
+            logging.getLogger(name).setLevel(level)
+        return False
+
+    @staticmethod
+    def _show(message, category, filename, lineno, file=None, line=None) -> None:
+        if category.__module__.split(".")[0] == "bayes_wsc":
+            text = " ".join(str(message).split())
+            print(f"bayes-wsc: warning: {text}", file=file or sys.stderr)
+            return
+        import logging
+        import warnings
+
+        logging.getLogger("py.warnings").warning(
+            "%s", warnings.formatwarning(message, category, filename, lineno, line).rstrip())
 
 
 def cmd_fit(args) -> None:
@@ -340,7 +393,11 @@ class _PipeGuard:
 
 def _main(argv) -> int:
     args = build_parser().parse_args(argv)
-    _quiet_libraries()
+    with _LibraryMessages():
+        return _run(args)
+
+
+def _run(args) -> int:
     from bayes_wsc.errors import InputError
     from bayes_wsc.outputs import Paths
 

@@ -67,3 +67,46 @@ def test_a_cache_folder_that_cannot_be_written_is_a_note_not_an_error(fit_file, 
     note, = proc.stderr.strip().splitlines()
     assert note.startswith(f"bayes-wsc: note: the cache folder {str(unwritable)!r} cannot be written (Not a directory)")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]  # the temporary cache is removed
+
+
+NOISY_COMMAND = """
+import logging, sys, warnings
+from bayes_wsc import cli
+from bayes_wsc.errors import FitWarning, InputError
+
+def noisy(args):
+    # a library that sets up its own logging when nothing else has, as PyMC and PyTensor do at import
+    chatty = logging.getLogger("somelib")
+    if not logging.root.handlers:
+        chatty.setLevel(logging.INFO)
+        chatty.addHandler(logging.StreamHandler())
+    chatty.info("Initializing NUTS using adapt_diag...")
+    logging.getLogger("pymc").warning("Only 30 samples per chain.")
+    warnings.warn("ArviZ is changing", FutureWarning)
+    warnings.warn("os.fork() was called", RuntimeWarning)
+    warnings.warn("the chains disagree:\\n  R-hat of rho is 1.05", FitWarning)
+    if args.fit.endswith("bad.nc"):
+        raise InputError("fit file 'bad.nc' is not a netCDF fit")
+    print("done")
+
+cli.COMMANDS["summary"] = noisy
+sys.exit(cli.main(["summary", sys.argv[1]]))
+"""
+
+
+@pytest.mark.parametrize("fit, code, lines", [
+    ("good.nc", 0, ["bayes-wsc: warning: the chains disagree: R-hat of rho is 1.05"]),
+    ("bad.nc", 2, ["bayes-wsc: warning: the chains disagree: R-hat of rho is 1.05",
+                   "bayes-wsc: error: fit file 'bad.nc' is not a netCDF fit"]),
+])
+def test_library_warnings_stay_off_stderr_and_the_packages_own_are_one_line(tmp_path, fit, code, lines):
+    (tmp_path / fit).write_text("x")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PYTHONWARNINGS", None)
+    proc = subprocess.run([sys.executable, "-c", NOISY_COMMAND, fit], capture_output=True, text=True, env=env,
+                          cwd=tmp_path)
+    assert proc.returncode == code and proc.stderr.splitlines() == lines, proc.stderr
+    # asked for, Python's warnings are all shown
+    proc = subprocess.run([sys.executable, "-W", "default", "-c", NOISY_COMMAND, fit], capture_output=True, text=True,
+                          env=env, cwd=tmp_path)
+    assert "FutureWarning: ArviZ is changing" in proc.stderr and "RuntimeWarning" in proc.stderr
