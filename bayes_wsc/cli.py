@@ -347,10 +347,12 @@ def main(argv=None) -> int:
     FIT.nc | head -1`) ends nothing: the rest of the output is dropped, quietly, as Unix tools do,
     while the command finishes writing its files."""
     stdout, stderr = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _PipeGuard(stdout), _PipeGuard(stderr)
+    guards = sys.stdout, sys.stderr = _PipeGuard(stdout), _PipeGuard(stderr)
     try:
         return _main(argv)
     finally:
+        for guard in guards:  # what is still buffered (--help exits without flushing) meets the guard too
+            guard.flush()
         sys.stdout, sys.stderr = stdout, stderr
 
 
