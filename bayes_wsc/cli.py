@@ -347,12 +347,14 @@ def main(argv=None) -> int:
     FIT.nc | head -1`) ends nothing: the rest of the output is dropped, quietly, as Unix tools do,
     while the command finishes writing its files."""
     stdout, stderr = sys.stdout, sys.stderr
-    guards = sys.stdout, sys.stderr = _PipeGuard(stdout), _PipeGuard(stderr)
+    guards = [_PipeGuard(stream) if stream is not None else None for stream in (stdout, stderr)]
+    sys.stdout, sys.stderr = guards  # None (a closed descriptor at start-up) stays None: print() skips it
     try:
         return _main(argv)
     finally:
         for guard in guards:  # what is still buffered (--help exits without flushing) meets the guard too
-            guard.flush()
+            if guard is not None:
+                guard.flush()
         sys.stdout, sys.stderr = stdout, stderr
 
 
