@@ -203,4 +203,11 @@ def fit_save_report(est, data, args) -> None:
     print_fit(est)
     print(f"\nwrote {path}")
     if args.report:
-        print(f"wrote {est.report(args.report)}")
+        from bayes_wsc.errors import InputError
+
+        try:
+            report = est.report(args.report)
+        except InputError as exc:  # the disk filled up after the fit was saved: say that it was
+            raise InputError(f"{exc} (the fit was saved to {str(path)!r}; `bayes-wsc report {path} --out "
+                             f"{args.report}` writes its report)") from None
+        print(f"wrote {report}")
