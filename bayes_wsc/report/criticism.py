@@ -13,6 +13,7 @@ import pandas as pd
 
 from bayes_wsc import checks as criticism
 from bayes_wsc import inference
+from bayes_wsc import status
 from bayes_wsc.report.html import Section, new_figure
 
 #: rank-plot panels per fit (each costs a quarter of a second to draw): scalars, then the largest R-hat
@@ -41,10 +42,14 @@ def rank_section(fits: dict) -> Section:
         figure, shown = plot_ranks(est)
         figures.append((figure, f"{label}: rank plots of {len(shown)} reported estimands, the scalars first, then "
                                 "the elements with the largest R-hat ({}).".format(", ".join(shown))))
+    several = len(fits) > 1
+    warnings = [f"{label}: {p.sentence}" if several else p.sentence for label, est in fits.items()
+                for p in status.fit_problems(est) if p.section == status.CONVERGENCE]
     return Section("Convergence: rank plots", paragraphs=[
         "Each panel ranks all draws of one estimand together and shows, per chain, how its draws' ranks spread "
         "over the bins. Chains that explored the same posterior give flat histograms around the dashed line; a "
-        "chain stuck apart from the others has its ranks piled at one end."], figures=figures)
+        "chain stuck apart from the others has its ranks piled at one end."], figures=figures, warnings=warnings,
+        anchor=status.CONVERGENCE)
 
 
 def plot_ranks(est, max_panels: int = MAX_RANK_PANELS):
@@ -141,7 +146,7 @@ def ppc_section(fits: dict, *, draws: int, seed: int) -> Section:
         "Data sets are replicated from the fitted model, with every item's latent class drawn anew, and "
         "summarized by the same statistics as the observed data. Where the observed curve leaves the band of "
         "replicates, the model does not reproduce that feature of the data. A MAP fit replicates from its one "
-        "point, so its band shows only the sampling noise of the data."], figures=figures)
+        "point, so its band shows only the sampling noise of the data."], figures=figures, anchor="ppc")
 
 
 # ---------------------------------------------------------------------- LOO
@@ -163,7 +168,7 @@ def loo_section(fits: dict) -> Section:
         "log predictive density; higher is better) from one set of posterior draws, by importance sampling. Its "
         "Pareto k values say where that shortcut holds: above the threshold for a unit, the estimate for it is "
         "unreliable."]
-    tables, warnings, usable = [], [], {}
+    tables, warnings, usable, problems = [], [], {}, []
     for label, est in fits.items():
         reason = inference.loo_unavailable(est.idata_, label)
         if reason:
@@ -172,14 +177,23 @@ def loo_section(fits: dict) -> Section:
         usable[label] = est
         elpd = inference.loo(est.idata_)
         noun = criticism.unit_noun(est.idata_)
-        tables.append((loo_table(elpd).round(2), f"{label}: LOO over {np.size(elpd.pareto_k)} {noun}s."))
-        row = criticism.pareto_row(elpd, noun)
+        tables.append((loo_table(elpd).round(2), f"{label}: LOO over {np.size(elpd.pareto_k)} {criticism.plural(noun)}."))
+        row = criticism.pareto_row(elpd, noun, est.idata_)
         (warnings if row.flagged else paragraphs).append(f"{label}: {row.message}")
+        if row.flagged:
+            problems.append(_problem(fits, label, row))
     if len(usable) > 1:
         from bayes_wsc.estimator import compare
 
         tables.append((compare(usable).round(2), "az.compare of the fits, best first."))
-    return Section("Leave-one-out cross-validation (LOO)", paragraphs=paragraphs, tables=tables, warnings=warnings)
+    return Section("Leave-one-out cross-validation (LOO)", paragraphs=paragraphs, tables=tables, warnings=warnings,
+                   anchor=status.LOO, problems=problems)
+
+
+def _problem(fits: dict, label: str, row) -> str:
+    """A flagged check as the status line words it (so that a check stored in the fit is shown once)."""
+    sentence = status.problems_of([f"check {row.check} flagged: {row.message}"])[0].sentence
+    return f"{label}: {sentence}" if len(fits) > 1 else sentence
 
 
 # ---------------------------------------------------------------------- checks
@@ -190,7 +204,7 @@ def checks_section(fits: dict, *, seed: int = 0) -> Section:
         f"replicates at least as extreme as the data; a row is flagged below {criticism.ALPHA}. Vector statistics "
         "are judged as a whole (a chi-square discrepancy, or the worst element with a Bonferroni correction), so "
         "that many groups do not flag by chance."]
-    tables, warnings = [], []
+    tables, warnings, problems = [], [], []
     for label, est in fits.items():
         table = est.checks_
         if table.empty:
@@ -203,7 +217,9 @@ def checks_section(fits: dict, *, seed: int = 0) -> Section:
             shown[column] = shown[column].astype(float).round(4)
         tables.append((shown, f"{label}: checks{note}."))
         warnings += [f"{label}: check {row.check} flagged: {row.message}" for row in table.itertuples() if row.flagged]
+        problems += [_problem(fits, label, row) for row in table.itertuples() if row.flagged]
         paragraphs += [f"{label}, {row.check}: {row.message}" for row in table.itertuples() if not row.flagged]
     if not warnings:
         paragraphs.append("No check is flagged.")
-    return Section("Model checks", paragraphs=paragraphs, tables=tables, warnings=warnings)
+    return Section("Model checks", paragraphs=paragraphs, tables=tables, warnings=warnings, anchor=status.CHECKS,
+                   problems=problems)

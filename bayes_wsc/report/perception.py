@@ -19,9 +19,11 @@ import numpy as np
 import pandas as pd
 
 from bayes_wsc import inference
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, laplace_words, new_figure, write_html
+from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
+                                   write_html)
 
 FIT_COLOR = "#1f5fa8"
 #: features shown in the heat map of W (largest row norms)
@@ -105,7 +107,7 @@ def plot_reliability(curves: dict[str, pd.DataFrame]):
 
 
 # ---------------------------------------------------------------------- report
-def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None = None, baselines: bool = True,
+def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str | None = None, baselines: bool = True,
                  seed: int | None = 0) -> Path:
     """Write `out_dir/report.html` for a fitted `PerceptionClustering`.
 
@@ -122,9 +124,10 @@ def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None
     sections = [_clusters_section(est, data, members, ci), _weights_section(est)]
     if matrix is not None:
         sections.append(_scores_section(est, data, matrix, baselines, seed))
-    sections += [_summary_section(est, ci), *criticism_sections({"fit": est}), _diagnostics_section(est)]
+    fits = {fit_label(est): est}
+    sections += [_summary_section(est, ci), *criticism_sections(fits), _diagnostics_section(est, fits)]
     return write_html(Path(out_dir) / "report.html", title or "The user's clusters from seed sets and perceptions",
-                      _intro(est, data), sections)
+                      _intro(est, data), sections, fits=fits)
 
 
 def _intro(est, data) -> list[str]:
@@ -246,7 +249,7 @@ def _summary_section(est, ci) -> Section:
         "standardized features, and a variant's own parameters.", *est.summary_notes()], tables=[(table, caption)])
 
 
-def _diagnostics_section(est) -> Section:
+def _diagnostics_section(est, fits: dict) -> Section:
     fit_info = inference.get_attrs(est.idata_).get("fit_info", {})
     paragraphs = []
     lps = fit_info.get("map", {}).get("restart_log_densities")
@@ -257,9 +260,4 @@ def _diagnostics_section(est) -> Section:
     if nuts:
         paragraphs.append(f"NUTS: {nuts.get('chains')} chains x {nuts.get('draws')} draws after {nuts.get('tune')} "
                           f"tuning steps, started at the MAP, {nuts.get('seconds', float('nan')):.0f} s.")
-    messages = est.diagnostics_
-    paragraphs.append("No problems found." if not messages else f"{len(messages)} warning(s), listed below.")
-    if _method(est) == "map":
-        paragraphs.append("This is a MAP fit: the single most probable point, without intervals. Fit with "
-                          "method=\"nuts\" for credible intervals.")
-    return Section("Diagnostics", paragraphs=paragraphs, warnings=list(messages))
+    return diagnostics_section(fits, paragraphs)

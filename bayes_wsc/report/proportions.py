@@ -16,10 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from bayes_wsc import inference
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import check_ci, stacked
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import Section, fit_warnings, new_figure, write_html
+from bayes_wsc.report.html import Section, diagnostics_section, fit_label, new_figure, write_html
 
 #: at most this many features (the largest class differences) in the class-conditional figure
 MAX_FEATURES = 30
@@ -37,7 +38,7 @@ def _interval(draws: np.ndarray, ci: float):
     return draws.mean(axis=0), bounds[..., 0], bounds[..., 1]
 
 
-def plot_classes(est, *, ci: float = 0.9):
+def plot_classes(est, *, ci: float = DEFAULT_CI):
     """The class-conditional picture, with `ci` HDIs after NUTS (points after a MAP)."""
     _checked(est)
     classes = est.classes_
@@ -112,7 +113,7 @@ def _fit_words(est) -> str:
     return f"Emission {settings['emission']}; {bag_words}; {shares}. Fit: {how}."
 
 
-def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) -> Path:
+def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = None) -> Path:
     """Write `out_dir/report.html` for a fitted `ProportionsClassifier`."""
     _checked(est)
     check_ci(ci)
@@ -147,7 +148,7 @@ def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) ->
                          "The posterior mode: no intervals." if not inference.has_draws(est.idata_) else
                          f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, ESS and R-hat.")]),
     ]
-    sections += criticism_sections({inference.get_attrs(est.idata_)["method"].upper(): est})
-    paragraphs, warnings = fit_warnings({"this fit": est})
-    sections.append(Section("Diagnostics", paragraphs=paragraphs, warnings=warnings))
-    return write_html(Path(out_dir) / "report.html", title or "Label-proportions report", intro, sections)
+    fits = {fit_label(est): est}
+    sections += criticism_sections(fits)
+    sections.append(diagnostics_section(fits))
+    return write_html(Path(out_dir) / "report.html", title or "Label-proportions report", intro, sections, fits=fits)

@@ -1,0 +1,155 @@
+"""The status line: every report and `bayes-wsc summary` open with "No problems found" or each problem in one
+sentence, linked to its section; one credible level for summary, predict and the reports."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import pytest
+
+from bayes_wsc import inference
+from bayes_wsc.checks import pareto_row, plural, unit_label
+from bayes_wsc.cli import build_parser, main
+from bayes_wsc.data.pairwise import PairwiseConstraints
+from bayes_wsc.defaults import DEFAULT_CI
+from bayes_wsc.errors import FitWarning
+from bayes_wsc.models.experts import NoisyExperts
+from bayes_wsc.models.wsc import WSC
+from bayes_wsc.report.basic import write_report as basic_report
+from bayes_wsc.report.wsc import write_report
+from bayes_wsc.simulate import simulate_wsc
+from bayes_wsc.simulate.experts import simulate_experts_model
+from bayes_wsc.status import CONVERGENCE, DIAGNOSTICS, LAPLACE_CAVEAT, first_sentence, problems_of
+
+RHAT = ["R-hat of {} is 1.0{}0 (above 1.01): the chains disagree. Run more tuning and draws, and check whether "
+        "chains sit in different modes.".format(name, i + 2) for i, name in enumerate(("rho", "pi", "w0", "w1"))]
+#: a warning of a kind the status line has never heard of, as another part of the package may add
+NEW_KIND = ("the optimizer's gradient norm at the mode is 3.2 (above 1e-3): the MAP may sit on a plateau. "
+            "Refit with more iterations.")
+
+
+def quietly(est, data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return est.fit(data)
+
+
+def status_block(page: str) -> str:
+    match = re.search(r'<div class="status[^"]*" id="status">(.*?)</div>', page, re.S)
+    assert match, "the page has no status line"
+    return match.group(1)
+
+
+def opens_with_status(page: str) -> bool:
+    """The status line comes before the first figure and the first table."""
+    status = page.index('id="status"')
+    return all(status < page.index(tag) for tag in ("<img", "<table") if tag in page)
+
+
+@pytest.fixture(scope="module")
+def wsc_data():
+    data, _ = simulate_wsc(n_groups=40, items_per_group=20, n_bins=4, seed=0)
+    return data
+
+
+@pytest.fixture(scope="module")
+def clean_map(wsc_data):
+    return quietly(WSC(method="map"), wsc_data)
+
+
+@pytest.fixture(scope="module")
+def laplace_fit(wsc_data):
+    return quietly(WSC(method="laplace", draws=200), wsc_data)
+
+
+# ---------------------------------------------------------------------- the sentences
+def test_rhat_warnings_are_one_sentence_and_any_other_warning_is_kept():
+    problems = problems_of([*RHAT, NEW_KIND], "nuts")
+    assert problems[0].section == CONVERGENCE
+    assert problems[0].sentence.startswith("R-hat is above 1.01 for 4 estimands, rho (1.020), pi (1.030), w0 (1.040)")
+    assert problems[1].section == DIAGNOSTICS
+    assert problems[1].sentence == ("The optimizer's gradient norm at the mode is 3.2 (above 1e-3): the MAP may sit "
+                                    "on a plateau.")
+    assert len(problems) == 2
+    assert problems_of([], "laplace")[0].sentence == LAPLACE_CAVEAT
+    assert problems_of([], "nuts") == []
+    assert first_sentence("check a flagged: x (p = 0.003. Odd) y. Next one.") == "Check a flagged: x (p = 0.003. Odd) y."
+
+
+def test_plural_of_check_nouns():
+    assert [plural(n) for n in ("class", "bin", "group and class")] == ["classes", "bins", "group-class pairs"]
+
+
+# ---------------------------------------------------------------------- reports
+def test_a_report_opens_with_a_stored_warning_of_any_kind(wsc_data, tmp_path):
+    est = quietly(WSC(method="map"), wsc_data)
+    inference.set_attrs(est._fitted(), {"diagnostics": [*RHAT, NEW_KIND]})
+    for write in (lambda out: write_report(est, out, half_sampling_reps=2), lambda out: basic_report(est, out)):
+        page = write(tmp_path / "out").read_text()
+        status = status_block(page)
+        assert opens_with_status(page)
+        assert "Status: 2 problems" in status
+        assert "R-hat is above 1.01 for 4 estimands" in status
+        assert "The optimizer&#x27;s gradient norm at the mode is 3.2" in status
+        assert '<a href="#diagnostics">' in status  # linked to the section that gives it whole
+        assert 'id="diagnostics"' in page
+        for message in RHAT:
+            assert message.replace("'", "&#x27;") in page
+
+
+def test_a_clean_fit_says_no_problems_found(clean_map, tmp_path):
+    assert clean_map.diagnostics_ == []
+    page = write_report(clean_map, tmp_path, half_sampling_reps=2).read_text()
+    assert "Status: No problems found." in status_block(page)
+    assert opens_with_status(page)
+
+
+def test_summary_and_report_show_the_same_default_level(laplace_fit, tmp_path, capsys):
+    path = laplace_fit.save(tmp_path / "fit.nc")
+    for command in ("summary", "report", "predict"):
+        args = [command, str(path)] + {"summary": [], "report": ["--out", "x"],
+                                       "predict": ["--items", "i.csv", "--out", "p.csv"]}[command]
+        assert build_parser().parse_args(args).ci == DEFAULT_CI
+    low, high = f"hdi_{(1 - DEFAULT_CI) / 2:.0%}", f"hdi_{1 - (1 - DEFAULT_CI) / 2:.0%}"
+    assert main(["summary", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert low in printed and high in printed
+    assert printed.splitlines()[1].startswith("Status: 1 problem")  # the Laplace caveat, before the table
+    assert "Laplace approximation" in printed.splitlines()[2]
+    assert main(["report", str(path), "--out", str(tmp_path / "report")]) == 0
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert f"{DEFAULT_CI:.0%} highest-density intervals" in page and "94%" not in page
+    assert "Laplace approximation" in status_block(page)
+    assert main(["summary", str(path), "--ci", "0.8"]) == 0
+    assert "hdi_10%" in capsys.readouterr().out
+    assert main(["report", str(path), "--out", str(tmp_path / "r80"), "--ci", "0.8"]) == 0
+    assert "80% highest-density intervals" in (tmp_path / "r80" / "report.html").read_text()
+
+
+def test_fit_help_shows_the_nuts_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", "wsc", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for words in ("per chain; laplace: draws (default 1000)", "tuning steps per chain (default 1000)",
+                  "NUTS chains (default 4)"):
+        assert words in text
+
+
+# ---------------------------------------------------------------------- experts: pairs by the user's ids
+def test_the_experts_report_names_a_pair_by_its_items_ids(tmp_path):
+    items, constraints, _ = simulate_experts_model(n_items=60, n_features=2, n_clusters=2, alpha=(0.9, 0.8),
+                                                   beta=(0.9, 0.8), pairs_per_expert=80, seed=3)
+    data = PairwiseConstraints.from_frames(items, constraints)
+    est = quietly(NoisyExperts(n_clusters=2, restarts=2, method="laplace", draws=200), data)
+    idata = est.idata_
+    first, second = (int(idata.constant_data[n].values[5]) for n in ("pair_first", "pair_second"))
+    ids = list(items["id"])  # the user's ids ("item13"), not the pair's position
+    assert unit_label(idata, "5") == f"({ids[first]}, {ids[second]})"
+    row = pareto_row(inference.loo(idata), "pair", idata)
+    assert re.search(r"at pair \(item\d+, item\d+\)", row.message), row.message
+    page = est.report(tmp_path, baselines=False).read_text()
+    assert re.search(r"at pair \(item\d+, item\d+\)", page)
+    assert not re.search(r"at pair \d", page)
+    assert opens_with_status(page) and "Laplace approximation" in status_block(page)
+    assert "Laplace: " in page and "this fit:" not in page
