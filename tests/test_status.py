@@ -153,3 +153,31 @@ def test_the_experts_report_names_a_pair_by_its_items_ids(tmp_path):
     assert not re.search(r"at pair \d", page)
     assert opens_with_status(page) and "Laplace approximation" in status_block(page)
     assert "Laplace: " in page and "this fit:" not in page
+
+
+# ---------------------------------------------------------------------- a variant's report describes the variant
+VARIANT = '''"""Variant: the default model, with a setting of its own that it ignores.
+
+More words that the report leaves out.
+"""
+
+from bayes_wsc.models.wsc import build_model as default_build_model
+
+
+def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0, scale=1.0):
+    return default_build_model(data, wh=wh, mu_prior=mu_prior, w_concentration=w_concentration)
+'''
+
+
+def test_a_variant_report_describes_the_variant_not_the_default_model(wsc_data, clean_map, tmp_path):
+    path = tmp_path / "my_variant.py"
+    path.write_text(VARIANT)
+    est = quietly(WSC(model_file=str(path), model_settings={"scale": 3}), wsc_data)
+    page = write_report(est, tmp_path / "variant", half_sampling_reps=2).read_text()
+    assert "the variant file my_variant.py: the default model, with a setting of its own that it ignores." in page
+    assert "its own settings (--set) scale=3" in page and "More words" not in page
+    assert "Its free variables: " in page and "mu_scale" in page
+    assert "HE is mu plus normal noise" not in page  # the default model's prose
+    default = write_report(clean_map, tmp_path / "default", half_sampling_reps=2).read_text()
+    assert "HE is mu plus normal noise" in default and "variant file" not in default
+    assert "variant file my_variant.py" in basic_report(est, tmp_path / "basic").read_text()

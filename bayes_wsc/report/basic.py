@@ -9,7 +9,7 @@ from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.posterior import check_ci
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import Section, diagnostics_section, fit_label, write_html
+from bayes_wsc.report.html import Section, diagnostics_section, fit_label, variant_words, write_html
 
 
 def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = None) -> Path:
@@ -23,6 +23,6 @@ def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = No
     fits = {fit_label(est): est}
     sections += criticism_sections(fits)
     sections.append(diagnostics_section(fits))
-    intro = f"A {type(est).__name__} fit ({est.model_name} model) by {method}."
+    intro = [f"A {type(est).__name__} fit ({est.model_name} model) by {method}.", *variant_words(est)]
     return write_html(Path(out_dir) / "report.html", title or f"{type(est).__name__} report", intro, sections,
                       fits=fits)

@@ -22,7 +22,7 @@ from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.report.criticism import criticism_sections
 from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
-                                   write_html)
+                                   variant_words, write_html)
 
 FIT_COLOR, TRUTH_COLOR = "#1f5fa8", "black"
 CLUSTER_CMAP = "tab10"
@@ -189,10 +189,14 @@ def _intro(est, data) -> list[str]:
     how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
            "laplace": f"by {laplace_words(est)}"}.get(method, "by MAP (the posterior mode from random restarts; "
                                                              "no intervals)")
+    first = (f"{data.n_items} items with {data.n_features} features ({data.linked_items.size} of them in at least "
+             f"one constraint), {data.n_experts} experts, {data.n_constraints} must-link / cannot-link constraints on "
+             f"{data.n_pairs} distinct pairs; K = {k} clusters, fitted {how}.")
+    variant = variant_words(est)
+    if variant:  # the default model's prose describes the default model only
+        return [first, *variant]
     return [
-        f"{data.n_items} items with {data.n_features} features ({data.linked_items.size} of them in at least one "
-        f"constraint), {data.n_experts} experts, {data.n_constraints} must-link / cannot-link constraints on "
-        f"{data.n_pairs} distinct pairs; K = {k} clusters, fitted {how}.",
+        first,
         "Model (Chang et al. 2017): a softmax (multinomial logistic) clustering p(z = k | x) = softmax(x W + b) "
         "and, for every expert, a sensitivity alpha = P(must-link | same cluster) and a specificity "
         "beta = P(cannot-link | different clusters), both in [0.5, 1]. Each pair's likelihood sums out the "

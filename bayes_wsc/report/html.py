@@ -143,6 +143,62 @@ def laplace_words(est) -> str:
             "a bound, or with several modes; see bayes_wsc/laplace.py)")
 
 
+def variant_words(est) -> list[str]:
+    """What a variant is, for its report (nothing for the model itself): its file and what its docstring
+    says, the settings its `build_model` received (the model's and its own, `--set`) and its free
+    variables. Read from the fit (the variant's source is kept in it, and never run here)."""
+    from bayes_wsc import inference
+
+    attrs = inference.get_attrs(est._fitted())
+    settings = attrs.get("settings", {})
+    if not settings.get("model_file"):
+        return []
+    name = Path(str(settings["model_file"])).name
+    summary = docstring_summary(attrs.get("model_source", ""))
+    model = attrs.get("model", est.model_name)
+    words = [f"The model is not the default {model} model but the variant file {name}"
+             + (f": {summary}" if summary else ".")]
+    try:
+        given = est.build_settings()
+    except Exception:  # noqa: BLE001 - a description, never a failed report
+        given = {}
+    own = settings.get("model_settings") or {}
+    given_words = ", ".join(f"{k}={_value(v)}" for k, v in given.items())
+    own_words = (f"its own settings (--set) {', '.join(f'{k}={_value(v)}' for k, v in own.items())}" if own
+                 else "no setting of its own (--set)")
+    words.append(f"Its build_model received the {model} model's settings ({given_words or 'none'}) and "
+                 f"{own_words}.")
+    free = attrs.get("fit_info", {}).get("free_variables") or []
+    extra = est._other_variables() if hasattr(est, "_other_variables") else []
+    text = f"Its free variables: {', '.join(map(str, free))}." if free else ""
+    if extra:
+        text += (" " if text else "") + (f"Beside the {model} model's estimands it reports "
+                                         f"{', '.join(map(str, extra))}.")
+    if text:
+        words.append(text)
+    words.append(f"The default {model} model's description is not repeated here, since the variant may change "
+                 "it; the figures and tables show the variables the variant shares with that model.")
+    return [" ".join(words)]
+
+
+def docstring_summary(source: str) -> str:
+    """The first paragraph of a Python file's docstring, on one line (parsed, never run)."""
+    import ast
+
+    try:
+        doc = ast.get_docstring(ast.parse(source or "")) or ""
+    except (SyntaxError, ValueError):
+        return ""
+    first = " ".join(doc.strip().split("\n\n")[0].split())
+    if first.lower().startswith("variant:"):
+        first = first[len("variant:"):].strip()
+    return first if not first or first.endswith(".") else first + "."
+
+
+def _value(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 LAPLACE_SUMMARY = "mean, sd and HDI of the Laplace approximation's draws (no R-hat or ESS: the draws are independent)"
 
 

@@ -29,7 +29,7 @@ from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.report.criticism import criticism_sections
 from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
-                                   write_html)
+                                   variant_words, write_html)
 
 RHO_CMAP = "coolwarm"
 LABEL_COLORS = ("#4a7fc1", "#d6604d")  # class 0 (negative), class 1 (positive)
@@ -295,6 +295,9 @@ def _fit_words(est, with_lam: bool = True) -> str:
         what = (f"NUTS with {settings.get('chains')} chains of {settings.get('draws')} draws after "
                 f"{settings.get('tune')} tuning steps, started at the best of {settings.get('restarts')} MAP "
                 "restarts and relabeled against it")
+    variant = variant_words(est)
+    if variant:  # the default model's priors describe the default model only
+        return f"K = {settings['components']} clusters{lam_words}; {what}. {variant[0]}"
     return (f"K = {settings['components']} clusters{lam_words}; {what}. Priors: pi ~ Dirichlet"
             f"({settings['concentration']:g}), rho ~ Beta/Dirichlet({settings['concentration']:g}) (eq. 25), "
             f"standardized means ~ Normal(0, {settings['mean_prior_sd']:g}), standardized sds = "

@@ -23,7 +23,7 @@ from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.report.criticism import criticism_sections
 from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
-                                   write_html)
+                                   variant_words, write_html)
 
 FIT_COLOR = "#1f5fa8"
 #: features shown in the heat map of W (largest row norms)
@@ -133,18 +133,23 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
 def _intro(est, data) -> list[str]:
     how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
            "laplace": f"by {laplace_words(est)}"}.get(_method(est), "by MAP (the posterior mode; no intervals)")
+    first = (f"{data.n_items} items with {data.n_features} features; {data.n_clusters} user clusters with "
+             f"{data.n_seeds} seeds ({data.n_overlapping_seeds} items are seeds of more than one cluster) and "
+             f"perception vectors over {data.n_perception} perception features; fitted {how}.")
+    overlap = (f"Overlap rule: an item is in every cluster whose posterior mean probability reaches "
+               f"{float(est.overlap_threshold):g}, and always in its most probable one.")
+    variant = variant_words(est)
+    if variant:  # the default model's prose describes the default model only
+        return [first, *variant, overlap]
     return [
-        f"{data.n_items} items with {data.n_features} features; {data.n_clusters} user clusters with "
-        f"{data.n_seeds} seeds ({data.n_overlapping_seeds} items are seeds of more than one cluster) and "
-        f"perception vectors over {data.n_perception} perception features; fitted {how}.",
+        first,
         "Model (after Cheng et al. 2016): every item has a place in perception space, e = x W + b, and belongs "
         "to cluster k with probability softmax(-||e - p_k||^2 / 2): the cluster whose perception vector p_k is "
         "nearest, softly. Clusters that share perception features share directions in feature space. The seeds "
         "are the data: a seed is known to be in its set (in one of its sets, when the user put it in several). "
         "Items that are no seed are predicted, not modelled, so the features' own clusters cannot pull the "
         "user's clusters towards them.",
-        f"Overlap rule: an item is in every cluster whose posterior mean probability reaches "
-        f"{float(est.overlap_threshold):g}, and always in its most probable one.",
+        overlap,
     ]
 
 

@@ -20,7 +20,8 @@ from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import check_ci, stacked
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import Section, diagnostics_section, fit_label, new_figure, write_html
+from bayes_wsc.report.html import (Section, diagnostics_section, fit_label, laplace_words, new_figure, variant_words,
+                                   write_html)
 
 #: at most this many features (the largest class differences) in the class-conditional figure
 MAX_FEATURES = 30
@@ -98,10 +99,11 @@ def _fit_words(est) -> str:
     bag = est.bag_likelihood_
     shares = ("the proportions taken as known exactly" if settings.get("concentration") is None
               else f"noisy proportions, theta_i ~ Dirichlet({settings['concentration']:g} Pi_i + 1)")
-    how = ("the posterior mode (MAP), started from the soft-label estimate; a single point, no intervals"
-           if method == "map" else
-           f"NUTS, {settings.get('chains')} chains of {settings.get('draws')} draws after {settings.get('tune')} "
-           "tuning steps, started at the MAP")
+    start = "the variant's own starts" if settings.get("model_file") else "the soft-label estimate"
+    how = {"map": f"the posterior mode (MAP), started from {start}; a single point, no intervals",
+           "laplace": laplace_words(est)}.get(
+        method, f"NUTS, {settings.get('chains')} chains of {settings.get('draws')} draws after "
+                f"{settings.get('tune')} tuning steps, started at the MAP")
     bag_words = {"independent": "each item's class drawn independently from its group's shares"
                                 if settings["emission"] != "logistic" else
                                 "the bag-mean likelihood: counts ~ Multinomial(n_i, mean of the items' softmax)",
@@ -110,6 +112,9 @@ def _fit_words(est) -> str:
     if settings["bag_likelihood"] == "auto":
         bag_words += (" (chosen by bag_likelihood='auto': the data hold whole counts)" if bag == "exact-counts" else
                       " (chosen by bag_likelihood='auto': the proportions are not whole counts, or are noisy)")
+    variant = variant_words(est)
+    if variant:  # the default model's emission and bag likelihood describe the default model only
+        return f"{variant[0]} Fit: {how}."
     return f"Emission {settings['emission']}; {bag_words}; {shares}. Fit: {how}."
 
 

@@ -30,7 +30,7 @@ from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import stacked
 from bayes_wsc.report.criticism import criticism_sections
 from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
-                                   write_html)
+                                   variant_words, write_html)
 
 #: EM error bars are the estimate +- Z_SE standard errors: a normal 90% interval, to set beside a 90% HDI;
 #: a report at another credible level gives EM the normal interval of that level (`z_se`)
@@ -226,14 +226,16 @@ def _intro(fits: dict, data: GroupedCounts) -> list[str]:
                        f"({data.counts.sum():.0f} weighted items in all; seed 000, Sec. 6.2).")
     paragraphs = [
         f"This report shows {len(fits)} fit{'s' if len(fits) > 1 else ''} of the weakly supervised clustering "
-        "model of Wager, Blocker & Cardin (2015). Each item belongs to a group; each group has a noisy human "
+        "model of Wager, Blocker & Cardin (2015)"
+        + (" or of a variant of it, described below" if any(_settings(e).get("model_file") for e in fits.values())
+           else "") + ". Each item belongs to a group; each group has a noisy human "
         "evaluation HE of its share of class-1 items (on the logit scale); the model learns rho(k) = "
         "P(Z = 1 | X = k), the probability that an item with behavior k is in class 1, and the group "
         "qualities mu.",
         data_words,
     ]
     for label, est in fits.items():
-        paragraphs.append(f"{label}: {_fit_words(est)}")
+        paragraphs.append(f"{label}: {_fit_words(est)}" if len(fits) > 1 else _fit_words(est))
     paragraphs.append("The baselines of the paper (naive, method of moments, EM) are recomputed on the same "
                       "data for comparison.")
     return paragraphs
@@ -242,12 +244,18 @@ def _intro(fits: dict, data: GroupedCounts) -> list[str]:
 def _fit_words(est) -> str:
     settings, attrs = _settings(est), inference.get_attrs(est.idata_)
     if attrs["method"] == "map":
-        method = "the posterior mode (MAP), found by L-BFGS started from the paper's naive solution"
+        method = ("the posterior mode (MAP), found by L-BFGS from the variant's own starts (PyMC's initial point "
+                  "if it defines none)" if settings.get("model_file") else
+                  "the posterior mode (MAP), found by L-BFGS started from the paper's naive solution")
     elif attrs["method"] == "laplace":
         method = laplace_words(est)
     else:
         method = (f"NUTS with {settings.get('chains')} chains of {settings.get('draws')} draws after "
                   f"{settings.get('tune')} tuning steps ({settings.get('backend') or 'default'} backend)")
+    method = method[0].upper() + method[1:]
+    variant = variant_words(est)
+    if variant:  # the default model's prose (WH, the prior on mu, the Dirichlet) describes the default model only
+        return f"{method}. {variant[0]}"
     wh = float(settings["wh"])
     if math.isinf(wh):
         wh_words = "WH = inf: mu is fixed at HE, as if the groups' shares were known"
@@ -264,8 +272,6 @@ def _fit_words(est) -> str:
         prior_words = "; mu drawn from a normal distribution whose location and scale are learned (hierarchical)"
     text = (f"{method}; {wh_words}{prior_words}; a Dirichlet prior with concentration "
             f"c = {float(settings['w_concentration']):g} on each class's behavior distribution w0, w1.")
-    if settings.get("model_file"):
-        text += f" The model was built by the variant file {Path(settings['model_file']).name}."
     return text
 
 
