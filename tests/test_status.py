@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import warnings
 
+import numpy as np
 import pytest
 
 from bayes_wsc import inference
@@ -181,3 +182,39 @@ def test_a_variant_report_describes_the_variant_not_the_default_model(wsc_data, 
     default = write_report(clean_map, tmp_path / "default", half_sampling_reps=2).read_text()
     assert "HE is mu plus normal noise" in default and "variant file" not in default
     assert "variant file my_variant.py" in basic_report(est, tmp_path / "basic").read_text()
+
+
+# ---------------------------------------------------------------------- two classes; W's settled signs
+def test_two_classes_are_shown_one_against_the_other():
+    from bayes_wsc.models.proportions import ProportionsClassifier
+    from bayes_wsc.report.criticism import second_of_two_classes
+    from bayes_wsc.report.proportions import plot_classes, plot_group_fit
+    from bayes_wsc.simulate.proportions import simulate_proportions
+
+    data, _ = simulate_proportions("logistic", n_groups=12, group_size=6, n_classes=2, n_features=2, seed=2)
+    est = quietly(ProportionsClassifier(), data)
+    first, second = est.classes_
+    ax = plot_classes(est).axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [f"class {second}"]
+    assert f"class {second} against class {first}" in ax.get_xlabel()
+    assert [t.get_text() for t in plot_group_fit(est).axes[0].get_legend().get_texts()] == [f"class {second}"]
+    ppc = second_of_two_classes(est.posterior_predictive(draws=20))
+    assert f"group_class_share[{second}]" in ppc.posterior_predictive.data_vars
+    assert "class" not in ppc.observed_data[f"group_class_share[{second}]"].dims
+
+
+def test_the_perception_heat_map_marks_the_weights_whose_interval_excludes_zero():
+    from bayes_wsc.models.perception import PerceptionClustering
+    from bayes_wsc.report.perception import TOP_FEATURES, plot_weights, weights_away_from_zero
+    from bayes_wsc.simulate.perception import simulate_study
+
+    data = simulate_study(n_items=150, seed=6).data()
+    est = quietly(PerceptionClustering(method="laplace", draws=100, restarts=1), data)
+    W = est.idata_.posterior["W"]
+    assert weights_away_from_zero(est).shape == W.shape[2:]
+    noise = 0.1 * np.random.default_rng(0).standard_normal(W.shape)
+    W.values[...] = np.where(np.arange(W.shape[-1]) % 2 == 0, 1.0, 0.0) + noise  # even columns settled
+    settled = weights_away_from_zero(est)
+    assert settled[:, ::2].all() and not settled[:, 1::2].any()
+    dots = plot_weights(est).axes[0].collections[-1].get_offsets()
+    assert len(dots) == min(TOP_FEATURES, W.shape[2]) * len(range(0, W.shape[-1], 2))

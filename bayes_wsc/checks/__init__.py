@@ -207,6 +207,7 @@ def unit_label(idata, label) -> str:
 
 def plural(noun: str) -> str:
     """'bins', 'classes', 'group-class pairs' (a noun 'group and class' names a pair of labels)."""
+    noun = noun.replace("_", " ")
     if " and " in noun:
         return "-".join(noun.split(" and ")) + " pairs"
     return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
@@ -216,6 +217,7 @@ def pareto_row(elpd, noun: str, idata=None) -> Check:
     """The LOO row; with the fit's `idata`, the worst unit is named as the user knows it (`unit_label`)."""
     k = inference.pareto_k_summary(elpd)
     flagged = k["bad"] > 0
+    noun = noun.replace("_", " ")  # a dim name: "seed item"
     worst = k["worst"] if idata is None else unit_label(idata, k["worst"])
     if flagged:
         message = (f"LOO is unreliable for {k['bad']} of {k['units']} {plural(noun)} (Pareto k above "

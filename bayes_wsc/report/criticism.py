@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from bayes_wsc import checks as criticism
 from bayes_wsc import inference
@@ -97,6 +98,7 @@ def plot_ppc(ppc, *, seed: int = 0):
     """One panel per statistic of a posterior predictive InferenceData: for a statistic with few elements
     (bins, experts, features) the replicates' 90% interval and median per element with the observed
     value; for one with many (groups, items) `az.plot_ppc`, the distribution over its elements."""
+    ppc = second_of_two_classes(ppc)
     names = list(ppc.posterior_predictive.data_vars)
     ncols = min(3, len(names))
     nrows = math.ceil(len(names) / ncols)
@@ -119,6 +121,27 @@ def plot_ppc(ppc, *, seed: int = 0):
     return fig
 
 
+def second_of_two_classes(ppc):
+    """Shares over exactly two classes are complementary (one is 1 minus the other), and a distribution pooling
+    both is symmetric and says nothing: such a statistic keeps its second class alone (`name[class]`)."""
+    observed, replicated = ppc.observed_data, ppc.posterior_predictive
+    keep = {}
+    for name in replicated.data_vars:
+        obs = observed[name]
+        if "class" in obs.dims and obs.sizes["class"] == 2 and np.allclose(obs.sum("class"), 1.0):
+            second = obs["class"].values[1]
+            keep[name] = f"{name}[{second}]"
+    if not keep:
+        return ppc
+    pick = {"class": 1}
+    obs = xr.Dataset({keep.get(n, n): (observed[n].isel(pick, drop=True) if n in keep else observed[n])
+                      for n in observed.data_vars})
+    rep = xr.Dataset({keep.get(n, n): (replicated[n].isel(pick, drop=True) if n in keep else replicated[n])
+                      for n in replicated.data_vars})
+    obs.attrs, rep.attrs = observed.attrs, replicated.attrs
+    return inference.Groups(posterior_predictive=rep, observed_data=obs)
+
+
 def _ppc_intervals(ppc, name: str, ax) -> None:
     observed = ppc.observed_data[name]
     replicated = ppc.posterior_predictive[name].values.reshape(-1, observed.size)
@@ -137,11 +160,13 @@ def _ppc_intervals(ppc, name: str, ax) -> None:
 def ppc_section(fits: dict, *, draws: int, seed: int) -> Section:
     figures = []
     for label, est in fits.items():
-        ppc = est.posterior_predictive(draws=draws, seed=seed)
+        ppc = second_of_two_classes(est.posterior_predictive(draws=draws, seed=seed))
         names = ", ".join(ppc.posterior_predictive.data_vars)
+        two = ("" if "[" not in names else " A share over two classes is shown for the second class alone: the "
+               "first's is 1 minus it.")
         figures.append((plot_ppc(ppc, seed=seed), f"{label}: {names}. Each panel is the distribution, over its "
                         "bins, groups, experts or features, of one statistic of the observed data (black) and of "
-                        "data sets replicated from the fit (blue; their mean dashed)."))
+                        f"data sets replicated from the fit (blue; their mean dashed).{two}"))
     return Section("Posterior predictive checks", paragraphs=[
         "Data sets are replicated from the fitted model, with every item's latent class drawn anew, and "
         "summarized by the same statistics as the observed data. Where the observed curve leaves the band of "

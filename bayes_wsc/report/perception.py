@@ -73,12 +73,14 @@ def plot_memberships(est, *, members: pd.DataFrame | None = None):
     return fig
 
 
-def plot_weights(est, *, top: int = TOP_FEATURES):
+def plot_weights(est, *, top: int = TOP_FEATURES, ci: float = DEFAULT_CI):
     """Heat map of W (posterior mean) on the standardized features: rows are the `top` features with
-    the largest weights, columns the perception features."""
+    the largest weights, columns the perception features. With draws, a dot marks each entry whose `ci`
+    HDI excludes zero (the sign of that weight is settled)."""
     W = est.idata_.posterior["W"].mean(("chain", "draw"))
     values = W.values
     rows = np.argsort(-np.linalg.norm(values, axis=1), kind="stable")[:top]
+    settled = weights_away_from_zero(est, ci)
     fig, axes = new_figure(width=1.2 + 0.6 * values.shape[1], height=1.0 + 0.28 * rows.size)
     ax = axes[0, 0]
     bound = float(np.abs(values[rows]).max()) or 1.0
@@ -86,8 +88,22 @@ def plot_weights(est, *, top: int = TOP_FEATURES):
     ax.set_yticks(range(rows.size), [str(f) for f in W["feature"].values[rows]], fontsize=7)
     ax.set_xticks(range(values.shape[1]), [str(p) for p in W["perception_feature"].values], rotation=45,
                   ha="right", fontsize=8)
+    if settled is not None:
+        y, x = np.nonzero(settled[rows])
+        ax.scatter(x, y, s=14, c="black", marker="o", linewidths=0,
+                   label=f"{ci:.0%} HDI excludes 0")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.12 if rows.size < 8 else -0.04), frameon=False)
     fig.colorbar(image, ax=ax, label="W (per standardized unit)")
     return fig
+
+
+def weights_away_from_zero(est, ci: float = DEFAULT_CI):
+    """(features, perception features) booleans: W's `ci` HDI excludes zero; None for a fit without draws."""
+    if not inference.has_draws(est.idata_):
+        return None
+    draws = est.idata_.posterior["W"].values
+    bounds = inference.hdi(draws.reshape(-1, *draws.shape[2:]), ci)
+    return (bounds[..., 0] > 0) | (bounds[..., 1] < 0)
 
 
 def plot_reliability(curves: dict[str, pd.DataFrame]):
@@ -121,7 +137,7 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
     data = est.data_from_fit()
     matrix = _truth_matrix(truth, data.n_items, data.n_clusters)
     members = est.memberships(ci)
-    sections = [_clusters_section(est, data, members, ci), _weights_section(est)]
+    sections = [_clusters_section(est, data, members, ci), _weights_section(est, ci)]
     if matrix is not None:
         sections.append(_scores_section(est, data, matrix, baselines, seed))
     fits = {fit_label(est): est}
@@ -192,13 +208,18 @@ def _clusters_section(est, data, members, ci) -> Section:
         tables=[(table, "One row per user cluster.")])
 
 
-def _weights_section(est) -> Section:
+def _weights_section(est, ci: float) -> Section:
+    settled = weights_away_from_zero(est, ci)
+    marks = (" Each dot marks an entry whose {:.0%} HDI excludes zero ({} of {}); the others may have either "
+             "sign.".format(ci, int(settled.sum()), settled.size) if settled is not None else
+             " A MAP fit has no intervals, so no entry is marked as settled.")
     return Section(
         "The embedding",
         paragraphs=["W maps the standardized features to perception space: a positive weight means that more of "
                     "the feature moves an item towards the clusters whose perception vectors hold that perception "
                     "feature."],
-        figures=[(plot_weights(est), f"Posterior mean of W, the {TOP_FEATURES} features with the largest weights.")])
+        figures=[(plot_weights(est, ci=ci),
+                  f"Posterior mean of W, the {TOP_FEATURES} features with the largest weights.{marks}")])
 
 
 def _scores_section(est, data, truth, baselines, seed) -> Section:
