@@ -185,7 +185,7 @@ def test_a_variant_report_describes_the_variant_not_the_default_model(wsc_data, 
 
 
 # ---------------------------------------------------------------------- two classes; W's settled signs
-def test_two_classes_are_shown_one_against_the_other():
+def test_two_classes_are_shown_one_against_the_other(tmp_path):
     from bayes_wsc.models.proportions import ProportionsClassifier
     from bayes_wsc.report.criticism import second_of_two_classes
     from bayes_wsc.report.proportions import plot_classes, plot_group_fit
@@ -201,9 +201,12 @@ def test_two_classes_are_shown_one_against_the_other():
     ppc = second_of_two_classes(est.posterior_predictive(draws=20))
     assert f"group_class_share[{second}]" in ppc.posterior_predictive.data_vars
     assert "class" not in ppc.observed_data[f"group_class_share[{second}]"].dims
+    inference.set_attrs(est._fitted(), {"diagnostics": [NEW_KIND]})  # and its report opens with a stored warning
+    page = est.report(tmp_path).read_text()
+    assert opens_with_status(page) and "gradient norm at the mode is 3.2" in status_block(page)
 
 
-def test_the_perception_heat_map_marks_the_weights_whose_interval_excludes_zero():
+def test_the_perception_heat_map_marks_the_weights_whose_interval_excludes_zero(tmp_path):
     from bayes_wsc.models.perception import PerceptionClustering
     from bayes_wsc.report.perception import TOP_FEATURES, plot_weights, weights_away_from_zero
     from bayes_wsc.simulate.perception import simulate_study
@@ -218,3 +221,18 @@ def test_the_perception_heat_map_marks_the_weights_whose_interval_excludes_zero(
     assert settled[:, ::2].all() and not settled[:, 1::2].any()
     dots = plot_weights(est).axes[0].collections[-1].get_offsets()
     assert len(dots) == min(TOP_FEATURES, W.shape[2]) * len(range(0, W.shape[-1], 2))
+    page = est.report(tmp_path).read_text()
+    assert opens_with_status(page) and "Laplace approximation" in status_block(page)
+    assert f"Each dot marks an entry whose {DEFAULT_CI:.0%} HDI excludes zero" in page
+
+
+def test_the_pcmix_report_opens_with_its_status(tmp_path):
+    from bayes_wsc.models.pcmix import PCMixture
+    from bayes_wsc.simulate import simulate_intervals, toy_items
+
+    frame, _ = simulate_intervals(seed=0)
+    est = quietly(PCMixture(components=2, lam=4.0, restarts=2), toy_items(frame))
+    inference.set_attrs(est._fitted(), {"diagnostics": [*est.diagnostics_, NEW_KIND]})
+    page = est.report(tmp_path).read_text()
+    assert opens_with_status(page) and "gradient norm at the mode is 3.2" in status_block(page)
+    assert "MAP: " in page and "lam = 4: " not in page  # a report of one fit labels it by its method
