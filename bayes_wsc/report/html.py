@@ -218,8 +218,8 @@ def fit_warnings(fits: Mapping[str, object]) -> tuple[list[str], list[str]]:
             paragraphs.append(f"{label}: No problems found.")
         method = inference.get_attrs(est._fitted())["method"]
         if method == "map":
-            paragraphs.append(f"{label} is a MAP fit: the single most probable point, with no intervals. Fit with "
-                              "method=\"nuts\" (--method nuts) for credible intervals.")
+            paragraphs.append(f"{label}: the posterior mode, the single most probable point, with no intervals. "
+                              "Fit with method=\"nuts\" (--method nuts) for credible intervals.")
         elif method == "laplace":
             paragraphs.append(f"{label}: {LAPLACE_CAVEAT}")
     return paragraphs, warnings
