@@ -75,7 +75,7 @@ def test_rhat_warnings_are_one_sentence_and_any_other_warning_is_kept():
     assert len(problems) == 2
     assert problems_of([], "laplace")[0].sentence == LAPLACE_CAVEAT
     assert problems_of([], "nuts") == []
-    assert first_sentence("check a flagged: x (p = 0.003. Odd) y. Next one.") == "Check a flagged: x (p = 0.003. Odd) y."
+    assert first_sentence("check a: x (p = 0.003. Odd) y. Next one.") == "Check a: x (p = 0.003. Odd) y."
 
 
 def test_plural_of_check_nouns():

@@ -335,7 +335,8 @@ def worst_element(name: str, p_values: np.ndarray, observed: np.ndarray, referen
     label = np.asarray(labels, dtype=object)[worst]
     values = f"{_number(observed[worst])} observed against {_number(reference[worst])} in the replicates"
     if flagged:
-        message = f"{what} for {noun} {label} ({values}; p = {p:.3g}, Bonferroni over {finite.sum()} {plural(noun)}). {advice}"
+        message = (f"{what} for {noun} {label} ({values}; p = {p:.3g}, Bonferroni over {finite.sum()} "
+                   f"{plural(noun)}). {advice}")
     else:
         message = (f"{what}: no {noun} stands out (smallest p = {p:.3g} after Bonferroni over {finite.sum()}, "
                    f"{noun} {label}: {values}).")

@@ -391,7 +391,8 @@ class PerceptionClustering(Estimator):
         out["seed_of"] = [CLUSTER_SEPARATOR.join(data.clusters[row]) for row in mask]
         return out
 
-    def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI, overlap_threshold: float | None = None) -> pd.DataFrame:
+    def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI,
+                overlap_threshold: float | None = None) -> pd.DataFrame:
         """Every input column plus `cluster` (most probable), `prob_<cluster>` for each cluster (posterior
         mean of P(z = k | x)), `prob_low`, `prob_high` (HDI of the chosen cluster's probability; empty
         after a MAP) and `clusters`: every cluster the item is assigned to under the overlap rule,

@@ -202,7 +202,8 @@ def loo_section(fits: dict) -> Section:
         usable[label] = est
         elpd = inference.loo(est.idata_)
         noun = criticism.unit_noun(est.idata_)
-        tables.append((loo_table(elpd).round(2), f"{label}: LOO over {np.size(elpd.pareto_k)} {criticism.plural(noun)}."))
+        tables.append((loo_table(elpd).round(2),
+                       f"{label}: LOO over {np.size(elpd.pareto_k)} {criticism.plural(noun)}."))
         row = criticism.pareto_row(elpd, noun, est.idata_)
         (warnings if row.flagged else paragraphs).append(f"{label}: {row.message}")
         if row.flagged:

@@ -456,7 +456,8 @@ def _rho_crossed(chosen: FitRho, base: Baselines, bins: BehaviorBins, truth, ci:
     handles = [Line2D([], [], color=c, marker="o", lw=1.5, label=label) for (label, _), c in zip(layout.lines, colors)]
     if chosen.interval is not None:
         handles.append(Line2D([], [], color="grey", lw=7, alpha=0.3, label=f"{ci:.0%} HDI (credible interval)"))
-    handles.append(Line2D([], [], color="grey", marker="|", ms=10, lw=1, label=f"EM \u00b1 {base.z:g} SE (half-sampling)"))
+    handles.append(Line2D([], [], color="grey", marker="|", ms=10, lw=1,
+                          label=f"EM \u00b1 {base.z:g} SE (half-sampling)"))
     if truth is not None:
         handles.append(Line2D([], [], color="grey", ls="--", lw=1.2, label="truth"))
     fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)), fontsize=8, frameon=False)
