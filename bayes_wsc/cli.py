@@ -57,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
         if hasattr(module, "add_path_parser"):  # models with a weight to sweep (pcmix: lam)
             module.add_path_parser(path_models.add_parser(name, help=module.PATH_HELP))
 
+    simulate = sub.add_parser("simulate", help="write a simulated data set: the files `fit MODEL` reads, and the truth")
+    simulate_models = simulate.add_subparsers(dest="model", required=True, parser_class=_Parser)
+    for name in FIT_COMMANDS:
+        module = _fit_module(name)
+        if hasattr(module, "add_simulate_parser"):
+            module.add_simulate_parser(simulate_models.add_parser(name, help=module.SIMULATE_HELP))
+
     baseline = sub.add_parser("baseline", help="run a paper's own algorithm, the baseline a model is compared with")
     baselines = baseline.add_subparsers(dest="baseline", required=True, parser_class=_Parser)
     for name in FIT_COMMANDS:
@@ -125,6 +132,14 @@ def cmd_fit(args) -> None:
 
 def cmd_path(args) -> None:
     _fit_module(args.model).run_path(args)
+
+
+def cmd_simulate(args) -> None:
+    from bayes_wsc.simulate.files import check_folder
+
+    module = _fit_module(args.model)
+    check_folder(args.out, module.SIMULATE_FILES, replace=args.replace)  # before anything is simulated
+    module.run_simulate(args)
 
 
 def cmd_baseline(args) -> None:
@@ -278,6 +293,7 @@ def cmd_demo(args) -> None:
 COMMANDS = {"fit": cmd_fit, "path": cmd_path, "predict": cmd_predict, "report": cmd_report, "summary": cmd_summary,
             "demo": cmd_demo, "check": cmd_check, "ppc": cmd_ppc}
 COMMANDS["baseline"] = cmd_baseline
+COMMANDS["simulate"] = cmd_simulate
 
 
 def main(argv=None) -> int:

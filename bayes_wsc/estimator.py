@@ -57,9 +57,16 @@ class Estimator:
     model_name: ClassVar[str]
     #: variables shown by `summary` and checked by the diagnostics
     estimands: ClassVar[list[str]]
-    #: what a saved fit must hold for `load` to use it: attrs, and variables per InferenceData group
+    #: what a saved fit must hold for `load` to use it: attrs, groups, and variables per InferenceData group
     required_attrs: ClassVar[tuple[str, ...]] = ("model", "method", "settings")
+    required_groups: ClassVar[tuple[str, ...]] = ("posterior",)
     required_variables: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: what a model's own attrs of a saved fit must be when present, name -> (words, test), besides
+    #: `ATTR_KINDS`, which every fit's attrs follow
+    attr_kinds: ClassVar[dict[str, tuple[str, Callable]]] = {}
+    #: the closed range of every value of a posterior variable (probabilities, scales): a saved draw
+    #: outside it, or not finite, is one the model cannot have produced (`load` leaves it out, warning)
+    bounds: ClassVar[dict[str, tuple[float, float]]] = {}
     #: arithmetic of NumPyro's NUTS when `precision` is None: the measured choice per model
     #: (benchmarks/RESULTS.md); the other backends always run float64
     nuts_precision: ClassVar[str] = "float64"
@@ -73,6 +80,15 @@ class Estimator:
     laplace_local: ClassVar[tuple[str, ...]] = ()
     #: the command-line option of a model setting whose option is not its name with dashes (`--set` errors)
     setting_options: ClassVar[dict[str, str]] = {}
+    #: the data container `fit` takes (`GroupedCounts`...): anything else is refused before any work
+    data_class: ClassVar[type | None] = None
+
+    def __init_subclass__(cls, **kwargs):
+        """A model's own `fit` checks what it is given before its first line, as the base `fit` does:
+        one place for every model (`check_data_type`)."""
+        super().__init_subclass__(**kwargs)
+        if "fit" in vars(cls) and not getattr(cls.fit, "_checks_data", False):
+            cls.fit = _checking_data(cls.fit)
 
     def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=DEFAULT_SEED, backend=None,
                  target_accept=0.8, model_file=None, model_settings=None, progressbar=True, chain_starts="map",
@@ -221,7 +237,7 @@ class Estimator:
             yield
         except InputError:
             raise
-        except Exception as exc:  # noqa: BLE001 - user code: one line here
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: one line here, even sys.exit()
             raise InputError(f"model file {str(self.model_file)!r}: {stage} failed: {_one_line(exc)}") from exc
 
     def model_inputs(self, data) -> tuple[dict, dict] | None:
@@ -247,6 +263,7 @@ class Estimator:
         """
         from bayes_wsc.backends import default_backend
 
+        self.check_data_type(data)
         self.check_params()
         recipe = self._recipe()
         self._model, self._model_recipe = None, (recipe.build, data)
@@ -326,6 +343,18 @@ class Estimator:
         for message in messages:
             warnings.warn(message, FitWarning, stacklevel=2)
         return self
+
+    def check_data_type(self, data) -> None:
+        """`data` is this model's container (`data_class`), else one line naming what `fit` expects,
+        what it got and how to build the container (a DataFrame is the usual mistake)."""
+        cls = self.data_class
+        if cls is None or isinstance(data, cls):
+            return
+        builders = sorted((n for n, v in vars(cls).items() if n.startswith("from_") and isinstance(v, classmethod)),
+                          key=lambda n: (not n.startswith("from_frame"), n))
+        how = f"; build it with {' or '.join(f'{cls.__name__}.{n}(...)' for n in builders)}" if builders else ""
+        raise InputError(f"{type(self).__name__}.fit expects {cls.__name__} ({cls.__module__}), "
+                         f"got {_described(data)}{how}")
 
     def _fit_time_checks(self, data) -> list[str]:
         """Run the model's checks, store their rows in the fit, and return the flagged ones as messages.
@@ -616,29 +645,169 @@ class Estimator:
         return inference.save(self._complete_log_likelihood(), path)
 
     @classmethod
+    def load(cls, path):
+        """A saved fit of this model (`load` of any model, then checked to be this one's)."""
+        estimator = load(path)
+        if not isinstance(estimator, cls):
+            raise InputError(f"fit file {str(path)!r} holds a {estimator.model_name!r} fit, not a "
+                             f"{cls.model_name!r} one: load it with bayes_wsc.load or {type(estimator).__name__}.load")
+        return estimator
+
+    @classmethod
     def from_idata(cls, idata, source: str = "this fit"):
         """An estimator around a saved fit. A fit written by another version either works, warns
-        about settings this version ignores, or is a one-line `InputError` naming what is missing."""
+        about settings this version ignores, or is a one-line `InputError` naming what is missing.
+
+        A fit that was edited or damaged after it was written is checked the same way: its groups and
+        attrs (each of the kind `ATTR_KINDS` and the model's `attr_kinds` say), its settings (as
+        `check_params` checks a new estimator's), and its draws: a draw holding a value that is not
+        finite or is outside the variable's `bounds` is left out with a `FitWarning` per variable, and
+        a fit with no draw left (a MAP's single point) is an `InputError`."""
+        if not hasattr(idata, "groups") or "posterior" not in idata.groups():
+            raise InputError(f"{source} is not a bayes_wsc fit (no posterior group), got {_described(idata)}")
         attrs = inference.get_attrs(idata)
-        written_by = f"written by bayes_wsc {attrs.get('package_version', 'unknown')}"
+        version = attrs.get("package_version", "unknown")
+        written_by = f"written by bayes_wsc {version if isinstance(version, str) else 'unknown'}"
         missing = [f"attribute {a!r}" for a in cls.required_attrs if a not in attrs]
+        missing += [f"group {g!r}" for g in cls.required_groups if g not in idata.groups()]
         for group, names in cls.required_variables.items():
             have = set(idata[group].variables) if group in idata.groups() else set()
             missing += [f"{group} variable {n!r}" for n in names if n not in have]
         if missing:
             raise InputError(f"{source} ({written_by}) lacks {', '.join(missing)}, which bayes_wsc "
                              f"{package_version()} needs for a {cls.model_name!r} fit")
+        wrong = [f"attribute {name!r} is {_shown(attrs[name])}, not {words}"
+                 for name, (words, test) in {**ATTR_KINDS, **cls.attr_kinds}.items()
+                 if name in attrs and not test(attrs[name])]
+        if wrong:
+            raise InputError(f"{source} ({written_by}) is damaged: {'; '.join(wrong)}")
         params = attrs["settings"]
-        if not isinstance(params, dict):
-            raise InputError(f"{source} ({written_by}) has settings that are not a mapping: {params!r}")
         known = set(inspect.signature(cls.__init__).parameters) | set(Estimator().get_params())
         unknown = set(params) - known
         if unknown:
             warnings.warn(f"{source} ({written_by}) has settings this version does not know and ignores: "
                           f"{sorted(unknown)}", FitWarning, stacklevel=2)
         estimator = cls(**{k: v for k, v in params.items() if k in known})
-        estimator.idata_ = idata
+        try:
+            estimator.check_params()
+        except InputError as exc:
+            raise InputError(f"{source} ({written_by}) holds a setting this version refuses: {exc}") from None
+        estimator.idata_ = _usable_draws(idata, cls.bounds, source)
         return estimator
+
+
+def _checking_data(fit):
+    """A subclass's `fit` that first checks its data's type (`Estimator.check_data_type`)."""
+    import functools
+
+    @functools.wraps(fit)
+    def checked(self, data, *args, **kwargs):
+        self.check_data_type(data)
+        return fit(self, data, *args, **kwargs)
+
+    checked._checks_data = True
+    return checked
+
+
+def _described(value) -> str:
+    """What a value is, for a message: None, 'a pandas DataFrame', 'a str ('clicks.csv')'..."""
+    if value is None:
+        return "None"
+    kind = type(value)
+    module = "" if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]} "
+    text = f"a {module}{kind.__name__}"
+    if isinstance(value, (str, Path, numbers.Number)):
+        shown = repr(str(value) if isinstance(value, Path) else value)
+        text += f" ({shown[:60]})"
+    return text
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_mapping(value) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_texts(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def is_labels(value) -> bool:
+    """Class names: a non-empty list of text or numbers (never booleans or containers)."""
+    return (isinstance(value, list) and len(value) > 0
+            and all(isinstance(v, (str, numbers.Real)) and not isinstance(v, bool) for v in value))
+
+
+def _is_check_rows(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) and set(criticism.COLUMNS) <= set(v) for v in value)
+
+
+def _is_fit_info(value) -> bool:
+    """{"map": {...}, "nuts": {...}, "laplace": {...}, "free_variables": [...]}: each stage's record a mapping."""
+    return isinstance(value, dict) and all(isinstance(value[k], dict) for k in ("map", "nuts", "laplace") if k in value)
+
+
+def is_count(value) -> bool:
+    return _is_whole(value) and value >= 0
+
+
+#: what every saved fit's attrs must be, when present (`Estimator.from_idata`); a model adds `attr_kinds`
+ATTR_KINDS: dict[str, tuple[str, Callable]] = {
+    "model": ("text", lambda v: isinstance(v, str)),
+    "method": (f"one of {', '.join(map(repr, METHODS))}", lambda v: isinstance(v, str) and v in METHODS),
+    "settings": ("a mapping of settings", _is_mapping),
+    "fit_info": ("a mapping with one record per stage (map, nuts, laplace)", _is_fit_info),
+    "data_settings": ("a mapping of the data's settings", _is_mapping),
+    "diagnostics": ("a list of messages (text)", _is_texts),
+    "checks": (f"a list of check rows, each with {', '.join(criticism.COLUMNS)}", _is_check_rows),
+    "package_version": ("text", lambda v: isinstance(v, str)),
+}
+
+
+def _usable_draws(idata, bounds: dict, source: str):
+    """The fit without the draws that hold a value the model cannot have produced (not finite, or
+    outside `bounds`), with one `FitWarning` per variable holding such values; an `InputError` when no
+    draw is left."""
+    import numpy as np
+
+    problems, bad = [], None
+    for group in ("posterior", "log_likelihood"):
+        if group not in idata.groups():
+            continue
+        for name, variable in idata[group].data_vars.items():
+            if "draw" not in variable.dims or variable.dtype.kind not in "biufc":
+                continue
+            values = variable.transpose("draw", ...).values
+            low, high = bounds.get(name, (-np.inf, np.inf)) if group == "posterior" else (-np.inf, np.inf)
+            with np.errstate(invalid="ignore"):
+                wrong = ~np.isfinite(values) | (values < low - 1e-9) | (values > high + 1e-9)
+            if not wrong.any():
+                continue
+            draws = wrong.reshape(wrong.shape[0], -1).any(axis=1)
+            bad = draws if bad is None else bad | draws
+            kinds = [w for w, n in (("NaN", np.isnan(values).sum()), ("infinite", np.isinf(values).sum()),
+                                    (f"outside [{low:g}, {high:g}]",
+                                     (np.isfinite(values) & wrong).sum())) if n]
+            problems.append((f"{group} variable {str(name)!r}", int(wrong.sum()), " or ".join(kinds), int(draws.sum())))
+    if bad is None:
+        return idata
+    total = bad.size
+    kept = np.flatnonzero(~bad)
+    if not kept.size:
+        what, count, kinds, _ = problems[0]
+        where = "its only draw (a MAP's point)" if total == 1 else f"every one of its {total} draws"
+        raise InputError(f"{source}: {what} holds {count} value{'s' * (count > 1)} the model cannot produce "
+                         f"({kinds}) in {where}: no draw of the fit is usable")
+    chains = idata.posterior.sizes.get("chain", 1)
+    every = " in every chain" if chains > 1 else ""
+    for what, count, kinds, draws in problems:
+        warnings.warn(f"{source}: {what} holds {count} value{'s' * (count > 1)} the model cannot produce ({kinds}) "
+                      f"in {draws} of {total} draws; those draws are left out{every} ({kept.size} of {total} used)",
+                      FitWarning, stacklevel=3)
+    return inference.select_draws(idata, kept)
 
 
 class Recipe(NamedTuple):
@@ -676,6 +845,8 @@ def _check_accepts(build_model, settings: dict, path) -> None:
 
 
 def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):  # a variant is not the program: its sys.exit() ends nothing
+        return f"it called sys.exit({exc.code!r})"
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
@@ -759,13 +930,22 @@ def compare(fits, ic: str = "loo"):
 
 def load(path):
     """Load any saved fit; the model named in the file picks the estimator class."""
+    check_path(path, "load")
     idata = inference.load(path)
     name = idata.posterior.attrs["model"]
-    if name not in REGISTRY:
+    if not isinstance(name, str) or name not in REGISTRY:
         raise InputError(f"fit file {str(path)!r} holds a model {name!r} that this version does not know")
     module_name, class_name = REGISTRY[name].split(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     return cls.from_idata(idata, source=f"fit file {str(path)!r}")
+
+
+def check_path(path, what: str) -> None:
+    """A file path (text or a path object), else one line naming what `what` got."""
+    import os
+
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise InputError(f"{what} expects the path of a fit file (a str or pathlib.Path), got {_described(path)}")
 
 
 def load_variant(path):
@@ -773,12 +953,15 @@ def load_variant(path):
     path = Path(path)
     if not path.is_file():
         raise InputError(f"model file {str(path)!r} does not exist")
+    if path.suffix != ".py":
+        raise InputError(f"model file {str(path)!r} is not a Python file: a variant is a .py file defining "
+                         "build_model(data, **settings) (see models/)")
     spec = importlib.util.spec_from_file_location(f"bayes_wsc_variant_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - report any failure of user code in one line
-        raise InputError(f"model file {str(path)!r} failed to load: {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code in one line, even sys.exit()
+        raise InputError(f"model file {str(path)!r} failed to load: {_one_line(exc)}") from None
     if not callable(getattr(module, "build_model", None)):
         raise InputError(f"model file {str(path)!r} defines no build_model(data, **settings) function")
     return module

@@ -166,6 +166,17 @@ def get_attrs(idata: InferenceData) -> dict:
     return out
 
 
+def select_draws(idata, draws: np.ndarray):
+    """The fit with only these draw indices, in every group that has draws (renumbered 0, 1, ...)."""
+    groups = Groups()
+    for name in idata.groups():
+        ds = idata[name]
+        if "draw" in ds.dims:
+            ds = ds.isel(draw=np.asarray(draws)).assign_coords(draw=np.arange(len(draws)))
+        groups[name] = ds
+    return groups if isinstance(idata, Groups) else to_inference_data(groups)
+
+
 # ---------------------------------------------------------------------- summaries
 def has_draws(idata) -> bool:
     """Whether the fit holds more than one draw, and so has intervals (a MAP holds one point)."""
@@ -333,6 +344,10 @@ def _write_groups(groups: Groups, path: str) -> None:
 
 def load(path: str | Path) -> InferenceData:
     """Read a fit; a missing file or a file that is not a bayes_wsc fit is an `InputError`."""
+    import os
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"a fit file's path must be a str or pathlib.Path, got {type(path).__name__}")
     path = Path(path)
     if not path.exists():
         raise InputError(f"fit file {str(path)!r} does not exist")

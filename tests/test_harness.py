@@ -212,7 +212,8 @@ def printed_check(paths, stdout, tables):
 def checks_check(paths, stdout, tables):
     """One row per check, every column, the flagged ones also printed."""
     table = pd.read_csv(paths["out"])
-    assert list(table.columns) == ["check", "statistic", "reference", "p_value", "flagged", "message"]
+    assert list(table.columns) == ["check", "statistic", "reference", "p_value", "flagged", "message", "effect",
+                                   "tolerance"]
     assert len(table) >= 1 and "flagged" in stdout
     return table[["statistic", "reference", "p_value"]].to_numpy(dtype=float)
 
@@ -231,6 +232,22 @@ def path_check(paths, stdout, tables):
     table = pd.read_csv(folder / "path.csv")
     assert len(table) == 2 and (folder / "report.html").exists()
     return table[["lam", "objective"]].to_numpy()
+
+
+def simulate_check(paths, stdout, tables):
+    """Every file the command declares, and nothing else; a truth file naming the model; the data as hashes
+    (a simulation is a function of its seed)."""
+    import json
+
+    folder = Path(paths["out"])
+    model = json.loads((folder / "truth.json").read_text(encoding="utf-8"))["model"]
+    names = declared_type(next(e for e in ENTRY_POINTS if e.name == f"simulate {model}"), "out").contents
+    assert sorted(p.name for p in folder.iterdir()) == sorted(names), sorted(p.name for p in folder.iterdir())
+    for name in names:
+        if name.endswith(".csv"):
+            assert len(pd.read_csv(folder / name)) > 0, name
+    assert "fit it with" in stdout
+    return digest(folder)
 
 
 #: mutations that only `read_table` sees: one row per reader of the same tables is enough
@@ -288,6 +305,17 @@ ENTRY_POINTS = [
     Entry("check", ("check", "{fit:experts}", "--draws", "20", "--out", "{out}"), {}, {"out": "checks.csv"},
           checks_check),
     Entry("ppc", ("ppc", "{fit:pcmix}", "--draws", "20", "--out", "{out}"), {}, {"out": "ppc.nc"}, ppc_check),
+    # simulations have no input: their clean run, and their output folder
+    Entry("simulate wsc", ("simulate", "wsc", "--n-groups", "8", "--group-size", "5", "--out", "{out}"), {},
+          {"out": "sim/"}, simulate_check),
+    Entry("simulate experts", ("simulate", "experts", "--n-items", "20", "--pairs-per-expert", "30", "--out", "{out}"),
+          {}, {"out": "sim/"}, simulate_check),
+    Entry("simulate pcmix", ("simulate", "pcmix", "--n-items", "30", "--labeled-fraction", "0.5", "--out", "{out}"),
+          {}, {"out": "sim/"}, simulate_check),
+    Entry("simulate proportions", ("simulate", "proportions", "--n-groups", "4", "--out", "{out}"), {},
+          {"out": "sim/"}, simulate_check),
+    Entry("simulate perception", ("simulate", "perception", "--n-items", "40", "--out", "{out}"), {},
+          {"out": "sim/"}, simulate_check),
     # the demo has no input; a successful run is minutes of NUTS, so only its output folder is tested
     Entry("demo", ("demo", "--out", "{out}"), {}, {"out": "demo/"}, None, examples=0),
 ]

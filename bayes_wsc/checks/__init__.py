@@ -9,12 +9,23 @@ says which statistics it replicates (`replicate`) and which rows it reports
 and rows, and runs a model's checks at fit time or on a saved fit.
 
 Rows are `Check`s: `check`, `statistic` (observed), `reference` (what the fit
-expects), `p_value` and `flagged`, with a `message` in plain words. A vector
-statistic (one value per bin, group, expert or feature) is judged as a whole,
-by a chi-square discrepancy against its replicates (`omnibus`), or by its
-worst element with a Bonferroni correction (`worst_element`), so that a fit
-with many groups does not flag by chance. A row flags when its p-value is
-below `ALPHA`.
+expects), `p_value`, `effect` (how far off, in the check's own units) against
+its stated `tolerance`, and `flagged`, with a `message` in plain words. A
+vector statistic (one value per bin, group, expert or feature) is judged as a
+whole, by a chi-square discrepancy against its replicates (`omnibus`; its
+effect is the ratio of the observed discrepancy to the replicates'), or by
+its worst element with a Bonferroni correction (`worst_element`), so that a
+fit with many groups does not flag by chance. A row flags when its p-value is
+below `ALPHA` and its effect exceeds its tolerance: with hundreds of groups
+of hundreds of items a pure significance test rejects every real data set,
+so a flag says the misfit is large, not only that it is there.
+
+A statistic that the fitted parameters reproduce by construction (the bins'
+pooled shares under free class distributions, each expert's link rate under
+its own sensitivity and specificity, a mixture's feature means and standard
+deviations, each cluster's seed count under its own intercept) is not a
+check: its p-value is near 1 on every fit, whatever the data. Such
+statistics may still be replicated for `ppc` plots, but no row reports them.
 
 Nothing here imports PyMC or ArviZ: a MAP fit is checked from its arrays.
 """
@@ -41,7 +52,9 @@ FIT_TIME_VARIATES = 2_000_000
 MIN_DRAWS = 100
 #: a check flags when its p-value is below this
 ALPHA = 0.01
-COLUMNS = ("check", "statistic", "reference", "p_value", "flagged", "message")
+COLUMNS = ("check", "statistic", "reference", "p_value", "flagged", "message", "effect", "tolerance")
+#: an omnibus check flags only when the observed discrepancy is more than this many times the replicates'
+PHI_TOLERANCE = 2.0
 #: model name -> the module with its `replicate` and `rows`
 MODULES = {"wsc": "bayes_wsc.checks.wsc", "experts": "bayes_wsc.checks.experts", "pcmix": "bayes_wsc.checks.pcmix",
            "proportions": "bayes_wsc.checks.proportions", "perception": "bayes_wsc.checks.perception"}
@@ -59,11 +72,13 @@ class Check:
     p_value: float
     flagged: bool
     message: str
+    effect: float = float("nan")
+    tolerance: float = float("nan")
 
     def as_dict(self) -> dict:
         row = asdict(self)
         row.update(statistic=float(self.statistic), reference=float(self.reference), p_value=float(self.p_value),
-                   flagged=bool(self.flagged))
+                   flagged=bool(self.flagged), effect=float(self.effect), tolerance=float(self.tolerance))
         return row
 
 
@@ -172,8 +187,10 @@ def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
     if draws is None:
         draws = int(min(PPC_DRAWS, max(MIN_DRAWS, FIT_TIME_VARIATES // max(1, module.variates(data)))))
     with _checks_running():
-        replicates, _ = draw_replicates(est, data, draws=draws, seed=seed)
-        rows = list(module.rows(est, data, replicates))
+        rows = []
+        if getattr(module, "REPLICATE_ROWS", True):  # a model whose replicates feed `ppc` only skips them
+            replicates, _ = draw_replicates(est, data, draws=draws, seed=seed)
+            rows = list(module.rows(est, data, replicates))
         for check in (module.targeted() if targeted is None else targeted):
             rows += check(est, data, seed)
         if loo:
@@ -238,7 +255,7 @@ def table(rows: Sequence[Check]) -> pd.DataFrame:
 
 def rows_from_attrs(records) -> list[Check]:
     """Rows stored in a fit's attrs (a list of dicts) as `Check`s."""
-    return [Check(**{k: r[k] for k in COLUMNS}) for r in records or []]
+    return [Check(**{k: r.get(k, float("nan")) for k in COLUMNS}) for r in records or []]
 
 
 def flagged_messages(rows: Sequence[Check]) -> list[str]:
@@ -288,11 +305,13 @@ def p_value_two_sided(observed: np.ndarray, replicated: np.ndarray) -> np.ndarra
 
 
 def omnibus(name: str, observed: np.ndarray, replicated: np.ndarray, labels: Sequence, noun: str, what: str,
-            advice: str) -> Check:
+            advice: str, tolerance: float = PHI_TOLERANCE) -> Check:
     """One row for a vector statistic: the chi-square discrepancy D = sum_j (T_j - m_j)^2 / v_j, with m_j,
     v_j the mean and variance of element j over the replicates, of the observed data and of every
     replicate; p = P(D_rep >= D_obs) (`p_value_upper`). Elements that never vary, and replicates where an element is
-    undefined, are left out. `statistic` is D of the observed data, `reference` its replicates' mean."""
+    undefined, are left out. `statistic` is D of the observed data, `reference` its replicates' mean, and
+    the effect their ratio phi (1 under the model; below 1 when the fit has seen the data): the row flags
+    when p < `ALPHA` and phi > `tolerance`."""
     obs = np.asarray(observed, dtype=float).ravel()
     rep = np.asarray(replicated, dtype=float).reshape(np.shape(replicated)[0], -1)
     labels = np.asarray(labels, dtype=object).ravel()
@@ -301,46 +320,66 @@ def omnibus(name: str, observed: np.ndarray, replicated: np.ndarray, labels: Seq
     used = np.isfinite(obs) & np.isfinite(var) & (var > 1e-300) & (np.mean(np.isfinite(rep), axis=0) > 0.95)
     if not used.any():
         return Check(name, float("nan"), float("nan"), float("nan"), False,
-                     f"{what}: no {noun} varies between replicates, so there is nothing to check.")
+                     f"{what}: no {noun} varies between replicates, so there is nothing to check.",
+                     float("nan"), float(tolerance))
     rep, obs, mean, var, labels = rep[:, used], obs[used], mean[used], var[used], labels[used]
     rep = rep[np.isfinite(rep).all(axis=1)]
     d_rep = np.sum((rep - mean) ** 2 / var, axis=1)
     z2 = (obs - mean) ** 2 / var
     d_obs = float(np.sum(z2))
     p = float(p_value_upper(d_obs, d_rep))
+    phi = d_obs / max(float(np.mean(d_rep)), 1e-300)
     worst = int(np.argmax(z2))
-    flagged = p < ALPHA
+    flagged = p < ALPHA and phi > tolerance
     detail = (f"{noun} {labels[worst]} is furthest off: {_number(obs[worst])} observed against "
               f"{_number(mean[worst])} +- {_number(math.sqrt(var[worst]))} in the replicates")
+    size = f"{phi:.3g} times the replicates' discrepancy, tolerance {tolerance:g}"
     if flagged:
-        message = (f"{what} differ from data replicated from the fit more than chance allows (p = {p:.3g} over "
-                   f"{obs.size} {plural(noun)}; {detail}). {advice}")
+        message = (f"{what} differ from data replicated from the fit far more than chance allows ({size}; "
+                   f"p = {p:.3g} over {obs.size} {plural(noun)}; {detail}). {advice}")
+    elif p < ALPHA:
+        message = (f"{what} differ from the replicates beyond chance but within the tolerance ({size}; "
+                   f"p = {p:.3g} over {obs.size} {plural(noun)}; {detail}).")
     else:
-        message = f"{what} are consistent with the fit (p = {p:.3g} over {obs.size} {noun}s; {detail})."
-    return Check(name, d_obs, float(np.mean(d_rep)), p, flagged, message)
+        message = (f"{what} are consistent with the fit ({size}; p = {p:.3g} over {obs.size} {plural(noun)}; "
+                   f"{detail}).")
+    return Check(name, d_obs, float(np.mean(d_rep)), p, flagged, message, phi, float(tolerance))
 
 
 def worst_element(name: str, p_values: np.ndarray, observed: np.ndarray, reference: np.ndarray, labels: Sequence,
-                  noun: str, what: str, advice: str) -> Check:
-    """One row for per-element p-values: the smallest, Bonferroni-corrected for the number of elements.
-    `statistic` and `reference` are that element's observed value and what the replicates give."""
+                  noun: str, what: str, advice: str, *, tolerance: float, unit: str = "",
+                  relative: bool = False) -> Check:
+    """One row for per-element p-values: the smallest, Bonferroni-corrected for the number of elements,
+    among the elements whose effect exceeds `tolerance`: |observed - reference| in the statistic's own
+    units (`unit` naming them), or with `relative` the ratio observed / reference (for discrepancies,
+    1 under the model); the row flags when that p-value is below `ALPHA`. Without such an
+    element the row reports the smallest p-value of all and does not flag. `statistic` and `reference`
+    are the reported element's observed value and what the replicates give."""
     p_values = np.asarray(p_values, dtype=float)
+    observed, reference = np.asarray(observed, dtype=float), np.asarray(reference, dtype=float)
     finite = np.isfinite(p_values)
     if not finite.any():
         return Check(name, float("nan"), float("nan"), float("nan"), False,
-                     f"{what}: no {noun} could be checked.")
-    worst = int(np.nanargmin(np.where(finite, p_values, np.inf)))
+                     f"{what}: no {noun} could be checked.", float("nan"), float(tolerance))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        effect = observed / reference if relative else np.abs(observed - reference)
+    large = finite & (effect > tolerance)
+    pool = large if large.any() else finite
+    worst = int(np.argmin(np.where(pool, p_values, np.inf)))
     p = float(min(1.0, p_values[worst] * finite.sum()))
-    flagged = p < ALPHA
+    flagged = bool(large.any()) and p < ALPHA
     label = np.asarray(labels, dtype=object)[worst]
-    values = f"{_number(observed[worst])} observed against {_number(reference[worst])} in the replicates"
+    off = (f"{_number(effect[worst])} times that, tolerance {tolerance:g}" if relative
+           else f"off by {_number(effect[worst])}{unit} with tolerance {tolerance:g}{unit}")
+    values = f"{_number(observed[worst])} observed against {_number(reference[worst])} in the replicates, {off}"
     if flagged:
         message = (f"{what} for {noun} {label} ({values}; p = {p:.3g}, Bonferroni over {finite.sum()} "
                    f"{plural(noun)}). {advice}")
     else:
         message = (f"{what}: no {noun} stands out (smallest p = {p:.3g} after Bonferroni over {finite.sum()}, "
                    f"{noun} {label}: {values}).")
-    return Check(name, float(observed[worst]), float(reference[worst]), p, flagged, message)
+    return Check(name, float(observed[worst]), float(reference[worst]), p, flagged, message, float(effect[worst]),
+                 float(tolerance))
 
 
 def _number(x: float) -> str:

@@ -89,6 +89,25 @@ def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def add_simulate_options(parser: argparse.ArgumentParser, files) -> None:
+    """--out, --seed and --replace of `bayes-wsc simulate MODEL`, which writes `files` into --out."""
+    parser.add_argument("--out", required=True, metavar="DIR", type=output_folder("simulation folder", files),
+                        help=f"folder to write {', '.join(files)} into (new or empty, unless --replace)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="random seed of the simulation (default 0)")
+    parser.add_argument("--replace", action="store_true",
+                        help="replace those files if DIR already holds them (default: refuse)")
+
+
 def setting(text: str) -> tuple[str, object]:
     """KEY=VALUE of `--set`, the value read as a whole number, a number, true/false, none, or else text."""
     key, sep, value = text.partition("=")

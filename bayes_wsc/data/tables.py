@@ -304,13 +304,20 @@ def numeric_column(
     lower_open: bool = False,
     upper_open: bool = False,
     hint: str = "",
+    keys: pd.Series | None = None,
+    key_name: str = "group",
 ) -> np.ndarray:
     """Return `frame[column]` as floats, failing on text, True/False, NaN, inf or values out of range.
 
     A text cell is parsed as a number written out ('1.5', '-2', '1e3'); anything else ('n.a.',
     '1,5', 'True', 'NA') is an error, and only an empty cell is missing. The message names the
-    column, the first offending row and its value (and `hint`, how to leave the column out).
+    column, the first offending row and its value (and `hint`, how to leave the column out), and with
+    `keys` the row's id as well ("row 2, group 'g2'").
     """
+
+    def at(row: int) -> str:
+        return f"row {row + 1}" if keys is None else f"row {row + 1}, {key_name} {str(keys.iloc[row])!r}"
+
     raw = frame[column]
     if pd.api.types.is_bool_dtype(raw.dtype):
         raise InputError(f"{what} column {column!r} holds True/False, not numbers; give 1 and 0 if that is meant")
@@ -318,7 +325,7 @@ def numeric_column(
         flags = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
         if flags.any():
             row = int(np.flatnonzero(flags)[0])
-            raise InputError(f"{what} column {column!r} has a non-numeric value {raw.iloc[row]!r} (row {row + 1})")
+            raise InputError(f"{what} column {column!r} has a non-numeric value {raw.iloc[row]!r} ({at(row)})")
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     bad_text = np.isnan(values) & raw.notna().to_numpy()
     if bad_text.any():
@@ -326,27 +333,27 @@ def numeric_column(
         cell = raw.iloc[row]
         marker = (" (only an empty cell is missing)" if isinstance(cell, str) and cell.strip().lower()
                   in MISSING_MARKERS else "")
-        raise InputError(f"{what} column {column!r} has a non-numeric value {cell!r} (row {row + 1}){marker}{hint}")
+        raise InputError(f"{what} column {column!r} has a non-numeric value {cell!r} ({at(row)}){marker}{hint}")
     if not allow_missing and np.isnan(values).any():
         row = int(np.flatnonzero(np.isnan(values))[0])
-        raise InputError(f"{what} column {column!r} has a missing value (row {row + 1})")
+        raise InputError(f"{what} column {column!r} has a missing value ({at(row)})")
     finite_or_missing = np.isfinite(values) | np.isnan(values)
     if not finite_or_missing.all():
         row = int(np.flatnonzero(~finite_or_missing)[0])
-        raise InputError(f"{what} column {column!r} has a non-finite value {float(values[row])!r} (row {row + 1})")
+        raise InputError(f"{what} column {column!r} has a non-finite value {float(values[row])!r} ({at(row)})")
     present = ~np.isnan(values)
     if lower is not None:
         bad = present & ((values <= lower) if lower_open else (values < lower))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             bound = f"> {lower}" if lower_open else f">= {lower}"
-            raise InputError(f"{what} column {column!r} has value {float(values[row])!r} (row {row + 1}); it must be {bound}")
+            raise InputError(f"{what} column {column!r} has value {float(values[row])!r} ({at(row)}); it must be {bound}")
     if upper is not None:
         bad = present & ((values >= upper) if upper_open else (values > upper))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             bound = f"< {upper}" if upper_open else f"<= {upper}"
-            raise InputError(f"{what} column {column!r} has value {float(values[row])!r} (row {row + 1}); it must be {bound}")
+            raise InputError(f"{what} column {column!r} has value {float(values[row])!r} ({at(row)}); it must be {bound}")
     return values
 
 

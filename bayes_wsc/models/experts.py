@@ -339,6 +339,9 @@ class NoisyExperts(Estimator):
     """
 
     model_name = "experts"
+    data_class = PairwiseConstraints
+    required_groups = ("posterior", "observed_data", "constant_data")
+    bounds = {"alpha": (0.0, 1.0), "beta": (0.0, 1.0), "alpha_raw": (0.0, 1.0), "beta_raw": (0.0, 1.0)}
     estimands = ["alpha", "beta", "omega", "b", "W"]
     internal_variables = ("W_raw", "b_raw", "alpha_raw", "beta_raw")
     unit_dims = ("item", "linked_item", "pair", "constraint")

@@ -45,11 +45,12 @@ from scipy.special import logsumexp
 
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
-from bayes_wsc.baselines.pcmix import LOG_2PI, Params, Priors, check_components, check_lam, component_logp, random_starts
+from bayes_wsc.baselines.pcmix import (LOG_2PI, Params, Priors, check_components, check_lam, component_logp, lam_text,
+                                       random_starts)
 from bayes_wsc.data.labeled import LabeledItems, standardize
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator
+from bayes_wsc.estimator import Estimator, is_count, is_labels
 from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
 from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
 
@@ -291,6 +292,12 @@ class PCMixture(Estimator):
     """
 
     model_name = "pcmix"
+    data_class = LabeledItems
+    required_attrs = ("model", "method", "settings", "classes")
+    required_groups = ("posterior", "observed_data", "constant_data")
+    attr_kinds = {"classes": ("a list of class names", is_labels), "n_labeled": ("a whole number >= 0", is_count),
+                  "warm_starts": ("a whole number >= 0", is_count)}
+    bounds = {"pi": (0.0, 1.0), "rho": (0.0, 1.0), "sd": (0.0, float("inf")), "sd_excess": (0.0, float("inf"))}
     estimands = ["pi", "mean", "sd", "rho"]
     internal_variables = ("mean_z", "sd_excess", "data_loglik", "label_loglik")
     unit_dims = ("item",)
@@ -333,7 +340,6 @@ class PCMixture(Estimator):
         start : extra starting points on the constrained scale (for example another fit's
             `map_point_`), tried before the random restarts; the best objective still wins.
         """
-        check_data(data)
         self._extra_starts = [] if start is None else ([start] if isinstance(start, dict) else list(start))
         self._map_point = None
         return super().fit(data)
@@ -580,7 +586,7 @@ class PCMixture(Estimator):
             `restarts` random starts; the best objective wins, so the path can still jump to a
             new basin (the paper warns that a warm start alone may not escape the old one).
         """
-        data = check_data(data)
+        self.check_data_type(data)
         grid = parse_lams(lams)
         fits, previous = [], None
         for lam in grid:
@@ -610,7 +616,7 @@ def _memberships_of(point: dict, x_raw: np.ndarray) -> np.ndarray:
 
 
 def no_labels_message(lam: float) -> str:
-    return (f"no item has a label, so lam = {lam:g} has nothing to weigh: the fit is the unsupervised "
+    return (f"no item has a label, so lam = {lam_text(lam)} has nothing to weigh: the fit is the unsupervised "
             "mixture and rho stays at its prior")
 
 
@@ -686,7 +692,7 @@ class PCPath:
         out_dir = Path(out_dir)
         names = []
         for lam, est in zip(self.lams, self.fits):
-            name = f"lam_{lam:g}.nc"
+            name = f"lam_{lam_text(lam)}.nc"
             est.save(out_dir / name)
             names.append(name)
         outputs.write_csv(self.table().assign(file=names), out_dir / "path.csv", "path table")

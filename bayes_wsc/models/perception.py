@@ -221,6 +221,9 @@ class PerceptionClustering(Estimator):
     """
 
     model_name = "perception"
+    data_class = SeedSets
+    required_groups = ("posterior", "observed_data", "constant_data")
+    bounds = {"pi": (0.0, 1.0)}
     estimands = ["pi", "W", "b"]
     unit_dims = ("item", "seed_item")
 
@@ -244,11 +247,6 @@ class PerceptionClustering(Estimator):
             raise InputError(f"restarts must be a whole number >= 1, got {self.restarts!r}")
 
     # ------------------------------------------------------------------ hooks
-    def fit(self, data: SeedSets):
-        """MAP (or NUTS) of the perception model on validated `SeedSets`."""
-        check_data(data)
-        return super().fit(data)
-
     def build_model(self, data: SeedSets) -> pm.Model:
         return build_model(data, **self.build_settings())
 

@@ -47,7 +47,7 @@ from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.proportions import LabelProportions, count_plan
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator
+from bayes_wsc.estimator import Estimator, is_labels
 from bayes_wsc.posterior import check_ci, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -426,11 +426,21 @@ class ProportionsClassifier(Estimator):
     """
 
     model_name = "proportions"
+    data_class = LabelProportions
     estimands = ["eta", "mean", "sd", "w", "rho", "W", "b"]
     internal_variables = ("mean_z", "sd_excess", "W_raw", "b_raw")
     unit_dims = ("group",)
     required_attrs = ("model", "method", "settings", "classes", "data_kind")
     required_variables = {"posterior": ("eta",)}
+    required_groups = ("posterior", "observed_data", "constant_data")
+    attr_kinds = {"classes": ("a list of class names", is_labels),
+                  "data_kind": ("'numeric' or 'categorical'", lambda v: v in ("numeric", "categorical")),
+                  "counts_given": ("true or false", lambda v: isinstance(v, bool)),
+                  "bag_likelihood": ("text", lambda v: isinstance(v, str)),
+                  "log_likelihood_of": ("text", lambda v: isinstance(v, str)),
+                  "approximated_groups": ("a list of group ids", lambda v: isinstance(v, list))}
+    bounds = {"eta": (0.0, 1.0), "theta": (0.0, 1.0), "w": (0.0, 1.0), "rho": (0.0, 1.0), "sd": (0.0, float("inf")),
+              "sd_excess": (0.0, float("inf"))}
 
     def __init__(self, *, emission=DEFAULT_EMISSION, bag_likelihood=DEFAULT_BAG_LIKELIHOOD, concentration=None,
                  mean_prior_sd=3.0, sd_prior_rate=1.0, w_concentration=1.0, prior_sd=1.0, intercept_sd=2.0, **kwargs):

@@ -437,12 +437,18 @@ class WSC(Estimator):
     """
 
     model_name = "wsc"
+    data_class = GroupedCounts
     nuts_precision = "float32"
     laplace_local = ("mu",)
     estimands = ["rho", "pi", "w0", "w1", "mu_loc", "mu_scale", "sigma_h"]
     internal_variables = ("mu",)
     unit_dims = ("group",)
     required_attrs = ("model", "method", "settings", "behavior_levels")
+    required_groups = ("posterior", "observed_data", "constant_data")
+    attr_kinds = {"behavior_levels": ("a mapping of each behavior column to its levels",
+                                      lambda v: isinstance(v, dict) and all(isinstance(x, list) for x in v.values()))}
+    bounds = {"rho": (0.0, 1.0), "pi": (0.0, 1.0), "w0": (0.0, 1.0), "w1": (0.0, 1.0), "mu_scale": (0.0, float("inf")),
+              "sigma_h": (0.0, float("inf"))}
     required_variables = {"posterior": ("rho", "pi", "mu", "w0", "w1"), "observed_data": ("counts", "he"),
                           "constant_data": ("n_items", "group_scale")}
 

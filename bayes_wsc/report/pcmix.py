@@ -25,6 +25,7 @@ from matplotlib.patches import Ellipse
 from matplotlib.text import Text
 
 from bayes_wsc import inference
+from bayes_wsc.baselines.pcmix import lam_text
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.report.criticism import criticism_sections
@@ -275,7 +276,7 @@ def plot_path_clusters(path, *, features: tuple[str, str] | None = None, ncols: 
     nrows = math.ceil(n / ncols)
     fig, axes = new_figure(nrows, ncols, width=4.6 * ncols, height=3.8 * nrows)
     for i, (lam, est) in enumerate(zip(path.lams, path.fits)):
-        plot_clusters(est, features=features, ax=axes.ravel()[i], title=f"lam = {lam:g}", legend=i == 0)
+        plot_clusters(est, features=features, ax=axes.ravel()[i], title=f"lam = {lam_text(lam)}", legend=i == 0)
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
     return fig
@@ -285,7 +286,7 @@ def plot_path_clusters(path, *, features: tuple[str, str] | None = None, ncols: 
 def _fit_words(est, with_lam: bool = True) -> str:
     settings = _settings(est)
     lam = float(settings["lam"])
-    lam_words = f", lam = {lam:g}" if with_lam else ""
+    lam_words = f", lam = {lam_text(lam)}" if with_lam else ""
     if _method(est) == "map":
         what = (f"the posterior mode (MAP), which is PC training: L-BFGS from {settings.get('restarts')} starts "
                 "(k-means, then random), the best objective kept")
@@ -402,7 +403,7 @@ def write_path_report(path, out_dir, *, y: np.ndarray | None = None, baseline: p
         "The clusters of each fit over the data (seed 003, Fig. 2 / Fig. 3); red clusters emit the positive label "
         "more often."], figures=[plot_path_clusters(path)])
     estimands = Section("Cluster parameters at each lam", tables=[
-        (cluster_table(est).round(3), f"lam = {lam:g}") for lam, est in zip(path.lams, path.fits)])
+        (cluster_table(est).round(3), f"lam = {lam_text(lam)}") for lam, est in zip(path.lams, path.fits)])
     basins = []
     for lam, est in zip(path.lams, path.fits):
         frame = est.restart_basins_.copy()
@@ -411,7 +412,7 @@ def write_path_report(path, out_dir, *, y: np.ndarray | None = None, baseline: p
     basin_section = Section("Restarts and their basins", paragraphs=[
         "Every restart ends in a local optimum; restarts reaching the same log density share a basin."],
         tables=[(pd.concat(basins, ignore_index=True).round(3), "basins per lam, best first")])
-    fits = {f"lam = {lam:g}": est for lam, est in zip(path.lams, path.fits)}
+    fits = {f"lam = {lam_text(lam)}": est for lam, est in zip(path.lams, path.fits)}
     diag = diagnostics_section(fits)
     intro = [p for p in _intro(first)[:2]]
     intro.append(f"Fitted at lam = {', '.join(f'{v:g}' for v in path.lams)}, each with "
