@@ -214,9 +214,10 @@ def fit_warnings(fits: Mapping[str, object]) -> tuple[list[str], list[str]]:
         if messages:
             paragraphs.append(f"{label}: {len(messages)} warning{'s' if len(messages) > 1 else ''}, listed below.")
             warnings += [f"{label}: {m}" for m in messages]
-        else:
-            paragraphs.append(f"{label}: No problems found.")
         method = inference.get_attrs(est._fitted())["method"]
+        if not messages:
+            paragraphs.append(f"{label}: No warnings; its intervals are approximate, as below." if method == "laplace"
+                              else f"{label}: No problems found.")
         if method == "map":
             paragraphs.append(f"{label}: the posterior mode, the single most probable point, with no intervals. "
                               "Fit with method=\"nuts\" (--method nuts) for credible intervals.")
