@@ -236,3 +236,15 @@ def test_the_pcmix_report_opens_with_its_status(tmp_path):
     page = est.report(tmp_path).read_text()
     assert opens_with_status(page) and "gradient norm at the mode is 3.2" in status_block(page)
     assert "MAP: " in page and "lam = 4: " not in page  # a report of one fit labels it by its method
+
+
+def test_set_of_a_model_setting_names_its_option(wsc_data, tmp_path):
+    from bayes_wsc.errors import InputError
+
+    path = tmp_path / "my_variant.py"
+    path.write_text(VARIANT)
+    with pytest.raises(InputError, match="give it with --wh on the command line, or as the estimator's wh="):
+        WSC(model_file=str(path), model_settings={"wh": 3}).fit(wsc_data)
+    with pytest.raises(InputError, match="--mu-prior on the command line"):
+        WSC(model_file=str(path), model_settings={"mu_prior": "flat"}).fit(wsc_data)
+    assert NoisyExperts.setting_options["n_clusters"] == "clusters"
