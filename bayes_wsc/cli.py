@@ -15,6 +15,7 @@ import sys
 
 from bayes_wsc.commands import FIT_COMMANDS
 from bayes_wsc.commands.common import add_sep_option, non_negative_int, positive_int, probability
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.demo import FILES as DEMO_FILES
 from bayes_wsc.outputs import REPORT_CONTENTS, input_file, input_table, output_file, output_folder
 
@@ -39,10 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="output folder (default: ./bayes-wsc-demo)")
     demo.add_argument("--groups", type=positive_int, default=500, help="number of groups (default 500)")
     demo.add_argument("--items", type=positive_int, default=100, help="clicks per group (default 100)")
-    demo.add_argument("--draws", type=positive_int, default=1000)
-    demo.add_argument("--tune", type=non_negative_int, default=1000)
-    demo.add_argument("--chains", type=positive_int, default=4)
-    demo.add_argument("--seed", type=int, default=2015)
+    demo.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws per chain (default 1000)")
+    demo.add_argument("--tune", type=non_negative_int, default=1000, help="NUTS tuning steps per chain (default 1000)")
+    demo.add_argument("--chains", type=positive_int, default=4, help="NUTS chains (default 4)")
+    demo.add_argument("--seed", type=int, default=2015, help="seed of the simulation and of NUTS (default 2015)")
     demo.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
     fit = sub.add_parser("fit", help="fit a model to data files")
@@ -78,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--items", required=True, type=input_table("items file"),
                          help="CSV or Parquet with the model's item columns")
     predict.add_argument("--out", required=True, type=output_file("predictions file"), help="CSV to write")
-    predict.add_argument("--ci", type=probability, default=0.94, help="credible interval mass (default 0.94)")
+    add_ci_option(predict, "of prob_low, prob_high")
     predict.add_argument("--overlap-threshold", type=probability, default=None, metavar="T",
                          help="perception fits: an item is in every cluster with probability >= T (default: the "
                               "fit's, 0.3)")
@@ -88,9 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("fit", type=input_file("fit file"))
     report.add_argument("--out", required=True, type=output_folder("report folder", REPORT_CONTENTS),
                         help="output folder (DIR/report.html)")
+    add_ci_option(report, "of every interval in the report")
 
     summary = sub.add_parser("summary", help="print the estimands and diagnostics of a fit")
     summary.add_argument("fit", type=input_file("fit file"))
+    add_ci_option(summary, "of the HDI columns")
 
     check = sub.add_parser("check", help="run a fit's model checks (posterior predictive, targeted, LOO's Pareto k)")
     check.add_argument("fit", type=input_file("fit file"))
@@ -107,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
     ppc.add_argument("--plot", metavar="FILE.png", type=output_file("plot file"),
                      help="also draw az.plot_ppc of every statistic (.png, .pdf, .svg)")
     return parser
+
+
+def add_ci_option(parser, what: str) -> None:
+    """--ci, the credible level, on every command that shows intervals; one default for all of them."""
+    parser.add_argument("--ci", type=probability, default=DEFAULT_CI, metavar="LEVEL",
+                        help=f"credible level {what} (default {DEFAULT_CI:g}, as in every summary and report)")
 
 
 # ---------------------------------------------------------------------- commands
@@ -261,7 +270,7 @@ def check_probabilities(predictions, items) -> None:
 def cmd_report(args) -> None:
     from bayes_wsc.estimator import load
 
-    print(f"wrote {load(args.fit).report(args.out)}")
+    print(f"wrote {load(args.fit).report(args.out, ci=args.ci)}")
 
 
 def cmd_summary(args) -> None:
@@ -271,7 +280,7 @@ def cmd_summary(args) -> None:
     est = load(args.fit)
     attrs = est.idata_.posterior.attrs
     print(f"model: {attrs['model']}  method: {attrs['method']}  fitted with bayes_wsc {attrs.get('package_version')}")
-    print_fit(est)
+    print_fit(est, ci=args.ci)
 
 
 def cmd_check(args) -> None:

@@ -26,6 +26,7 @@ from typing import ClassVar, NamedTuple
 
 from bayes_wsc import checks as criticism
 from bayes_wsc import diagnostics, inference
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import FitWarning, InputError
 
 METHODS = ("map", "nuts", "laplace")
@@ -77,6 +78,8 @@ class Estimator:
     unit_dims: ClassVar[tuple[str, ...]] = ()
     #: free variables coupled to each other only through the others (`laplace`: an arrow Hessian)
     laplace_local: ClassVar[tuple[str, ...]] = ()
+    #: the command-line option of a model setting whose option is not its name with dashes (`--set` errors)
+    setting_options: ClassVar[dict[str, str]] = {}
     #: the data container `fit` takes (`GroupedCounts`...): anything else is refused before any work
     data_class: ClassVar[type | None] = None
 
@@ -198,8 +201,10 @@ class Estimator:
         own = self.model_settings or {}
         clash = sorted(set(own) & set(self.build_settings()))
         if clash:
-            raise InputError(f"model_settings: {clash[0]!r} is a setting of the {self.model_name} model itself; "
-                             f"pass it as {clash[0]}=... instead")
+            option = self.setting_options.get(clash[0], clash[0].replace("_", "-"))
+            raise InputError(f"--set {clash[0]} (model_settings): {clash[0]!r} is a setting of the {self.model_name} "
+                             f"model itself: give it with --{option} on the command line, or as the estimator's "
+                             f"{clash[0]}= in Python")
         variant = load_variant(self.model_file)
         settings = {**self.build_settings(), **own}
         _check_accepts(variant.build_model, settings, self.model_file)
@@ -573,7 +578,7 @@ class Estimator:
         self._check_fitted()
         return list(inference.get_attrs(self._fitted()).get("diagnostics", []))
 
-    def summary(self, var_names: list[str] | None = None, hdi_prob: float = 0.94):
+    def summary(self, var_names: list[str] | None = None, hdi_prob: float = DEFAULT_CI):
         """`az.summary` of the estimands and a variant's own variables (mean, sd, HDI, and R-hat/ESS
         after NUTS); `summary_notes` names what is too long for the table."""
         self._check_fitted()
@@ -634,7 +639,7 @@ class Estimator:
         if reason:
             raise InputError(reason)
         elpd = inference.loo(fitted, pointwise)
-        row = criticism.pareto_row(elpd, criticism.unit_noun(fitted))
+        row = criticism.pareto_row(elpd, criticism.unit_noun(fitted), fitted)
         if row.flagged:
             warnings.warn(row.message, FitWarning, stacklevel=2)
         return elpd

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ def has_draws(idata) -> bool:
     return idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"] > 1
 
 
-def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = 0.94) -> pd.DataFrame:
+def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = DEFAULT_CI) -> pd.DataFrame:
     """`az.summary`; a MAP fit (a single draw) gets one column, `map`, and no intervals, with the
     rows labelled as ArviZ labels them (`rho[3]`), read straight from the posterior."""
     posterior = idata.posterior

@@ -204,7 +204,7 @@ def loo_rows(est) -> list[Check]:
     if inference.loo_unavailable(fitted) is not None:
         return []
     elpd = inference.loo(fitted)
-    return [pareto_row(elpd, unit_noun(fitted))]
+    return [pareto_row(elpd, unit_noun(fitted), fitted)]
 
 
 def unit_noun(idata) -> str:
@@ -214,17 +214,37 @@ def unit_noun(idata) -> str:
     return dims[0] if dims else "observation"
 
 
-def pareto_row(elpd, noun: str) -> Check:
+def unit_label(idata, label) -> str:
+    """A unit of the log-likelihood (a coordinate of its dim) named as the user knows it: a model's checks
+    module may define `unit_label(idata, label)` (the noisy-experts model names a pair by its items' ids)."""
+    module = MODULES.get(inference.get_attrs(idata).get("model"))
+    namer = getattr(importlib.import_module(module), "unit_label", None) if module else None
+    return str(label) if namer is None else namer(idata, label)
+
+
+def plural(noun: str) -> str:
+    """'bins', 'classes', 'group-class pairs' (a noun 'group and class' names a pair of labels)."""
+    noun = noun.replace("_", " ")
+    if " and " in noun:
+        return "-".join(noun.split(" and ")) + " pairs"
+    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def pareto_row(elpd, noun: str, idata=None) -> Check:
+    """The LOO row; with the fit's `idata`, the worst unit is named as the user knows it (`unit_label`)."""
     k = inference.pareto_k_summary(elpd)
     flagged = k["bad"] > 0
+    noun = noun.replace("_", " ")  # a dim name: "seed item"
+    worst = k["worst"] if idata is None else unit_label(idata, k["worst"])
     if flagged:
-        message = (f"LOO is unreliable for {k['bad']} of {k['units']} {noun}s (Pareto k above {k['threshold']:.2f}, "
-                   f"worst {k['max_k']:.2f} at {noun} {k['worst']}): for them the posterior without the {noun} is "
-                   "too far from the posterior with it for importance sampling to stand in for refitting. Compare "
-                   "models by refitting without those units (K-fold), or draw more samples if k is close to the "
-                   "threshold.")
+        message = (f"LOO is unreliable for {k['bad']} of {k['units']} {plural(noun)} (Pareto k above "
+                   f"{k['threshold']:.2f}, worst {k['max_k']:.2f} at {noun} {worst}): for them the posterior "
+                   f"without the {noun} is too far from the posterior with it for importance sampling to stand in "
+                   "for refitting. Compare models by refitting without those units (K-fold), or draw more samples "
+                   "if k is close to the threshold.")
     else:
-        message = f"LOO is reliable: every Pareto k is at most {k['threshold']:.2f} (largest {k['max_k']:.2f})."
+        message = (f"LOO is reliable: every Pareto k is at most {k['threshold']:.2f} (largest {k['max_k']:.2f}, "
+                   f"at {noun} {worst}).")
     return Check("loo_pareto_k", k["max_k"], k["threshold"], float("nan"), flagged, message)
 
 
@@ -316,12 +336,13 @@ def omnibus(name: str, observed: np.ndarray, replicated: np.ndarray, labels: Seq
     size = f"{phi:.3g} times the replicates' discrepancy, tolerance {tolerance:g}"
     if flagged:
         message = (f"{what} differ from data replicated from the fit far more than chance allows ({size}; "
-                   f"p = {p:.3g} over {obs.size} {noun}s; {detail}). {advice}")
+                   f"p = {p:.3g} over {obs.size} {plural(noun)}; {detail}). {advice}")
     elif p < ALPHA:
         message = (f"{what} differ from the replicates beyond chance but within the tolerance ({size}; "
-                   f"p = {p:.3g} over {obs.size} {noun}s; {detail}).")
+                   f"p = {p:.3g} over {obs.size} {plural(noun)}; {detail}).")
     else:
-        message = f"{what} are consistent with the fit ({size}; p = {p:.3g} over {obs.size} {noun}s; {detail})."
+        message = (f"{what} are consistent with the fit ({size}; p = {p:.3g} over {obs.size} {plural(noun)}; "
+                   f"{detail}).")
     return Check(name, d_obs, float(np.mean(d_rep)), p, flagged, message, phi, float(tolerance))
 
 
@@ -352,7 +373,8 @@ def worst_element(name: str, p_values: np.ndarray, observed: np.ndarray, referen
            else f"off by {_number(effect[worst])}{unit} with tolerance {tolerance:g}{unit}")
     values = f"{_number(observed[worst])} observed against {_number(reference[worst])} in the replicates, {off}"
     if flagged:
-        message = f"{what} for {noun} {label} ({values}; p = {p:.3g}, Bonferroni over {finite.sum()} {noun}s). {advice}"
+        message = (f"{what} for {noun} {label} ({values}; p = {p:.3g}, Bonferroni over {finite.sum()} "
+                   f"{plural(noun)}). {advice}")
     else:
         message = (f"{what}: no {noun} stands out (smallest p = {p:.3g} after Bonferroni over {finite.sum()}, "
                    f"{noun} {label}: {values}).")

@@ -96,6 +96,17 @@ def rows(est, data, replicates: Replicates) -> list[Check]:
     return [agreement]
 
 
+def unit_label(idata, label) -> str:
+    """A pair of the log-likelihood (its `pair` coordinate) as the user's ids of its two items: "(a17, b3)"."""
+    pairs = [str(p) for p in np.asarray(idata["log_likelihood"]["pair"].values)]
+    if str(label) not in pairs:
+        return str(label)
+    const = idata["constant_data"]
+    at = pairs.index(str(label))
+    items = np.asarray(const["item"].values)
+    return f"({items[int(const['pair_first'].values[at])]}, {items[int(const['pair_second'].values[at])]})"
+
+
 def targeted() -> list:
     """The targeted check (`expert_agreement`) needs the replicates, so `rows` makes it; nothing more runs."""
     return []

@@ -48,6 +48,7 @@ from bayes_wsc._lazy import LazyModule
 from bayes_wsc.baselines.pcmix import (LOG_2PI, Params, Priors, check_components, check_lam, component_logp, lam_text,
                                        random_starts)
 from bayes_wsc.data.labeled import LabeledItems, standardize
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator, is_count, is_labels
 from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
@@ -504,7 +505,7 @@ class PCMixture(Estimator):
                              "objective": data_term + float(self.lam) * label_term})
 
     # ------------------------------------------------------------------ predictions
-    def predict_arrays(self, x_std: np.ndarray, ci: float = 0.94) -> dict[str, np.ndarray]:
+    def predict_arrays(self, x_std: np.ndarray, ci: float = DEFAULT_CI) -> dict[str, np.ndarray]:
         """Posterior mean and HDI of P(y = c | x) and the mean of p(z = k | x) for standardized items.
 
         Returns "label_mean", "label_low", "label_high" (m, C) and "cluster_mean" (m, K); nothing
@@ -532,7 +533,7 @@ class PCMixture(Estimator):
         return {"label_mean": mean[:, :n_classes], "label_low": low[:, :n_classes],
                 "label_high": high[:, :n_classes], "cluster_mean": mean[:, n_classes:]}
 
-    def predict(self, items: pd.DataFrame, *, ci: float = 0.94) -> pd.DataFrame:
+    def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI) -> pd.DataFrame:
         """Every input column plus the label probabilities and the clusters of new items.
 
         Two classes: `prob` (posterior mean of P(y = positive | x)), `prob_low`, `prob_high` (HDI at

@@ -45,6 +45,7 @@ from scipy.special import gammaln, logsumexp
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.proportions import LabelProportions, count_plan
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator, is_labels
 from bayes_wsc.posterior import check_ci, stacked, summarize_columns
@@ -584,7 +585,7 @@ class ProportionsClassifier(Estimator):
         return LabelProportions(bins=bins, item_bin=const["item_bin"].values, **common)
 
     # ------------------------------------------------------------------ predictions
-    def class_probabilities(self, features, ci: float = 0.94) -> dict[str, np.ndarray]:
+    def class_probabilities(self, features, ci: float = DEFAULT_CI) -> dict[str, np.ndarray]:
         """Posterior mean and HDI of P(z = l | x) for items as the model sees them (standardized
         numbers (m, D) or bin indices (m,)): "mean", "low", "high", each (m, L). Computed in chunks;
         nothing per draw is kept."""
@@ -627,7 +628,7 @@ class ProportionsClassifier(Estimator):
         sd_z = stacked(self.idata_, "sd") / scale
         return lambda x: log_eta[:, None, :] + gaussian_logp_draws(x, mean_z, sd_z)
 
-    def predict(self, items: pd.DataFrame, *, ci: float = 0.94) -> pd.DataFrame:
+    def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI) -> pd.DataFrame:
         """Every input column plus `class` (the most probable), `prob_<class>` for every class (posterior
         mean of P(z = class | x)) and `prob_low`, `prob_high` (HDI at `ci`) of the chosen class. Only the
         features are read: new items come without a group. After a MAP fit the interval cells are empty."""
@@ -645,7 +646,7 @@ class ProportionsClassifier(Estimator):
         out["prob_high"] = result["high"][rows, chosen]
         return out
 
-    def item_probabilities(self, *, ci: float = 0.94, max_draws: int = 200, seed: int = 0) -> pd.DataFrame:
+    def item_probabilities(self, *, ci: float = DEFAULT_CI, max_draws: int = 200, seed: int = 0) -> pd.DataFrame:
         """Each training item's class posterior given its features and its group's supervision, under the
         fit's bag likelihood, computed on demand (never stored per draw): `item`, `group`, `class`,
         `prob_<class>` and `prob_low`, `prob_high` of the chosen class.

@@ -26,6 +26,7 @@ from bayes_wsc._lazy import LazyModule
 from bayes_wsc.baselines.wsc import naive_emissions
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
 from bayes_wsc.data.tables import key_text
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import Estimator
 from bayes_wsc.posterior import append_predictions, check_ci, stacked, summarize_columns
@@ -648,7 +649,7 @@ class WSC(Estimator):
         return plot_rho(self, **kwargs)
 
     # ------------------------------------------------------------------ predictions
-    def class_probability(self, groups=None, ci: float = 0.94) -> xr.Dataset:
+    def class_probability(self, groups=None, ci: float = DEFAULT_CI) -> xr.Dataset:
         """P(Z = 1 | X = k, group i) for chosen groups and every bin: mean and HDI, computed on demand."""
         self._check_fitted()
         check_ci(ci)
@@ -676,7 +677,7 @@ class WSC(Estimator):
 
         return summarize_columns(len(cells), draws_of, mu.shape[0], ci)
 
-    def predict(self, items: pd.DataFrame, *, ci: float = 0.94, group_col: str | None = None) -> pd.DataFrame:
+    def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI, group_col: str | None = None) -> pd.DataFrame:
         """Every input column plus `prob`, `prob_low`, `prob_high`: P(Z = 1 | behavior).
 
         Group-specific for rows whose group the fit knows; the population
