@@ -340,12 +340,19 @@ class Estimator:
         self.__dict__.pop("_idata", None)
         self.__dict__.pop("_pending_log_likelihood", None)
         self._mode = map_draws
+        self._fit_terms, found = self._likelihood_terms(draws, data)
+        messages += found
+        holds = None
         if draws.deferred is not None:  # Laplace, the fast path: its pointwise log-likelihood waits for first use
             self._pending_log_likelihood = (draws, data, dims)
         else:
-            self.pointwise_log_likelihood(draws, data)
+            holds = self.pointwise_log_likelihood(draws, data)
         check_finite(draws.posterior)
         self._groups = self._assemble(coords, dims, draws, data, fit_info)
+        if self._fit_terms is not None:
+            inference.set_attrs(self._fitted(), {"likelihood_terms": self._fit_terms})
+        if "log_likelihood" in self._groups and draws.deferred is None:
+            inference.set_attrs(self._fitted(), {"log_likelihood_holds": holds or self._recorded_words()})
         with self.variant_errors("the diagnostics"):
             if self.method == "nuts":
                 messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
@@ -370,6 +377,45 @@ class Estimator:
         how = f"; build it with {' or '.join(f'{cls.__name__}.{n}(...)' for n in builders)}" if builders else ""
         raise InputError(f"{type(self).__name__}.fit expects {cls.__name__} ({cls.__module__}), "
                          f"got {_described(data)}{how}")
+
+    def _likelihood_terms(self, draws, data) -> tuple[dict | None, list[str]]:
+        """Which of the fitted model's terms are the default model's (`model_terms`), and warnings.
+        The package's own model is the default by construction; a variant is compared at its draws
+        (a Laplace fit of a variant computes its pointwise log-likelihood now, for the comparison)."""
+        from bayes_wsc import model_terms
+
+        if self.model_name not in criticism.MODULES:
+            return None, []
+        module = criticism.module_of(self)
+        names = getattr(module, "TERMS", ("likelihood",))
+        if self.model_file is None and type(self).build_model.__module__.startswith("bayes_wsc."):
+            return {t: model_terms.DEFAULT for t in names}, []
+        if draws.deferred is not None:
+            draws.posterior.update(draws.deferred())
+            draws.deferred = None
+        try:
+            return model_terms.likelihood_terms(self, draws.posterior, data, self.model_), []
+        except Exception as exc:  # noqa: BLE001 - user code: say so, and trust nothing of the default's
+            return {t: model_terms.UNVERIFIED for t in names}, [
+                f"the variant's terms could not be compared with the default model's ({_one_line(exc)}): its "
+                "log-likelihood is kept as it recorded it, and checks that replicate from the default model's "
+                "formula do not run"]
+
+    def _recorded_words(self) -> str:
+        """What the `log_likelihood` group holds when the model keeps what it recorded."""
+        from bayes_wsc import model_terms
+
+        replaced = model_terms.replaced(getattr(self, "_fit_terms", None))
+        if not replaced:
+            return "the log-likelihood of each unit as the fitted model recorded it (its terms are the default model's)"
+        return (f"the log-likelihood of each unit as the fitted model recorded it, from its own terms (its "
+                f"{', '.join(replaced)} {'is' if len(replaced) == 1 else 'are'} not the default model's)")
+
+    def log_likelihood_notes(self) -> list[str]:
+        """Plain words on what LOO scores for this fit (the fit's `log_likelihood_holds`), or none."""
+        self._check_fitted()
+        holds = inference.get_attrs(self._fitted()).get("log_likelihood_holds")
+        return [f"LOO scores {holds}."] if holds else []
 
     def _fit_time_checks(self, data) -> list[str]:
         """Run the model's checks, store their rows in the fit, and return the flagged ones as messages.
@@ -473,10 +519,11 @@ class Estimator:
             draws, data, dims = pending
             recorded = draws.deferred()
             draws.posterior.update(recorded)
-            self.pointwise_log_likelihood(draws, data)
+            holds = self.pointwise_log_likelihood(draws, data)
             values = {n: draws.posterior.pop(n) for n in recorded}
             check_finite(values)
             inference.add_log_likelihood(self._groups, values, dims or {})
+            inference.set_attrs(self._groups, {"log_likelihood_holds": holds or self._recorded_words()})
         return self._fitted()
 
     def _fitted(self):
@@ -540,9 +587,13 @@ class Estimator:
         (drawn from their conditionals); returns their dims. None by default."""
         return {}
 
-    def pointwise_log_likelihood(self, draws, data) -> None:
+    def pointwise_log_likelihood(self, draws, data) -> str | None:
         """Rework, in place, the per-unit log-likelihood the model recorded (`likelihoods.record_pointwise`)
-        before it becomes the `log_likelihood` group; by default it is kept as the graph computed it."""
+        before it becomes the `log_likelihood` group, and say in words what it then holds (kept in the
+        fit's attrs as `log_likelihood_holds`); by default it is kept as the graph computed it (None).
+        A rework may only use the default model's formulas where `self._fit_terms` (`model_terms`) says
+        the fitted model's terms are the default's."""
+        return None
 
     def _assemble(self, coords, dims, draws, data, fit_info) -> inference.Groups:
         groups = self.data_groups(data)

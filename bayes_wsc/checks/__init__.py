@@ -93,6 +93,8 @@ class Replicates:
     dims: dict[str, list[str]] = field(default_factory=dict)
     coords: dict[str, Sequence] = field(default_factory=dict)
     realized: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    #: checks left out because the fitted model replaced the term they replicate from: {check: why}
+    not_run: dict[str, str] = field(default_factory=dict)
 
 
 def running() -> bool:
@@ -143,10 +145,35 @@ def subsample(posterior, names: Sequence[str], draws: int) -> tuple[dict[str, np
     return out, (chains, index.size)
 
 
+def likelihood_terms(est) -> dict[str, str]:
+    """The fit's `likelihood_terms` (`model_terms`): which of its terms are the default model's. A fit
+    made before they were recorded is taken as the default model's, as it was then."""
+    return dict(inference.get_attrs(_posterior(est)).get("likelihood_terms") or {})
+
+
+def replaced_message(est, replaced: Sequence[str]) -> str:
+    """Why a model's checks did not run: the fitted model replaced the terms they replicate from."""
+    return (f"not run: the fitted model's {', '.join(replaced)} {'is' if len(replaced) == 1 else 'are'} not the "
+            f"default {est.model_name} model's (compared at the fit's draws), and these checks would replicate "
+            "the data from the default model's formula instead of the fitted model's.")
+
+
+def _replicates_default_only(est, module) -> list[str]:
+    """The fit's replaced terms, for a model whose checks replicate from the default formula alone."""
+    from bayes_wsc import model_terms
+
+    return [] if hasattr(module, "likelihood_terms") else model_terms.replaced(likelihood_terms(est))
+
+
 def draw_replicates(est, data=None, *, draws: int = PPC_DRAWS, seed: int = 0) -> tuple[Replicates, tuple[int, int]]:
-    """The model's replicated statistics (`checks/<model>.replicate`) on subsampled posterior draws."""
+    """The model's replicated statistics (`checks/<model>.replicate`) on subsampled posterior draws.
+    A fit whose model replaced a term the replicates come from raises `InputError` (they would be the
+    default model's data, not the fitted model's)."""
     fitted = _posterior(est)
     module = module_of(est)
+    replaced = _replicates_default_only(est, module)
+    if replaced:
+        raise InputError("the posterior predictive checks were " + replaced_message(est, replaced))
     data = est.data_from_fit() if data is None else data
     params, shape = subsample(fitted.posterior, module.parameters(fitted.posterior), draws)
     rng = np.random.default_rng(seed)
@@ -157,12 +184,15 @@ def posterior_predictive(est, data=None, *, draws: int = PPC_DRAWS, seed: int = 
     """`posterior_predictive` and `observed_data` groups with the same variables: statistics of the
     replicated data sets and of the observed data (what `az.plot_ppc` draws)."""
     replicates, (chains, per_chain) = draw_replicates(est, data, draws=draws, seed=seed)
+    if not replicates.replicated:
+        raise InputError("the posterior predictive checks were " + " ".join(replicates.not_run.values()))
     replicated = {k: v.reshape(chains, per_chain, *v.shape[1:]) for k, v in replicates.replicated.items()}
     groups = inference.from_draws({}, coords=replicates.coords, dims=replicates.dims,
                                   observed_data=replicates.observed)
     predictive = inference.from_draws(replicated, coords=replicates.coords, dims=replicates.dims)
     out = inference.Groups(posterior_predictive=predictive["posterior"], observed_data=groups["observed_data"])
     inference.set_attrs(out, {"model": est.model_name, "ppc_draws": int(chains * per_chain), "ppc_seed": int(seed),
+                              "ppc_not_run": replicates.not_run,
                               "method": inference.get_attrs(_posterior(est))["method"]})
     return out
 
@@ -186,13 +216,20 @@ def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
     data = est.data_from_fit() if data is None else data
     if draws is None:
         draws = int(min(PPC_DRAWS, max(MIN_DRAWS, FIT_TIME_VARIATES // max(1, module.variates(data)))))
+    replaced = _replicates_default_only(est, module)
     with _checks_running():
-        rows = []
-        if getattr(module, "REPLICATE_ROWS", True):  # a model whose replicates feed `ppc` only skips them
-            replicates, _ = draw_replicates(est, data, draws=draws, seed=seed)
-            rows = list(module.rows(est, data, replicates))
-        for check in (module.targeted() if targeted is None else targeted):
-            rows += check(est, data, seed)
+        if replaced:  # one row says why, instead of checks of a model that was not fitted
+            rows = [Check("ppc", float("nan"), float("nan"), float("nan"), False,
+                          "The posterior predictive and targeted checks were " + replaced_message(est, replaced))]
+        else:
+            rows = []
+            if getattr(module, "REPLICATE_ROWS", True):  # a model whose replicates feed `ppc` only skips them
+                replicates, _ = draw_replicates(est, data, draws=draws, seed=seed)
+                rows = list(module.rows(est, data, replicates))
+                rows += [Check(name, float("nan"), float("nan"), float("nan"), False, message)
+                         for name, message in replicates.not_run.items()]
+            for check in (module.targeted() if targeted is None else targeted):
+                rows += check(est, data, seed)
         if loo:
             rows += loo_rows(est)
     return rows

@@ -38,6 +38,28 @@ def parameters(posterior) -> list[str]:
     return ["W", "b", "alpha", "beta"]
 
 
+def default_log_likelihood(est, data, params: dict) -> np.ndarray:
+    """The default model's per-pair log-likelihood at draws of W, b, alpha, beta (S, P): all the experts'
+    links on a pair with its two clusters summed out (`likelihoods.pair_ratings_logp`), in NumPy, the
+    model these checks replicate from (`model_terms`)."""
+    from scipy.special import log_softmax, logsumexp
+
+    from bayes_wsc.models.experts import pair_ends
+
+    W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
+    alpha, beta = np.asarray(params["alpha"], dtype=float), np.asarray(params["beta"], dtype=float)
+    log_probs = log_softmax(np.einsum("nd,sdk->snk", data.features[data.linked_items], W) + b[:, None, :], axis=-1)
+    ends = pair_ends(data)
+    first, second = log_probs[:, ends[:, 0]], log_probs[:, ends[:, 1]]  # (S, P, K)
+    log_same = logsumexp(first + second, axis=-1)
+    with np.errstate(divide="ignore"):
+        log_different = logsumexp(first + np.log(-np.expm1(second)), axis=-1)
+    must, cannot = data.link_counts()
+    given_same = must @ np.log(alpha).T + cannot @ np.log1p(-alpha).T  # (P, S)
+    given_different = must @ np.log1p(-beta).T + cannot @ np.log(beta).T
+    return np.logaddexp(log_same + given_same.T, log_different + given_different.T)
+
+
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
     alpha, beta = np.asarray(params["alpha"], dtype=float), np.asarray(params["beta"], dtype=float)

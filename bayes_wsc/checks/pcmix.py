@@ -46,6 +46,32 @@ def _categorical(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
                       probs.shape[-1] - 1)
 
 
+def default_log_likelihood(est, data, params: dict) -> np.ndarray:
+    """The default model's per-item log-likelihood at draws of pi, mean, sd, rho (S, n): log p(x_d, y_d)
+    for a labeled item, log p(x_d) for another, on the standardized features (`add_pc_objective`), in
+    NumPy, the model these checks replicate from (`model_terms`)."""
+    from scipy.special import logsumexp
+
+    from bayes_wsc.models.pcmix import component_logp_draws
+
+    pi = np.asarray(params["pi"], float)
+    mean_z = (np.asarray(params["mean"], float) - data.center) / data.scale
+    sd_z = np.asarray(params["sd"], float) / data.scale
+    rho = np.asarray(params["rho"], float)
+    if rho.ndim == 2:
+        rho = np.stack([1 - rho, rho], axis=-1)
+    with np.errstate(divide="ignore"):
+        joint = np.log(pi)[:, None, :] + component_logp_draws(data.x, mean_z, sd_z)  # (S, n, K)
+        out = logsumexp(joint, axis=-1)
+        labeled = np.flatnonzero(data.labeled)
+        if labeled.size:
+            y = np.asarray(data.y)[labeled]
+            label = np.log(np.take_along_axis(rho, np.broadcast_to(y[None, None, :], (rho.shape[0], rho.shape[1],
+                                                                                       labeled.size)), axis=2))
+            out[:, labeled] = logsumexp(joint[:, labeled] + np.swapaxes(label, 1, 2), axis=-1)
+    return out
+
+
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     pi = np.asarray(params["pi"], float)
     mean_z = (np.asarray(params["mean"], float) - data.center) / data.scale

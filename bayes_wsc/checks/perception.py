@@ -68,6 +68,19 @@ def neighbour_agreement(z: np.ndarray, near: np.ndarray, n_clusters: int) -> np.
         return np.einsum("sm,smk->sk", same, onehot) / onehot.sum(axis=1)
 
 
+def default_log_likelihood(est, data, params: dict) -> np.ndarray:
+    """The default model's per-seed log-likelihood at draws of W, b (S, m): log P(z_i in S_i | x_i)
+    (`likelihoods.seed_sets_logp`), in NumPy, the model these checks replicate from (`model_terms`)."""
+    from scipy.special import logsumexp
+
+    from bayes_wsc.models.perception import membership_log_probabilities
+
+    W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
+    rows = data.seed_items
+    log_probs = membership_log_probabilities(data.features[rows], W, b, data.perception)  # (S, m, K)
+    return logsumexp(np.where(data.seed_mask[rows][None], log_probs, -np.inf), axis=-1)
+
+
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     from bayes_wsc.models.perception import condition_on_seeds, membership_log_probabilities
 

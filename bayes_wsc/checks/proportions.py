@@ -67,6 +67,47 @@ def _emission(posterior_names) -> str:
     return "logistic" if "W" in posterior_names else "categorical" if "w" in posterior_names else "gaussian"
 
 
+def default_log_likelihood(est, data, params: dict) -> np.ndarray:
+    """The default model's per-group log-likelihood at the fit's reported parameters (S, I): the
+    package's own bag-likelihood block (`models.proportions.add_bag_likelihood`, in a scratch model)
+    evaluated with the class shares and emissions that `theta` (or the given proportions) and `mean`,
+    `sd` / `w` / `W`, `b` imply; the model these checks replicate from (`model_terms`)."""
+    import pymc as pm
+    import pytensor
+    import pytensor.tensor as pt
+    from scipy.special import log_softmax
+
+    from bayes_wsc.data.proportions import LOG_ZERO
+    from bayes_wsc.models import proportions as mp
+
+    emission = _emission(params)
+    concentration = None if emission == "logistic" else est.concentration
+    bag = getattr(est, "_bag_of_fit", None) or mp.resolve_bag_likelihood(est.bag_likelihood, concentration, data)
+    n_draws = next(iter(params.values())).shape[0]
+    if "theta" in params:
+        log_shares = np.log(np.asarray(params["theta"], dtype=float))
+    else:
+        with np.errstate(divide="ignore"):
+            known = np.where(data.proportions > 0, np.log(np.maximum(data.proportions, 1e-300)), LOG_ZERO)
+        log_shares = np.broadcast_to(known, (n_draws, *data.proportions.shape))
+    if emission == "gaussian":
+        mean_z = (np.asarray(params["mean"], float) - data.center) / data.scale
+        log_emission = mp.gaussian_logp_draws(data.x, mean_z, np.asarray(params["sd"], float) / data.scale)
+    elif emission == "categorical":
+        log_emission = np.log(np.asarray(params["w"], dtype=float))
+    else:
+        W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
+        log_emission = log_softmax(np.einsum("nd,sld->snl", data.x, W) + b[:, None, :], axis=-1)
+    shares, emissions = pt.matrix("log_shares"), pt.matrix("log_emission")
+    with pm.Model(coords=mp.model_coords(data)):
+        mp._declare(mp.share_inputs(data, None))
+        if emission != "logistic":
+            mp._declare(mp.emission_inputs(data, emission, bag))
+        terms = mp.add_bag_likelihood(data, emission, bag, shares, emissions, concentration)
+    fn = pytensor.function([shares, emissions], terms, mode="FAST_COMPILE", on_unused_input="ignore")
+    return np.stack([fn(log_shares[s], log_emission[s]) for s in range(n_draws)])
+
+
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     emission = _emission(params)
     n_rep = next(iter(params.values())).shape[0]

@@ -35,9 +35,13 @@ import numpy as np
 from scipy.special import expit
 
 from bayes_wsc.checks import COLUMNS, Check, Replicates
+from bayes_wsc.checks import likelihood_terms as fit_terms
+from bayes_wsc.model_terms import DEFAULT
 
 #: the replicates feed `ppc` only: `checks.run` skips them at fit time
 REPLICATE_ROWS = False
+#: the first model's terms that `likelihood_terms` tells apart (the fit's attrs `likelihood_terms`)
+TERMS = ("clicks", "he", "group_quality")
 
 
 def variates(data) -> int:
@@ -57,6 +61,77 @@ def he_noise(est, params: dict, n: int) -> np.ndarray | None:
     if wh == 0 or math.isinf(wh):
         return None
     return np.full(n, 1.0 / math.sqrt(wh))
+
+
+# ---------------------------------------------------------------------- the fitted model's terms
+def default_parts(est, data, params: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The default model's per-group log-likelihood at draws of mu, w0, w1 (and a learned sigma_h):
+    the clicks, sum_k n_ik log(sig(-mu_i) w0_k + sig(mu_i) w1_k), and HE, log N(HE_i | mu_i, sigma_H)
+    (0 where HE is not modelled). Each (S, I); what `add_click_likelihood` records, in NumPy."""
+    mu, w0, w1 = (np.asarray(params[k], dtype=float) for k in ("mu", "w0", "w1"))
+    mixed = expit(-mu)[:, :, None] * w0[:, None, :] + expit(mu)[:, :, None] * w1[:, None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        clicks = np.where(data.counts[None] > 0, data.counts[None] * np.log(mixed), 0.0).sum(axis=2)
+    sigma = he_noise(est, params, mu.shape[0])
+    if sigma is None:
+        return clicks, np.zeros_like(clicks)
+    he = np.asarray(data.he, dtype=float)
+    return clicks, -0.5 * ((he - mu) / sigma[:, None]) ** 2 - np.log(sigma[:, None]) - 0.5 * math.log(2 * math.pi)
+
+
+def likelihood_terms(est, data, params: dict, recorded: dict, model) -> dict[str, str]:
+    """Which of the fitted model's terms are the default's (see `model_terms`): `clicks` (the click
+    likelihood), `he` (the rater noise HE_i given mu_i) and `group_quality` (F0, mu_i ~ Normal(mu_loc,
+    mu_scale)), from its recorded per-group log-likelihood, its own observed `he` term (when it
+    declares one) and, for F0, its log density as the group qualities move."""
+    from bayes_wsc import model_terms as mt
+
+    values = recorded.get("groups")
+    try:
+        clicks, he = default_parts(est, data, params)
+    except KeyError:  # no mu, w0 or w1: nothing of the default formula can be evaluated
+        clicks = he = None
+    terms = {"clicks": mt.UNVERIFIED, "he": mt.UNVERIFIED, "group_quality": mt.UNVERIFIED}
+    if values is None or clicks is None:
+        return terms
+    if mt.same(values, clicks + he) == mt.DEFAULT:
+        terms.update(clicks=mt.DEFAULT, he=mt.DEFAULT)
+    elif model is not None and "he" in model.named_vars and model["he"] in model.observed_RVs:
+        import pymc as pm
+
+        rv = model["he"]
+        own_he = mt.evaluate(model, [pm.logp(rv, model.rvs_to_values[rv])], params)[0]
+        terms.update(he=mt.same(own_he, he), clicks=mt.same(values - own_he, clicks))
+    if model is not None:
+        terms["group_quality"] = _group_quality(model, params)
+    return terms
+
+
+def _group_quality(model, params: dict) -> str:
+    """DEFAULT when the model's log density, as its per-group free variables move (mu_i itself, or a
+    group's rater error that moves it), changes by its recorded log-likelihood plus
+    log N(mu_i | mu_loc, mu_scale), and nothing else: then mu_i given the rest is the default's, and
+    integrating it out over F0 is integrating the fitted model's own terms."""
+    from bayes_wsc import model_terms as mt
+    from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
+
+    name = LOG_LIKELIHOOD_PREFIX + "groups"
+    local = [rv for rv in model.free_RVs if tuple(model.named_vars_to_dims.get(rv.name, ())) == ("group",)]
+    if not local or "mu" not in model.named_vars or not {"mu_loc", "mu_scale"} <= set(params) \
+            or name not in model.named_vars:
+        return mt.UNVERIFIED
+    rng = np.random.default_rng(0)
+    n = np.shape(params["mu"])[0]
+    points = {k: np.concatenate([v, v]) for k, v in params.items()}
+    for rv in local:  # the second half of the draws with every group's variable moved a little
+        points[rv.name][n:] = points[rv.name][n:] + 0.1 * rng.standard_normal(np.shape(params[rv.name]))
+    density, recorded, mu = mt.evaluate(model, [model.logp(jacobian=False), model[name].sum(), model["mu"]], points)
+    loc, scale = (np.concatenate([params[k], params[k]]).astype(float)[:, None] for k in ("mu_loc", "mu_scale"))
+    prior = np.sum(-0.5 * ((mu - loc) / scale) ** 2 - np.log(scale), axis=1)
+    change = (density[n:] - density[:n]) - (recorded[n:] - recorded[:n])
+    expected = prior[n:] - prior[:n]
+    ok = np.allclose(change, expected, rtol=mt.RTOL, atol=mt.ATOL * (1 + np.abs(density).max()))
+    return mt.DEFAULT if ok else mt.OWN
 
 
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
@@ -93,12 +168,48 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
         bin_share = bin_counts / bin_counts.sum(axis=1, keepdims=True)
     replicated = {"bin_share": bin_share, "group_share": group_share}
     observed = {"bin_share": undone.sum(axis=0) / undone.sum(), "group_share": observed_share}
-    sigma = he_noise(est, params, n_rep)
-    if sigma is not None:
-        replicated["he"] = mu + sigma[:, None] * rng.standard_normal(mu.shape)
-        observed["he"] = np.asarray(data.he, dtype=float)
+    not_run = {}
+    terms = fit_terms(est)
+    if terms.get("clicks", DEFAULT) != DEFAULT:  # replicated from the default click model: not the fitted one's
+        why = (f"not run: the fitted model's click likelihood is {_term_words(terms['clicks'])}, and this check "
+               "would replicate the clicks from the default model's.")
+        for name in ("bin_share", "group_share"):
+            replicated.pop(name), observed.pop(name)
+            not_run[f"ppc_{name}"] = why
+    if terms.get("he", DEFAULT) == DEFAULT:
+        sigma = he_noise(est, params, n_rep)
+        if sigma is not None:
+            replicated["he"] = mu + sigma[:, None] * rng.standard_normal(mu.shape)
+            observed["he"] = np.asarray(data.he, dtype=float)
+    else:
+        own = _own_he(est, n_rep, rng)
+        if own is None:
+            not_run["ppc_he"] = (f"not run: the fitted model's HE term is {_term_words(terms['he'])}, and "
+                                 "replicating HE from the default Normal(mu_i, sigma_H) would check another model "
+                                 "(the fit's own observed `he` is replicated only in the process that fitted it).")
+        else:
+            replicated["he"], observed["he"] = own, np.asarray(data.he, dtype=float)
     return Replicates(replicated, observed, dims={"bin_share": ["bin"], "group_share": ["group"], "he": ["group"]},
-                      coords=data.coords)
+                      coords=data.coords, not_run=not_run)
+
+
+def _term_words(value: str) -> str:
+    return "the variant's own" if value == "own" else "not known to be the default model's"
+
+
+def _own_he(est, n_rep: int, rng: np.random.Generator) -> np.ndarray | None:
+    """HE replicated from the fitted model's own observed `he` term (a variant's Student-t, say) at the
+    same draws as the other replicates, or None when the model is not at hand (a loaded fit) or has
+    no observed `he`."""
+    from bayes_wsc import model_terms
+    from bayes_wsc.checks import subsample
+
+    model = getattr(est, "_model", None)
+    if model is None or "he" not in model.named_vars or model["he"] not in model.observed_RVs:
+        return None
+    posterior = est._fitted().posterior
+    points, _ = subsample(posterior, [rv.name for rv in model.free_RVs], n_rep)
+    return model_terms.draw(model, "he", points, int(rng.integers(2**31)))
 
 
 def rows(est, data, replicates: Replicates) -> list[Check]:
@@ -120,7 +231,13 @@ def aggregation_rows(est, data, seed: int, check=None) -> list[Check]:
     package's own model, the fit's point, so that it needs no refit.
     """
     from bayes_wsc.checks.aggregation import SETTINGS, aggregation_bias_check
+    from bayes_wsc.model_terms import replaced
 
+    own = replaced(fit_terms(est))
+    if own and check is None:  # it refits the default model: a check of that model, not of the fitted one
+        return [Check("aggregation_bias", float("nan"), float("nan"), float("nan"), False,
+                      f"not run: it refits the default model, and the fitted model's {', '.join(own)} "
+                      f"{'is' if len(own) == 1 else 'are'} not known to be the default's.")]
     check = aggregation_bias_check if check is None else check
     settings = {k: v for k, v in est.build_settings().items() if k in SETTINGS}
     result = check(data, settings, seed=seed, map_point=map_point(est))

@@ -412,6 +412,65 @@ def _integrated_loglik_fn(jax, with_he: bool):
     return jax.jit(jax.vmap(one_draw, in_axes=(None, None, *[0] * (6 if with_he else 5))))
 
 
+def integrated_own_loglik(model, posterior: dict, *, nodes: int = GH_NODES, steps: int = NEWTON_STEPS) -> np.ndarray:
+    """Each group's recorded log-likelihood with its mu_i integrated out over F0, from the fitted
+    model's *own* per-group term (a variant's Student-t HE, say):
+
+        log  integral N(m | mu_loc, mu_scale) exp(recorded_i(m)) dm
+
+    where recorded_i(m) is the model's `log_likelihood__groups` graph at mu_i = m, evaluated in JAX
+    with every other free variable at the draw. For a model whose mu is a free variable whose density
+    is F0 and its recorded term alone (`checks.wsc.likelihood_terms` says `group_quality` is the
+    default's). Gauss-Hermite quadrature centred by Newton steps from each draw's mu_i, the
+    derivatives by forward differentiation (the term of group i depends on mu_i alone).
+    posterior: {name: (S, ...)} of every free variable; returns (S, I)."""
+    from bayes_wsc import model_terms
+    from bayes_wsc.group_quadrature import MAX_STEP
+    from bayes_wsc.jax_setup import jax_runtime
+
+    jax = jax_runtime()
+    jnp = jax.numpy
+    names, fn = model_terms.jax_function(model, [model[inference.LOG_LIKELIHOOD_PREFIX + "groups"]])
+    at = names.index("mu")
+    x, weights = np.polynomial.hermite.hermgauss(nodes)
+
+    def one_draw(values):
+        loc, scale = values[names.index("mu_loc")], values[names.index("mu_scale")]
+
+        def g(m):
+            z = (m - loc) / scale
+            return fn(*values[:at], m, *values[at + 1:])[0] - 0.5 * z**2 - jnp.log(scale) - 0.5 * math.log(2 * math.pi)
+
+        def d1(m):
+            return jax.jvp(g, (m,), (jnp.ones_like(m),))[1]
+
+        mode, curvature = values[at], -1.0 / scale**2
+        for _ in range(steps):
+            slope, second = jax.jvp(d1, (mode,), (jnp.ones_like(mode),))
+            curvature = jnp.minimum(second, -1.0 / scale**2)
+            mode = mode - jnp.clip(slope / curvature, -MAX_STEP, MAX_STEP)
+        width = math.sqrt(2.0) / jnp.sqrt(-curvature)
+        terms = jnp.stack([g(mode + width * float(xj)) + (math.log(wj) + float(xj) ** 2)
+                           for xj, wj in zip(x, weights)])
+        return jax.scipy.special.logsumexp(terms, axis=0) + jnp.log(width)
+
+    run = jax.jit(jax.vmap(lambda *values: one_draw(list(values))))
+    arrays = [np.asarray(posterior[n], dtype=np.float64) for n in names]
+    n_draws, block = arrays[0].shape[0], min(arrays[0].shape[0], OWN_TERM_BLOCK)
+    pieces = []
+    for start in range(0, n_draws, block):  # the last block padded: one compilation
+        chunk = [a[start:start + block] for a in arrays]
+        short = block - chunk[0].shape[0]
+        if short:
+            chunk = [np.concatenate([c, np.repeat(c[-1:], short, axis=0)]) for c in chunk]
+        pieces.append(np.asarray(run(*chunk))[:block - short])
+    return np.concatenate(pieces).astype(float)
+
+
+#: draws at a time in `integrated_own_loglik`
+OWN_TERM_BLOCK = 64
+
+
 # ---------------------------------------------------------------------- estimator
 def class1_probability(mu, w0, w1):
     """P(Z = 1 | X = k, group i) = sigmoid(mu_i + log w1_k - log w0_k), elementwise on draws."""
@@ -592,20 +651,44 @@ class WSC(Estimator):
                                   "steps": MH_STEPS, "acceptance_rate": rate}
         return {"mu": ["group"], "rho": ["bin"]}
 
-    def pointwise_log_likelihood(self, draws, data: GroupedCounts) -> None:
+    def pointwise_log_likelihood(self, draws, data: GroupedCounts) -> str | None:
         """Under the hierarchical F0 (a fit with mu_loc and mu_scale), each group's log-likelihood has
         its own mu_i integrated out (`integrated_group_loglik`), so that LOO leaves out a group with
-        its quality. With a flat F0 (no distribution to draw a new group's mu from) or WH = inf
-        (mu_i = HE_i) it stays conditional on mu_i, and so does a MAP fit's (one point, where LOO
-        does not apply; the integral would cost a compilation per data shape)."""
+        its quality. That formula is the default model's, so it replaces the recorded values only when
+        the fitted model's clicks, HE and F0 terms are the default's (`self._fit_terms`, decided from
+        the built model by `checks.wsc.likelihood_terms`; a learned sigma_H is used as learned). A
+        variant with a term of its own keeps what it recorded, conditional on mu_i. With a flat F0 (no
+        distribution to draw a new group's mu from) or WH = inf (mu_i = HE_i) it stays conditional on
+        mu_i, and so does a MAP fit's (one point, where LOO does not apply; the integral would cost a
+        compilation per data shape). Returns what the values then hold, in words."""
+        from bayes_wsc.model_terms import replaced
+
         post = draws.posterior
         name = inference.LOG_LIKELIHOOD_PREFIX + "groups"
+        conditional = "each group's clicks and HE given its own mu_i, as the fitted model recorded them"
         if self._integrates_mu():  # the model's own per-group values are already integrated
-            return
-        if name not in post or not {"mu", "mu_loc", "mu_scale", "w0", "w1"} <= set(post):
-            return
-        if np.shape(post[name])[0] * np.shape(post[name])[1] == 1:
-            return
+            return ("each group's clicks and HE with its mu_i integrated out over F0 in the model's own density "
+                    "(mu='integrated')")
+        if name not in post:
+            return None
+        own = replaced(getattr(self, "_fit_terms", None))
+        single = np.shape(post[name])[0] * np.shape(post[name])[1] == 1
+        if own:
+            words = f"its {', '.join(own)} {'is' if len(own) == 1 else 'are'} not the default model's"
+            model = self.model_
+            if single or "group_quality" in own or "mu" not in model.named_vars \
+                    or model["mu"] not in model.free_RVs or not {"mu_loc", "mu_scale"} <= set(post):
+                return f"{conditional} ({words}, so mu_i was not integrated out with the default model's formula)"
+            shape = np.shape(post[name])[:2]
+            flat = {rv.name: np.asarray(post[rv.name]).reshape(-1, *np.shape(post[rv.name])[2:])
+                    for rv in model.free_RVs}
+            post[name] = integrated_own_loglik(model, flat).reshape(*shape, -1)
+            return ("each group's log-likelihood with its own mu_i integrated out over F0, Normal(mu_loc, "
+                    f"mu_scale), from the fitted model's own recorded term ({words})")
+        if single:
+            return f"{conditional} (one point: LOO does not apply)"
+        if not {"mu", "mu_loc", "mu_scale", "w0", "w1"} <= set(post):
+            return f"{conditional} (no hierarchical F0 to integrate mu_i over)"
         wh = self.wh_used
         shape = post["mu"].shape[:2]
         flat = {n: np.asarray(post[n]).reshape(-1, *np.shape(post[n])[2:])
@@ -613,12 +696,14 @@ class WSC(Estimator):
         if "sigma_h" in flat:  # a variant that learns the rater noise
             sigma_h = flat["sigma_h"]
         elif math.isinf(wh):
-            return
+            return f"{conditional} (WH = inf: mu_i = HE_i)"
         else:
             sigma_h = None if wh == 0 else np.full(flat["mu"].shape[0], 1.0 / math.sqrt(wh))
         values = integrated_group_loglik(data.counts, data.he, flat["mu"], flat["w0"], flat["w1"], flat["mu_loc"],
                                          flat["mu_scale"], sigma_h)
         post[name] = values.reshape(*shape, -1)
+        return ("each group's clicks and HE with its own mu_i integrated out over F0, Normal(mu_loc, mu_scale) "
+                "(the fitted model's terms are the default's)")
 
     # ------------------------------------------------------------------ data back from a fit
     @property
