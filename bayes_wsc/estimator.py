@@ -1015,6 +1015,13 @@ def compare(fits, ic: str = "loo"):
             raise InputError(f"fits {labels[0]!r} and {label!r} score different things (the log-likelihood of "
                              f"{scored[0] or 'the data'} against that of {scored[1] or 'the data'}); LOO compares "
                              "models of the same quantity")
+    holds = {label: str(inference.get_attrs(fits[label]._fitted()).get("log_likelihood_holds", "")) for label in labels}
+    integrated = {label for label, words in holds.items() if "integrated out" in words}
+    if integrated and len(integrated) < len(labels):
+        other = next(label for label in labels if label not in integrated)
+        warnings.warn(f"fit {sorted(integrated)[0]!r} scores each unit with its local parameter integrated out and fit "
+                      f"{other!r} given it ({holds[other]}): LOO then compares a prediction of new units with one of "
+                      "the same units' data, and the ranking mixes the two", FitWarning, stacklevel=2)
     return inference.compare({label: fits[label]._fitted() for label in labels}, ic=ic)
 
 

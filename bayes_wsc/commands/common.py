@@ -182,7 +182,7 @@ def print_fit(est, ci: float | None = None) -> None:
     print()
     with pd.option_context("display.max_rows", 80, "display.width", 120):
         print(est.summary(hdi_prob=DEFAULT_CI if ci is None else ci).round(3).to_string())
-    for note in est.summary_notes():
+    for note in [*est.summary_notes(), *est.log_likelihood_notes()]:
         print(f"Note: {note}")
     messages = est.diagnostics_
     print()

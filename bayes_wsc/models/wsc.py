@@ -372,6 +372,11 @@ def _in_blocks(fn, per_draw: dict, *shared) -> list[np.ndarray]:
 #: nats with HE (WH = 4) and 2e-4 without (WH = 0), on a Sec. 5 fit
 GH_NODES = 9
 NEWTON_STEPS = 4
+#: Gauss-Legendre nodes of `integrated_own_loglik` (a variant's own term, against a Cauchy): with a
+#: Student-t HE (2 d.f.) and a rater 13 sigma_H off, so that the integrand has a second bump far from
+#: the first, 48 nodes were off by 0.04 nats, 64 by 0.009 and 96 by 3e-4 (scipy's adaptive quadrature;
+#: elsewhere all agree to 3e-4; tests/test_variant_loglik.py)
+OWN_TERM_NODES = 96
 
 
 def integrated_group_loglik(counts, he, mu, w0, w1, mu_loc, mu_scale, sigma_h=None) -> np.ndarray:
@@ -412,7 +417,8 @@ def _integrated_loglik_fn(jax, with_he: bool):
     return jax.jit(jax.vmap(one_draw, in_axes=(None, None, *[0] * (6 if with_he else 5))))
 
 
-def integrated_own_loglik(model, posterior: dict, *, nodes: int = GH_NODES, steps: int = NEWTON_STEPS) -> np.ndarray:
+def integrated_own_loglik(model, posterior: dict, *, nodes: int = OWN_TERM_NODES,
+                          steps: int = NEWTON_STEPS) -> np.ndarray:
     """Each group's recorded log-likelihood with its mu_i integrated out over F0, from the fitted
     model's *own* per-group term (a variant's Student-t HE, say):
 
@@ -421,9 +427,11 @@ def integrated_own_loglik(model, posterior: dict, *, nodes: int = GH_NODES, step
     where recorded_i(m) is the model's `log_likelihood__groups` graph at mu_i = m, evaluated in JAX
     with every other free variable at the draw. For a model whose mu is a free variable whose density
     is F0 and its recorded term alone (`checks.wsc.likelihood_terms` says `group_quality` is the
-    default's). Gauss-Hermite quadrature centred by Newton steps from each draw's mu_i, the
-    derivatives by forward differentiation (the term of group i depends on mu_i alone).
-    posterior: {name: (S, ...)} of every free variable; returns (S, I)."""
+    default's). A variant's term need not be Gaussian-shaped in m (a Student-t has heavy tails, where
+    Gauss-Hermite's weights blow up), so the integral is taken against a Cauchy centred by Newton
+    steps from each draw's mu_i and scaled by the curvature there: m = c + s tan(pi (u - 1/2)), and
+    Gauss-Legendre quadrature in u (the derivatives by forward differentiation: the term of group i
+    depends on mu_i alone). posterior: {name: (S, ...)} of every free variable; returns (S, I)."""
     from bayes_wsc import model_terms
     from bayes_wsc.group_quadrature import MAX_STEP
     from bayes_wsc.jax_setup import jax_runtime
@@ -432,7 +440,9 @@ def integrated_own_loglik(model, posterior: dict, *, nodes: int = GH_NODES, step
     jnp = jax.numpy
     names, fn = model_terms.jax_function(model, [model[inference.LOG_LIKELIHOOD_PREFIX + "groups"]])
     at = names.index("mu")
-    x, weights = np.polynomial.hermite.hermgauss(nodes)
+    u, weights = np.polynomial.legendre.leggauss(nodes)
+    angle = 0.5 * math.pi * u  # u in (-1, 1): m = c + s tan(angle), dm = s (pi / 2) sec^2(angle) du
+    log_weight = np.log(weights) + math.log(0.5 * math.pi) - 2 * np.log(np.cos(angle))
 
     def one_draw(values):
         loc, scale = values[names.index("mu_loc")], values[names.index("mu_scale")]
@@ -449,9 +459,8 @@ def integrated_own_loglik(model, posterior: dict, *, nodes: int = GH_NODES, step
             slope, second = jax.jvp(d1, (mode,), (jnp.ones_like(mode),))
             curvature = jnp.minimum(second, -1.0 / scale**2)
             mode = mode - jnp.clip(slope / curvature, -MAX_STEP, MAX_STEP)
-        width = math.sqrt(2.0) / jnp.sqrt(-curvature)
-        terms = jnp.stack([g(mode + width * float(xj)) + (math.log(wj) + float(xj) ** 2)
-                           for xj, wj in zip(x, weights)])
+        width = 1.0 / jnp.sqrt(-curvature)
+        terms = jnp.stack([g(mode + width * float(np.tan(aj))) + float(lw) for aj, lw in zip(angle, log_weight)])
         return jax.scipy.special.logsumexp(terms, axis=0) + jnp.log(width)
 
     run = jax.jit(jax.vmap(lambda *values: one_draw(list(values))))

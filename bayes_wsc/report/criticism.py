@@ -204,6 +204,7 @@ def loo_section(fits: dict) -> Section:
         noun = criticism.unit_noun(est.idata_)
         tables.append((loo_table(elpd).round(2),
                        f"{label}: LOO over {np.size(elpd.pareto_k)} {criticism.plural(noun)}."))
+        paragraphs += [f"{label}: {note}" for note in est.log_likelihood_notes()]
         row = criticism.pareto_row(elpd, noun, est.idata_)
         (warnings if row.flagged else paragraphs).append(f"{label}: {row.message}")
         if row.flagged:
