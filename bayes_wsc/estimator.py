@@ -1016,7 +1016,7 @@ def compare(fits, ic: str = "loo"):
                              f"{scored[0] or 'the data'} against that of {scored[1] or 'the data'}); LOO compares "
                              "models of the same quantity")
     holds = {label: str(inference.get_attrs(fits[label]._fitted()).get("log_likelihood_holds", "")) for label in labels}
-    integrated = {label for label, words in holds.items() if "integrated out" in words}
+    integrated = {label for label, words in holds.items() if "integrated out over" in words}
     if integrated and len(integrated) < len(labels):
         other = next(label for label in labels if label not in integrated)
         warnings.warn(f"fit {sorted(integrated)[0]!r} scores each unit with its local parameter integrated out and fit "
