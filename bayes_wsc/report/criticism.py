@@ -15,6 +15,7 @@ import xarray as xr
 from bayes_wsc import checks as criticism
 from bayes_wsc import inference
 from bayes_wsc import status
+from bayes_wsc.errors import InputError
 from bayes_wsc.report.html import Section, new_figure
 
 #: rank-plot panels per fit (each costs a quarter of a second to draw): scalars, then the largest R-hat
@@ -158,9 +159,15 @@ def _ppc_intervals(ppc, name: str, ax) -> None:
 
 
 def ppc_section(fits: dict, *, draws: int, seed: int) -> Section:
-    figures = []
+    figures, not_run = [], []
     for label, est in fits.items():
-        ppc = second_of_two_classes(est.posterior_predictive(draws=draws, seed=seed))
+        try:
+            ppc = second_of_two_classes(est.posterior_predictive(draws=draws, seed=seed))
+        except InputError as exc:  # the fitted model replaced the terms they replicate from: say so
+            if "were not run" not in str(exc):
+                raise
+            not_run.append(f"{label}: {exc}")
+            continue
         names = ", ".join(ppc.posterior_predictive.data_vars)
         two = ("" if "[" not in names else " A share over two classes is shown for the second class alone: the "
                "first's is 1 minus it.")
@@ -171,7 +178,7 @@ def ppc_section(fits: dict, *, draws: int, seed: int) -> Section:
         "Data sets are replicated from the fitted model, with every item's latent class drawn anew, and "
         "summarized by the same statistics as the observed data. Where the observed curve leaves the band of "
         "replicates, the model does not reproduce that feature of the data. A MAP fit replicates from its one "
-        "point, so its band shows only the sampling noise of the data."], figures=figures, anchor="ppc")
+        "point, so its band shows only the sampling noise of the data.", *not_run], figures=figures, anchor="ppc")
 
 
 # ---------------------------------------------------------------------- LOO
