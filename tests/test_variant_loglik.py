@@ -103,12 +103,13 @@ def own_integral(data, draw, group, nu=2.0):
     w0, w1, loc, scale = (draw[k] for k in ("w0", "w1", "mu_loc", "mu_scale"))
 
     def log_integrand(m):
-        clicks = np.sum(n * np.log(expit(-m) * w0 + expit(m) * w1))
+        m = np.asarray(m, dtype=float)
+        clicks = np.sum(n * np.log(expit(-m)[..., None] * w0 + expit(m)[..., None] * w1), axis=-1)
         return stats.norm.logpdf(m, loc, scale) + clicks + stats.t.logpdf(he, nu, m, sigma)
 
-    grid = np.linspace(-15, 15, 3001)
-    peak = max(log_integrand(m) for m in grid)
-    value, _ = integrate.quad(lambda m: math.exp(log_integrand(m) - peak), -15, 15, points=[he, loc], limit=200)
+    peak = float(np.max(log_integrand(np.linspace(-15, 15, 3001))))
+    value, _ = integrate.quad(lambda m: math.exp(float(log_integrand(m)) - peak), -15, 15, points=[he, loc],
+                             limit=200)
     return math.log(value) + peak
 
 
@@ -519,3 +520,31 @@ def test_loo_prefers_the_own_term_variant_on_data_it_describes(model, tmp_path_f
     variant, default = quietly(cls(model_file=path, **laplace), data), quietly(cls(**laplace), data)
     ranked = compare({"default": default, "own term": variant})
     assert ranked.index[0] == "own term"
+
+
+@pytest.mark.slow
+def test_student_t_variant_by_nuts_saved_and_summarized(wsc_fits, tmp_path, capsys):
+    """The issue's case: the Student-t variant fitted by NUTS stores its own integral, and the saved fit
+    says what LOO scores, in its attrs and in `bayes-wsc summary`."""
+    from bayes_wsc.cli import main
+    from bayes_wsc.estimator import load
+
+    data, laplace, _ = wsc_fits
+    nuts = quietly(WSC(model_file=laplace.model_file, wh=WH, method="nuts", draws=150, tune=150, chains=2, seed=1,
+                       progressbar=False), data)
+    stored = flat(nuts, "groups", "log_likelihood")
+    post = {k: flat(nuts, k) for k in ("w0", "w1", "mu_loc", "mu_scale")}
+    for s in (0, 299):
+        for i in (0, int(np.argmax(np.abs(data.he - data.he.mean())))):
+            assert stored[s, i] == pytest.approx(own_integral(data, {k: v[s] for k, v in post.items()}, i), abs=1e-3)
+    nuts.save(tmp_path / "fit.nc")
+    back = load(tmp_path / "fit.nc")
+    assert inference.get_attrs(back.idata_)["likelihood_terms"]["he"] == "own"
+    try:
+        code = main(["summary", str(tmp_path / "fit.nc")])
+    except SystemExit as exit_:
+        code = exit_.code
+    assert not code
+    assert "LOO scores each group's log-likelihood with its own mu_i integrated out" in capsys.readouterr().out
+    rows = back.run_checks(draws=50).set_index("check")  # a loaded fit has no model to draw its own HE from
+    assert rows.loc["ppc_he", "message"].startswith("not run")
