@@ -182,11 +182,10 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
             replicated["he"] = mu + sigma[:, None] * rng.standard_normal(mu.shape)
             observed["he"] = np.asarray(data.he, dtype=float)
     else:
-        own = _own_he(est, n_rep, rng)
+        own, why = _own_he(est, n_rep, rng)
         if own is None:
             not_run["ppc_he"] = (f"not run: the fitted model's HE term is {_term_words(terms['he'])}, and "
-                                 "replicating HE from the default Normal(mu_i, sigma_H) would check another model "
-                                 "(the fit's own observed `he` is replicated only in the process that fitted it).")
+                                 f"replicating HE from the default Normal(mu_i, sigma_H) would check another model; {why}.")
         else:
             replicated["he"], observed["he"] = own, np.asarray(data.he, dtype=float)
     return Replicates(replicated, observed, dims={"bin_share": ["bin"], "group_share": ["group"], "he": ["group"]},
@@ -197,22 +196,24 @@ def _term_words(value: str) -> str:
     return "the variant's own" if value == "own" else "not known to be the default model's"
 
 
-def _own_he(est, n_rep: int, rng: np.random.Generator) -> np.ndarray | None:
+def _own_he(est, n_rep: int, rng: np.random.Generator) -> tuple[np.ndarray | None, str]:
     """HE replicated from the fitted model's own observed `he` term (a variant's Student-t, say) at the
-    same draws as the other replicates, or None when the model is not at hand (a loaded fit) or has
-    no observed `he`."""
+    same draws as the other replicates, or None and why not: the model is not at hand (a loaded fit),
+    declares no observed `he`, or its `he` cannot be sampled."""
     from bayes_wsc import model_terms
     from bayes_wsc.checks import subsample
 
     model = getattr(est, "_model", None)
-    if model is None or "he" not in model.named_vars or model["he"] not in model.observed_RVs:
-        return None
+    if model is None:
+        return None, "the variant's own observed `he` is replicated only in the process that fitted it"
+    if "he" not in model.named_vars or model["he"] not in model.observed_RVs:
+        return None, "the variant declares no observed `he` to replicate it from"
     posterior = est._fitted().posterior
     try:
         points, _ = subsample(posterior, [rv.name for rv in model.free_RVs], n_rep)
-        return model_terms.draw(model, "he", points, int(rng.integers(2**31)))
-    except Exception:  # noqa: BLE001 - a variant's term that cannot be sampled: the row says it did not run
-        return None
+        return model_terms.draw(model, "he", points, int(rng.integers(2**31))), ""
+    except Exception as exc:  # noqa: BLE001 - a variant's term that cannot be sampled: the row says so
+        return None, f"its observed `he` could not be sampled ({type(exc).__name__})"
 
 
 def rows(est, data, replicates: Replicates) -> list[Check]:
