@@ -9,6 +9,7 @@ data it fits better. A variant that changes nothing of the default's terms keeps
 first model's integrated log-likelihood).
 """
 
+import json
 import math
 import textwrap
 import warnings
@@ -130,14 +131,17 @@ def test_student_t_variant_scores_its_own_term(wsc_fits):
 
 
 def test_student_t_variant_checks_replicate_its_own_he(wsc_fits):
-    """ppc_he replicates HE from the variant's Student-t, not from a Normal; the click checks run (the
-    click term is the default's); the aggregation check, which refits the default model, says it did not."""
+    """`ppc` replicates HE from the variant's Student-t, not from a Normal, and the click statistics
+    from the clicks (the click term is the default's); the aggregation check, which refits the default
+    model, says it did not run."""
     data, variant, _ = wsc_fits
     rows = variant.checks_.set_index("check")
-    assert np.isfinite(rows.loc["ppc_he", "p_value"]) and np.isfinite(rows.loc["ppc_bin_share", "p_value"])
-    assert np.isnan(rows.loc["aggregation_bias", "p_value"])
+    assert np.isnan(rows.loc["aggregation_bias", "p_value"]) and not rows.loc["aggregation_bias", "flagged"]
     assert rows.loc["aggregation_bias", "message"].startswith("not run")
-    he = variant.posterior_predictive(draws=200).posterior_predictive["he"].values.reshape(-1, data.n_groups)
+    ppc = variant.posterior_predictive(draws=200)
+    assert {"he", "bin_share", "group_share"} <= set(ppc.posterior_predictive.data_vars)
+    assert json.loads(ppc.posterior_predictive.attrs["ppc_not_run"]) == {}
+    he = ppc.posterior_predictive["he"].values.reshape(-1, data.n_groups)
     residual = np.abs(he - np.median(he, axis=0))
     # a Normal(mu_i, 0.3) with mu_i's own spread puts almost nothing beyond 1.5; a t with 2 d.f. about 4%
     assert np.mean(residual > 1.5) > 0.01
@@ -546,5 +550,6 @@ def test_student_t_variant_by_nuts_saved_and_summarized(wsc_fits, tmp_path, caps
         code = exit_.code
     assert not code
     assert "LOO scores each group's log-likelihood with its own mu_i integrated out" in capsys.readouterr().out
-    rows = back.run_checks(draws=50).set_index("check")  # a loaded fit has no model to draw its own HE from
-    assert rows.loc["ppc_he", "message"].startswith("not run")
+    ppc = back.posterior_predictive(draws=50)  # a loaded fit has no model to draw its own HE from
+    assert "he" not in ppc.posterior_predictive and "bin_share" in ppc.posterior_predictive
+    assert json.loads(ppc.posterior_predictive.attrs["ppc_not_run"])["ppc_he"].startswith("not run")
