@@ -830,6 +830,10 @@ ATTR_KINDS: dict[str, tuple[str, Callable]] = {
     "diagnostics": ("a list of messages (text)", _is_texts),
     "checks": (f"a list of check rows, each with {', '.join(criticism.COLUMNS)}", _is_check_rows),
     "package_version": ("text", lambda v: isinstance(v, str)),
+    "likelihood_terms": ("a mapping of terms to 'default', 'own' or 'unverified'",
+                         lambda v: _is_mapping(v) and all(isinstance(k, str) and v[k] in ("default", "own", "unverified")
+                                                          for k in v)),
+    "log_likelihood_holds": ("text", lambda v: isinstance(v, str)),
 }
 
 

@@ -553,3 +553,14 @@ def test_student_t_variant_by_nuts_saved_and_summarized(wsc_fits, tmp_path, caps
     ppc = back.posterior_predictive(draws=50)  # a loaded fit has no model to draw its own HE from
     assert "he" not in ppc.posterior_predictive and "bin_share" in ppc.posterior_predictive
     assert json.loads(ppc.posterior_predictive.attrs["ppc_not_run"])["ppc_he"].startswith("not run")
+
+
+def test_a_damaged_record_of_the_terms_is_refused_on_load(wsc_fits, tmp_path):
+    from bayes_wsc.estimator import load
+
+    _, variant, _ = wsc_fits
+    variant.save(tmp_path / "fit.nc")
+    idata = load(tmp_path / "fit.nc").idata_
+    inference.set_attrs(idata, {"likelihood_terms": {"he": "maybe"}})
+    with pytest.raises(InputError, match="likelihood_terms"):
+        WSC.from_idata(idata)
