@@ -821,6 +821,8 @@ def is_count(value) -> bool:
 
 
 #: what every saved fit's attrs must be, when present (`Estimator.from_idata`); a model adds `attr_kinds`
+#: what `model_terms.likelihood_terms` says of each term
+TERM_ANSWERS = ("default", "own", "unverified")
 ATTR_KINDS: dict[str, tuple[str, Callable]] = {
     "model": ("text", lambda v: isinstance(v, str)),
     "method": (f"one of {', '.join(map(repr, METHODS))}", lambda v: isinstance(v, str) and v in METHODS),
@@ -831,8 +833,7 @@ ATTR_KINDS: dict[str, tuple[str, Callable]] = {
     "checks": (f"a list of check rows, each with {', '.join(criticism.COLUMNS)}", _is_check_rows),
     "package_version": ("text", lambda v: isinstance(v, str)),
     "likelihood_terms": ("a mapping of terms to 'default', 'own' or 'unverified'",
-                         lambda v: _is_mapping(v) and all(isinstance(k, str) and v[k] in ("default", "own", "unverified")
-                                                          for k in v)),
+                         lambda v: _is_mapping(v) and all(isinstance(k, str) and v[k] in TERM_ANSWERS for k in v)),
     "log_likelihood_holds": ("text", lambda v: isinstance(v, str)),
 }
 

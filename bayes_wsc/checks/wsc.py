@@ -185,7 +185,8 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
         own, why = _own_he(est, n_rep, rng)
         if own is None:
             not_run["ppc_he"] = (f"not run: the fitted model's HE term is {_term_words(terms['he'])}, and "
-                                 f"replicating HE from the default Normal(mu_i, sigma_H) would check another model; {why}.")
+                                 "replicating HE from the default Normal(mu_i, sigma_H) would check another "
+                                 f"model; {why}.")
         else:
             replicated["he"], observed["he"] = own, np.asarray(data.he, dtype=float)
     return Replicates(replicated, observed, dims={"bin_share": ["bin"], "group_share": ["group"], "he": ["group"]},
