@@ -152,10 +152,16 @@ def likelihood_terms(est) -> dict[str, str]:
 
 
 def replaced_message(est, replaced: Sequence[str]) -> str:
-    """Why a model's checks did not run: the fitted model replaced the terms they replicate from."""
-    return (f"not run: the fitted model's {', '.join(replaced)} {'is' if len(replaced) == 1 else 'are'} not the "
-            f"default {est.model_name} model's (compared at the fit's draws), and these checks would replicate "
-            "the data from the default model's formula instead of the fitted model's.")
+    """Why a model's checks did not run: the fitted model replaced the terms they replicate from (its
+    recorded log-likelihood differs from the default formula at the fit's draws), or they could not be
+    compared (a variant without the reported variables the formula reads, or that records nothing)."""
+    terms = likelihood_terms(est)
+    own = all(terms.get(t) == "own" for t in replaced)
+    verb = "is" if len(replaced) == 1 else "are"
+    how = (f"{verb} its own (it differs from the default {est.model_name} model's at the fit's draws)" if own else
+           f"{verb} not known to be the default {est.model_name} model's (it could not be compared with it)")
+    return (f"not run: the fitted model's {', '.join(replaced)} {how}, and these checks would replicate the data "
+            "from the default model's formula instead of the fitted model's.")
 
 
 def _replicates_default_only(est, module) -> list[str]:
