@@ -32,7 +32,7 @@ def read_table(path: str | Path, what: str = "table", *, sep: str | None = None,
 
     Every cell of a CSV is read as the text written in it: nothing is guessed. Each column is
     then parsed by the role the model gives it (`numeric_column` for numbers, `key_column` and
-    `levels_of` for ids, classes and category levels, which stay text exactly as written: '01'
+    `text_column` for ids, classes and category levels, which stay text exactly as written: '01'
     is not '1', 'None' and 'NA' are names). Only an empty cell is missing. A row with fewer or
     more cells than the header is an error naming the row.
 
@@ -74,6 +74,8 @@ def read_table(path: str | Path, what: str = "table", *, sep: str | None = None,
         raise InputError(f"{what} file {str(path)!r} could not be read: {_first_line(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - pyarrow's ArrowInvalid and kin derive from Exception only
         if type(exc).__module__.startswith("pyarrow"):
+            if suffix not in (".parquet", ".pq") and "UTF8" in str(exc):
+                raise InputError(_not_utf8(path, what)) from None
             kind = " as Parquet" if suffix in (".parquet", ".pq") else ""
             raise InputError(f"{what} file {str(path)!r} could not be read{kind}: {_first_line(exc)}") from None
         raise
