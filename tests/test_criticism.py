@@ -285,6 +285,26 @@ def test_a_flagged_check_is_a_fit_warning():
     assert not WSC(wh=16.0, checks=False).fit(data).checks_.shape[0]
 
 
+def test_class_feature_means_flag_a_skewed_feature():
+    """`ppc_class_feature_mean` against the misfit of benchmarks/check_power.py (a feature exp(2 x), two
+    Gaussian components): the labeled classes' means are far beyond their replicates (effect about 8
+    against the tolerance 2); on data from the model it never flagged (0 of 8 there)."""
+    rng = np.random.default_rng(0)
+    n = 300
+    z = (rng.random(n) < 0.4).astype(int)
+    means, sds = np.array([[-0.9, 0.6, 0.0], [0.6, -0.4, 0.5]]), np.array([[1.0, 0.7, 1.2], [0.8, 1.0, 0.9]])
+    x = means[z] + sds[z] * rng.standard_normal((n, 3))
+    x[:, 2] = np.exp(2 * x[:, 2])
+    y = np.where(rng.random(n) < 0.5, (rng.random(n) < np.where(z, 0.85, 0.15)).astype(int), -1)
+    frame = pd.DataFrame(x, columns=["x1", "x2", "x3"])
+    frame["y"] = pd.array(np.where(y >= 0, y, 0), dtype="Int64")
+    frame.loc[y < 0, "y"] = pd.NA
+    est = quietly(PCMixture(components=2, lam=1.0, restarts=2), LabeledItems.from_frame(frame, label_col="y",
+                                                                                        classes=[0, 1]))
+    row = est.checks_.set_index("check").loc["ppc_class_feature_mean"]
+    assert row["flagged"] and row["effect"] > 2 * row["tolerance"], row
+
+
 def test_targeted_checks_catch_an_adversarial_expert_and_a_skewed_feature(experts_data):
     data, items, constraints, _ = experts_data
     turned = constraints.copy()
