@@ -67,10 +67,8 @@ def first_sentence(text: str) -> str:
 
 def fit_problems(est) -> list[Problem]:
     """The problems of one fitted estimator, from its stored diagnostics and checks and its method."""
-    from bayes_wsc import inference
-
     messages = [str(m) for m in est.diagnostics_]
-    method = inference.get_attrs(est._fitted()).get("method")
+    method = getattr(est, "method", None)  # a setting, restored by load
     checks = est.checks_
     if not checks.empty:  # a flagged check that was not stored among the diagnostics still counts
         for row in checks[checks["flagged"].astype(bool)].itertuples():

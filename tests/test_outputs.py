@@ -328,7 +328,7 @@ def test_a_report_that_does_not_fit_says_the_fit_was_saved(tmp_path, monkeypatch
     from bayes_wsc.commands.common import fit_save_report
 
     class Fit:
-        diagnostics_, checks_ = [], pd.DataFrame()
+        diagnostics_, checks_, method = [], pd.DataFrame(), "map"
 
         def fit(self, data):
             return self
@@ -336,10 +336,13 @@ def test_a_report_that_does_not_fit_says_the_fit_was_saved(tmp_path, monkeypatch
         def save(self, path):
             return outputs.write_text(path, "fit", "fit file")
 
-        def summary(self):
+        def summary(self, **settings):
             return pd.DataFrame({"mean": [1.0]})
 
         def summary_notes(self):
+            return []
+
+        def log_likelihood_notes(self):
             return []
 
         def report(self, folder):

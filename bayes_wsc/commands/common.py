@@ -173,7 +173,6 @@ def print_fit(est, ci: float | None = None) -> None:
     `DEFAULT_CI`, as in the reports) and the diagnostics in plain words."""
     import pandas as pd
 
-    from bayes_wsc import inference
     from bayes_wsc.defaults import DEFAULT_CI
     from bayes_wsc.status import status_lines
 
@@ -190,7 +189,7 @@ def print_fit(est, ci: float | None = None) -> None:
         print("Diagnostics:")
         for message in messages:
             print(f"  - {message}")
-    elif inference.get_attrs(est._fitted()).get("method") == "laplace":
+    elif getattr(est, "method", None) == "laplace":
         print("Diagnostics: no warnings; the intervals are the Laplace approximation's (see the status above).")
     else:
         print("Diagnostics: no problems found.")
