@@ -17,6 +17,13 @@ few one-shot evaluations use PyTensor's Python linker, so nothing on the
 default path compiles C. Where no `g++` is on the PATH we set `cxx` to empty,
 PyTensor's documented way to say so, unless the user set it.
 
+PyTensor writes the Python source of every function it generates (each
+graph turned into JAX: about 25 for a fit that builds its program or runs
+NUTS) to a file of its own in the system's temporary folder, for tracebacks,
+and never removes it. `generated_code_in_memory` (applied when `fit` loads
+PyTensor) compiles that code from memory instead: nothing is written, and a
+traceback through generated code shows its file name without its lines.
+
 ArviZ 0.23 announces its coming refactor once a day when it is first
 imported, which PyMC does: a notice a user can do nothing about, filtered
 by its message here (this package keeps its ArviZ calls in `inference.py`).
@@ -77,3 +84,33 @@ def configure() -> None:
         pytensor.config.blas__ldflags = ""
     else:
         _add_flag("blas__ldflags=")
+
+
+class _SourceInMemory:
+    """Stands for the `NamedTemporaryFile(delete=False)` that `pytensor.link.utils.compile_function_src`
+    writes a generated function's source to, only to name it in tracebacks: the source is compiled
+    from the string it already holds, so nothing needs to reach the disk."""
+
+    _count = 0
+
+    def __init__(self, *args, **kwargs):
+        _SourceInMemory._count += 1
+        self.name = f"<pytensor generated code {_SourceInMemory._count}>"
+
+    def write(self, data) -> int:
+        return len(data)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+
+def generated_code_in_memory() -> None:
+    """Idempotent; PyTensor must be importable. A PyTensor whose `compile_function_src` no longer
+    goes through `NamedTemporaryFile` is left as it is."""
+    from pytensor.link import utils
+
+    if getattr(utils, "NamedTemporaryFile", None) is not None and "compile_function_src" in vars(utils):
+        utils.NamedTemporaryFile = _SourceInMemory

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
+import os
 import sys
 
 from bayes_wsc.commands import FIT_COMMANDS
 from bayes_wsc.commands.common import add_sep_option, non_negative_int, positive_int, probability
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.demo import FILES as DEMO_FILES
 from bayes_wsc.outputs import REPORT_CONTENTS, input_file, input_table, output_file, output_folder
 
@@ -37,10 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="output folder (default: ./bayes-wsc-demo)")
     demo.add_argument("--groups", type=positive_int, default=500, help="number of groups (default 500)")
     demo.add_argument("--items", type=positive_int, default=100, help="clicks per group (default 100)")
-    demo.add_argument("--draws", type=positive_int, default=1000)
-    demo.add_argument("--tune", type=non_negative_int, default=1000)
-    demo.add_argument("--chains", type=positive_int, default=4)
-    demo.add_argument("--seed", type=int, default=2015)
+    demo.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws per chain (default 1000)")
+    demo.add_argument("--tune", type=non_negative_int, default=1000, help="NUTS tuning steps per chain (default 1000)")
+    demo.add_argument("--chains", type=positive_int, default=4, help="NUTS chains (default 4)")
+    demo.add_argument("--seed", type=int, default=2015, help="seed of the simulation and of NUTS (default 2015)")
     demo.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
     fit = sub.add_parser("fit", help="fit a model to data files")
@@ -56,6 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
         if hasattr(module, "add_path_parser"):  # models with a weight to sweep (pcmix: lam)
             module.add_path_parser(path_models.add_parser(name, help=module.PATH_HELP))
 
+    simulate = sub.add_parser("simulate", help="write a simulated data set: the files `fit MODEL` reads, and the truth")
+    simulate_models = simulate.add_subparsers(dest="model", required=True, parser_class=_Parser)
+    for name in FIT_COMMANDS:
+        module = _fit_module(name)
+        if hasattr(module, "add_simulate_parser"):
+            module.add_simulate_parser(simulate_models.add_parser(name, help=module.SIMULATE_HELP))
+
     baseline = sub.add_parser("baseline", help="run a paper's own algorithm, the baseline a model is compared with")
     baselines = baseline.add_subparsers(dest="baseline", required=True, parser_class=_Parser)
     for name in FIT_COMMANDS:
@@ -69,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--items", required=True, type=input_table("items file"),
                          help="CSV or Parquet with the model's item columns")
     predict.add_argument("--out", required=True, type=output_file("predictions file"), help="CSV to write")
-    predict.add_argument("--ci", type=probability, default=0.94, help="credible interval mass (default 0.94)")
+    add_ci_option(predict, "of prob_low, prob_high")
     predict.add_argument("--overlap-threshold", type=probability, default=None, metavar="T",
                          help="perception fits: an item is in every cluster with probability >= T (default: the "
                               "fit's, 0.3)")
@@ -79,9 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("fit", type=input_file("fit file"))
     report.add_argument("--out", required=True, type=output_folder("report folder", REPORT_CONTENTS),
                         help="output folder (DIR/report.html)")
+    add_ci_option(report, "of every interval in the report")
 
     summary = sub.add_parser("summary", help="print the estimands and diagnostics of a fit")
     summary.add_argument("fit", type=input_file("fit file"))
+    add_ci_option(summary, "of the HDI columns")
 
     check = sub.add_parser("check", help="run a fit's model checks (posterior predictive, targeted, LOO's Pareto k)")
     check.add_argument("fit", type=input_file("fit file"))
@@ -100,14 +112,73 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# ---------------------------------------------------------------------- commands
-def _quiet_libraries() -> None:
-    import logging
-    import warnings
+def add_ci_option(parser, what: str) -> None:
+    """--ci, the credible level, on every command that shows intervals; one default for all of them."""
+    parser.add_argument("--ci", type=probability, default=DEFAULT_CI, metavar="LEVEL",
+                        help=f"credible level {what} (default {DEFAULT_CI:g}, as in every summary and report)")
 
-    logging.getLogger("pymc").setLevel(logging.WARNING)
-    logging.getLogger("jax").setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore", category=RuntimeWarning, module="arviz")
+
+# ---------------------------------------------------------------------- commands
+class _LibraryMessages:
+    """While a command runs, the libraries' chatter stays off stderr, where the README promises one
+    line for a failure and the package's own words for a success.
+
+    * Python warnings: the package's own (`FitWarning` and any other category defined in
+      `bayes_wsc`) are printed, one line each (`bayes-wsc: warning: ...`); any other (PyMC,
+      ArviZ, JAX, PyTensor, pandas: FutureWarning, UserWarning, RuntimeWarning...) goes to the
+      `py.warnings` logger, as `logging.captureWarnings` sends it.
+    * Logging: a handler on the root logger, installed before the libraries load, shows records of
+      level ERROR and above in one line; below that, nothing. PyMC (which adds a handler of its
+      own and logs its sampler's progress at INFO when the root logger has none) and PyTensor
+      (likewise) then leave logging to it.
+
+    A user who asks for Python's warnings (`python -W ...`, `PYTHONWARNINGS=default`) gets them
+    all, as Python shows them. Everything is restored when the command ends.
+    """
+
+    def __enter__(self):
+        import logging
+        import warnings
+
+        self.showwarning = warnings.showwarning
+        if not sys.warnoptions:
+            warnings.showwarning = self._show
+        self.handler = None
+        root = logging.getLogger()
+        if not root.handlers:
+            self.handler = logging.StreamHandler()  # sys.stderr when it writes
+            self.handler.setLevel(logging.ERROR)
+            self.handler.setFormatter(logging.Formatter("bayes-wsc: %(name)s: %(message)s"))
+            root.addHandler(self.handler)
+        self.levels = {}
+        for name, level in (("pymc", logging.ERROR), ("pytensor", logging.ERROR), ("jax", logging.ERROR)):
+            logger = logging.getLogger(name)
+            self.levels[name] = logger.level
+            logger.setLevel(level)  # PyMC and PyTensor loaded before (in a test run) keep handlers of their own
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        import logging
+        import warnings
+
+        warnings.showwarning = self.showwarning
+        if self.handler is not None:
+            logging.getLogger().removeHandler(self.handler)
+        for name, level in self.levels.items():
+            logging.getLogger(name).setLevel(level)
+        return False
+
+    @staticmethod
+    def _show(message, category, filename, lineno, file=None, line=None) -> None:
+        if category.__module__.split(".")[0] == "bayes_wsc":
+            text = " ".join(str(message).split())
+            print(f"bayes-wsc: warning: {text}", file=file or sys.stderr)
+            return
+        import logging
+        import warnings
+
+        logging.getLogger("py.warnings").warning(
+            "%s", warnings.formatwarning(message, category, filename, lineno, line).rstrip())
 
 
 def cmd_fit(args) -> None:
@@ -116,6 +187,14 @@ def cmd_fit(args) -> None:
 
 def cmd_path(args) -> None:
     _fit_module(args.model).run_path(args)
+
+
+def cmd_simulate(args) -> None:
+    from bayes_wsc.simulate.files import check_folder
+
+    module = _fit_module(args.model)
+    check_folder(args.out, module.SIMULATE_FILES, replace=args.replace)  # before anything is simulated
+    module.run_simulate(args)
 
 
 def cmd_baseline(args) -> None:
@@ -191,7 +270,7 @@ def check_probabilities(predictions, items) -> None:
 def cmd_report(args) -> None:
     from bayes_wsc.estimator import load
 
-    print(f"wrote {load(args.fit).report(args.out)}")
+    print(f"wrote {load(args.fit).report(args.out, ci=args.ci)}")
 
 
 def cmd_summary(args) -> None:
@@ -201,7 +280,7 @@ def cmd_summary(args) -> None:
     est = load(args.fit)
     attrs = est._fitted().posterior.attrs  # the fit's groups as read: no ArviZ
     print(f"model: {attrs['model']}  method: {attrs['method']}  fitted with bayes_wsc {attrs.get('package_version')}")
-    print_fit(est)
+    print_fit(est, ci=args.ci)
 
 
 def cmd_check(args) -> None:
@@ -269,17 +348,77 @@ def cmd_demo(args) -> None:
 COMMANDS = {"fit": cmd_fit, "path": cmd_path, "predict": cmd_predict, "report": cmd_report, "summary": cmd_summary,
             "demo": cmd_demo, "check": cmd_check, "ppc": cmd_ppc}
 COMMANDS["baseline"] = cmd_baseline
+COMMANDS["simulate"] = cmd_simulate
 
 
 def main(argv=None) -> int:
+    """Run one command; its exit code. A reader of the output that goes away (`bayes-wsc summary
+    FIT.nc | head -1`) ends nothing: the rest of the output is dropped, quietly, as Unix tools do,
+    while the command finishes writing its files."""
+    stdout, stderr = sys.stdout, sys.stderr
+    guards = [_PipeGuard(stream) if stream is not None else None for stream in (stdout, stderr)]
+    sys.stdout, sys.stderr = guards  # None (a closed descriptor at start-up) stays None: print() skips it
+    try:
+        return _main(argv)
+    finally:
+        for guard in guards:  # what is still buffered (--help exits without flushing) meets the guard too
+            if guard is not None:
+                guard.flush()
+        sys.stdout, sys.stderr = stdout, stderr
+
+
+class _PipeGuard:
+    """A stream whose reader may have gone away: once a write fails with a broken pipe, the stream's
+    file descriptor is pointed at /dev/null, so that this and every later write (and Python's own
+    flush at exit) succeed silently instead of ending the command in a traceback."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.broken = False
+
+    def write(self, text):
+        if not self.broken:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.broken = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass  # a stream without a file descriptor (tests): later writes are dropped here
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def _main(argv) -> int:
     args = build_parser().parse_args(argv)
-    _quiet_libraries()
+    with _LibraryMessages():
+        return _run(args)
+
+
+def _run(args) -> int:
     from bayes_wsc.errors import InputError
     from bayes_wsc.outputs import Paths
 
+    cache = None
     try:
         paths = Paths.of(args)
         paths.check()  # before any work: no output replaces an input, every output can be written
+        cache = _temporary_cache_if_needed()
         with paths.guard():
             COMMANDS[args.command](args)
     except InputError as exc:
@@ -292,7 +431,44 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("bayes-wsc: interrupted; no output was left half-written", file=sys.stderr)
         return 130
+    finally:
+        if cache is not None:
+            cache.cleanup()
     return 0
+
+
+class _TemporaryCache:
+    """A cache folder for one command, given to the libraries as XDG_CACHE_HOME and removed after."""
+
+    def __init__(self):
+        import tempfile
+
+        self.previous = os.environ.get("XDG_CACHE_HOME")
+        self.folder = tempfile.mkdtemp(prefix="bayes-wsc-cache-")
+        os.environ["XDG_CACHE_HOME"] = self.folder
+
+    def cleanup(self) -> None:
+        import shutil
+
+        if self.previous is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = self.previous
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _temporary_cache_if_needed() -> _TemporaryCache | None:
+    """A cache folder that cannot be written (read-only, on a full disk) is not an error of the
+    command's: it runs with a temporary cache, said in one note."""
+    from bayes_wsc.jax_setup import unwritable_cache
+
+    why = unwritable_cache()
+    if why is None:
+        return None
+    cache = _TemporaryCache()
+    print(f"bayes-wsc: note: {why}; this command uses a temporary cache, removed at its end (nothing compiled "
+          "is kept for the next command)", file=sys.stderr)
+    return cache
 
 
 if __name__ == "__main__":

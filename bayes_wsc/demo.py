@@ -59,5 +59,5 @@ def run_demo(out="bayes-wsc-demo", *, n_groups=500, items_per_group=100, n_bins=
     nuts_rho = fits["NUTS"].idata_.posterior["rho"]
     rmse = float(np.sqrt(np.mean((nuts_rho.mean(("chain", "draw")).values - truth.rho) ** 2)))
     _step(f"done: NUTS posterior-mean RMSE of rho against the truth = {rmse:.4f}", t0)
-    print(fits["NUTS"].summary(var_names=["rho", "pi"], hdi_prob=0.9).round(3).to_string())
+    print(fits["NUTS"].summary(var_names=["rho", "pi"]).round(3).to_string())
     return path

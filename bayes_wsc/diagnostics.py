@@ -57,8 +57,88 @@ def nuts_messages(idata, var_names: list[str], max_tree_depth: int = 10) -> list
     return messages
 
 
+#: the largest relative gradient (`map_program.optimum_check`: max_i |g_i| max(|x_i|, 1) / max(|f|, 1))
+#: at a mode that counts as found. Measured on good fits of every model (tiny to moderate data, MAP
+#: with the default settings): wsc 9e-7 to 2.2e-4 (wh 10, 1e4, inf; up to 5e-4 at wh 1e5-1e6), proportions
+#: 2e-7 to 1.8e-6 (gaussian, categorical, logistic), pcmix 1.4e-7 to 1e-6 (lam 0, 4, 16), experts 5e-7 to
+#: 7e-7, perception 8e-7 to 4.6e-6; the shipped variants (models/) 5e-8 to 2.1e-4; wsc at the paper's
+#: scale (2000 x 100, 2000 x 5, 10,000 x 20 groups x clicks; WH 4, 10, 1e5, inf) 1.5e-6 to 1.5e-4; the
+#: centres of Laplace fits (wsc, proportions, perception) 1e-6 to 8e-5. Stops that were not optima: wsc
+#: at WH 1e9-1e10, 1e-2 to 0.18 (a collapsing shrinkage scale, tests/test_optimizer_checks.py: 0.5 to 6).
+RELATIVE_GRADIENT_MAX = 1e-3
+#: a search that gained less than its tolerance from its start counts as stalled when the relative
+#: gradient there is above this (a start already at a mode has a smaller one)
+STALLED_GRADIENT = 1e-4
+
+
 def map_messages(info: dict) -> list[str]:
-    if info.get("converged", True):
+    """An optimizer's result in plain words when it should not be trusted: not converged, stalled at its
+    start, a gradient that is not small at the reported mode, a degenerate mode (see
+    `map_program.optimum_check` and `map_program.degenerate_values`)."""
+    messages = []
+    reason = info.get("optimizer_message", "")
+    gradient = info.get("relative_gradient")
+    if not info.get("converged", True):
+        messages.append(f"the optimizer stopped before converging ({reason}); "
+                        "the MAP may be inaccurate. Check the data or fit with NUTS.")
+    elif gradient is not None and info.get("start_gain", np.inf) <= info.get("tolerance_nats", 0.0) \
+            and gradient > STALLED_GRADIENT:
+        messages.append(
+            f"the optimizer stopped after {info.get('iterations')} iteration(s) having gained "
+            f"{info['start_gain']:.2g} nats of log density, less than its tolerance, although the gradient "
+            f"there is not small (relative gradient {gradient:.2g}): it stalled at its start and did not find "
+            "the mode. The problem is badly scaled (look for a setting or data value of extreme size), or "
+            "fit with NUTS.")
+    elif gradient is not None and gradient > RELATIVE_GRADIENT_MAX:
+        messages.append(
+            f"the optimizer reported convergence but the gradient at its point is not small (relative gradient "
+            f"{gradient:.2g}, above {RELATIVE_GRADIENT_MAX:g}): it stopped short of the mode, and the MAP may "
+            "be inaccurate. The problem is badly scaled (look for a setting or data value of extreme size), "
+            "or fit with NUTS.")
+    degenerate = info.get("degenerate") or []
+    if degenerate:
+        messages.append(
+            f"the MAP sits at a degenerate mode: {'; '.join(degenerate)}. There the density grows without bound "
+            "or piles up at an edge, so this point is not a summary of the posterior. Hold that variable at "
+            "an estimate (map_fixed), give it a prior that keeps it away from the edge, or fit with NUTS.")
+    return messages
+
+
+def laplace_messages(info: dict) -> list[str]:
+    """The search for the centre of a Laplace approximation, checked like a MAP (`map_messages`)."""
+    if not info.get("centre_converged", True):
+        return []  # `laplace.run_laplace` already says that it stopped before converging
+    gradient = info.get("centre_relative_gradient")
+    if gradient is None or gradient <= RELATIVE_GRADIENT_MAX:
         return []
-    return [f"the optimizer stopped before converging ({info.get('optimizer_message', '')}); "
-            "the MAP may be inaccurate. Check the data or fit with NUTS."]
+    return [f"the search for the centre of the Laplace approximation reported convergence but the gradient "
+            f"there is not small (relative gradient {gradient:.2g}, above {RELATIVE_GRADIENT_MAX:g}): the "
+            "Gaussian is centred off the mode and its intervals may be off. Check the fit with NUTS."]
+
+
+# ---------------------------------------------------------------------- data that cannot identify the estimand
+def constant_features_message(features: np.ndarray, names, what: str) -> str | None:
+    """Plain words when some feature columns take one value on every item (`features` as the model sees
+    them): a model that weighs features (`what`, e.g. "the cluster weights") learns nothing about those
+    columns' weights from the data, only their prior. None when every column varies."""
+    features = np.asarray(features, dtype=float)
+    if features.ndim != 2 or features.shape[0] == 0:
+        return None
+    flat = np.ptp(features, axis=0) <= 1e-12 * np.maximum(np.abs(features).max(axis=0), 1.0)
+    if not flat.any():
+        return None
+    which = ", ".join(repr(str(n)) for n in np.asarray(names)[flat][:3]) + (", ..." if flat.sum() > 3 else "")
+    return (f"{int(flat.sum())} of {flat.size} feature columns take one value on every item ({which}): the data "
+            f"say nothing about {what} for them, which stay at their prior. Leave such columns out.")
+
+
+def one_class_message(classes: np.ndarray, names, labelled: str, consequence: str) -> str | None:
+    """Plain words when every labelled unit (`labelled`, e.g. "labelled item") carries the same class:
+    nothing then tells the classes apart (`consequence` says what the fit cannot learn). None when at
+    least two classes appear (or there are no labels, which a model says otherwise)."""
+    classes = np.asarray(classes)
+    present = np.unique(classes)
+    if classes.size == 0 or present.size > 1:
+        return None
+    return (f"every {labelled} ({classes.size}) has the same class, {str(np.asarray(names)[present[0]])!r}: "
+            f"{consequence}")

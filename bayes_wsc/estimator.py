@@ -26,6 +26,7 @@ from typing import ClassVar, NamedTuple
 
 from bayes_wsc import checks as criticism
 from bayes_wsc import diagnostics, inference
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import FitWarning, InputError
 
 METHODS = ("map", "nuts", "laplace")
@@ -56,9 +57,16 @@ class Estimator:
     model_name: ClassVar[str]
     #: variables shown by `summary` and checked by the diagnostics
     estimands: ClassVar[list[str]]
-    #: what a saved fit must hold for `load` to use it: attrs, and variables per InferenceData group
+    #: what a saved fit must hold for `load` to use it: attrs, groups, and variables per InferenceData group
     required_attrs: ClassVar[tuple[str, ...]] = ("model", "method", "settings")
+    required_groups: ClassVar[tuple[str, ...]] = ("posterior",)
     required_variables: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: what a model's own attrs of a saved fit must be when present, name -> (words, test), besides
+    #: `ATTR_KINDS`, which every fit's attrs follow
+    attr_kinds: ClassVar[dict[str, tuple[str, Callable]]] = {}
+    #: the closed range of every value of a posterior variable (probabilities, scales): a saved draw
+    #: outside it, or not finite, is one the model cannot have produced (`load` leaves it out, warning)
+    bounds: ClassVar[dict[str, tuple[float, float]]] = {}
     #: arithmetic of NumPyro's NUTS when `precision` is None: the measured choice per model
     #: (benchmarks/RESULTS.md); the other backends always run float64
     nuts_precision: ClassVar[str] = "float64"
@@ -70,6 +78,17 @@ class Estimator:
     unit_dims: ClassVar[tuple[str, ...]] = ()
     #: free variables coupled to each other only through the others (`laplace`: an arrow Hessian)
     laplace_local: ClassVar[tuple[str, ...]] = ()
+    #: the command-line option of a model setting whose option is not its name with dashes (`--set` errors)
+    setting_options: ClassVar[dict[str, str]] = {}
+    #: the data container `fit` takes (`GroupedCounts`...): anything else is refused before any work
+    data_class: ClassVar[type | None] = None
+
+    def __init_subclass__(cls, **kwargs):
+        """A model's own `fit` checks what it is given before its first line, as the base `fit` does:
+        one place for every model (`check_data_type`)."""
+        super().__init_subclass__(**kwargs)
+        if "fit" in vars(cls) and not getattr(cls.fit, "_checks_data", False):
+            cls.fit = _checking_data(cls.fit)
 
     def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=DEFAULT_SEED, backend=None,
                  target_accept=0.8, model_file=None, model_settings=None, progressbar=True, chain_starts="map",
@@ -182,8 +201,10 @@ class Estimator:
         own = self.model_settings or {}
         clash = sorted(set(own) & set(self.build_settings()))
         if clash:
-            raise InputError(f"model_settings: {clash[0]!r} is a setting of the {self.model_name} model itself; "
-                             f"pass it as {clash[0]}=... instead")
+            option = self.setting_options.get(clash[0], clash[0].replace("_", "-"))
+            raise InputError(f"--set {clash[0]} (model_settings): {clash[0]!r} is a setting of the {self.model_name} "
+                             f"model itself: give it with --{option} on the command line, or as the estimator's "
+                             f"{clash[0]}= in Python")
         variant = load_variant(self.model_file)
         settings = {**self.build_settings(), **own}
         _check_accepts(variant.build_model, settings, self.model_file)
@@ -201,6 +222,13 @@ class Estimator:
         return Recipe(build, hook("initial_values"), bool(getattr(variant, "START_NUTS_AT_MAP", True)),
                       hook("map_fixed"))
 
+    def data_messages(self, data) -> list[str]:
+        """Plain words, before anything is fitted, for data (or settings) that cannot identify what the
+        model estimates: one group, one class in every label, a constant feature. `fit` warns with them
+        at once and keeps them with the fit's diagnostics; a model raises `InputError` instead where no
+        fit could mean anything. None by default."""
+        return []
+
     def build_settings(self) -> dict:
         """The model's own settings that `build_model` takes (a variant file receives them too)."""
         return {}
@@ -216,7 +244,7 @@ class Estimator:
             yield
         except InputError:
             raise
-        except Exception as exc:  # noqa: BLE001 - user code: one line here
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: one line here, even sys.exit()
             raise InputError(f"model file {str(self.model_file)!r}: {stage} failed: {_one_line(exc)}") from exc
 
     def model_inputs(self, data) -> tuple[dict, dict] | None:
@@ -242,13 +270,19 @@ class Estimator:
         """
         from bayes_wsc.backends import default_backend
 
+        self.check_data_type(data)
         self.check_params()
         recipe = self._recipe()
         self._model, self._model_recipe = None, (recipe.build, data)
         with self.variant_errors("initial_values"):
             starts = recipe.initial_values(data)
         starts = [starts] if isinstance(starts, dict) else list(starts)  # a list means random restarts
-        messages, fit_info, map_draws = [], {}, None
+        # what the data or settings cannot give, said before the fit starts (and kept with it)
+        with self.variant_errors("data_messages"):
+            early = list(self.data_messages(data))
+        for message in early:
+            warnings.warn(message, FitWarning, stacklevel=2)
+        messages, fit_info, map_draws = list(early), {}, None
         coords, dims = None, None
         if self.method != "nuts" or recipe.start_nuts_at_map:
             with self.variant_errors("map_fixed"):
@@ -269,6 +303,9 @@ class Estimator:
             if self.chain_starts == "restarts" and draws.optima:
                 # chain c at restart c's optimum: other labelings, maybe other modes, for relabeling to face
                 start = [draws.optima[c % len(draws.optima)] for c in range(self.chains)]
+            if self.method == "nuts":
+                start, said = nondegenerate_start(start, draws, self.chain_starts, self.chains)
+                messages += said
         else:
             start = starts[0] if len(starts) == 1 else starts
         if self.method == "laplace":
@@ -303,12 +340,19 @@ class Estimator:
         self.__dict__.pop("_idata", None)
         self.__dict__.pop("_pending_log_likelihood", None)
         self._mode = map_draws
+        self._fit_terms, found = self._likelihood_terms(draws, data)
+        messages += found
+        holds = None
         if draws.deferred is not None:  # Laplace, the fast path: its pointwise log-likelihood waits for first use
             self._pending_log_likelihood = (draws, data, dims)
         else:
-            self.pointwise_log_likelihood(draws, data)
+            holds = self.pointwise_log_likelihood(draws, data)
         check_finite(draws.posterior)
         self._groups = self._assemble(coords, dims, draws, data, fit_info)
+        if self._fit_terms is not None:
+            inference.set_attrs(self._fitted(), {"likelihood_terms": self._fit_terms})
+        if "log_likelihood" in self._groups and draws.deferred is None:
+            inference.set_attrs(self._fitted(), {"log_likelihood_holds": holds or self._recorded_words()})
         with self.variant_errors("the diagnostics"):
             if self.method == "nuts":
                 messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
@@ -318,9 +362,60 @@ class Estimator:
         if self.checks and not criticism.running() and self.model_name in criticism.MODULES:
             messages += self._fit_time_checks(data)
         inference.set_attrs(self._fitted(), {"diagnostics": messages})
-        for message in messages:
+        for message in messages[len(early):]:
             warnings.warn(message, FitWarning, stacklevel=2)
         return self
+
+    def check_data_type(self, data) -> None:
+        """`data` is this model's container (`data_class`), else one line naming what `fit` expects,
+        what it got and how to build the container (a DataFrame is the usual mistake)."""
+        cls = self.data_class
+        if cls is None or isinstance(data, cls):
+            return
+        builders = sorted((n for n, v in vars(cls).items() if n.startswith("from_") and isinstance(v, classmethod)),
+                          key=lambda n: (not n.startswith("from_frame"), n))
+        how = f"; build it with {' or '.join(f'{cls.__name__}.{n}(...)' for n in builders)}" if builders else ""
+        raise InputError(f"{type(self).__name__}.fit expects {cls.__name__} ({cls.__module__}), "
+                         f"got {_described(data)}{how}")
+
+    def _likelihood_terms(self, draws, data) -> tuple[dict | None, list[str]]:
+        """Which of the fitted model's terms are the default model's (`model_terms`), and warnings.
+        The package's own model is the default by construction; a variant is compared at its draws
+        (a Laplace fit of a variant computes its pointwise log-likelihood now, for the comparison)."""
+        from bayes_wsc import model_terms
+
+        if self.model_name not in criticism.MODULES:
+            return None, []
+        module = criticism.module_of(self)
+        names = getattr(module, "TERMS", ("likelihood",))
+        if self.model_file is None and type(self).build_model.__module__.startswith("bayes_wsc."):
+            return {t: model_terms.DEFAULT for t in names}, []
+        if draws.deferred is not None:
+            draws.posterior.update(draws.deferred())
+            draws.deferred = None
+        try:
+            return model_terms.likelihood_terms(self, draws.posterior, data, self.model_), []
+        except Exception as exc:  # noqa: BLE001 - user code: say so, and trust nothing of the default's
+            return {t: model_terms.UNVERIFIED for t in names}, [
+                f"the variant's terms could not be compared with the default model's ({_one_line(exc)}): its "
+                "log-likelihood is kept as it recorded it, and checks that replicate from the default model's "
+                "formula do not run"]
+
+    def _recorded_words(self) -> str:
+        """What the `log_likelihood` group holds when the model keeps what it recorded."""
+        from bayes_wsc import model_terms
+
+        replaced = model_terms.replaced(getattr(self, "_fit_terms", None))
+        if not replaced:
+            return "the log-likelihood of each unit as the fitted model recorded it (its terms are the default model's)"
+        return (f"the log-likelihood of each unit as the fitted model recorded it, from its own terms (its "
+                f"{', '.join(replaced)} {'is' if len(replaced) == 1 else 'are'} not the default model's)")
+
+    def log_likelihood_notes(self) -> list[str]:
+        """Plain words on what LOO scores for this fit (the fit's `log_likelihood_holds`), or none."""
+        self._check_fitted()
+        holds = inference.get_attrs(self._fitted()).get("log_likelihood_holds")
+        return [f"LOO scores {holds}."] if holds else []
 
     def _fit_time_checks(self, data) -> list[str]:
         """Run the model's checks, store their rows in the fit, and return the flagged ones as messages.
@@ -430,10 +525,11 @@ class Estimator:
             draws, data, dims = pending
             recorded = draws.deferred()
             draws.posterior.update(recorded)
-            self.pointwise_log_likelihood(draws, data)
+            holds = self.pointwise_log_likelihood(draws, data)
             values = {n: draws.posterior.pop(n) for n in recorded}
             check_finite(values)
             inference.add_log_likelihood(self._groups, values, dims or {})
+            inference.set_attrs(self._groups, {"log_likelihood_holds": holds or self._recorded_words()})
         return self._fitted()
 
     def _fitted(self):
@@ -497,9 +593,13 @@ class Estimator:
         (drawn from their conditionals); returns their dims. None by default."""
         return {}
 
-    def pointwise_log_likelihood(self, draws, data) -> None:
+    def pointwise_log_likelihood(self, draws, data) -> str | None:
         """Rework, in place, the per-unit log-likelihood the model recorded (`likelihoods.record_pointwise`)
-        before it becomes the `log_likelihood` group; by default it is kept as the graph computed it."""
+        before it becomes the `log_likelihood` group, and say in words what it then holds (kept in the
+        fit's attrs as `log_likelihood_holds`); by default it is kept as the graph computed it (None).
+        A rework may only use the default model's formulas where `self._fit_terms` (`model_terms`) says
+        the fitted model's terms are the default's."""
+        return None
 
     def _assemble(self, coords, dims, draws, data, fit_info) -> inference.Groups:
         groups = self.data_groups(data)
@@ -535,7 +635,7 @@ class Estimator:
         self._check_fitted()
         return list(inference.get_attrs(self._fitted()).get("diagnostics", []))
 
-    def summary(self, var_names: list[str] | None = None, hdi_prob: float = 0.94):
+    def summary(self, var_names: list[str] | None = None, hdi_prob: float = DEFAULT_CI):
         """`az.summary` of the estimands and a variant's own variables (mean, sd, HDI, and R-hat/ESS
         after NUTS); `summary_notes` names what is too long for the table."""
         self._check_fitted()
@@ -596,7 +696,7 @@ class Estimator:
         if reason:
             raise InputError(reason)
         elpd = inference.loo(fitted, pointwise)
-        row = criticism.pareto_row(elpd, criticism.unit_noun(fitted))
+        row = criticism.pareto_row(elpd, criticism.unit_noun(fitted), fitted)
         if row.flagged:
             warnings.warn(row.message, FitWarning, stacklevel=2)
         return elpd
@@ -617,29 +717,198 @@ class Estimator:
         return inference.save(self._complete_log_likelihood(), path)
 
     @classmethod
+    def load(cls, path):
+        """A saved fit of this model (`load` of any model, then checked to be this one's)."""
+        estimator = load(path)
+        if not isinstance(estimator, cls):
+            raise InputError(f"fit file {str(path)!r} holds a {estimator.model_name!r} fit, not a "
+                             f"{cls.model_name!r} one: load it with bayes_wsc.load or {type(estimator).__name__}.load")
+        return estimator
+
+    @classmethod
     def from_idata(cls, idata, source: str = "this fit"):
         """An estimator around a saved fit. A fit written by another version either works, warns
-        about settings this version ignores, or is a one-line `InputError` naming what is missing."""
+        about settings this version ignores, or is a one-line `InputError` naming what is missing.
+
+        A fit that was edited or damaged after it was written is checked the same way: its groups and
+        attrs (each of the kind `ATTR_KINDS` and the model's `attr_kinds` say), its settings (as
+        `check_params` checks a new estimator's), and its draws: a draw holding a value that is not
+        finite or is outside the variable's `bounds` is left out with a `FitWarning` per variable, and
+        a fit with no draw left (a MAP's single point) is an `InputError`."""
+        if not hasattr(idata, "groups") or "posterior" not in idata.groups():
+            raise InputError(f"{source} is not a bayes_wsc fit (no posterior group), got {_described(idata)}")
         attrs = inference.get_attrs(idata)
-        written_by = f"written by bayes_wsc {attrs.get('package_version', 'unknown')}"
+        version = attrs.get("package_version", "unknown")
+        written_by = f"written by bayes_wsc {version if isinstance(version, str) else 'unknown'}"
         missing = [f"attribute {a!r}" for a in cls.required_attrs if a not in attrs]
+        missing += [f"group {g!r}" for g in cls.required_groups if g not in idata.groups()]
         for group, names in cls.required_variables.items():
             have = set(idata[group].variables) if group in idata.groups() else set()
             missing += [f"{group} variable {n!r}" for n in names if n not in have]
         if missing:
             raise InputError(f"{source} ({written_by}) lacks {', '.join(missing)}, which bayes_wsc "
                              f"{package_version()} needs for a {cls.model_name!r} fit")
+        wrong = [f"attribute {name!r} is {_shown(attrs[name])}, not {words}"
+                 for name, (words, test) in {**ATTR_KINDS, **cls.attr_kinds}.items()
+                 if name in attrs and not test(attrs[name])]
+        if wrong:
+            raise InputError(f"{source} ({written_by}) is damaged: {'; '.join(wrong)}")
         params = attrs["settings"]
-        if not isinstance(params, dict):
-            raise InputError(f"{source} ({written_by}) has settings that are not a mapping: {params!r}")
         known = set(inspect.signature(cls.__init__).parameters) | set(Estimator().get_params())
         unknown = set(params) - known
         if unknown:
             warnings.warn(f"{source} ({written_by}) has settings this version does not know and ignores: "
                           f"{sorted(unknown)}", FitWarning, stacklevel=2)
         estimator = cls(**{k: v for k, v in params.items() if k in known})
-        estimator.idata_ = idata
+        try:
+            estimator.check_params()
+        except InputError as exc:
+            raise InputError(f"{source} ({written_by}) holds a setting this version refuses: {exc}") from None
+        estimator.idata_ = _usable_draws(idata, cls.bounds, source)
         return estimator
+
+
+def _checking_data(fit):
+    """A subclass's `fit` that first checks its data's type (`Estimator.check_data_type`)."""
+    import functools
+
+    @functools.wraps(fit)
+    def checked(self, data, *args, **kwargs):
+        self.check_data_type(data)
+        return fit(self, data, *args, **kwargs)
+
+    checked._checks_data = True
+    return checked
+
+
+def _described(value) -> str:
+    """What a value is, for a message: None, 'a pandas DataFrame', 'a str ('clicks.csv')'..."""
+    if value is None:
+        return "None"
+    kind = type(value)
+    module = "" if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]} "
+    text = f"a {module}{kind.__name__}"
+    if isinstance(value, (str, Path, numbers.Number)):
+        shown = repr(str(value) if isinstance(value, Path) else value)
+        text += f" ({shown[:60]})"
+    return text
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_mapping(value) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_texts(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def is_labels(value) -> bool:
+    """Class names: a non-empty list of text or numbers (never booleans or containers)."""
+    return (isinstance(value, list) and len(value) > 0
+            and all(isinstance(v, (str, numbers.Real)) and not isinstance(v, bool) for v in value))
+
+
+def _is_check_rows(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) and set(criticism.COLUMNS) <= set(v) for v in value)
+
+
+def _is_fit_info(value) -> bool:
+    """{"map": {...}, "nuts": {...}, "laplace": {...}, "free_variables": [...]}: each stage's record a mapping."""
+    return isinstance(value, dict) and all(isinstance(value[k], dict) for k in ("map", "nuts", "laplace") if k in value)
+
+
+def is_count(value) -> bool:
+    return _is_whole(value) and value >= 0
+
+
+#: what every saved fit's attrs must be, when present (`Estimator.from_idata`); a model adds `attr_kinds`
+#: what `model_terms.likelihood_terms` says of each term
+TERM_ANSWERS = ("default", "own", "unverified")
+ATTR_KINDS: dict[str, tuple[str, Callable]] = {
+    "model": ("text", lambda v: isinstance(v, str)),
+    "method": (f"one of {', '.join(map(repr, METHODS))}", lambda v: isinstance(v, str) and v in METHODS),
+    "settings": ("a mapping of settings", _is_mapping),
+    "fit_info": ("a mapping with one record per stage (map, nuts, laplace)", _is_fit_info),
+    "data_settings": ("a mapping of the data's settings", _is_mapping),
+    "diagnostics": ("a list of messages (text)", _is_texts),
+    "checks": (f"a list of check rows, each with {', '.join(criticism.COLUMNS)}", _is_check_rows),
+    "package_version": ("text", lambda v: isinstance(v, str)),
+    "likelihood_terms": ("a mapping of terms to 'default', 'own' or 'unverified'",
+                         lambda v: _is_mapping(v) and all(isinstance(k, str) and v[k] in TERM_ANSWERS for k in v)),
+    "log_likelihood_holds": ("text", lambda v: isinstance(v, str)),
+}
+
+
+def _usable_draws(idata, bounds: dict, source: str):
+    """The fit without the draws that hold a value the model cannot have produced (not finite, or
+    outside `bounds`), with one `FitWarning` per variable holding such values; an `InputError` when no
+    draw is left."""
+    import numpy as np
+
+    problems, bad = [], None
+    for group in ("posterior", "log_likelihood"):
+        if group not in idata.groups():
+            continue
+        for name, variable in idata[group].data_vars.items():
+            if "draw" not in variable.dims or variable.dtype.kind not in "biufc":
+                continue
+            values = variable.transpose("draw", ...).values
+            low, high = bounds.get(name, (-np.inf, np.inf)) if group == "posterior" else (-np.inf, np.inf)
+            with np.errstate(invalid="ignore"):
+                wrong = ~np.isfinite(values) | (values < low - 1e-9) | (values > high + 1e-9)
+            if not wrong.any():
+                continue
+            draws = wrong.reshape(wrong.shape[0], -1).any(axis=1)
+            bad = draws if bad is None else bad | draws
+            kinds = [w for w, n in (("NaN", np.isnan(values).sum()), ("infinite", np.isinf(values).sum()),
+                                    (f"outside [{low:g}, {high:g}]",
+                                     (np.isfinite(values) & wrong).sum())) if n]
+            problems.append((f"{group} variable {str(name)!r}", int(wrong.sum()), " or ".join(kinds), int(draws.sum())))
+    if bad is None:
+        return idata
+    total = bad.size
+    kept = np.flatnonzero(~bad)
+    if not kept.size:
+        what, count, kinds, _ = problems[0]
+        where = "its only draw (a MAP's point)" if total == 1 else f"every one of its {total} draws"
+        raise InputError(f"{source}: {what} holds {count} value{'s' * (count > 1)} the model cannot produce "
+                         f"({kinds}) in {where}: no draw of the fit is usable")
+    chains = idata.posterior.sizes.get("chain", 1)
+    every = " in every chain" if chains > 1 else ""
+    for what, count, kinds, draws in problems:
+        warnings.warn(f"{source}: {what} holds {count} value{'s' * (count > 1)} the model cannot produce ({kinds}) "
+                      f"in {draws} of {total} draws; those draws are left out{every} ({kept.size} of {total} used)",
+                      FitWarning, stacklevel=3)
+    return inference.select_draws(idata, kept)
+
+
+def nondegenerate_start(start, draws, chain_starts: str, chains: int) -> tuple:
+    """Where NUTS starts when the MAP is degenerate (`draws.info["degenerate"]`, see
+    `map_program.degenerate_values`): the best restart whose optimum is not, if there is one (every chain
+    there, or in `chain_starts="restarts"` the chains cycling over such optima), and a message either
+    way; the start unchanged and no message when the MAP is not degenerate."""
+    info = draws.info
+    if not info.get("degenerate"):
+        return start, []
+    flags = info.get("restart_degenerate") or []
+    good = [i for i, bad in enumerate(flags) if not bad]
+    if not good or not draws.optima:
+        return start, ["NUTS chains start at this degenerate MAP (no restart found another mode): they may "
+                       "stay stuck there and not mix. Give the MAP other starts or a prior that keeps the "
+                       "variable from its edge, and check R-hat."]
+    good.sort(key=lambda i: -info["restart_log_densities"][i])
+    if chain_starts == "restarts":
+        start = [draws.optima[good[c % len(good)]] for c in range(chains)]
+    else:
+        start = draws.optima[good[0]]
+    return start, [f"NUTS chains start at the optimum of MAP restart {good[0]} instead of the degenerate best "
+                   f"one (log density {info['restart_log_densities'][good[0]]:.6g} against "
+                   f"{info['log_density']:.6g}), so that they do not begin stuck at its edge."]
 
 
 class Recipe(NamedTuple):
@@ -677,6 +946,8 @@ def _check_accepts(build_model, settings: dict, path) -> None:
 
 
 def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):  # a variant is not the program: its sys.exit() ends nothing
+        return f"it called sys.exit({exc.code!r})"
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
@@ -755,18 +1026,34 @@ def compare(fits, ic: str = "loo"):
             raise InputError(f"fits {labels[0]!r} and {label!r} score different things (the log-likelihood of "
                              f"{scored[0] or 'the data'} against that of {scored[1] or 'the data'}); LOO compares "
                              "models of the same quantity")
+    holds = {label: str(inference.get_attrs(fits[label]._fitted()).get("log_likelihood_holds", "")) for label in labels}
+    integrated = {label for label, words in holds.items() if "integrated out over" in words}
+    if integrated and len(integrated) < len(labels):
+        other = next(label for label in labels if label not in integrated)
+        warnings.warn(f"fit {sorted(integrated)[0]!r} scores each unit with its local parameter integrated out and fit "
+                      f"{other!r} given it ({holds[other]}): LOO then compares a prediction of new units with one of "
+                      "the same units' data, and the ranking mixes the two", FitWarning, stacklevel=2)
     return inference.compare({label: fits[label]._fitted() for label in labels}, ic=ic)
 
 
 def load(path):
     """Load any saved fit; the model named in the file picks the estimator class."""
+    check_path(path, "load")
     idata = inference.load(path)
     name = idata.posterior.attrs["model"]
-    if name not in REGISTRY:
+    if not isinstance(name, str) or name not in REGISTRY:
         raise InputError(f"fit file {str(path)!r} holds a model {name!r} that this version does not know")
     module_name, class_name = REGISTRY[name].split(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     return cls.from_idata(idata, source=f"fit file {str(path)!r}")
+
+
+def check_path(path, what: str) -> None:
+    """A file path (text or a path object), else one line naming what `what` got."""
+    import os
+
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise InputError(f"{what} expects the path of a fit file (a str or pathlib.Path), got {_described(path)}")
 
 
 def load_variant(path):
@@ -774,12 +1061,15 @@ def load_variant(path):
     path = Path(path)
     if not path.is_file():
         raise InputError(f"model file {str(path)!r} does not exist")
+    if path.suffix != ".py":
+        raise InputError(f"model file {str(path)!r} is not a Python file: a variant is a .py file defining "
+                         "build_model(data, **settings) (see models/)")
     spec = importlib.util.spec_from_file_location(f"bayes_wsc_variant_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - report any failure of user code in one line
-        raise InputError(f"model file {str(path)!r} failed to load: {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code in one line, even sys.exit()
+        raise InputError(f"model file {str(path)!r} failed to load: {_one_line(exc)}") from None
     if not callable(getattr(module, "build_model", None)):
         raise InputError(f"model file {str(path)!r} defines no build_model(data, **settings) function")
     return module

@@ -20,6 +20,7 @@ import pytensor
 from pymc.initial_point import make_initial_point_expression, make_initial_point_fn
 from pymc.util import get_default_varnames
 
+from bayes_wsc import _runtime
 from bayes_wsc.backends import NUTS_BACKENDS, PRECISIONS, check_precision_backend, default_backend
 from bayes_wsc.draws import Draws
 from bayes_wsc.errors import InputError
@@ -28,6 +29,7 @@ from bayes_wsc.map_program import MapProgram, export_program, run_map
 from bayes_wsc.posterior import CHUNK_FLOATS
 
 log = logging.getLogger("bayes_wsc")
+_runtime.generated_code_in_memory()  # no file in the temporary folder per generated function
 
 # ---------------------------------------------------------------------- MAP
 def build_map_program(model: pm.Model, starts: Sequence[Mapping[str, np.ndarray] | None] = (None,),

@@ -17,6 +17,7 @@ when ArviZ is wanted.
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 
 if TYPE_CHECKING:
@@ -166,13 +168,24 @@ def get_attrs(idata: InferenceData) -> dict:
     return out
 
 
+def select_draws(idata, draws: np.ndarray):
+    """The fit with only these draw indices, in every group that has draws (renumbered 0, 1, ...)."""
+    groups = Groups()
+    for name in idata.groups():
+        ds = idata[name]
+        if "draw" in ds.dims:
+            ds = ds.isel(draw=np.asarray(draws)).assign_coords(draw=np.arange(len(draws)))
+        groups[name] = ds
+    return groups if isinstance(idata, Groups) else to_inference_data(groups)
+
+
 # ---------------------------------------------------------------------- summaries
 def has_draws(idata) -> bool:
     """Whether the fit holds more than one draw, and so has intervals (a MAP holds one point)."""
     return idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"] > 1
 
 
-def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = 0.94) -> pd.DataFrame:
+def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = DEFAULT_CI) -> pd.DataFrame:
     """`az.summary`'s table, computed in NumPy (`draw_stats`: the same arithmetic, without importing
     ArviZ): mean, sd and HDI, and after more than one chain mcse_mean, mcse_sd, ess_bulk, ess_tail
     and r_hat. A MAP fit (a single draw) gets one column, `map`, and no intervals. Rows are labelled
@@ -348,18 +361,63 @@ def save(idata: InferenceData, path: str | Path) -> Path:
 
 def _write_groups(groups: Groups, path: str) -> None:
     """One netCDF group per InferenceData group, numbers compressed: the layout of ArviZ's
-    `InferenceData.to_netcdf`, which `az.from_netcdf` reads back."""
+    `InferenceData.to_netcdf`, which `az.from_netcdf` reads back.
+
+    HDF5 does not survive a full disk: a write that fails half-way may end the process (a
+    segmentation fault) before Python sees an error. So unless the disk has room for the fit
+    uncompressed, twice over, the file is made in memory and written as plain bytes, whose
+    failure is an ordinary OSError (No space left on device).
+    """
+    import io
+
+    from bayes_wsc.outputs import free_bytes
+
+    bound = sum(v.nbytes for ds in groups.values() for v in ds.variables.values()) + 2**20
+    free = free_bytes(os.path.dirname(os.path.abspath(path)))
+    if free is not None and free < 2 * bound:
+        buffer = io.BytesIO()
+        _write_netcdf(groups, buffer)
+        with open(path, "wb") as handle:
+            handle.write(buffer.getbuffer())
+            handle.flush()
+            os.fsync(handle.fileno())  # a late failure of the disk is an error here, not after the rename
+    else:
+        _write_netcdf(groups, path)
+
+
+def _write_netcdf(groups: Groups, target) -> None:
     mode = "w"
     for name, ds in groups.items():
         encoding = {var: {"zlib": True} for var, values in ds.variables.items() if values.dtype.kind in "biufc"}
-        ds.to_netcdf(path, mode=mode, group=name, engine="h5netcdf", encoding=encoding)
+        try:
+            ds.to_netcdf(target, mode=mode, group=name, engine="h5netcdf", encoding=encoding)
+        except (OSError, RuntimeError) as exc:
+            if isinstance(exc, OSError) and exc.errno is not None:
+                raise
+            raise _hdf5_error(exc) from None
         mode = "a"
+
+
+def _hdf5_error(exc: Exception) -> OSError:
+    """HDF5 reports a failed write (a full disk) as a RuntimeError or an OSError without an errno,
+    in several lines that name the temporary file and hold the system's errno: the OSError it was."""
+    import errno
+    import re
+
+    found = re.search(r"errno = (\d+)", str(exc))
+    if found and int(found.group(1)):
+        code = int(found.group(1))
+        return OSError(code, os.strerror(code))
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return OSError(errno.EIO, f"the netCDF writer failed ({first})")
 
 
 def load(path: str | Path) -> Groups:
     """Read a fit as `Groups` (one xarray Dataset per netCDF group, as `az.from_netcdf` reads them,
     but without importing ArviZ; `to_inference_data` wraps them); a missing file or a file that is
     not a bayes_wsc fit is an `InputError`."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"a fit file's path must be a str or pathlib.Path, got {type(path).__name__}")
     path = Path(path)
     if not path.exists():
         raise InputError(f"fit file {str(path)!r} does not exist")

@@ -10,10 +10,33 @@ import os
 import re
 
 
+def cache_home() -> str:
+    """The user's cache folder (XDG_CACHE_HOME, else ~/.cache), where this package, ArviZ and
+    Matplotlib keep theirs."""
+    return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+
+
 def cache_root() -> str:
-    """The package's folder under the user's cache (XDG_CACHE_HOME, else ~/.cache)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "bayes_wsc")
+    """The package's folder under the user's cache."""
+    return os.path.join(cache_home(), "bayes_wsc")
+
+
+def unwritable_cache() -> str | None:
+    """Why the user's cache folder (or the package's folder in it, when there is one) cannot take
+    a new file, tried, or None when it can. ArviZ fails to import without it."""
+    import tempfile
+
+    for folder in (cache_home(), cache_root()):
+        if folder == cache_root() and not os.path.isdir(folder):
+            continue
+        try:
+            os.makedirs(folder, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".probe.", dir=folder)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            return f"the cache folder {folder!r} cannot be written ({exc.strerror or exc})"
+    return None
 
 
 def usable_cpus() -> int:

@@ -141,11 +141,94 @@ def minimize(value_and_grad: Callable, x0: np.ndarray, *, maxiter: int = 5000, t
         return float(value), np.asarray(gradient, dtype=float)
 
     x0 = np.asarray(x0, dtype=float)
-    ftol = tol * x0.size / max(abs(fun(x0)[0]), 1.0)
+    f0, g0 = fun(x0)
+    ftol = tol * x0.size / max(abs(f0), 1.0)
     # L-BFGS works on long vectors with tiny BLAS calls: threads only contend (5x slower at 10^4 groups)
     with threadpool_limits(1, user_api="blas"):
-        return scipy_minimize(fun, x0, jac=True, method="L-BFGS-B",
-                              options={"maxiter": maxiter, "ftol": ftol, "gtol": 1e-7, "maxcor": 20})
+        result = scipy_minimize(fun, x0, jac=True, method="L-BFGS-B",
+                                options={"maxiter": maxiter, "ftol": ftol, "gtol": 1e-7, "maxcor": 20})
+    result.update(optimum_check(result, x0, f0, g0, tol))
+    return result
+
+
+def optimum_check(result, x0: np.ndarray, f0: float, g0: np.ndarray, tol: float) -> dict:
+    """What tells a true optimum from a stop that only looks like one (`diagnostics.map_messages`):
+    how far the search moved from its start (`start_gain`: nats of log density gained, `moved`:
+    the largest change of an unconstrained coordinate), the relative gradient at the point it reports
+    (`relative_gradient`: max_i |g_i| max(|x_i|, 1) / max(|f|, 1), Dennis & Schnabel's scale-free
+    measure) and the gradient against the one at the start (`gradient_reduction`), and the
+    optimizer's message with any empty reason given in words (`reason`)."""
+    x = np.asarray(result.x, dtype=float)
+    g = np.asarray(result.jac, dtype=float)
+    f = float(result.fun)
+    finite = np.isfinite(f) and np.isfinite(g).all()
+    relative = float(np.max(np.abs(g) * np.maximum(np.abs(x), 1.0), initial=0.0) / max(abs(f), 1.0)) \
+        if finite else float("inf")
+    start = float(np.max(np.abs(g0), initial=0.0))
+    return {"start_gain": float(f0 - f) if finite else float("nan"),
+            "moved": float(np.max(np.abs(x - x0), initial=0.0)),
+            "relative_gradient": relative,
+            "gradient_reduction": float(np.max(np.abs(g), initial=0.0) / start) if finite and start > 0 else 0.0,
+            "tolerance_nats": float(tol * x.size),
+            "reason": optimizer_reason(str(result.message))}
+
+
+#: L-BFGS-B's messages whose reason is empty, in words
+_ABNORMAL = ("the line search found no step that raises the log density enough (L-BFGS-B's abnormal "
+             "termination in the line search): the gradient disagrees with the values there, from rounding "
+             "where the density is very sharp or very flat, or from a kink or discontinuity")
+
+
+def optimizer_reason(message: str) -> str:
+    """The optimizer's message, with a reason in words where L-BFGS-B gives none ("ABNORMAL: ")."""
+    head, _, reason = message.partition(":")
+    if reason.strip():
+        return message
+    if head.strip() == "ABNORMAL":
+        return _ABNORMAL
+    return f"{head.strip() or 'no message'} (the optimizer gave no reason)"
+
+
+#: a positive variable (log transform) counts as collapsed when the search took it this many times below
+#: its start (the model's initial value, by default the prior's typical value): 1e4
+COLLAPSE_FACTOR = 1e4
+#: ... and when the density still rises as it falls, by at least this many nats per e-fold: a scale whose
+#: children pile up on their location (a funnel) gains about one nat per e-fold and child without bound,
+#: while a non-negative weight whose mode is 0 (a sparse solution, models/perception_nonnegative.py)
+#: has a slope that vanishes with it (measured: below 1e-5 there)
+UNBOUNDED_SLOPE = 0.1
+#: a variable on an interval (logodds or interval transform) counts as at its bound within this share of it
+BOUND_SHARE = 1e-8
+
+
+def degenerate_values(layout, x: np.ndarray, x0: np.ndarray, gradient: np.ndarray) -> list[str]:
+    """The free variables of the point `x` (unconstrained) that sit where a mode is degenerate, in words:
+    a scale collapsed towards 0 (a log-transformed value more than log(COLLAPSE_FACTOR) below the start
+    `x0` while the density, whose negative has `gradient` there, still rises as it falls: it grows without
+    bound, as a hierarchical or shrinkage scale's does) or a bounded value at its bound (a logit beyond
+    logit(BOUND_SHARE)). Read from the transforms' names alone, so it holds for every model and variant
+    without naming their variables."""
+    found, offset = [], 0
+    edge = -np.log(BOUND_SHARE)
+    for name, shape in layout:
+        size = int(np.prod(shape, dtype=int))
+        piece, start = np.asarray(x[offset:offset + size]), np.asarray(x0[offset:offset + size])
+        slope = np.asarray(gradient[offset:offset + size])
+        offset += size
+        base, _, transform = name.removesuffix("__").rpartition("_")
+        if transform == "log":
+            low = (piece < start - np.log(COLLAPSE_FACTOR)) & (slope > UNBOUNDED_SLOPE)
+            if low.any():
+                i = int(np.argmin(np.where(low, piece - start, np.inf)))
+                found.append(f"{base} fell to {np.exp(piece[i]):.2g} from {np.exp(start[i]):.2g} at the start "
+                             f"({int(low.sum())} of {size} value{'s' if size > 1 else ''}), and the density "
+                             "still rises as it falls: a scale collapsing towards 0")
+        elif transform in ("logodds", "interval"):
+            far = np.abs(piece) > edge
+            if far.any():
+                found.append(f"{base} sits at a bound of its range ({int(far.sum())} of {size} "
+                             f"value{'s' if size > 1 else ''} within {BOUND_SHARE:.0e} of it)")
+    return found
 
 
 def run_map(program: MapProgram, starts: Sequence[Mapping | None], inputs: Mapping[str, np.ndarray], *,
@@ -166,10 +249,15 @@ def run_map(program: MapProgram, starts: Sequence[Mapping | None], inputs: Mappi
     rows = [program.values(r.x, given) for r in results]
     values = {n: np.stack([np.asarray(row[n]) for row in rows]) for n in rows[0]}
     posterior = {k: v[best:best + 1] for k, v in values.items()}
+    degenerate = [degenerate_values(program.layout, np.asarray(r.x), x0, np.asarray(r.jac))
+                  for r, x0 in zip(results, xs)]
     info = {
         "converged": bool(result.success),
-        "optimizer_message": str(result.message),
+        "optimizer_message": result.reason,
         "iterations": int(result.nit),
+        **{k: result[k] for k in ("start_gain", "moved", "relative_gradient", "gradient_reduction",
+                                  "tolerance_nats")},
+        "degenerate": degenerate[best],
         "log_density": float(-result.fun),
         "seconds": time.perf_counter() - t0,
         "compiled_program": program.origin,
@@ -177,7 +265,8 @@ def run_map(program: MapProgram, starts: Sequence[Mapping | None], inputs: Mappi
     optima = []
     if len(results) > 1:
         info.update(restarts=len(results), best_restart=best,
-                    restart_log_densities=[float(-r.fun) for r in results])
+                    restart_log_densities=[float(-r.fun) for r in results],
+                    restart_degenerate=[bool(d) for d in degenerate])
         optima = [{**{n: values[n][i] for n in program.free}, **fixed} for i in range(len(results))]
     if fixed:
         posterior.update({k: np.asarray(v, dtype=float)[None] for k, v in fixed.items()})

@@ -8,9 +8,13 @@ the names it will write inside) for what it writes. Before the command runs,
 * no output is an input: not the same path, nor a hard or symbolic link to
   it (compared by device and inode, and by resolved path);
 * no two outputs are the same file;
+* the disk of every output has room: at least 1 MB free, or as much as the
+  files it replaces (a full disk fails before the work, not after it);
 * every output can be written: its folder exists or can be created and is
-  writable, an existing output file is not a folder and not read-only, an
-  existing output folder is a folder.
+  writable, an existing output file is a regular file (not a folder, a
+  device such as /dev/null, a named pipe, or a link to /dev/stdout: a writer
+  renames a new file onto the path, which would replace the device or the
+  link) and not read-only, an existing output folder is a folder.
 
 So a bad output path fails in a second, not after the fit. While the command
 runs, the writers refuse to replace any of its inputs (`guard`), a last
@@ -19,8 +23,10 @@ line of defence for paths that were not declared.
 The writers (`write_file` and the helpers built on it) write to a temporary
 file in the target's folder and rename it into place: an existing output is
 replaced atomically, and an interrupted write leaves the old file (or none),
-never half a file. New files get the permissions of any new file, 0666 less
-the umask (0644 under the usual umask of 022), not the 0600 of `mkstemp`.
+never half a file; a killed command's temporary file is removed by the next
+write to the same path. New files get the permissions of any new file, 0666 less
+the umask (0644 under the usual umask of 022), not the 0600 of `mkstemp`; a
+file that is replaced keeps its permission bits (a 0600 fit stays 0600).
 A failure names the user's path, never the temporary file.
 """
 
@@ -32,7 +38,10 @@ import fnmatch
 import glob
 import json
 import os
+import re
 import secrets
+import stat
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,6 +162,28 @@ class Paths:
         self._check_outputs_distinct()
         for out in self.outputs:
             check_writable(out)
+        self._check_free_space()
+
+    def _check_free_space(self) -> None:
+        """A disk that is already full fails now, not after the work: each output needs
+        `MIN_FREE_BYTES`, or the size of the files it replaces if larger (a fit replacing one of
+        the same data is about as big), on the disk that will hold it."""
+        need: dict[int, list] = {}
+        for out in self.outputs:
+            folder = _existing_folder(Path(out) if out.kind == "folder" else Path(out).parent)
+            try:
+                device = os.stat(folder).st_dev
+            except OSError:
+                continue
+            size = sum(_file_size(target) for target in _targets(out))
+            entry = need.setdefault(device, [out, folder, 0])
+            entry[2] += max(MIN_FREE_BYTES, size)
+        for out, folder, wanted in need.values():
+            free = free_bytes(folder)
+            if free is not None and free < wanted:
+                raise InputError(f"cannot write the {out.what} {str(out)!r}: the disk holding {str(folder)!r} has "
+                                 f"{_size(free)} free, and this command's outputs need at least {_size(wanted)}; "
+                                 "free some space or choose another folder")
 
     def _check_outputs_distinct(self) -> None:
         files = [o for o in self.outputs if o.kind != "folder"]
@@ -198,14 +229,88 @@ def check_writable(out: DeclaredPath) -> None:
             inside = path / name
             if not glob.has_magic(name) and inside.is_dir():
                 raise InputError(f"cannot write the {where}: {str(inside)!r} is a folder")
+        for target in _targets(out):
+            special = not_a_regular_file(target)
+            if special:
+                raise InputError(f"cannot write the {where}: {target!r} is {special}, not a regular file")
         folder = path
     else:
         if path.is_dir():
             raise InputError(f"cannot write the {where}: it is a folder; give a file name")
+        special = not_a_regular_file(path)
+        if special:
+            raise InputError(f"cannot write the {where}: it is {special}, not a regular file; give a file name")
         if path.exists() and not os.access(path, os.W_OK):
             raise InputError(f"cannot write the {where}: the file exists and is read-only")
         folder = path.parent
     _check_folder(folder, where)
+
+
+def not_a_regular_file(path) -> str | None:
+    """What an existing output path is when it is neither a regular file nor a folder (a device, a
+    named pipe, a socket, a link to a file descriptor such as /dev/stdout), or None.
+
+    A writer renames a new regular file onto the path: onto /dev/null (as root) that would
+    replace the device itself, and onto a link to /dev/stdout the link, never the stream.
+    """
+    text = str(path)
+    hop = text
+    for _ in range(40):  # follow the links one hop at a time: /dev/stdout -> /proc/self/fd/1
+        try:
+            target = os.readlink(hop)
+        except (OSError, ValueError):
+            break
+        hop = os.path.normpath(os.path.join(os.path.dirname(hop), target))
+        if hop.startswith(("/proc/", "/dev/fd/")) and "/fd/" in hop + "/":
+            return f"a link to the file descriptor {hop!r}"
+    try:
+        st = os.stat(text)
+    except (OSError, ValueError):
+        return None  # a new path (or a dangling link, which the writer replaces)
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        return None
+    kinds = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+    kind = next((name for test, name in kinds if test(st.st_mode)), "a special file")
+    return f"a link to {os.path.realpath(text)!r}, {kind}" if os.path.islink(text) else kind
+
+
+#: the least free space an output needs on its disk before a command starts (see `Paths.check`):
+#: the smallest fit or report is 0.1-0.3 MB
+MIN_FREE_BYTES = 2**20
+
+
+def free_bytes(folder) -> int | None:
+    """Bytes this process may still write on the disk holding `folder` (root may use the blocks
+    reserved for it), or None when the file system does not say."""
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError, ValueError):
+        return None
+    if not st.f_blocks:  # a file system without a size (some virtual ones)
+        return None
+    blocks = st.f_bfree if os.geteuid() == 0 else st.f_bavail
+    return blocks * st.f_frsize
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 1024:.0f} KB"
+
+
+def _file_size(path) -> int:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
+def _existing_folder(folder: Path) -> Path:
+    """The folder itself, or its nearest ancestor that exists."""
+    existing = folder if str(folder) else Path(".")
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    return existing
 
 
 def _check_folder(folder: Path, where: str) -> None:
@@ -223,6 +328,7 @@ def _check_folder(folder: Path, where: str) -> None:
                              "(permission denied)")
         return
     try:
+        remove_stale_temporaries(existing / "probe")
         probe = _new_temporary(existing / "probe")
     except OSError as exc:
         raise InputError(f"cannot write the {where}: {_reason(exc)} (in folder {str(existing)!r})") from None
@@ -232,27 +338,45 @@ def _check_folder(folder: Path, where: str) -> None:
 # ---------------------------------------------------------------------- writing
 def write_file(path: str | os.PathLike, write: Callable[[str], None], what: str = "file") -> Path:
     """Write `path` atomically: `write(temporary)` fills a new file in the same folder (keeping its
-    permissions, 0666 less the umask), which is then renamed onto `path`."""
+    permissions, 0666 less the umask, or those of the file it replaces), which is then renamed
+    onto `path`."""
     path = Path(path)
-    tmp = None
+    tmp = keep = None
+    created: list[Path] = []
     try:
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        special = not_a_regular_file(path)
+        if special:  # a last line of defence for paths no command declared
+            raise InputError(f"cannot write the {what} {str(path)!r}: it is {special}, not a regular file")
         identity = _identity(path)
         if identity in _PROTECTED:
             raise InputError(f"the {what} {str(path)!r} is the input file {_PROTECTED[identity]!r}, "
                              "which it would replace; choose another output path")
+        keep = _existing_mode(path)
+        missing = path.parent
+        while not missing.exists() and missing != missing.parent:  # removed again if the write fails
+            created.append(missing)
+            missing = missing.parent
         path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path)
         tmp = _new_temporary(path)
+        if keep is not None:  # before anything is written: a private file's contents stay private
+            os.chmod(tmp, keep)
         write(tmp)
         os.replace(tmp, path)
         tmp = None
     except OSError as exc:
-        raise InputError(f"cannot write the {what} {str(path)!r}: {_reason(exc)}") from None
+        unchanged = "; the old file is unchanged" if keep is not None else ""
+        raise InputError(f"cannot write the {what} {str(path)!r}: {_reason(exc)}{unchanged}") from None
     finally:
-        if tmp is not None:
+        if tmp is not None:  # the write failed
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+        if not path.exists():
+            for folder in created:  # deepest first, each only if still empty
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
     return path
 
 
@@ -281,6 +405,45 @@ def write_figure(fig, path, what: str = "figure", **savefig_kw) -> Path:
     """A matplotlib figure, in the format of the path's suffix (PNG when it has none)."""
     fmt = Path(path).suffix.lstrip(".").lower() or "png"
     return write_file(path, lambda tmp: fig.savefig(tmp, format=fmt, **savefig_kw), what)
+
+
+def _existing_mode(path: Path) -> int | None:
+    """The permission bits of the regular file a writer replaces, or None for a new path."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
+#: when this process started (as near as the module knows): a temporary file older than this is not
+#: being written by it
+_STARTED = time.time()
+
+
+def remove_stale_temporaries(path: Path) -> list[Path]:
+    """Remove the temporary files a killed writer left beside `path`: only regular files named as
+    `_new_temporary` names them for this path (`.NAME.<8 hex digits>.tmp`) and last modified before
+    this process started (a write in progress in this process, or one that another process began
+    since, is newer). Returns what was removed."""
+    path = Path(path)
+    own = re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{8}}\.tmp")
+    removed = []
+    try:
+        entries = list(os.scandir(path.parent if str(path.parent) else "."))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not own.fullmatch(entry.name):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and st.st_mtime < _STARTED:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
 
 
 def _new_temporary(path: Path) -> str:

@@ -19,7 +19,7 @@ from bayes_wsc.errors import InputError
 from bayes_wsc.models.wsc import WSC
 from bayes_wsc.simulate.wsc import emissions_from_rho, sec5_rho
 
-KEYS = {"check", "statistic", "reference", "p_value", "flagged", "message"}
+KEYS = {"check", "statistic", "reference", "p_value", "effect", "tolerance", "flagged", "message"}
 
 
 def grouped_behavior(n_groups=60, items=200, n_bins=6, concentration=None, seed=0):

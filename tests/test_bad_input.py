@@ -139,3 +139,36 @@ def test_api_validation_names_the_field():
         GroupedCounts.from_counts(np.zeros((3, 2)), he=np.zeros(3))
     with pytest.raises(InputError, match="max_group_weight"):
         GroupedCounts.from_counts(counts, he=np.zeros(3), max_group_weight=-5)
+
+
+ESTIMATORS = {
+    "WSC": ("bayes_wsc.models.wsc", "WSC", {}, "GroupedCounts"),
+    "NoisyExperts": ("bayes_wsc.models.experts", "NoisyExperts", {"n_clusters": 2}, "PairwiseConstraints"),
+    "PCMixture": ("bayes_wsc.models.pcmix", "PCMixture", {"components": 2, "lam": 1.0}, "LabeledItems"),
+    "ProportionsClassifier": ("bayes_wsc.models.proportions", "ProportionsClassifier", {}, "LabelProportions"),
+    "PerceptionClustering": ("bayes_wsc.models.perception", "PerceptionClustering", {}, "SeedSets"),
+}
+
+
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_api_fit_and_load_of_the_wrong_thing(name, files):
+    """fit(None), fit(a DataFrame), fit(another model's data) and load(None) of every model: one line
+    naming what was expected and what was given, before any work."""
+    import importlib
+
+    from bayes_wsc import load
+
+    module, cls_name, settings, container = ESTIMATORS[name]
+    cls = getattr(importlib.import_module(module), cls_name)
+    _, clicks, groups = files
+    other = GroupedCounts.from_frames(clicks, groups) if name != "WSC" else None
+    for given, words in ((None, "got None"), (clicks, "got a pandas DataFrame"), ("clicks.csv", "got a str"),
+                         *([(other, "got a bayes_wsc GroupedCounts")] if other is not None else [])):
+        with pytest.raises(InputError, match=f"{cls_name}.fit expects {container} .*{words}") as error:
+            cls(**settings).fit(given)
+        assert "\n" not in str(error.value) and f"{container}.from_" in str(error.value)
+    for given, words in ((None, "got None"), (clicks, "got a pandas DataFrame"), (3, "got a int")):
+        with pytest.raises(InputError, match=f"expects the path of a fit file .*{words}"):
+            cls.load(given)
+        with pytest.raises(InputError, match=f"expects the path of a fit file .*{words}"):
+            load(given)

@@ -182,6 +182,13 @@ VARIANTS = {
     "no build_model": ("X = 1\n", "defines no build_model"),
     "build_model raises": ("def build_model(data, **settings):\n    return {}['missing']\n",
                            "build_model failed: KeyError"),
+    # a variant is not the program: sys.exit() there is a failure of the file, never a quiet exit 0
+    "exits on import": ("import sys\nsys.exit(0)\n", "failed to load: it called sys.exit(0)"),
+    "build_model exits": ("import sys\ndef build_model(data, **settings):\n    sys.exit()\n",
+                          "build_model failed: it called sys.exit(None)"),
+    "initial_values exits": ("import sys\nfrom bayes_wsc.models.wsc import build_model\n"
+                             "def initial_values(data):\n    raise SystemExit('stop')\n",
+                             "initial_values failed: it called sys.exit('stop')"),
 }
 
 
@@ -193,6 +200,20 @@ def test_fit_bad_model_variant_file(fitted, capsys, tmp_path, case):
     expect_cli_error(capsys, ["fit", "wsc", "--clicks", path / "clicks.csv", "--groups", path / "groups.csv",
                               "--model", tmp_path / "variant.py", "--out", tmp_path / "fit.nc"], expected,
                      no_file=tmp_path / "fit.nc")
+
+
+@pytest.mark.parametrize("name", ["clicks.csv", "variant.txt", "variant"])
+def test_fit_model_file_that_is_not_python(fitted, capsys, tmp_path, name):
+    """--model given a data file (or any file not ending in .py): one line naming it, before any fit."""
+    path, _ = fitted
+    (tmp_path / name).write_text((path / "clicks.csv").read_text())
+    err = expect_cli_error(capsys, ["fit", "wsc", "--clicks", path / "clicks.csv", "--groups", path / "groups.csv",
+                                    "--model", tmp_path / name, "--out", tmp_path / "fit.nc"],
+                           "is not a Python file", no_file=tmp_path / "fit.nc")
+    assert name in err
+    with pytest.raises(InputError, match="is not a Python file"):
+        WSC(model_file=tmp_path / name).fit(GroupedCounts.from_frames(*map(pd.read_csv, (path / "clicks.csv",
+                                                                                          path / "groups.csv"))))
 
 
 def test_saving_onto_a_directory_or_under_a_file(fitted, tmp_path):

@@ -101,3 +101,18 @@ def test_help_starts_fast():
                            "print(sorted(m for m in ('pymc', 'jax', 'arviz', 'pytensor') if m in sys.modules))"],
                           capture_output=True, text=True)
     assert proc.stdout.strip() == "[]"
+
+
+def test_an_output_onto_a_device_or_a_pipe_is_refused_in_one_line(tmp_path, capsys):
+    """As root, `--out /dev/null` renamed a new file onto the device."""
+    import os
+
+    fit = tmp_path / "fit.nc"
+    fit.write_text("not even a fit: the outputs are checked first")
+    os.mkfifo(tmp_path / "pipe")
+    for out, words in (("/dev/null", "it is a character device"), (str(tmp_path / "pipe"), "it is a named pipe"),
+                       ("/dev/stdout", "it is a link to the file descriptor")):
+        assert main(["check", str(fit), "--out", out]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and words in err and "not a regular file" in err, err
+    assert Path("/dev/null").is_char_device()

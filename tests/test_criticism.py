@@ -274,13 +274,35 @@ def test_checks_run_at_fit_time_and_pass_on_model_data(wsc_fits, experts_fits, p
 
 
 def test_a_flagged_check_is_a_fit_warning():
-    """HE eight times noisier than WH says: mu follows HE, and the groups' behavior shares do not."""
-    data, _ = simulate_wsc(n_groups=40, items_per_group=25, n_bins=4, sigma_h=2.0, seed=4)
-    with pytest.warns(FitWarning, match=r"check ppc_group_share flagged: The groups' shares .* differ"):
+    """HE eight times noisier than WH says: mu follows HE, and the bin counts vary around the fitted
+    mixture more than the multinomial allows (the aggregation-bias check's dispersion, 2.9 > 2.5)."""
+    data, _ = simulate_wsc(n_groups=40, items_per_group=100, n_bins=4, sigma_h=2.0, seed=4)
+    with pytest.warns(FitWarning, match=r"check aggregation_bias flagged"):
         est = WSC(wh=16.0).fit(data)
-    assert any(m.startswith("check ppc_group_share flagged") for m in est.diagnostics_)
-    assert est.checks_.set_index("check").loc["ppc_group_share", "flagged"]
+    assert any(m.startswith("check aggregation_bias flagged") for m in est.diagnostics_)
+    row = est.checks_.set_index("check").loc["aggregation_bias"]
+    assert row["flagged"] and row["effect"] > row["tolerance"] == 2.5
     assert not WSC(wh=16.0, checks=False).fit(data).checks_.shape[0]
+
+
+def test_class_feature_means_flag_a_skewed_feature():
+    """`ppc_class_feature_mean` against the misfit of benchmarks/check_power.py (a feature exp(2 x), two
+    Gaussian components): the labeled classes' means are far beyond their replicates (effect about 8
+    against the tolerance 2); on data from the model it never flagged (0 of 8 there)."""
+    rng = np.random.default_rng(0)
+    n = 300
+    z = (rng.random(n) < 0.4).astype(int)
+    means, sds = np.array([[-0.9, 0.6, 0.0], [0.6, -0.4, 0.5]]), np.array([[1.0, 0.7, 1.2], [0.8, 1.0, 0.9]])
+    x = means[z] + sds[z] * rng.standard_normal((n, 3))
+    x[:, 2] = np.exp(2 * x[:, 2])
+    y = np.where(rng.random(n) < 0.5, (rng.random(n) < np.where(z, 0.85, 0.15)).astype(int), -1)
+    frame = pd.DataFrame(x, columns=["x1", "x2", "x3"])
+    frame["y"] = pd.array(np.where(y >= 0, y, 0), dtype="Int64")
+    frame.loc[y < 0, "y"] = pd.NA
+    est = quietly(PCMixture(components=2, lam=1.0, restarts=2), LabeledItems.from_frame(frame, label_col="y",
+                                                                                        classes=[0, 1]))
+    row = est.checks_.set_index("check").loc["ppc_class_feature_mean"]
+    assert row["flagged"] and row["effect"] > 2 * row["tolerance"], row
 
 
 def test_targeted_checks_catch_an_adversarial_expert_and_a_skewed_feature(experts_data):

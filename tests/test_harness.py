@@ -38,6 +38,7 @@ import hashlib
 import io
 import os
 import shutil
+import stat
 import tempfile
 import time
 import warnings
@@ -57,11 +58,13 @@ from bayes_wsc.cli import build_parser, main
 # ---------------------------------------------------------------------- the rows
 @dataclass(frozen=True)
 class Table:
-    """One input table: its clean contents, its id columns (text) and numeric columns."""
+    """One input table: its clean contents, its id columns (text), numeric columns and category-level
+    columns (text, each level kept as written)."""
 
     frame: pd.DataFrame
     ids: tuple[str, ...] = ()
     numbers: tuple[str, ...] = ()
+    levels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ def _wsc_tables():
     groups = [f"g{i}" for i in range(4)]
     clicks = pd.DataFrame({"group": np.repeat(groups, 6), "bounce": rng.choice(["y", "n"], 24)})
     he = pd.DataFrame({"group": groups, "he": [1.0, -0.5, 0.3, -1.2]})
-    return Table(clicks, ids=("group",)), Table(he, ids=("group",), numbers=("he",))
+    return Table(clicks, ids=("group",), levels=("bounce",)), Table(he, ids=("group",), numbers=("he",))
 
 
 def _feature_items(n: int, *, with_id: bool, label: bool):
@@ -149,6 +152,8 @@ def fit_check(paths, stdout, tables):
         for column in table.ids:
             if column in table.frame.columns and column not in ("expert", "label", "j"):
                 assert set(table.frame[column].astype(str)) & coords, (column, sorted(coords)[:5])
+        for column in table.levels:  # every level as written ('1' and '01' two levels), none merged
+            assert set(table.frame[column].astype(str)) <= coords, (column, sorted(coords)[:5])
     return {n: v.values for n, v in est.idata_.posterior.data_vars.items()}
 
 
@@ -212,7 +217,8 @@ def printed_check(paths, stdout, tables):
 def checks_check(paths, stdout, tables):
     """One row per check, every column, the flagged ones also printed."""
     table = pd.read_csv(paths["out"])
-    assert list(table.columns) == ["check", "statistic", "reference", "p_value", "flagged", "message"]
+    assert list(table.columns) == ["check", "statistic", "reference", "p_value", "flagged", "message", "effect",
+                                   "tolerance"]
     assert len(table) >= 1 and "flagged" in stdout
     return table[["statistic", "reference", "p_value"]].to_numpy(dtype=float)
 
@@ -231,6 +237,22 @@ def path_check(paths, stdout, tables):
     table = pd.read_csv(folder / "path.csv")
     assert len(table) == 2 and (folder / "report.html").exists()
     return table[["lam", "objective"]].to_numpy()
+
+
+def simulate_check(paths, stdout, tables):
+    """Every file the command declares, and nothing else; a truth file naming the model; the data as hashes
+    (a simulation is a function of its seed)."""
+    import json
+
+    folder = Path(paths["out"])
+    model = json.loads((folder / "truth.json").read_text(encoding="utf-8"))["model"]
+    names = declared_type(next(e for e in ENTRY_POINTS if e.name == f"simulate {model}"), "out").contents
+    assert sorted(p.name for p in folder.iterdir()) == sorted(names), sorted(p.name for p in folder.iterdir())
+    for name in names:
+        if name.endswith(".csv"):
+            assert len(pd.read_csv(folder / name)) > 0, name
+    assert "fit it with" in stdout
+    return digest(folder)
 
 
 #: mutations that only `read_table` sees: one row per reader of the same tables is enough
@@ -288,6 +310,17 @@ ENTRY_POINTS = [
     Entry("check", ("check", "{fit:experts}", "--draws", "20", "--out", "{out}"), {}, {"out": "checks.csv"},
           checks_check),
     Entry("ppc", ("ppc", "{fit:pcmix}", "--draws", "20", "--out", "{out}"), {}, {"out": "ppc.nc"}, ppc_check),
+    # simulations have no input: their clean run, and their output folder
+    Entry("simulate wsc", ("simulate", "wsc", "--n-groups", "8", "--group-size", "5", "--out", "{out}"), {},
+          {"out": "sim/"}, simulate_check),
+    Entry("simulate experts", ("simulate", "experts", "--n-items", "20", "--pairs-per-expert", "30", "--out", "{out}"),
+          {}, {"out": "sim/"}, simulate_check),
+    Entry("simulate pcmix", ("simulate", "pcmix", "--n-items", "30", "--labeled-fraction", "0.5", "--out", "{out}"),
+          {}, {"out": "sim/"}, simulate_check),
+    Entry("simulate proportions", ("simulate", "proportions", "--n-groups", "4", "--out", "{out}"), {},
+          {"out": "sim/"}, simulate_check),
+    Entry("simulate perception", ("simulate", "perception", "--n-items", "40", "--out", "{out}"), {},
+          {"out": "sim/"}, simulate_check),
     # the demo has no input; a successful run is minutes of NUTS, so only its output folder is tested
     Entry("demo", ("demo", "--out", "{out}"), {}, {"out": "demo/"}, None, examples=0),
 ]
@@ -352,7 +385,7 @@ MARKER_WORDS = ("NA", "None", "null", "N/A", "nan", "NULL")
 TABLE_MUTATIONS = ("encoding", "not utf-8", "newlines", "quoted", "delimiter", "padded names",
                    "names equal but for spaces", "repeated name", "nameless column", "empty", "header only", "one row",
                    "bad cell", "padded ids", "mixed ids", "marker ids", "parquet", "garbage", "nul byte", "huge name",
-                   "ragged row", "wide file")
+                   "ragged row", "wide file", "numeric levels")
 EXAMPLES = {"bad cell": 3, "mixed ids": 2, "delimiter": 2, "encoding": 2, "garbage": 2, "one row": 2}
 
 
@@ -362,6 +395,8 @@ def fit_models(entry: Entry) -> list[str]:
 
 def mutations(entry: Entry) -> list[str]:
     kinds = (["fit file"] if fit_models(entry) else []) + (list(TABLE_MUTATIONS) if entry.tables else [])
+    if not any(t.levels for t in entry.tables.values()):
+        kinds = [k for k in kinds if k != "numeric levels"]
     return [k for k in kinds if k not in entry.skip]
 
 
@@ -375,6 +410,8 @@ def mutated(draw, entry: Entry, fits: dict[str, Path], kind: str):
     table = entry.tables.get(name)
     if kind == "bad cell" and not table.numbers:
         kind = "mixed ids"
+    if kind == "numeric levels" and not table.levels:
+        kind = "marker ids"
     if kind in ("padded ids", "mixed ids", "marker ids", "nul byte") and not table.ids:
         kind = "bad cell" if table.numbers else "quoted"
     case = Case(kind)
@@ -486,6 +523,13 @@ def mutated(draw, entry: Entry, fits: dict[str, Path], kind: str):
         text[row] = text[row].rsplit(",", 1)[0] if short else text[row] + ",extra"
         layout.raw = ("\n".join(text) + "\n").encode()
         case.label, case.expect, case.words = f"row {row} {'short' if short else 'long'}", "error", (f"row {row} ",)
+    elif kind == "numeric levels":
+        column = draw(st.sampled_from(table.levels))
+        spellings = ["1", "01", "001", "1.0", "2", "02"]
+        levels = list(dict.fromkeys(layout.frame[column].astype(str)))
+        layout.frame = layout.frame.assign(**{column: layout.frame[column].astype(str).map(
+            dict(zip(levels, spellings)))})
+        case.label, case.expect = f"levels of {column} written {spellings[:len(levels)]}", "ok"
     elif kind == "wide file":
         width = draw(st.sampled_from([65, 130]))
         layout.frame = layout.frame.assign(**{f"w{k}": "a" for k in range(width)})
@@ -747,6 +791,30 @@ def test_unwritable_outputs_fail_before_any_work(harness, tmp_path, index, monke
     argv[argv.index(path)] = str(tmp_path / "blocker" / "deeper" / Path(path).name)
     code, _, stderr = run_cli(argv)
     assert code == 2 and "blocker" in stderr and "is a file, not a folder" in stderr, stderr
+
+
+@pytest.mark.parametrize("index", [i for i, e in enumerate(ENTRY_POINTS) if e.outputs], ids=[
+    ROW_IDS[i] for i, e in enumerate(ENTRY_POINTS) if e.outputs])
+def test_outputs_onto_a_pipe_are_refused(harness, tmp_path, index):
+    """An output path that is a named pipe (as /dev/null or /dev/stdout would be a device): one line, exit 2,
+    before any work, and the pipe is still a pipe."""
+    entry = ENTRY_POINTS[index]
+    _, fits, _ = harness
+    files = {name: Layout(t.frame).write(tmp_path / name) for name, t in entry.tables.items()}
+    argv, paths = build_argv(entry, tmp_path, tmp_path, files, fits)
+    output, path = next(iter(paths.items()))
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    if entry.outputs[output].endswith("/"):  # a folder output: the pipe where the command writes its file
+        name = declared_type(entry, output).contents[0].replace("*", "1")
+        Path(path).mkdir()
+        pipe.rename(Path(path) / name)
+        pipe = Path(path) / name
+    else:
+        argv[argv.index(path)] = str(pipe)
+    code, _, stderr = run_cli(argv)
+    assert code == 2 and len(stderr.strip().splitlines()) == 1, stderr
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode)
 
 
 def test_every_entry_point_has_a_row():

@@ -3,6 +3,8 @@
 import argparse
 import os
 import stat
+import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -187,3 +189,196 @@ def test_declared_paths_become_plain_strings():
     assert [p.what for p in paths.outputs] == ["x"]
     with pytest.raises(argparse.ArgumentTypeError):
         input_file("fit file")("  ")
+
+
+def test_devices_pipes_and_links_to_stdout_are_refused_before_the_work(tmp_path):
+    """A writer renames a new file onto the path: as root, onto /dev/null that replaces the device."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "to_stdout").symlink_to("/dev/stdout")
+    (tmp_path / "to_pipe").symlink_to(fifo)
+    (tmp_path / "rep").mkdir()
+    os.mkfifo(tmp_path / "rep" / "report.html")
+    cases = [
+        (output_file("fit file")("/dev/null"), "'/dev/null': it is a character device, not a regular file"),
+        (output_file("fit file")(str(fifo)), "it is a named pipe, not a regular file"),
+        (output_file("fit file")(str(tmp_path / "to_pipe")), "it is a link to '.*pipe', a named pipe"),
+        (output_file("fit file")(str(tmp_path / "to_stdout")), "it is a link to the file descriptor '/proc/self/fd/1'"),
+        (output_file("fit file")("/dev/stdout"), "it is a link to the file descriptor"),
+        (output_folder("report folder", ["report.html"])(str(tmp_path / "rep")), "report.html' is a named pipe"),
+    ]
+    for out, words in cases:
+        with pytest.raises(InputError, match=words):
+            Paths([], [out]).check()
+        with pytest.raises(InputError, match="not a regular file"):  # and the writers, for undeclared paths
+            outputs.write_text(out if out.kind == "file" else os.path.join(out, "report.html"), "x")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.path.islink(tmp_path / "to_stdout")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_replaced_file_keeps_its_permissions(tmp_path, usual_umask):
+    from bayes_wsc import inference
+
+    seen = {}
+
+    def write(tmp):
+        seen["mode"] = mode(tmp)
+        with open(tmp, "w") as handle:
+            handle.write("new")
+
+    private = tmp_path / "private.csv"
+    private.write_text("old")
+    private.chmod(0o600)
+    outputs.write_file(private, write)
+    assert seen["mode"] == 0o600 and mode(private) == 0o600 and private.read_text() == "new"  # private while written
+    shared = tmp_path / "shared.csv"
+    shared.write_text("old")
+    shared.chmod(0o664)
+    assert mode(outputs.write_csv(pd.DataFrame({"a": [1]}), shared)) == 0o664
+    fit = tmp_path / "fit.nc"
+    groups = inference.from_draws({"x": [[1.0]]}, attrs={"model": "wsc"})
+    inference.save(groups, fit).chmod(0o600)
+    assert mode(inference.save(groups, fit)) == 0o600
+    assert mode(outputs.write_text(tmp_path / "new.txt", "x")) == 0o644
+
+
+def test_a_killed_writers_temporary_files_are_removed_by_the_next_write(tmp_path):
+    target = tmp_path / "fit.nc"
+    target.write_text("old")
+    hour_ago = time.time() - 3600
+    stale = [tmp_path / ".fit.nc.0a1b2c3d.tmp", tmp_path / ".fit.nc.ffffffff.tmp"]
+    kept = [tmp_path / ".fit.nc.12345678.tmp",  # newer than this process: another writer's, in progress
+            tmp_path / ".fit.nc.zzzzzzzz.tmp", tmp_path / ".fit.nc.0a1b2c3d.tmp.bak", tmp_path / ".other.nc.0a1b2c3d.tmp",
+            tmp_path / "fit.nc.0a1b2c3d.tmp", tmp_path / ".fit.nc.0a1b2c3.tmp"]
+    for path in stale + kept:
+        path.write_text("half")
+        os.utime(path, (hour_ago, hour_ago))
+    os.utime(kept[0])  # now
+    (tmp_path / ".fit.nc.abcdef01.tmp").mkdir()  # not a file the writers make
+    os.utime(tmp_path / ".fit.nc.abcdef01.tmp", (hour_ago, hour_ago))
+    outputs.write_text(target, "new")
+    assert target.read_text() == "new"
+    assert not any(p.exists() for p in stale) and all(p.exists() for p in kept)
+    assert (tmp_path / ".fit.nc.abcdef01.tmp").is_dir()
+
+
+def test_a_full_disk_is_refused_before_the_work(tmp_path, monkeypatch):
+    old = tmp_path / "fit.nc"
+    old.write_bytes(b"x" * 3 * 2**20)
+    free = {"bytes": 200 * 1024}
+    monkeypatch.setattr(outputs, "free_bytes", lambda folder: free["bytes"])
+    fit = output_file("fit file")(str(tmp_path / "new.nc"))
+    report = output_folder("report folder", ["report.html"])(str(tmp_path / "report"))
+    with pytest.raises(InputError, match=r"cannot write the fit file '.*new.nc': the disk holding '.*' has 200 KB free, "
+                                         r"and this command's outputs need at least 2.0 MB"):
+        Paths([], [fit, report]).check()
+    free["bytes"] = 2**21
+    Paths([], [fit, report]).check()
+    with pytest.raises(InputError, match="need at least 4.0 MB"):  # as much as the file it replaces, and the report
+        Paths([], [output_file("fit file")(str(old)), report]).check()
+    free["bytes"] = None  # a file system that does not say
+    Paths([], [output_file("fit file")(str(old)), report]).check()
+
+
+ENOSPC_FROM_HDF5 = ("Disable slist on flush dest failure failed (file write failed: time = Wed Nov 25 23:26:34 2026\n"
+                    ", filename = '/x/.fit.nc.44a8f40f.tmp', file descriptor = 3, errno = 28, error message = "
+                    "'No space left on device', buf = 0x55b4789ba015, total write size = 3719)")
+
+
+def test_a_full_disk_while_saving_a_fit_is_one_line_and_keeps_the_old_file(tmp_path, monkeypatch):
+    import errno
+
+    import xarray as xr
+
+    from bayes_wsc import inference
+
+    groups = inference.from_draws({"x": [[1.0, 2.0]]}, attrs={"model": "wsc"})
+    fit = tmp_path / "fit.nc"
+    fit.write_text("old")
+
+    def hdf5_fails(*args, **kwargs):  # what h5py raises when the disk fills while it writes
+        raise RuntimeError(ENOSPC_FROM_HDF5)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(xr.Dataset, "to_netcdf", hdf5_fails)
+        with pytest.raises(InputError) as err:
+            inference.save(groups, fit)
+    assert str(err.value) == f"cannot write the fit file {str(fit)!r}: No space left on device; the old file is unchanged"
+    # little room left: the file is made in memory and written as plain bytes (HDF5 may crash on a full disk)
+    monkeypatch.setattr(outputs, "free_bytes", lambda folder: 1000)
+
+    def disk_full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fsync", disk_full)
+        with pytest.raises(InputError, match=r"fit.nc': No space left on device; the old file is unchanged$"):
+            inference.save(groups, fit)
+        with pytest.raises(InputError, match=r"new/fit.nc': No space left on device$"):
+            inference.save(groups, tmp_path / "new" / "fit.nc")
+    assert fit.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["fit.nc"]
+    inference.save(groups, fit)
+    assert inference.load(fit).posterior["x"].values.tolist() == [[1.0, 2.0]]
+
+
+def test_a_report_that_does_not_fit_says_the_fit_was_saved(tmp_path, monkeypatch):
+    """The disk filled between the fit file and the report (a full disk is refused before the work)."""
+    import argparse
+
+    from bayes_wsc.commands.common import fit_save_report
+
+    class Fit:
+        diagnostics_, checks_, method = [], pd.DataFrame(), "map"
+
+        def fit(self, data):
+            return self
+
+        def save(self, path):
+            return outputs.write_text(path, "fit", "fit file")
+
+        def summary(self, **settings):
+            return pd.DataFrame({"mean": [1.0]})
+
+        def summary_notes(self):
+            return []
+
+        def log_likelihood_notes(self):
+            return []
+
+        def report(self, folder):
+            return outputs.write_file(Path(folder) / "report.html", disk_full, "report")
+
+    def disk_full(tmp):
+        raise OSError(28, "No space left on device")
+
+    args = argparse.Namespace(out=str(tmp_path / "fit.nc"), report=str(tmp_path / "report"))
+    with pytest.raises(InputError) as err:
+        fit_save_report(Fit(), None, args)
+    assert str(err.value) == (f"cannot write the report {str(tmp_path / 'report' / 'report.html')!r}: No space left "
+                              f"on device (the fit was saved to {args.out!r}; `bayes-wsc report {args.out} --out "
+                              f"{args.report}` writes its report)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.nc"]  # no empty report folder either
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs")
+def test_a_fit_onto_a_full_tmpfs(tmp_path):
+    """A real full disk (slow tier: it needs mount)."""
+    import subprocess
+
+    import numpy as np
+
+    from bayes_wsc import inference
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs", str(disk)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        (disk / "fit.nc").write_text("old")
+        noise = np.random.default_rng(0).normal(size=(1, 200_000))  # 1.6 MB that do not compress
+        with pytest.raises(InputError, match="No space left on device; the old file is unchanged"):
+            inference.save(inference.from_draws({"x": noise}, attrs={"model": "wsc"}), disk / "fit.nc")
+        assert (disk / "fit.nc").read_text() == "old" and [p.name for p in disk.iterdir()] == ["fit.nc"]
+    finally:
+        subprocess.run(["umount", str(disk)])

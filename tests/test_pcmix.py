@@ -410,6 +410,22 @@ def test_path_bad_lams(good, capsys):
     assert code == 2 and "lam must be a finite number >= 0, got '-4'" in err and len(err.splitlines()) == 1
 
 
+def test_path_lams_that_print_alike_get_their_own_files(good, capsys):
+    """lam = 1 and 1.0000001 are two fits: two files, each listed once in path.csv and loading back as
+    its own lam (`:g` used to name both lam_1.nc, the second replacing the first)."""
+    tmp_path, frame = good
+    frame.to_csv(tmp_path / "items.csv", index=False)
+    out = tmp_path / "path"
+    code = cli(["path", "pcmix", "--items", str(tmp_path / "items.csv"), "--components", "2", "--lams",
+                "1,1.0000001", "--restarts", "1", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    table = pd.read_csv(out / "path.csv")
+    assert list(table["file"]) == ["lam_1.nc", "lam_1.0000001.nc"]
+    assert sorted(p.name for p in out.glob("lam_*.nc")) == ["lam_1.0000001.nc", "lam_1.nc"]
+    assert [load(out / name).lam for name in table["file"]] == [1.0, 1.0000001]
+    assert PCPath.load(out).lams == [1.0, 1.0000001]
+
+
 def test_api_errors_name_the_setting(intervals):
     data = intervals[2]
     for kwargs, expected in (({"lam": -0.5}, "lam must be a finite number >= 0"),
@@ -420,7 +436,7 @@ def test_api_errors_name_the_setting(intervals):
                              ({"concentration": 0.5}, "concentration must be a number >= 1")):
         with pytest.raises(InputError, match=expected):
             PCMixture(**kwargs).fit(data)
-    with pytest.raises(InputError, match="fits LabeledItems"):
+    with pytest.raises(InputError, match="expects LabeledItems"):
         PCMixture().fit(pd.DataFrame({"x": [1.0]}))
     with pytest.raises(InputError, match="give at least one lam"):
         PCMixture().fit_path(data, [])

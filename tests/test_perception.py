@@ -332,7 +332,7 @@ def test_loo_compare_ppc_and_checks(model_fits, tmp_path, capsys):
         assert list(group.data_vars) == ["seed_items"] and group["seed_items"].dims == ("chain", "draw", "seed_item")
         assert group.sizes["seed_item"] == data.seed_items.size
         table = est.checks_  # run at fit time; data from the model: nothing flagged
-        assert list(table["check"]) == ["ppc_seed_count", "seed_neighbours"] + (["loo_pareto_k"] if est is nuts else [])
+        assert list(table["check"]) == ["seed_neighbours"] + (["loo_pareto_k"] if est is nuts else [])
         assert not table[table["check"] != "loo_pareto_k"]["flagged"].any(), table.to_string()
         ppc = est.posterior_predictive(draws=40, seed=1)
         replicated, observed = ppc.posterior_predictive["seed_count"], ppc.observed_data["seed_count"]
@@ -345,7 +345,7 @@ def test_loo_compare_ppc_and_checks(model_fits, tmp_path, capsys):
         map_fit.loo()
     fit = nuts.save(tmp_path / "fit.nc")
     assert cli(["check", fit, "--out", tmp_path / "checks.csv", "--draws", "40"]) == 0
-    assert list(pd.read_csv(tmp_path / "checks.csv")["check"]) == ["ppc_seed_count", "seed_neighbours",
+    assert list(pd.read_csv(tmp_path / "checks.csv")["check"]) == ["seed_neighbours",
                                                                    "loo_pareto_k"]
     assert cli(["ppc", fit, "--out", tmp_path / "ppc.nc", "--draws", "40"]) == 0
     assert set(az.from_netcdf(tmp_path / "ppc.nc").groups()) >= {"posterior_predictive", "observed_data"}

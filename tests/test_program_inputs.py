@@ -237,7 +237,7 @@ def test_the_command_line_fits_laplace(case, tmp_path, capsys):
     assert main(["fit", "wsc", "--clicks", str(tmp_path / "clicks.csv"), "--groups", str(tmp_path / "groups.csv"),
                  "--method", "laplace", "--draws", "200", "--seed", "3", "--out", str(tmp_path / "fit.nc")]) == 0
     printed = capsys.readouterr().out
-    assert "hdi_3%" in printed and "r_hat" not in printed
+    assert "hdi_5%" in printed and "r_hat" not in printed
     fit = load(tmp_path / "fit.nc")
     info = inference.get_attrs(fit.idata_)["fit_info"]
     assert info["map"]["compiled_program"] == "cache" and info["laplace"]["draws"] == 200

@@ -314,7 +314,7 @@ def test_loo_compare_ppc_checks_and_report_on_a_nuts_fit(nuts_fit, tmp_path):
     assert replicated.dims[2:] == observed.dims == ("group", "feature") and replicated.shape[2:] == observed.shape
     assert replicated.values.reshape(-1, *observed.shape).std(axis=0).min() > 0  # drawn anew, not copied
     table = est.checks_
-    assert {"ppc_group_mean", "group_misfit", "loo_pareto_k"} <= set(table["check"])
+    assert {"group_misfit", "loo_pareto_k"} <= set(table["check"])
     assert not table[table["check"] != "loo_pareto_k"]["flagged"].any(), table.to_string()
     html = est.report(tmp_path / "report").read_text()
     for heading in ("Convergence: rank plots", "Posterior predictive checks", "Leave-one-out cross-validation (LOO)",

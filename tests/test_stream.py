@@ -65,3 +65,48 @@ def test_cli_fits_a_folder_of_parquet(parquet_logs, tmp_path, capsys):
     code = main(["fit", "wsc", "--clicks", str(folder), "--groups", str(tmp_path / "groups.csv"),
                  "--group-col", "site", "--weight-col", "w", "--out", str(tmp_path / "fit.nc")])
     assert code == 0 and "12 groups, 3000 items, 6 behavior bins" in capsys.readouterr().out
+
+
+def _corrupt_page(path):
+    """Overwrite a few bytes of the first data page: the footer still reads, the data do not."""
+    blob = bytearray(path.read_bytes())
+    blob[60:90] = b"\xff" * 30
+    path.write_bytes(bytes(blob))
+
+
+@pytest.mark.parametrize("spoil, words", [
+    (lambda part: part.write_bytes(b"not parquet at all" * 10), "could not be read as Parquet"),
+    (lambda part: part.write_bytes(part.read_bytes()[:-40]), "could not be read as Parquet"),
+    (_corrupt_page, "could not be read"),
+    (lambda part: pd.read_parquet(part).rename(columns={"speed": "pace"}).to_parquet(part), "has no column 'speed'"),
+    (lambda part: pd.read_parquet(part).drop(columns="w").to_parquet(part), "has no column 'w'"),
+    (lambda part: pd.read_parquet(part).assign(speed=1).to_parquet(part), "'speed' is integer in part"),
+    (lambda part: pd.read_parquet(part).assign(w="heavy").to_parquet(part), "'w' is text in part"),
+], ids=["garbage", "truncated", "corrupt page", "other columns", "no weight", "other type", "text weight"])
+def test_a_bad_part_is_named_in_one_line(parquet_logs, tmp_path, capsys, spoil, words):
+    """A corrupt part, or one with other columns, of a streamed folder: one line naming the part,
+    from the API and from the command line (exit 2)."""
+    folder, _, groups = parquet_logs
+    part = folder / "part-3.parquet"
+    spoil(part)
+    with pytest.raises(InputError, match=words) as error:
+        grouped_counts_from_parquet(folder, groups, group_col="site", behavior=["speed", "depth"], weight_col="w")
+    assert "part-3.parquet" in str(error.value) and "\n" not in str(error.value)
+    groups.to_csv(tmp_path / "groups.csv", index=False)
+    code = main(["fit", "wsc", "--clicks", str(folder), "--groups", str(tmp_path / "groups.csv"), "--group-col", "site",
+                 "--behavior", "speed,depth", "--weight-col", "w", "--out", str(tmp_path / "fit.nc")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "part-3.parquet" in err, err
+    assert not (tmp_path / "fit.nc").exists()
+
+
+def test_inferred_behavior_refuses_a_part_with_more_columns(parquet_logs):
+    """Behavior columns inferred from the first part: a later part with another column is named, not
+    silently left out; naming the behavior columns uses only those."""
+    folder, clicks, groups = parquet_logs
+    part = folder / "part-2.parquet"
+    pd.read_parquet(part).assign(colour="red").to_parquet(part)
+    with pytest.raises(InputError, match="part-2.parquet' has a column 'colour'"):
+        grouped_counts_from_parquet(folder, groups, group_col="site", weight_col="w")
+    data = grouped_counts_from_parquet(folder, groups, group_col="site", behavior=["speed", "depth"], weight_col="w")
+    assert data.n_items.sum() == len(clicks)

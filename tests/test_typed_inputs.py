@@ -164,3 +164,9 @@ def test_many_behavior_columns_cross_without_a_limit():
     wide["group"], wide["c3"] = ["g0", "g0", "g1", "g1"], ["x", "y", "x", "x"]
     data = GroupedCounts.from_frames(wide, pd.DataFrame({"group": ["g0", "g1"], "he": [0.5, -0.5]}))
     assert data.counts.tolist() == [[1, 1], [2, 0]] and data.bins.labels[1].startswith("c0=a, c1=a, c2=a, c3=y")
+
+
+def test_a_row_that_is_not_utf8_is_named(tmp_path):
+    (tmp_path / "t.csv").write_bytes(b"a,b\n1,2\n3,\xe9\n")
+    with pytest.raises(InputError, match=r"is not UTF-8 text \(line 3 has the byte 0xe9\)"):
+        read_table(tmp_path / "t.csv", "table")

@@ -181,6 +181,13 @@ def check_components(data: LabeledItems, components) -> None:
         raise InputError(f"components (K = {components}) exceeds the number of items ({data.n_items})")
 
 
+def lam_text(lam: float) -> str:
+    """lam as short text that reads back as the same number ('4', '0.5', '1.0000001'): file names and
+    labels of a path, distinct for distinct lams (`:g` alone keeps 6 digits, so 1 and 1.0000001 met)."""
+    short = f"{lam:g}"
+    return short if float(short) == lam else repr(float(lam))
+
+
 def check_lam(lam) -> float:
     try:
         value = float(lam)

@@ -9,12 +9,23 @@ says which statistics it replicates (`replicate`) and which rows it reports
 and rows, and runs a model's checks at fit time or on a saved fit.
 
 Rows are `Check`s: `check`, `statistic` (observed), `reference` (what the fit
-expects), `p_value` and `flagged`, with a `message` in plain words. A vector
-statistic (one value per bin, group, expert or feature) is judged as a whole,
-by a chi-square discrepancy against its replicates (`omnibus`), or by its
-worst element with a Bonferroni correction (`worst_element`), so that a fit
-with many groups does not flag by chance. A row flags when its p-value is
-below `ALPHA`.
+expects), `p_value`, `effect` (how far off, in the check's own units) against
+its stated `tolerance`, and `flagged`, with a `message` in plain words. A
+vector statistic (one value per bin, group, expert or feature) is judged as a
+whole, by a chi-square discrepancy against its replicates (`omnibus`; its
+effect is the ratio of the observed discrepancy to the replicates'), or by
+its worst element with a Bonferroni correction (`worst_element`), so that a
+fit with many groups does not flag by chance. A row flags when its p-value is
+below `ALPHA` and its effect exceeds its tolerance: with hundreds of groups
+of hundreds of items a pure significance test rejects every real data set,
+so a flag says the misfit is large, not only that it is there.
+
+A statistic that the fitted parameters reproduce by construction (the bins'
+pooled shares under free class distributions, each expert's link rate under
+its own sensitivity and specificity, a mixture's feature means and standard
+deviations, each cluster's seed count under its own intercept) is not a
+check: its p-value is near 1 on every fit, whatever the data. Such
+statistics may still be replicated for `ppc` plots, but no row reports them.
 
 Nothing here imports PyMC or ArviZ: a MAP fit is checked from its arrays.
 """
@@ -41,7 +52,9 @@ FIT_TIME_VARIATES = 2_000_000
 MIN_DRAWS = 100
 #: a check flags when its p-value is below this
 ALPHA = 0.01
-COLUMNS = ("check", "statistic", "reference", "p_value", "flagged", "message")
+COLUMNS = ("check", "statistic", "reference", "p_value", "flagged", "message", "effect", "tolerance")
+#: an omnibus check flags only when the observed discrepancy is more than this many times the replicates'
+PHI_TOLERANCE = 2.0
 #: model name -> the module with its `replicate` and `rows`
 MODULES = {"wsc": "bayes_wsc.checks.wsc", "experts": "bayes_wsc.checks.experts", "pcmix": "bayes_wsc.checks.pcmix",
            "proportions": "bayes_wsc.checks.proportions", "perception": "bayes_wsc.checks.perception"}
@@ -59,11 +72,13 @@ class Check:
     p_value: float
     flagged: bool
     message: str
+    effect: float = float("nan")
+    tolerance: float = float("nan")
 
     def as_dict(self) -> dict:
         row = asdict(self)
         row.update(statistic=float(self.statistic), reference=float(self.reference), p_value=float(self.p_value),
-                   flagged=bool(self.flagged))
+                   flagged=bool(self.flagged), effect=float(self.effect), tolerance=float(self.tolerance))
         return row
 
 
@@ -78,6 +93,8 @@ class Replicates:
     dims: dict[str, list[str]] = field(default_factory=dict)
     coords: dict[str, Sequence] = field(default_factory=dict)
     realized: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    #: checks left out because the fitted model replaced the term they replicate from: {check: why}
+    not_run: dict[str, str] = field(default_factory=dict)
 
 
 def running() -> bool:
@@ -128,10 +145,41 @@ def subsample(posterior, names: Sequence[str], draws: int) -> tuple[dict[str, np
     return out, (chains, index.size)
 
 
+def likelihood_terms(est) -> dict[str, str]:
+    """The fit's `likelihood_terms` (`model_terms`): which of its terms are the default model's. A fit
+    made before they were recorded is taken as the default model's, as it was then."""
+    return dict(inference.get_attrs(_posterior(est)).get("likelihood_terms") or {})
+
+
+def replaced_message(est, replaced: Sequence[str]) -> str:
+    """Why a model's checks did not run: the fitted model replaced the terms they replicate from (its
+    recorded log-likelihood differs from the default formula at the fit's draws), or they could not be
+    compared (a variant without the reported variables the formula reads, or that records nothing)."""
+    terms = likelihood_terms(est)
+    own = all(terms.get(t) == "own" for t in replaced)
+    verb = "is" if len(replaced) == 1 else "are"
+    how = (f"{verb} its own (it differs from the default {est.model_name} model's at the fit's draws)" if own else
+           f"{verb} not known to be the default {est.model_name} model's (it could not be compared with it)")
+    return (f"not run: the fitted model's {', '.join(replaced)} {how}, and these checks would replicate the data "
+            "from the default model's formula instead of the fitted model's.")
+
+
+def _replicates_default_only(est, module) -> list[str]:
+    """The fit's replaced terms, for a model whose checks replicate from the default formula alone."""
+    from bayes_wsc import model_terms
+
+    return [] if hasattr(module, "likelihood_terms") else model_terms.replaced(likelihood_terms(est))
+
+
 def draw_replicates(est, data=None, *, draws: int = PPC_DRAWS, seed: int = 0) -> tuple[Replicates, tuple[int, int]]:
-    """The model's replicated statistics (`checks/<model>.replicate`) on subsampled posterior draws."""
+    """The model's replicated statistics (`checks/<model>.replicate`) on subsampled posterior draws.
+    A fit whose model replaced a term the replicates come from raises `InputError` (they would be the
+    default model's data, not the fitted model's)."""
     fitted = _posterior(est)
     module = module_of(est)
+    replaced = _replicates_default_only(est, module)
+    if replaced:
+        raise InputError("the posterior predictive checks were " + replaced_message(est, replaced))
     data = est.data_from_fit() if data is None else data
     params, shape = subsample(fitted.posterior, module.parameters(fitted.posterior), draws)
     rng = np.random.default_rng(seed)
@@ -142,12 +190,15 @@ def posterior_predictive(est, data=None, *, draws: int = PPC_DRAWS, seed: int = 
     """`posterior_predictive` and `observed_data` groups with the same variables: statistics of the
     replicated data sets and of the observed data (what `az.plot_ppc` draws)."""
     replicates, (chains, per_chain) = draw_replicates(est, data, draws=draws, seed=seed)
+    if not replicates.replicated:
+        raise InputError("the posterior predictive checks were " + " ".join(replicates.not_run.values()))
     replicated = {k: v.reshape(chains, per_chain, *v.shape[1:]) for k, v in replicates.replicated.items()}
     groups = inference.from_draws({}, coords=replicates.coords, dims=replicates.dims,
                                   observed_data=replicates.observed)
     predictive = inference.from_draws(replicated, coords=replicates.coords, dims=replicates.dims)
     out = inference.Groups(posterior_predictive=predictive["posterior"], observed_data=groups["observed_data"])
     inference.set_attrs(out, {"model": est.model_name, "ppc_draws": int(chains * per_chain), "ppc_seed": int(seed),
+                              "ppc_not_run": replicates.not_run,
                               "method": inference.get_attrs(_posterior(est))["method"]})
     return out
 
@@ -171,11 +222,20 @@ def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
     data = est.data_from_fit() if data is None else data
     if draws is None:
         draws = int(min(PPC_DRAWS, max(MIN_DRAWS, FIT_TIME_VARIATES // max(1, module.variates(data)))))
+    replaced = _replicates_default_only(est, module)
     with _checks_running():
-        replicates, _ = draw_replicates(est, data, draws=draws, seed=seed)
-        rows = list(module.rows(est, data, replicates))
-        for check in (module.targeted() if targeted is None else targeted):
-            rows += check(est, data, seed)
+        if replaced:  # one row says why, instead of checks of a model that was not fitted
+            rows = [Check("ppc", float("nan"), float("nan"), float("nan"), False,
+                          "The posterior predictive and targeted checks were " + replaced_message(est, replaced))]
+        else:
+            rows = []
+            if getattr(module, "REPLICATE_ROWS", True):  # a model whose replicates feed `ppc` only skips them
+                replicates, _ = draw_replicates(est, data, draws=draws, seed=seed)
+                rows = list(module.rows(est, data, replicates))
+                rows += [Check(name, float("nan"), float("nan"), float("nan"), False, message)
+                         for name, message in replicates.not_run.items()]
+            for check in (module.targeted() if targeted is None else targeted):
+                rows += check(est, data, seed)
         if loo:
             rows += loo_rows(est)
     return rows
@@ -187,7 +247,7 @@ def loo_rows(est) -> list[Check]:
     if inference.loo_unavailable(fitted) is not None:
         return []
     elpd = inference.loo(fitted)
-    return [pareto_row(elpd, unit_noun(fitted))]
+    return [pareto_row(elpd, unit_noun(fitted), fitted)]
 
 
 def unit_noun(idata) -> str:
@@ -197,17 +257,37 @@ def unit_noun(idata) -> str:
     return dims[0] if dims else "observation"
 
 
-def pareto_row(elpd, noun: str) -> Check:
+def unit_label(idata, label) -> str:
+    """A unit of the log-likelihood (a coordinate of its dim) named as the user knows it: a model's checks
+    module may define `unit_label(idata, label)` (the noisy-experts model names a pair by its items' ids)."""
+    module = MODULES.get(inference.get_attrs(idata).get("model"))
+    namer = getattr(importlib.import_module(module), "unit_label", None) if module else None
+    return str(label) if namer is None else namer(idata, label)
+
+
+def plural(noun: str) -> str:
+    """'bins', 'classes', 'group-class pairs' (a noun 'group and class' names a pair of labels)."""
+    noun = noun.replace("_", " ")
+    if " and " in noun:
+        return "-".join(noun.split(" and ")) + " pairs"
+    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def pareto_row(elpd, noun: str, idata=None) -> Check:
+    """The LOO row; with the fit's `idata`, the worst unit is named as the user knows it (`unit_label`)."""
     k = inference.pareto_k_summary(elpd)
     flagged = k["bad"] > 0
+    noun = noun.replace("_", " ")  # a dim name: "seed item"
+    worst = k["worst"] if idata is None else unit_label(idata, k["worst"])
     if flagged:
-        message = (f"LOO is unreliable for {k['bad']} of {k['units']} {noun}s (Pareto k above {k['threshold']:.2f}, "
-                   f"worst {k['max_k']:.2f} at {noun} {k['worst']}): for them the posterior without the {noun} is "
-                   "too far from the posterior with it for importance sampling to stand in for refitting. Compare "
-                   "models by refitting without those units (K-fold), or draw more samples if k is close to the "
-                   "threshold.")
+        message = (f"LOO is unreliable for {k['bad']} of {k['units']} {plural(noun)} (Pareto k above "
+                   f"{k['threshold']:.2f}, worst {k['max_k']:.2f} at {noun} {worst}): for them the posterior "
+                   f"without the {noun} is too far from the posterior with it for importance sampling to stand in "
+                   "for refitting. Compare models by refitting without those units (K-fold), or draw more samples "
+                   "if k is close to the threshold.")
     else:
-        message = f"LOO is reliable: every Pareto k is at most {k['threshold']:.2f} (largest {k['max_k']:.2f})."
+        message = (f"LOO is reliable: every Pareto k is at most {k['threshold']:.2f} (largest {k['max_k']:.2f}, "
+                   f"at {noun} {worst}).")
     return Check("loo_pareto_k", k["max_k"], k["threshold"], float("nan"), flagged, message)
 
 
@@ -218,7 +298,7 @@ def table(rows: Sequence[Check]) -> pd.DataFrame:
 
 def rows_from_attrs(records) -> list[Check]:
     """Rows stored in a fit's attrs (a list of dicts) as `Check`s."""
-    return [Check(**{k: r[k] for k in COLUMNS}) for r in records or []]
+    return [Check(**{k: r.get(k, float("nan")) for k in COLUMNS}) for r in records or []]
 
 
 def flagged_messages(rows: Sequence[Check]) -> list[str]:
@@ -268,11 +348,13 @@ def p_value_two_sided(observed: np.ndarray, replicated: np.ndarray) -> np.ndarra
 
 
 def omnibus(name: str, observed: np.ndarray, replicated: np.ndarray, labels: Sequence, noun: str, what: str,
-            advice: str) -> Check:
+            advice: str, tolerance: float = PHI_TOLERANCE) -> Check:
     """One row for a vector statistic: the chi-square discrepancy D = sum_j (T_j - m_j)^2 / v_j, with m_j,
     v_j the mean and variance of element j over the replicates, of the observed data and of every
     replicate; p = P(D_rep >= D_obs) (`p_value_upper`). Elements that never vary, and replicates where an element is
-    undefined, are left out. `statistic` is D of the observed data, `reference` its replicates' mean."""
+    undefined, are left out. `statistic` is D of the observed data, `reference` its replicates' mean, and
+    the effect their ratio phi (1 under the model; below 1 when the fit has seen the data): the row flags
+    when p < `ALPHA` and phi > `tolerance`."""
     obs = np.asarray(observed, dtype=float).ravel()
     rep = np.asarray(replicated, dtype=float).reshape(np.shape(replicated)[0], -1)
     labels = np.asarray(labels, dtype=object).ravel()
@@ -281,45 +363,66 @@ def omnibus(name: str, observed: np.ndarray, replicated: np.ndarray, labels: Seq
     used = np.isfinite(obs) & np.isfinite(var) & (var > 1e-300) & (np.mean(np.isfinite(rep), axis=0) > 0.95)
     if not used.any():
         return Check(name, float("nan"), float("nan"), float("nan"), False,
-                     f"{what}: no {noun} varies between replicates, so there is nothing to check.")
+                     f"{what}: no {noun} varies between replicates, so there is nothing to check.",
+                     float("nan"), float(tolerance))
     rep, obs, mean, var, labels = rep[:, used], obs[used], mean[used], var[used], labels[used]
     rep = rep[np.isfinite(rep).all(axis=1)]
     d_rep = np.sum((rep - mean) ** 2 / var, axis=1)
     z2 = (obs - mean) ** 2 / var
     d_obs = float(np.sum(z2))
     p = float(p_value_upper(d_obs, d_rep))
+    phi = d_obs / max(float(np.mean(d_rep)), 1e-300)
     worst = int(np.argmax(z2))
-    flagged = p < ALPHA
+    flagged = p < ALPHA and phi > tolerance
     detail = (f"{noun} {labels[worst]} is furthest off: {_number(obs[worst])} observed against "
               f"{_number(mean[worst])} +- {_number(math.sqrt(var[worst]))} in the replicates")
+    size = f"{phi:.3g} times the replicates' discrepancy, tolerance {tolerance:g}"
     if flagged:
-        message = (f"{what} differ from data replicated from the fit more than chance allows (p = {p:.3g} over "
-                   f"{obs.size} {noun}s; {detail}). {advice}")
+        message = (f"{what} differ from data replicated from the fit far more than chance allows ({size}; "
+                   f"p = {p:.3g} over {obs.size} {plural(noun)}; {detail}). {advice}")
+    elif p < ALPHA:
+        message = (f"{what} differ from the replicates beyond chance but within the tolerance ({size}; "
+                   f"p = {p:.3g} over {obs.size} {plural(noun)}; {detail}).")
     else:
-        message = f"{what} are consistent with the fit (p = {p:.3g} over {obs.size} {noun}s; {detail})."
-    return Check(name, d_obs, float(np.mean(d_rep)), p, flagged, message)
+        message = (f"{what} are consistent with the fit ({size}; p = {p:.3g} over {obs.size} {plural(noun)}; "
+                   f"{detail}).")
+    return Check(name, d_obs, float(np.mean(d_rep)), p, flagged, message, phi, float(tolerance))
 
 
 def worst_element(name: str, p_values: np.ndarray, observed: np.ndarray, reference: np.ndarray, labels: Sequence,
-                  noun: str, what: str, advice: str) -> Check:
-    """One row for per-element p-values: the smallest, Bonferroni-corrected for the number of elements.
-    `statistic` and `reference` are that element's observed value and what the replicates give."""
+                  noun: str, what: str, advice: str, *, tolerance: float, unit: str = "",
+                  relative: bool = False) -> Check:
+    """One row for per-element p-values: the smallest, Bonferroni-corrected for the number of elements,
+    among the elements whose effect exceeds `tolerance`: |observed - reference| in the statistic's own
+    units (`unit` naming them), or with `relative` the ratio observed / reference (for discrepancies,
+    1 under the model); the row flags when that p-value is below `ALPHA`. Without such an
+    element the row reports the smallest p-value of all and does not flag. `statistic` and `reference`
+    are the reported element's observed value and what the replicates give."""
     p_values = np.asarray(p_values, dtype=float)
+    observed, reference = np.asarray(observed, dtype=float), np.asarray(reference, dtype=float)
     finite = np.isfinite(p_values)
     if not finite.any():
         return Check(name, float("nan"), float("nan"), float("nan"), False,
-                     f"{what}: no {noun} could be checked.")
-    worst = int(np.nanargmin(np.where(finite, p_values, np.inf)))
+                     f"{what}: no {noun} could be checked.", float("nan"), float(tolerance))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        effect = observed / reference if relative else np.abs(observed - reference)
+    large = finite & (effect > tolerance)
+    pool = large if large.any() else finite
+    worst = int(np.argmin(np.where(pool, p_values, np.inf)))
     p = float(min(1.0, p_values[worst] * finite.sum()))
-    flagged = p < ALPHA
+    flagged = bool(large.any()) and p < ALPHA
     label = np.asarray(labels, dtype=object)[worst]
-    values = f"{_number(observed[worst])} observed against {_number(reference[worst])} in the replicates"
+    off = (f"{_number(effect[worst])} times that, tolerance {tolerance:g}" if relative
+           else f"off by {_number(effect[worst])}{unit} with tolerance {tolerance:g}{unit}")
+    values = f"{_number(observed[worst])} observed against {_number(reference[worst])} in the replicates, {off}"
     if flagged:
-        message = f"{what} for {noun} {label} ({values}; p = {p:.3g}, Bonferroni over {finite.sum()} {noun}s). {advice}"
+        message = (f"{what} for {noun} {label} ({values}; p = {p:.3g}, Bonferroni over {finite.sum()} "
+                   f"{plural(noun)}). {advice}")
     else:
         message = (f"{what}: no {noun} stands out (smallest p = {p:.3g} after Bonferroni over {finite.sum()}, "
                    f"{noun} {label}: {values}).")
-    return Check(name, float(observed[worst]), float(reference[worst]), p, flagged, message)
+    return Check(name, float(observed[worst]), float(reference[worst]), p, flagged, message, float(effect[worst]),
+                 float(tolerance))
 
 
 def _number(x: float) -> str:

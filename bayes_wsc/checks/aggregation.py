@@ -40,7 +40,8 @@ N_NAMED = 3
 
 def aggregation_bias_check(data: GroupedCounts, settings: dict, *, seed: int = 0,
                            map_point: dict | None = None) -> dict:
-    """One row `check, statistic, reference, p_value, flagged, message`: phi against `PHI_MAX`.
+    """One row `check, statistic, reference, p_value, effect, tolerance, flagged, message`: phi against
+    `PHI_MAX`.
 
     `settings` are the WSC model settings (`wh`, `mu_prior`, `w_concentration`); the check fits the
     model's MAP to `data` with them and measures the bin counts' dispersion around it. A caller that
@@ -60,15 +61,16 @@ def aggregation_bias_check(data: GroupedCounts, settings: dict, *, seed: int = 0
         map_point = _map_point(estimator, data)
     mu, w0, w1 = (np.asarray(map_point[n], float) for n in ("mu", "w0", "w1"))
     prior_precision = 1.0 / float(map_point.get("mu_scale", math.inf)) ** 2
-    phi, df, x2, per_group = dispersion(data, mu, w0, w1, wh=float(estimator.wh), prior_precision=prior_precision)
+    phi, df, x2, per_group = dispersion(data, mu, w0, w1, wh=estimator.wh_used, prior_precision=prior_precision)
     if not df >= 1:
         return {"check": CHECK, "statistic": math.nan, "reference": PHI_MAX, "p_value": math.nan,
+                "effect": math.nan, "tolerance": PHI_MAX,
                 "flagged": False, "message": f"aggregation bias not checked: {data.n_groups} groups in "
                                              f"{data.n_bins} bins leave no degrees of freedom beyond the fit"}
     p_value = float(chdtrc(df, x2))
     flagged = bool(phi > PHI_MAX and p_value < ALPHA)
     return {"check": CHECK, "statistic": float(phi), "reference": PHI_MAX, "p_value": p_value,
-            "flagged": flagged, "message": _message(phi, p_value, flagged, data.group_ids, per_group)}
+            "effect": float(phi), "tolerance": PHI_MAX, "flagged": flagged, "message": _message(phi, p_value, flagged, data.group_ids, per_group)}
 
 
 def dispersion(data: GroupedCounts, mu, w0, w1, *, wh: float, prior_precision: float = 0.0):

@@ -24,6 +24,10 @@ from scipy.special import ndtr
 
 from bayes_wsc.checks import Check, Replicates, omnibus, p_value_upper, worst_element
 
+#: `feature_marginal` flags a feature whose Kolmogorov-Smirnov distance to the mixture exceeds its replicates'
+#: by more than this (a share of items: the CDFs differ by that much somewhere)
+KS_TOLERANCE = 0.03
+
 
 def variates(data) -> int:
     """Random numbers one replicate needs (a cluster, features and a label per item)."""
@@ -40,6 +44,32 @@ def _categorical(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One draw per row of (n, K) probabilities."""
     return np.minimum((rng.random(probs.shape[0])[:, None] > np.cumsum(probs, axis=-1)).sum(axis=-1),
                       probs.shape[-1] - 1)
+
+
+def default_log_likelihood(est, data, params: dict) -> np.ndarray:
+    """The default model's per-item log-likelihood at draws of pi, mean, sd, rho (S, n): log p(x_d, y_d)
+    for a labeled item, log p(x_d) for another, on the standardized features (`add_pc_objective`), in
+    NumPy, the model these checks replicate from (`model_terms`)."""
+    from scipy.special import logsumexp
+
+    from bayes_wsc.models.pcmix import component_logp_draws
+
+    pi = np.asarray(params["pi"], float)
+    mean_z = (np.asarray(params["mean"], float) - data.center) / data.scale
+    sd_z = np.asarray(params["sd"], float) / data.scale
+    rho = np.asarray(params["rho"], float)
+    if rho.ndim == 2:
+        rho = np.stack([1 - rho, rho], axis=-1)
+    with np.errstate(divide="ignore"):
+        joint = np.log(pi)[:, None, :] + component_logp_draws(data.x, mean_z, sd_z)  # (S, n, K)
+        out = logsumexp(joint, axis=-1)
+        labeled = np.flatnonzero(data.labeled)
+        if labeled.size:
+            y = np.asarray(data.y)[labeled]
+            label = np.log(np.take_along_axis(rho, np.broadcast_to(y[None, None, :], (rho.shape[0], rho.shape[1],
+                                                                                       labeled.size)), axis=2))
+            out[:, labeled] = logsumexp(joint[:, labeled] + np.swapaxes(label, 1, 2), axis=-1)
+    return out
 
 
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
@@ -98,31 +128,24 @@ def _ks_distance(x: np.ndarray, pi: np.ndarray, mean: np.ndarray, sd: np.ndarray
 def rows(est, data, replicates: Replicates) -> list[Check]:
     rep, obs = replicates.replicated, replicates.observed
     features, classes = list(data.features), list(data.classes)
-    out = [
-        omnibus("ppc_feature_mean", obs["feature_mean"], rep["feature_mean"], features, "feature",
-                "The features' means", "The mixture's clusters do not reproduce the features' centre: try more "
-                "components, or a lam closer to 1."),
-        omnibus("ppc_feature_sd", obs["feature_sd"], rep["feature_sd"], features, "feature",
-                "The features' standard deviations", "The mixture spreads the features more (or less) than the "
-                "data: try more components, or a lam closer to 1."),
-    ]
-    if "label_rate" in obs:
+    # no rows for the features' means and standard deviations: a Gaussian mixture's free means and sds
+    # reproduce both on every fit (p near 1); they stay replicated statistics for `ppc` plots
+    out = []
+    if "class_feature_mean" in obs:
+        # no row for the classes' shares among labeled items either: each cluster's free rho reproduces them
+        # (never flagged, on data from the model or with a skewed feature; benchmarks/check_power.py)
         pairs = [f"{c}, {f}" for c in classes for f in features]
-        out += [
-            omnibus("ppc_label_rate", obs["label_rate"], rep["label_rate"], classes, "class",
-                    "The classes' shares among the labeled items",
-                    "The clusters' label probabilities rho do not reproduce how common each class is."),
-            omnibus("ppc_class_feature_mean", obs["class_feature_mean"], rep["class_feature_mean"], pairs,
-                    "class and feature", "The features' means within each class",
-                    "The clusters do not separate the classes as the labeled items do: try more components "
-                    "or another lam."),
-        ]
+        out.append(omnibus("ppc_class_feature_mean", obs["class_feature_mean"], rep["class_feature_mean"], pairs,
+                           "class and feature", "The features' means within each class",
+                           "The clusters do not separate the classes as the labeled items do: try more components "
+                           "or another lam."))
     ks_obs, ks_rep = replicates.realized["feature_marginal"]
     out.append(worst_element(
         "feature_marginal", p_value_upper(ks_obs, ks_rep), ks_obs.mean(axis=0), ks_rep.mean(axis=0), features,
         "feature", "The distribution of the features (Kolmogorov-Smirnov distance to the mixture)",
         "The mixture misfits this feature's distribution (skewed, heavy-tailed, bounded, or with more modes "
-        "than clusters): transform the feature (a log, for example), or use more components."))
+        "than clusters): transform the feature (a log, for example), or use more components.",
+        tolerance=KS_TOLERANCE))
     return out
 
 

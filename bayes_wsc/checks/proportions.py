@@ -35,7 +35,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
-from bayes_wsc.checks import Check, Replicates, omnibus, p_value_upper, worst_element
+from bayes_wsc.checks import Check, Replicates, p_value_upper, worst_element
+
+#: `group_misfit` flags a group whose discrepancy is more than this many times its replicates' mean (ten planted
+#: wrong groups of 100 were 8.5-19 times off; on data from the model the worst group reaches 10 by chance, which
+#: the Bonferroni-corrected p-value rules out)
+MISFIT_TOLERANCE = 5.0
 
 #: replicated data sets per group for `group_misfit` with discrete data: enough that the worst group's p-value,
 #: Bonferroni-corrected, comes from counts rather than from a tail fitted beyond the replicates
@@ -60,6 +65,47 @@ def parameters(posterior) -> list[str]:
 
 def _emission(posterior_names) -> str:
     return "logistic" if "W" in posterior_names else "categorical" if "w" in posterior_names else "gaussian"
+
+
+def default_log_likelihood(est, data, params: dict) -> np.ndarray:
+    """The default model's per-group log-likelihood at the fit's reported parameters (S, I): the
+    package's own bag-likelihood block (`models.proportions.add_bag_likelihood`, in a scratch model)
+    evaluated with the class shares and emissions that `theta` (or the given proportions) and `mean`,
+    `sd` / `w` / `W`, `b` imply; the model these checks replicate from (`model_terms`)."""
+    import pymc as pm
+    import pytensor
+    import pytensor.tensor as pt
+    from scipy.special import log_softmax
+
+    from bayes_wsc.data.proportions import LOG_ZERO
+    from bayes_wsc.models import proportions as mp
+
+    emission = _emission(params)
+    concentration = None if emission == "logistic" else est.concentration
+    bag = getattr(est, "_bag_of_fit", None) or mp.resolve_bag_likelihood(est.bag_likelihood, concentration, data)
+    n_draws = next(iter(params.values())).shape[0]
+    if "theta" in params:
+        log_shares = np.log(np.asarray(params["theta"], dtype=float))
+    else:
+        with np.errstate(divide="ignore"):
+            known = np.where(data.proportions > 0, np.log(np.maximum(data.proportions, 1e-300)), LOG_ZERO)
+        log_shares = np.broadcast_to(known, (n_draws, *data.proportions.shape))
+    if emission == "gaussian":
+        mean_z = (np.asarray(params["mean"], float) - data.center) / data.scale
+        log_emission = mp.gaussian_logp_draws(data.x, mean_z, np.asarray(params["sd"], float) / data.scale)
+    elif emission == "categorical":
+        log_emission = np.log(np.asarray(params["w"], dtype=float))
+    else:
+        W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
+        log_emission = log_softmax(np.einsum("nd,sld->snl", data.x, W) + b[:, None, :], axis=-1)
+    shares, emissions = pt.matrix("log_shares"), pt.matrix("log_emission")
+    with pm.Model(coords=mp.model_coords(data)):
+        mp._declare(mp.share_inputs(data, None))
+        if emission != "logistic":
+            mp._declare(mp.emission_inputs(data, emission, bag))
+        terms = mp.add_bag_likelihood(data, emission, bag, shares, emissions, concentration)
+    fn = pytensor.function([shares, emissions], terms, mode="FAST_COMPILE", on_unused_input="ignore")
+    return np.stack([fn(log_shares[s], log_emission[s]) for s in range(n_draws)])
 
 
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
@@ -201,50 +247,24 @@ def group_discrepancy(observed: np.ndarray, replicated: np.ndarray, shares: bool
 
 
 def rows(est, data, replicates: Replicates) -> list[Check]:
-    rep, obs = replicates.replicated, replicates.observed
-    groups = list(data.group_ids)
+    """One row, `group_misfit`. No row judges the pooled statistics (means, sds, bin or class shares): the
+    classes' free parameters reproduce them on every fit (p near 1). None judges the groups' statistics as
+    a whole either: spread over every group, ten groups of 100 with wrong counts moved it by 1.4 times
+    the replicates' discrepancy and it flagged 0 of 8 times, where `group_misfit` flagged 5 of 8
+    (benchmarks/check_power.py). All of them stay replicated statistics for `ppc` plots."""
+    obs = replicates.observed
     if "group_mean" in obs:
-        features = list(data.features)
-        pairs = [f"{g}, {f}" for g in groups for f in features]
-        out = [
-            omnibus("ppc_feature_mean", obs["feature_mean"], rep["feature_mean"], features, "feature",
-                    "The features' means", "The classes' Gaussians do not reproduce the features' centre."),
-            omnibus("ppc_feature_sd", obs["feature_sd"], rep["feature_sd"], features, "feature",
-                    "The features' standard deviations",
-                    "The classes spread the features more (or less) than the data: a class may need more than one "
-                    "Gaussian, or a feature a transform (a log, for example)."),
-            omnibus("ppc_group_mean", obs["group_mean"], rep["group_mean"], pairs, "group and feature",
-                    "The groups' feature means", _GROUP_ADVICE),
-        ]
-        statistic, what = "group_mean", "The group's feature means"
+        what = "The group's feature means"
     elif "group_bin_share" in obs:
-        bins = list(replicates.coords["bin"])
-        pairs = [f"{g}, {k}" for g in groups for k in bins]
-        out = [
-            omnibus("ppc_bin_share", obs["bin_share"], rep["bin_share"], bins, "bin", "The bins' shares",
-                    "The classes' bin probabilities do not reproduce how common each bin is."),
-            omnibus("ppc_group_bin_share", obs["group_bin_share"], rep["group_bin_share"], pairs, "group and bin",
-                    "The groups' bin shares", _GROUP_ADVICE),
-        ]
-        statistic, what = "group_bin_share", "The group's bin shares"
+        what = "The group's bin shares"
     else:
-        classes = list(data.classes)
-        pairs = [f"{g}, {c}" for g in groups for c in classes]
-        out = [
-            omnibus("ppc_class_share", obs["class_share"], rep["class_share"], classes, "class",
-                    "The classes' shares over all items",
-                    "The classifier makes some class more (or less) common than the proportions say."),
-            omnibus("ppc_group_class_share", obs["group_class_share"], rep["group_class_share"], pairs,
-                    "group and class", "The groups' class shares", _GROUP_ADVICE),
-        ]
-        statistic, what = "group_class_share", "The group's class shares (given against the classifier's)"
+        what = "The group's class shares (given against the classifier's)"
     d_obs, d_rep = replicates.realized["group_misfit"]
     # compared on the cube root, near normal for a chi-square-like discrepancy (Wilson and Hilferty 1931):
     # beyond the replicates, the p-value comes from a normal fit to them (`checks._tail`)
     p_values = p_value_upper(np.cbrt(d_obs), np.cbrt(d_rep))
-    out.append(worst_element("group_misfit", p_values, d_obs, d_rep.mean(axis=0), groups, "group",
-                             what + ", their discrepancy", _GROUP_ADVICE))
-    return out
+    return [worst_element("group_misfit", p_values, d_obs, d_rep.mean(axis=0), list(data.group_ids), "group",
+                          what + ", their discrepancy", _GROUP_ADVICE, tolerance=MISFIT_TOLERANCE, relative=True)]
 
 
 _GROUP_ADVICE = ("A group's items do not look like the classes mixed in its proportions: its proportions may be "

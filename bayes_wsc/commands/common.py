@@ -71,21 +71,41 @@ def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--method", choices=("map", "nuts", "laplace"), default="map",
                        help="posterior mode (fast), full posterior by NUTS, or laplace: a Gaussian at the mode "
                             "on the unconstrained scale, intervals in seconds (default: map)")
-    group.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws per chain (laplace: draws)")
-    group.add_argument("--tune", type=non_negative_int, default=1000, help="NUTS tuning steps per chain")
-    group.add_argument("--chains", type=positive_int, default=4, help="NUTS chains")
+    group.add_argument("--draws", type=positive_int, default=1000,
+                       help="NUTS draws per chain; laplace: draws (default 1000)")
+    group.add_argument("--tune", type=non_negative_int, default=1000, help="NUTS tuning steps per chain (default 1000)")
+    group.add_argument("--chains", type=positive_int, default=4, help="NUTS chains (default 4)")
     group.add_argument("--seed", type=int, default=None,
                        help="random seed of restarts and NUTS (default: the package's fixed seed, 0, so that "
                             "reruns agree)")
     group.add_argument("--backend", choices=("numpyro", "pymc", "nutpie", "blackjax"), default=None,
                        help="NUTS implementation (default: numpyro if installed, measured fastest)")
-    group.add_argument("--target-accept", type=probability, default=0.8, help="NUTS target acceptance")
+    group.add_argument("--target-accept", type=probability, default=0.8, help="NUTS target acceptance (default 0.8)")
     group.add_argument("--precision", choices=("float32", "float64"), default=None,
                        help="arithmetic of the numpyro backend (default: the model's measured choice, "
                             "float32 for wsc; other backends run float64)")
     group.add_argument("--report", metavar="DIR", type=output_folder("report folder", REPORT_CONTENTS),
                        help="also write an HTML report to DIR (DIR/report.html)")
     group.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def add_simulate_options(parser: argparse.ArgumentParser, files) -> None:
+    """--out, --seed and --replace of `bayes-wsc simulate MODEL`, which writes `files` into --out."""
+    parser.add_argument("--out", required=True, metavar="DIR", type=output_folder("simulation folder", files),
+                        help=f"folder to write {', '.join(files)} into (new or empty, unless --replace)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="random seed of the simulation (default 0)")
+    parser.add_argument("--replace", action="store_true",
+                        help="replace those files if DIR already holds them (default: refuse)")
 
 
 def setting(text: str) -> tuple[str, object]:
@@ -148,13 +168,20 @@ def variant_settings(pairs: list[tuple[str, object]]) -> dict:
     return settings
 
 
-def print_fit(est) -> None:
-    """The estimands table and the diagnostics in plain words."""
+def print_fit(est, ci: float | None = None) -> None:
+    """The status line (`bayes_wsc.status`), the estimands table at the credible level `ci` (default
+    `DEFAULT_CI`, as in the reports) and the diagnostics in plain words."""
     import pandas as pd
 
+    from bayes_wsc.defaults import DEFAULT_CI
+    from bayes_wsc.status import status_lines
+
+    for line in status_lines(est):
+        print(line)
+    print()
     with pd.option_context("display.max_rows", 80, "display.width", 120):
-        print(est.summary().round(3).to_string())
-    for note in est.summary_notes():
+        print(est.summary(hdi_prob=DEFAULT_CI if ci is None else ci).round(3).to_string())
+    for note in [*est.summary_notes(), *est.log_likelihood_notes()]:
         print(f"Note: {note}")
     messages = est.diagnostics_
     print()
@@ -162,6 +189,8 @@ def print_fit(est) -> None:
         print("Diagnostics:")
         for message in messages:
             print(f"  - {message}")
+    elif getattr(est, "method", None) == "laplace":
+        print("Diagnostics: no warnings; the intervals are the Laplace approximation's (see the status above).")
     else:
         print("Diagnostics: no problems found.")
     checks = est.checks_
@@ -184,4 +213,11 @@ def fit_save_report(est, data, args) -> None:
     print_fit(est)
     print(f"\nwrote {path}")
     if args.report:
-        print(f"wrote {est.report(args.report)}")
+        from bayes_wsc.errors import InputError
+
+        try:
+            report = est.report(args.report)
+        except InputError as exc:  # the disk filled up after the fit was saved: say that it was
+            raise InputError(f"{exc} (the fit was saved to {str(path)!r}; `bayes-wsc report {path} --out "
+                             f"{args.report}` writes its report)") from None
+        print(f"wrote {report}")

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_variant_options, columns,
-                                      positive_float, positive_int, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
+                                      add_variant_options, columns, positive_float, positive_int, sampling_settings)
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = "noisy experts' must-link / cannot-link constraints (Chang et al.): items + constraints or labels"
+SIMULATE_HELP = ("noisy experts (Chang et al.): items and constraints from the model itself, or a UCI data set with "
+                 "the experts of Sec. 3.2 (--dataset)")
+#: what `simulate experts --out DIR` writes in DIR
+SIMULATE_FILES = ("items.csv", "constraints.csv", "truth.csv", "truth.json")
+#: the data sets of Sec. 3.2, bundled with scikit-learn (`bayes_wsc.simulate.experts.UCI_DATASETS`)
+UCI_DATASETS = ("breast_cancer", "wine", "iris")
+#: the defaults of `simulate experts`: the model's own simulation, and Sec. 3.2's Case 1 for --dataset
+MODEL_ALPHA, MODEL_BETA = (0.95, 0.85, 0.75, 0.65), (0.9, 0.8, 0.7, 0.6)
+CASE_1 = (0.95, 0.85, 0.75, 0.65, 0.55)
 
 
 def accuracy_prior(text: str) -> tuple[float, float]:
@@ -73,3 +82,119 @@ def run(args) -> None:
     est = NoisyExperts(n_clusters=args.clusters, prior_sd=args.prior_sd, intercept_sd=args.intercept_sd,
                        accuracy_a=a, accuracy_b=b, restarts=args.restarts, **sampling_settings(args))
     fit_save_report(est, data, args)
+
+
+# ---------------------------------------------------------------------- bayes-wsc simulate experts
+def accuracies(text: str) -> list[float]:
+    """alpha or beta of every expert, comma-separated, each in [0.5, 1]."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError("expected one number per expert, separated by commas, like 0.9,0.8")
+    values = []
+    for part in parts:
+        try:
+            value = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
+        if not 0.5 <= value <= 1:
+            raise argparse.ArgumentTypeError(f"each accuracy must be in [0.5, 1], got {part!r}")
+        values.append(value)
+    return values
+
+
+def add_simulate_parser(parser: argparse.ArgumentParser) -> None:
+    add_simulate_options(parser, SIMULATE_FILES)
+    source = parser.add_argument_group("items")
+    source.add_argument("--dataset", choices=UCI_DATASETS, default=None,
+                        help="a UCI data set bundled with scikit-learn, rated by the experts of Sec. 3.2 (default: "
+                             "items drawn from the model: x ~ N(0, I), z ~ softmax(x W + b))")
+    source.add_argument("--n-items", type=positive_int, default=None, help="simulated items (default 300)")
+    source.add_argument("--n-features", type=positive_int, default=None, help="simulated features (default 4)")
+    source.add_argument("--clusters", type=positive_int, default=None, metavar="K",
+                        help="simulated clusters (default 3)")
+    experts = parser.add_argument_group("experts")
+    experts.add_argument("--alpha", type=accuracies, default=None, metavar="A1,A2,...",
+                         help="each expert's sensitivity P(must-link | same cluster), one per expert (default "
+                              f"{','.join(map(str, MODEL_ALPHA))}; with --dataset Case 1, "
+                              f"{','.join(map(str, CASE_1))})")
+    experts.add_argument("--beta", type=accuracies, default=None, metavar="B1,B2,...",
+                         help="each expert's specificity P(cannot-link | different clusters) (default "
+                              f"{','.join(map(str, MODEL_BETA))}; with --dataset the same as --alpha)")
+    experts.add_argument("--pairs-per-expert", type=positive_int, default=None,
+                         help="simulated items: random pairs each expert rates (default 1000)")
+    experts.add_argument("--n-constraints", type=positive_int, default=None, metavar="2Q",
+                         help="--dataset: q true must-links and q true cannot-links, rated by every expert "
+                              "(default 200)")
+
+
+def run_simulate(args) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from bayes_wsc.errors import InputError
+    from bayes_wsc.simulate.experts import (load_uci, omega_of, simulate_experts_model, simulate_uci_experts,
+                                           uci_class_names)
+    from bayes_wsc.simulate.files import in_folder, named, report, write_simulation
+
+    settings = {}
+    if args.dataset is not None:
+        for option in ("n_items", "n_features", "clusters", "pairs_per_expert"):
+            if getattr(args, option) is not None:
+                raise InputError(f"--{option.replace('_', '-')} is for simulated items; --dataset {args.dataset} "
+                                 "has its own (give --n-constraints)")
+        alpha = args.alpha or list(CASE_1)
+        beta = args.beta or alpha
+        if len(alpha) != len(beta):
+            raise InputError(f"--alpha gives {len(alpha)} experts but --beta {len(beta)}; give one value per expert")
+        n_constraints = 200 if args.n_constraints is None else args.n_constraints
+        if n_constraints % 2:
+            raise InputError(f"--n-constraints must be even (q must-links and q cannot-links), got {n_constraints}")
+        items, labels = load_uci(args.dataset)
+        constraints, truth = simulate_uci_experts(labels, n_constraints, alpha, beta, item_ids=items["id"],
+                                                  seed=args.seed)
+        clusters = uci_class_names(args.dataset)[labels]
+        settings.update(dataset=args.dataset, n_constraints=n_constraints)
+        study = (f"Chang et al. (2017), Sec. 3.2: the UCI data set {args.dataset} (scikit-learn); q = "
+                 f"{n_constraints // 2} true must-link and q true cannot-link pairs rated by every expert, expert m "
+                 "flipping floor(q (1 - alpha_m)) must-links and floor(q (1 - beta_m)) cannot-links")
+        generator = "bayes_wsc.simulate.experts.simulate_uci_experts"
+    else:
+        if args.n_constraints is not None:
+            raise InputError("--n-constraints is for --dataset; simulated items take --pairs-per-expert")
+        alpha = args.alpha or list(MODEL_ALPHA)
+        beta = args.beta or (list(MODEL_BETA) if args.alpha is None else alpha)
+        if len(alpha) != len(beta):
+            raise InputError(f"--alpha gives {len(alpha)} experts but --beta {len(beta)}; give one value per expert")
+        k = 3 if args.clusters is None else args.clusters
+        if k < 2:
+            raise InputError(f"--clusters must be at least 2, got {k}")
+        if (args.n_items or 300) > 3000:
+            raise InputError(f"--n-items is at most 3000 (the simulation enumerates every pair), got {args.n_items}")
+        settings.update(n_items=args.n_items or 300, n_features=args.n_features or 4, clusters=k,
+                        pairs_per_expert=args.pairs_per_expert or 1000)
+        items, constraints, truth = simulate_experts_model(
+            settings["n_items"], settings["n_features"], k, alpha, beta, settings["pairs_per_expert"],
+            seed=args.seed)
+        clusters = truth.labels
+        study = ("Chang et al. (2017), data from the model: x ~ N(0, I), z ~ softmax(x W + b); each expert links "
+                 "random pairs with probability alpha_m if they share a cluster, 1 - beta_m if not")
+        generator = "bayes_wsc.simulate.experts.simulate_experts_model"
+    settings.update(alpha=alpha, beta=beta)
+    experts = list(dict.fromkeys(constraints["expert"]))
+    facts = {
+        "model": "experts", "study": study, "generator": generator, "seed": args.seed, "settings": settings,
+        "alpha": named(truth.alpha, experts), "beta": named(truth.beta, experts),
+        "omega": named(omega_of(truth.alpha, truth.beta), experts),
+        "realized_alpha": named(truth.realized_alpha, experts), "realized_beta": named(truth.realized_beta, experts),
+    }
+    if truth.W is not None:
+        facts["W"] = {name: named(row, range(truth.W.shape[1])) for name, row in
+                      zip(items.columns[1:], truth.W)}
+        facts["b"] = named(truth.b, range(truth.b.size))
+    truth_table = pd.DataFrame({"id": items["id"], "cluster": clusters})
+    tables = {"items.csv": items, "constraints.csv": constraints}
+    written = write_simulation(args.out, tables, facts, truth_table)
+    k = len(np.unique(clusters))
+    report(written, tables, f"bayes-wsc fit experts --items {in_folder(args.out, 'items.csv')} --constraints "
+                            f"{in_folder(args.out, 'constraints.csv')} --clusters {k} "
+                            f"--out {in_folder(args.out, 'fit.nc')}")

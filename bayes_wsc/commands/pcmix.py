@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import math
 
-from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_variant_options, columns,
-                                      positive_float, positive_int, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
+                                      add_variant_options, columns, non_negative_float, positive_float, positive_int,
+                                      sampling_settings)
 from bayes_wsc.outputs import REPORT_CONTENTS, input_table, output_file, output_folder
 
 #: what `path pcmix --out DIR` writes in DIR
@@ -14,6 +15,9 @@ PATH_CONTENTS = ("lam_*.nc", "path.csv", *REPORT_CONTENTS)
 
 HELP = "a few labels among many items: prediction-constrained Gaussian mixture (Hughes et al.)"
 PATH_HELP = "prediction-constrained mixture at a grid of lam, warm-started, with the trade-off report"
+SIMULATE_HELP = "the toy studies of Hughes et al.: two 5-D blobs labeled by a thin band (Sec. 3.3) or 1-D intervals"
+#: what `simulate pcmix --out DIR` writes in DIR
+SIMULATE_FILES = ("items.csv", "truth.csv", "truth.json")
 
 
 def lam_value(text: str) -> float:
@@ -114,6 +118,7 @@ def run_path(args) -> None:
     import pandas as pd
 
     from bayes_wsc.errors import FitWarning
+    from bayes_wsc.baselines.pcmix import lam_text
 
     data, est = _data_and_estimator(args, args.lams[0])
     with warnings.catch_warnings():
@@ -125,6 +130,69 @@ def run_path(args) -> None:
         print(table.drop(columns=["data_loglik", "label_loglik", "file"]).round(4).to_string(index=False))
     for lam, fit in zip(path.lams, path.fits):
         for message in fit.diagnostics_:
-            print(f"  - lam = {lam:g}: {message}")
+            print(f"  - lam = {lam_text(lam)}: {message}")
     print(f"\nwrote {len(path.fits)} fits and path.csv to {out}")
     print(f"wrote {path.report(args.report or out)}")
+
+
+# ---------------------------------------------------------------------- bayes-wsc simulate pcmix
+def fraction(text: str) -> float:
+    value = non_negative_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
+def add_simulate_parser(parser: argparse.ArgumentParser) -> None:
+    add_simulate_options(parser, SIMULATE_FILES)
+    study = parser.add_argument_group("simulation")
+    study.add_argument("--study", choices=("blobs", "intervals"), default="blobs",
+                       help="blobs (Sec. 3.3, the default): x in R^5 from two Gaussian blobs, y = 1 iff |x2| < 0.1; "
+                            "intervals (Sec. 3.2): 350 points on three intervals of the line, every label kept")
+    study.add_argument("--n-items", type=positive_int, default=None, help="blobs: items (default 5000)")
+    study.add_argument("--labeled-fraction", type=fraction, default=None, metavar="B",
+                       help="blobs: the share of items that keep their label; the others' is empty (default: all)")
+
+
+def run_simulate(args) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from bayes_wsc.errors import InputError
+    from bayes_wsc.simulate.files import in_folder, report, write_simulation
+    from bayes_wsc.simulate.pcmix import BLOB_MEANS, BLOB_VARIANCES, simulate_intervals, simulate_two_blobs
+
+    if args.study == "blobs":
+        settings = {"study": "blobs", "n_items": args.n_items or 5000,
+                    "labeled_fraction": 1.0 if args.labeled_fraction is None else args.labeled_fraction, "band": 0.1}
+        if settings["n_items"] < 2:
+            raise InputError(f"--n-items must be at least 2, got {settings['n_items']}")
+        items, truth = simulate_two_blobs(settings["n_items"], settings["labeled_fraction"], seed=args.seed)
+        study = ("Hughes et al., Sec. 3.3: x in R^5 from 1/2 N(m1, S1) + 1/2 N(m2, S2) (diagonal), y = 1 iff "
+                 "|x2| < 0.1, a random share of the labels kept")
+        generator = "bayes_wsc.simulate.pcmix.simulate_two_blobs"
+        sources = {"blob 1": {"mean": BLOB_MEANS[0], "variance": BLOB_VARIANCES[0]},
+                   "blob 2": {"mean": BLOB_MEANS[1], "variance": BLOB_VARIANCES[1]}}
+    else:
+        for option in ("n_items", "labeled_fraction"):
+            if getattr(args, option) is not None:
+                raise InputError(f"--{option.replace('_', '-')} is for --study blobs; the intervals study has "
+                                 "175 + 100 + 75 points, every one labeled")
+        settings = {"study": "intervals", "n_a": 175, "n_b": 100, "n_c": 75, "positive_share_a": 0.5}
+        items, truth = simulate_intervals(seed=args.seed)
+        study = ("Hughes et al., Sec. 3.2: A, 175 points on [-1, 1] labeled Bernoulli(1/2); B, 100 points on [1, 1.5] "
+                 "all positive; C, 75 points on [1.5, 2] all negative")
+        generator = "bayes_wsc.simulate.pcmix.simulate_intervals"
+        sources = {"A": {"interval": [-1.0, 1.0], "positive_share": 0.5}, "B": {"interval": [1.0, 1.5],
+                   "positive_share": 1.0}, "C": {"interval": [1.5, 2.0], "positive_share": 0.0}}
+    ids = [f"item{i}" for i in range(len(items))]
+    items.insert(0, "id", ids)
+    truth_table = pd.DataFrame({"id": ids, "y": truth.y, "source": truth.source,
+                                "labeled": truth.labeled.astype(int)})
+    facts = {"model": "pcmix", "study": study, "generator": generator, "seed": args.seed, "settings": settings,
+             "sources": sources, "positive_share": float(np.mean(truth.y)), "n_labeled": int(truth.labeled.sum()),
+             "error_floor": truth.error_floor}
+    tables = {"items.csv": items}
+    written = write_simulation(args.out, tables, facts, truth_table)
+    report(written, tables, f"bayes-wsc fit pcmix --items {in_folder(args.out, 'items.csv')} --id-col id "
+                            f"--components 2 --lam 1 --out {in_folder(args.out, 'fit.nc')}")

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_variant_options, columns,
-                                      positive_float, positive_int, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
+                                      add_variant_options, columns, positive_float, positive_int, sampling_settings)
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = "seed sets with perception vectors (Cheng et al.): items + seeds + perception"
+SIMULATE_HELP = ("seed sets with perception vectors (Cheng et al.): the simulated study, whose features' own "
+                 "clusters are not the user's, or the handwritten digits (--dataset digits)")
+#: what `simulate perception --out DIR` writes in DIR
+SIMULATE_FILES = ("items.csv", "seeds.csv", "perception.csv", "truth.csv", "truth.json")
 LPE_HELP = "LPE or NPE (Cheng et al., Alg. 1-2): perception embedding, k-means and thresholded memberships"
 
 
@@ -78,6 +82,82 @@ def run(args) -> None:
     est = PerceptionClustering(weight_scale=args.weight_scale, intercept_sd=args.intercept_sd,
                                overlap_threshold=threshold, restarts=args.restarts, **sampling_settings(args))
     fit_save_report(est, data, args)
+
+
+# ---------------------------------------------------------------------- bayes-wsc simulate perception
+def add_simulate_parser(parser: argparse.ArgumentParser) -> None:
+    add_simulate_options(parser, SIMULATE_FILES)
+    source = parser.add_argument_group("items")
+    source.add_argument("--dataset", choices=("digits",), default=None,
+                        help="scikit-learn's 8 x 8 digits (1797 items), the user's clusters closed loop, straight "
+                             "strokes and open curves (default: the simulated study)")
+    source.add_argument("--n-items", type=positive_int, default=None, help="simulated items (default 1000)")
+    source.add_argument("--n-features", type=positive_int, default=None,
+                        help="simulated features, at least 2 per perception feature (default 20)")
+    source.add_argument("--clusters", type=positive_int, default=None, metavar="K",
+                        help="the user's clusters (default 4)")
+    source.add_argument("--n-perception", type=positive_int, default=None,
+                        help="perception features, two of them per cluster (default 6)")
+    source.add_argument("--seeds-per-cluster", type=positive_int, default=None,
+                        help="--dataset digits: seeds of each cluster (default 5; simulated: 3 to 10 at random)")
+
+
+def run_simulate(args) -> None:
+    import pandas as pd
+
+    from bayes_wsc.errors import InputError
+    from bayes_wsc.simulate.files import in_folder, named_matrix, report, write_simulation
+    from bayes_wsc.simulate.perception import DIGIT_CONCEPTS, digits_example, simulate_study
+
+    if args.dataset == "digits":
+        for option in ("n_items", "n_features", "clusters", "n_perception"):
+            if getattr(args, option) is not None:
+                raise InputError(f"--{option.replace('_', '-')} is for the simulated study; --dataset digits has "
+                                 "its own (give --seeds-per-cluster)")
+        settings = {"dataset": "digits", "seeds_per_cluster": args.seeds_per_cluster or 5}
+        study_data = digits_example(settings["seeds_per_cluster"], seed=args.seed)
+        study = ("Cheng et al. (2016), the digits example: scikit-learn's 8 x 8 handwritten digits, the user's "
+                 "clusters " + "; ".join(f"{name} (digits {', '.join(map(str, digits))})"
+                                         for name, (digits, _) in DIGIT_CONCEPTS.items()))
+        generator = "bayes_wsc.simulate.perception.digits_example"
+        dominant = "digit"
+    else:
+        if args.seeds_per_cluster is not None:
+            raise InputError("--seeds-per-cluster is for --dataset digits; the simulated study draws 3 to 10 seeds "
+                             "per cluster")
+        settings = {"n_items": args.n_items or 1000, "n_features": args.n_features or 20,
+                    "n_clusters": args.clusters or 4, "n_perception": args.n_perception or 6}
+        lowest = {"n_items": 10, "n_clusters": 2, "n_perception": 2, "n_features": 2 * settings["n_perception"]}
+        for key, low in lowest.items():
+            if settings[key] < low:
+                option = "--clusters" if key == "n_clusters" else f"--{key.replace('_', '-')}"
+                why = " (2 per perception feature)" if key == "n_features" else ""
+                raise InputError(f"{option} must be at least {low}{why}, got {settings[key]}")
+        study_data = simulate_study(settings["n_items"], n_features=settings["n_features"],
+                                    n_clusters=settings["n_clusters"], n_perception=settings["n_perception"],
+                                    seed=args.seed)
+        study = ("Cheng et al. (2016), the simulated study: the features' dominant clusters (3 groups) are not the "
+                 "user's; each of her clusters is a set of perception attributes that raise their own features, "
+                 "15% of the items are in two clusters, 3 to 10 seeds per cluster")
+        generator = "bayes_wsc.simulate.perception.simulate_study"
+        dominant = "dominant"
+    names = study_data.clusters
+    members = [[names[k] for k in ([row.argmax()] + [k for k in range(len(names)) if row[k] and k != row.argmax()])]
+               for row in study_data.membership]
+    truth_table = pd.DataFrame({"id": study_data.items["id"], "cluster": [m[0] for m in members],
+                                "clusters": [";".join(m) for m in members], dominant: study_data.dominant})
+    perception = study_data.perception
+    facts = {"model": "perception", "study": study, "generator": generator, "seed": args.seed,
+             "settings": settings, "clusters": list(names),
+             "perception": named_matrix(perception.iloc[:, 1:].to_numpy(), perception["cluster"],
+                                        perception.columns[1:]),
+             "cluster_sizes": {name: int(study_data.membership[:, k].sum()) for k, name in enumerate(names)},
+             "items_in_two_clusters": int((study_data.membership.sum(axis=1) > 1).sum())}
+    tables = {"items.csv": study_data.items, "seeds.csv": study_data.seeds, "perception.csv": perception}
+    written = write_simulation(args.out, tables, facts, truth_table)
+    report(written, tables, f"bayes-wsc fit perception --items {in_folder(args.out, 'items.csv')} --seeds "
+                            f"{in_folder(args.out, 'seeds.csv')} --perception {in_folder(args.out, 'perception.csv')} "
+                            f"--out {in_folder(args.out, 'fit.nc')}")
 
 
 # ---------------------------------------------------------------------- bayes-wsc baseline lpe

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_variant_options, columns,
-                                      positive_float, positive_int, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
+                                      add_variant_options, columns, positive_float, positive_int, sampling_settings)
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = "class proportions (or counts) per group, several classes: a classifier for single items (Stolpe & Morik)"
+SIMULATE_HELP = ("label proportions (Stolpe & Morik): groups of items with each group's class shares, from the "
+                 "model or from a UCI data set in random groups (Sec. 4, --dataset)")
+#: what `simulate proportions --out DIR` writes in DIR
+SIMULATE_FILES = ("items.csv", "proportions.csv", "truth.csv", "truth.json")
+#: the data sets of Sec. 4, bundled with scikit-learn
+UCI_DATASETS = ("breast_cancer", "wine")
 LLP_HELP = "the LLP algorithm of Stolpe & Morik (k-means, evolutionary feature weights, cluster labeling)"
 #: the defaults, chosen by accuracy on the Sec. 4 experiment (README, benchmarks/RESULTS.md); the model's own,
 #: repeated here so that `--help` does not import it
@@ -96,6 +102,91 @@ def run(args) -> None:
                                 sd_prior_rate=args.sd_prior_rate, w_concentration=args.w_concentration,
                                 prior_sd=args.prior_sd, **sampling_settings(args))
     fit_save_report(est, data, args)
+
+
+# ---------------------------------------------------------------------- bayes-wsc simulate proportions
+def add_simulate_parser(parser: argparse.ArgumentParser) -> None:
+    add_simulate_options(parser, SIMULATE_FILES)
+    source = parser.add_argument_group("items")
+    source.add_argument("--dataset", choices=UCI_DATASETS, default=None,
+                        help="a UCI data set bundled with scikit-learn, features scaled to [0, 1] and items split "
+                             "into random groups (Sec. 4.1) (default: items drawn from the model)")
+    source.add_argument("--group-size", type=positive_int, default=None, metavar="SIGMA",
+                        help="items per group (default 8; with --dataset 16, the last group smaller)")
+    source.add_argument("--n-groups", type=positive_int, default=None, help="simulated groups (default 50)")
+    source.add_argument("--emission", choices=("logistic", "gaussian", "categorical"), default=None,
+                        help="how simulated features depend on the class (default logistic: x ~ N(0, I), "
+                             "z ~ softmax(x W + b); gaussian: x ~ N(mean_z, sd_z); categorical: one column bin)")
+    source.add_argument("--n-classes", type=positive_int, default=None, help="simulated classes (default 2)")
+    source.add_argument("--n-features", type=positive_int, default=None,
+                        help="simulated features, logistic or gaussian (default 3)")
+    source.add_argument("--n-bins", type=positive_int, default=None, help="categorical: levels of bin (default 6)")
+
+
+def run_simulate(args) -> None:
+    import pandas as pd
+
+    from bayes_wsc.errors import InputError
+    from bayes_wsc.simulate.files import in_folder, named, named_matrix, report, write_simulation
+    from bayes_wsc.simulate.proportions import simulate_proportion_tables, uci_proportion_tables
+
+    fit = f"bayes-wsc fit proportions --items {in_folder(args.out, 'items.csv')} " \
+          f"--proportions {in_folder(args.out, 'proportions.csv')} --id-col id"
+    if args.dataset is not None:
+        for option in ("n_groups", "emission", "n_classes", "n_features", "n_bins"):
+            if getattr(args, option) is not None:
+                raise InputError(f"--{option.replace('_', '-')} is for simulated items; --dataset {args.dataset} "
+                                 "has its own (give --group-size)")
+        size = 16 if args.group_size is None else args.group_size
+        items, proportions, classes = uci_proportion_tables(args.dataset, size, seed=args.seed)
+        truth_table = pd.DataFrame({"id": items["id"], "group": items["group"], "class": classes})
+        facts = {"model": "proportions", "generator": "bayes_wsc.simulate.proportions.uci_proportion_tables",
+                 "study": f"Stolpe & Morik (2011), Sec. 4.1: the UCI data set {args.dataset} (scikit-learn), every "
+                          f"feature scaled to [0, 1], the items split uniformly at random into groups of {size} (the "
+                          "last one smaller), each group keeping only its label proportions",
+                 "seed": args.seed, "settings": {"dataset": args.dataset, "group_size": size},
+                 "classes": list(proportions.columns[1:]),
+                 "class_shares": named(pd.Series(classes).value_counts(normalize=True)
+                                       .reindex(proportions.columns[1:]).to_numpy(), proportions.columns[1:])}
+    else:
+        settings = {"emission": args.emission or "logistic", "n_groups": args.n_groups or 50,
+                    "group_size": args.group_size or 8, "n_classes": args.n_classes or 2}
+        if settings["n_classes"] < 2:
+            raise InputError(f"--n-classes must be at least 2, got {settings['n_classes']}")
+        if settings["emission"] == "categorical":
+            if args.n_features is not None:
+                raise InputError("--n-features is for --emission logistic or gaussian; categorical items have one "
+                                 "column, bin (give --n-bins)")
+            settings["n_bins"] = args.n_bins or 6
+        else:
+            if args.n_bins is not None:
+                raise InputError("--n-bins is for --emission categorical")
+            settings["n_features"] = args.n_features or 3
+        items, proportions, truth = simulate_proportion_tables(**settings, seed=args.seed)
+        classes = list(proportions.columns[1:])
+        truth_table = pd.DataFrame({"id": items["id"], "group": items["group"],
+                                    "class": pd.Series(classes).to_numpy()[truth.z]})
+        features = [c for c in items.columns if c not in ("id", "group")]
+        params = dict(truth.params)
+        if "W" in params:  # logistic: the zero-sum representative, on the simulated (standard normal) features
+            parameters = {"W": named_matrix(params["W"], classes, features), "b": named(params["b"], classes)}
+        elif "mean" in params:
+            parameters = {"mean": named_matrix(params["mean"], classes, features),
+                          "sd": named_matrix(params["sd"], classes, features)}
+        else:
+            levels = [f"b{k + 1}" for k in range(settings["n_bins"])]
+            parameters = {"w": named_matrix(params["w"], classes, levels)}
+        facts = {"model": "proportions", "generator": "bayes_wsc.simulate.proportions.simulate_proportion_tables",
+                 "study": "Stolpe & Morik (2011), data from the model: group class shares theta_i ~ Dirichlet(0.5) "
+                          "(logistic: the classes drawn from softmax(x W + b) instead), each group's proportions "
+                          "the exact shares of its items' classes",
+                 "seed": args.seed, "settings": settings, "classes": classes, **parameters,
+                 "theta": named_matrix(truth.theta, proportions["group"], classes)}
+        if settings["emission"] != "logistic":
+            fit += f" --emission {settings['emission']}"
+    tables = {"items.csv": items, "proportions.csv": proportions}
+    written = write_simulation(args.out, tables, facts, truth_table)
+    report(written, tables, f"{fit} --out {in_folder(args.out, 'fit.nc')}")
 
 
 # ---------------------------------------------------------------------- bayes-wsc baseline llp

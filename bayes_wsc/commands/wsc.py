@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import math
 
-from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_variant_options, columns,
-                                      positive_float, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
+                                      add_variant_options, columns, non_negative_float, positive_float, positive_int,
+                                      sampling_settings)
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = "noisy group averages (Wager et al.): clicks + per-group HE"
+SIMULATE_HELP = "the simulation study of Wager et al., Sec. 5: clicks in groups with a noisy HE per group"
+#: what `simulate wsc --out DIR` writes in DIR
+SIMULATE_FILES = ("clicks.csv", "groups.csv", "truth.json")
 
 
 def wh_value(text: str) -> float:
@@ -43,7 +47,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--max-group-weight", type=positive_float, default=None, metavar="M",
                       help="down-weight each group to at most M items (Sec. 6.2)")
     model = parser.add_argument_group("model")
-    model.add_argument("--wh", type=wh_value, default=10.0, help="weight of HE, 1/sigma_H^2; 'inf' fixes mu = HE")
+    model.add_argument("--wh", type=wh_value, default=10.0, help="weight of HE, 1/sigma_H^2; 'inf' fixes mu = HE (so does any WH above 1e5, with a note)")
     model.add_argument("--mu-prior", choices=("hierarchical", "flat"), default="hierarchical")
     model.add_argument("--w-concentration", type=positive_float, default=1.0, help="Dirichlet c of w0, w1")
     model.add_argument("--mu", choices=("sampled", "integrated"), default="sampled",
@@ -75,3 +79,43 @@ def run(args) -> None:
     est = WSC(wh=args.wh, mu_prior=args.mu_prior, w_concentration=args.w_concentration, mu=args.mu,
               **sampling_settings(args))
     fit_save_report(est, data, args)
+
+
+# ---------------------------------------------------------------------- bayes-wsc simulate wsc
+def add_simulate_parser(parser: argparse.ArgumentParser) -> None:
+    add_simulate_options(parser, SIMULATE_FILES)
+    sizes = parser.add_argument_group("simulation (Sec. 5: mu ~ N(0, 1), HE ~ N(mu, sigma_H), rho(k) from 0.1 to 0.9)")
+    sizes.add_argument("--n-groups", type=positive_int, default=500, metavar="I", help="groups (default 500)")
+    sizes.add_argument("--group-size", type=positive_int, default=100, metavar="J",
+                       help="clicks per group (default 100)")
+    sizes.add_argument("--n-bins", type=positive_int, default=15, metavar="K", help="behavior bins (default 15)")
+    sizes.add_argument("--sigma-h", type=non_negative_float, default=0.5,
+                       help="sd of HE around mu (default 0.5; the fit's default --wh 10 assumes 0.32)")
+
+
+def run_simulate(args) -> None:
+    from bayes_wsc.simulate import counts_to_clicks, simulate_wsc
+    from bayes_wsc.simulate.files import in_folder, named, report, write_simulation
+
+    data, truth = simulate_wsc(n_groups=args.n_groups, items_per_group=args.group_size, n_bins=args.n_bins,
+                               sigma_h=args.sigma_h, seed=args.seed)
+    clicks, groups = counts_to_clicks(data)
+    bins = list(data.bins.labels)
+    facts = {
+        "model": "wsc",
+        "study": "Wager et al. (2015), Sec. 5: mu_i ~ N(0, 1), HE_i ~ N(mu_i, sigma_H), Z_ij ~ Bernoulli(sigmoid(mu_i)), "
+                 "X_ij ~ Categorical(w_Z); rho(k) = P(Z = 1 | X = k) with pi the click-weighted mean of sigmoid(mu_i)",
+        "generator": "bayes_wsc.simulate.simulate_wsc",
+        "seed": args.seed,
+        "settings": {"n_groups": args.n_groups, "group_size": args.group_size, "n_bins": args.n_bins,
+                     "sigma_h": args.sigma_h, "mu_loc": 0.0, "mu_scale": 1.0},
+        "pi": truth.pi,
+        "rho": named(truth.rho, bins),
+        "w0": named(truth.w0, bins),
+        "w1": named(truth.w1, bins),
+        "mu": named(truth.mu, data.group_ids),
+    }
+    tables = {"clicks.csv": clicks, "groups.csv": groups}
+    written = write_simulation(args.out, tables, facts)
+    report(written, tables, f"bayes-wsc fit wsc --clicks {in_folder(args.out, 'clicks.csv')} "
+                            f"--groups {in_folder(args.out, 'groups.csv')} --out {in_folder(args.out, 'fit.nc')}")

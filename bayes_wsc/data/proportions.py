@@ -194,7 +194,7 @@ class LabelProportions:
         if len(classes) < 2:
             raise InputError(f"{proportions_what} has {len(classes)} class column{'s' * (len(classes) != 1)} "
                              f"besides {group_col!r}; label proportions need at least 2 classes")
-        table = _read_class_columns(proportions, classes, counts, proportions_what)
+        table = _read_class_columns(proportions, classes, counts, proportions_what, group_ids)
 
         item_groups = key_column(items, group_col, items_what)
         item_group = pd.Index(group_ids).get_indexer(item_groups)
@@ -406,20 +406,22 @@ def whole_counts(proportions: np.ndarray, sizes: np.ndarray) -> np.ndarray | Non
     return rounded.astype(np.int64)
 
 
-def _read_class_columns(frame: pd.DataFrame, classes: Sequence[str], counts: bool, what: str) -> np.ndarray:
-    """The class columns as an (I, L) float array: proportions in [0, 1], or whole counts >= 0."""
+def _read_class_columns(frame: pd.DataFrame, classes: Sequence[str], counts: bool, what: str,
+                        keys: pd.Series) -> np.ndarray:
+    """The class columns as an (I, L) float array: proportions in [0, 1], or whole counts >= 0; a bad
+    cell is named by its row and its group (`keys`)."""
     columns = []
     for name in classes:
         if counts:
-            values = numeric_column(frame, name, f"{what} count", lower=0.0)
+            values = numeric_column(frame, name, f"{what} count", lower=0.0, keys=keys)
             fraction = np.abs(values - np.round(values)) > 1e-9
             if fraction.any():
                 row = int(np.flatnonzero(fraction)[0])
-                raise InputError(f"{what} count column {name!r} has value {values[row]!r} (row {row + 1}); counts "
-                                 "must be whole numbers")
+                raise InputError(f"{what} count column {name!r} has value {float(values[row])!r} (row {row + 1}, "
+                                 f"group {str(keys.iloc[row])!r}); counts must be whole numbers")
             values = np.round(values)
         else:
-            values = numeric_column(frame, name, f"{what} proportion", lower=0.0, upper=1.0)
+            values = numeric_column(frame, name, f"{what} proportion", lower=0.0, upper=1.0, keys=keys)
         columns.append(values)
     return np.column_stack(columns)
 

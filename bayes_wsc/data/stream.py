@@ -67,14 +67,16 @@ def aggregate_clicks(
     import dask.dataframe as dd
 
     files = parquet_paths(source)
+    schemas = part_schemas(files)
     try:
         frame = dd.read_parquet(files)
     except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
-        raise InputError(f"clicks {str(source)!r} could not be read as Parquet: {str(exc).splitlines()[0]}") from None
+        raise InputError(f"clicks {str(source)!r} could not be read as Parquet: {_first_line(exc)}") from None
     columns = list(frame.columns)
     for column in [group_col] + ([weight_col] if weight_col else []):
         if column not in columns:
             raise InputError(f"clicks has no column {column!r} (columns: {', '.join(map(str, columns[:12]))})")
+    behavior_given = behavior
     if behavior is None:
         behavior = [c for c in columns if c not in (group_col, weight_col)]
         if not behavior:
@@ -84,6 +86,7 @@ def aggregate_clicks(
         if column not in columns:
             raise InputError(f"clicks has no column {column!r} (columns: {', '.join(map(str, columns[:12]))})")
     keys = [group_col, *behavior]
+    check_parts(schemas, columns, keys, weight_col, inferred=behavior_given is None)
     frame = frame[keys + ([weight_col] if weight_col else [])].assign(**{ITEMS: 1})
     sums = {ITEMS: "sum"}
     checks = {}
@@ -93,7 +96,11 @@ def aggregate_clicks(
         checks = {"weight_min": frame[WEIGHT].min(), "weight_missing": frame[WEIGHT].isna().sum()}
     aggregated = frame.groupby(keys, dropna=False, observed=True).agg(sums, split_out=1)
     with _scheduler(scheduler) as compute_kwargs:
-        aggregated, checks = dask.compute(aggregated, checks, **compute_kwargs)
+        try:
+            aggregated, checks = dask.compute(aggregated, checks, **compute_kwargs)
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # ArrowInvalid is a ValueError
+            raise InputError(unreadable_part(files, [c for c in [*keys, weight_col] if c in schemas[0][1]], exc)) \
+                from None
     aggregated = aggregated.reset_index()
     for column in keys:
         if aggregated[column].isna().any():
@@ -104,6 +111,90 @@ def aggregate_clicks(
         if checks["weight_min"] < 0:
             raise InputError(f"clicks column {weight_col!r} has value {float(checks['weight_min'])!r}; it must be >= 0")
     return aggregated, behavior
+
+
+def part_schemas(files: list[str]) -> list[tuple[str, dict]]:
+    """Each part's columns and their Arrow types, from its footer alone; a part that is not Parquet
+    is one line naming it."""
+    import pyarrow.parquet as pq
+
+    schemas = []
+    what = "part" if len(files) > 1 else "file"
+    for path in files:
+        try:
+            schema = pq.read_schema(path)
+        except Exception as exc:  # noqa: BLE001 - any reader failure is a bad part
+            raise InputError(f"clicks {what} {path!r} could not be read as Parquet: {_first_line(exc)}") from None
+        index = [n for n in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(n, str)]
+        schemas.append((path, {name: schema.field(name).type for name in schema.names if name not in index}))
+    return schemas
+
+
+def check_parts(schemas: list[tuple[str, dict]], columns: list[str], keys: list[str], weight_col: str | None,
+                *, inferred: bool) -> None:
+    """Every part holds the columns used, each of one kind in every part (text, integer, ...), and a
+    numeric weight; with the behavior columns inferred from the first part, no part has others.
+    Columns no part holds come from the folder names (hive partitions) and are not checked here."""
+    import pyarrow as pa
+
+    stored = set().union(*(set(types) for _, types in schemas))
+    used = [c for c in [*keys, *([weight_col] if weight_col else [])] if c in stored]
+    first_path, first = schemas[0]
+    for path, types in schemas:
+        missing = [c for c in used if c not in types]
+        if missing:
+            raise InputError(f"clicks part {path!r} has no column {missing[0]!r} (its columns: "
+                             f"{', '.join(map(str, list(types)[:12]))}), which {first_path!r} has")
+        if inferred:
+            extra = [c for c in types if c not in columns]
+            if extra:
+                raise InputError(f"clicks part {path!r} has a column {extra[0]!r} that {first_path!r} lacks: "
+                                 "name the behavior columns (--behavior, behavior=) to use only those")
+        for column in used:
+            if column not in first:
+                continue
+            kind, expected = _kind(types[column]), _kind(first[column])
+            if "null" not in (kind, expected) and kind != expected:
+                raise InputError(f"clicks column {column!r} is {kind} in part {path!r} but {expected} in "
+                                 f"{first_path!r}")
+        if weight_col and weight_col in types and not (pa.types.is_integer(types[weight_col])
+                                                       or pa.types.is_floating(types[weight_col])
+                                                       or pa.types.is_null(types[weight_col])):
+            raise InputError(f"clicks column {weight_col!r} holds {types[weight_col]} in part {path!r}, "
+                             "not numbers")
+
+
+def _kind(arrow_type) -> str:
+    """An Arrow type's kind as the count table sees it: text whatever its encoding, numbers whatever
+    their width."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    for kind, test in (("text", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)),
+                       ("integer", pa.types.is_integer), ("floating point", pa.types.is_floating),
+                       ("boolean", pa.types.is_boolean), ("null", pa.types.is_null)):
+        if test(arrow_type):
+            return kind
+    return str(arrow_type)
+
+
+def unreadable_part(files: list[str], columns: list[str], exc: BaseException) -> str:
+    """The line for a failure while streaming: the first part whose columns cannot be read (found by
+    reading each part again, only after a failure), else the whole source."""
+    import pyarrow.parquet as pq
+
+    for path in files:
+        try:
+            pq.read_table(path, columns=columns)
+        except Exception as part_exc:  # noqa: BLE001 - any reader failure is a bad part
+            return f"clicks part {path!r} could not be read: {_first_line(part_exc)}"
+    return f"clicks could not be read from {len(files)} Parquet part{'s' * (len(files) > 1)}: {_first_line(exc)}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 class _scheduler:

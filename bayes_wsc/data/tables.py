@@ -32,7 +32,7 @@ def read_table(path: str | Path, what: str = "table", *, sep: str | None = None,
 
     Every cell of a CSV is read as the text written in it: nothing is guessed. Each column is
     then parsed by the role the model gives it (`numeric_column` for numbers, `key_column` and
-    `levels_of` for ids, classes and category levels, which stay text exactly as written: '01'
+    `text_column` for ids, classes and category levels, which stay text exactly as written: '01'
     is not '1', 'None' and 'NA' are names). Only an empty cell is missing. A row with fewer or
     more cells than the header is an error naming the row.
 
@@ -74,6 +74,8 @@ def read_table(path: str | Path, what: str = "table", *, sep: str | None = None,
         raise InputError(f"{what} file {str(path)!r} could not be read: {_first_line(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - pyarrow's ArrowInvalid and kin derive from Exception only
         if type(exc).__module__.startswith("pyarrow"):
+            if suffix not in (".parquet", ".pq") and "UTF8" in str(exc):
+                raise InputError(_not_utf8(path, what)) from None
             kind = " as Parquet" if suffix in (".parquet", ".pq") else ""
             raise InputError(f"{what} file {str(path)!r} could not be read{kind}: {_first_line(exc)}") from None
         raise
@@ -304,13 +306,20 @@ def numeric_column(
     lower_open: bool = False,
     upper_open: bool = False,
     hint: str = "",
+    keys: pd.Series | None = None,
+    key_name: str = "group",
 ) -> np.ndarray:
     """Return `frame[column]` as floats, failing on text, True/False, NaN, inf or values out of range.
 
     A text cell is parsed as a number written out ('1.5', '-2', '1e3'); anything else ('n.a.',
     '1,5', 'True', 'NA') is an error, and only an empty cell is missing. The message names the
-    column, the first offending row and its value (and `hint`, how to leave the column out).
+    column, the first offending row and its value (and `hint`, how to leave the column out), and with
+    `keys` the row's id as well ("row 2, group 'g2'").
     """
+
+    def at(row: int) -> str:
+        return f"row {row + 1}" if keys is None else f"row {row + 1}, {key_name} {str(keys.iloc[row])!r}"
+
     raw = frame[column]
     if pd.api.types.is_bool_dtype(raw.dtype):
         raise InputError(f"{what} column {column!r} holds True/False, not numbers; give 1 and 0 if that is meant")
@@ -318,7 +327,7 @@ def numeric_column(
         flags = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
         if flags.any():
             row = int(np.flatnonzero(flags)[0])
-            raise InputError(f"{what} column {column!r} has a non-numeric value {raw.iloc[row]!r} (row {row + 1})")
+            raise InputError(f"{what} column {column!r} has a non-numeric value {raw.iloc[row]!r} ({at(row)})")
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     bad_text = np.isnan(values) & raw.notna().to_numpy()
     if bad_text.any():
@@ -326,27 +335,27 @@ def numeric_column(
         cell = raw.iloc[row]
         marker = (" (only an empty cell is missing)" if isinstance(cell, str) and cell.strip().lower()
                   in MISSING_MARKERS else "")
-        raise InputError(f"{what} column {column!r} has a non-numeric value {cell!r} (row {row + 1}){marker}{hint}")
+        raise InputError(f"{what} column {column!r} has a non-numeric value {cell!r} ({at(row)}){marker}{hint}")
     if not allow_missing and np.isnan(values).any():
         row = int(np.flatnonzero(np.isnan(values))[0])
-        raise InputError(f"{what} column {column!r} has a missing value (row {row + 1})")
+        raise InputError(f"{what} column {column!r} has a missing value ({at(row)})")
     finite_or_missing = np.isfinite(values) | np.isnan(values)
     if not finite_or_missing.all():
         row = int(np.flatnonzero(~finite_or_missing)[0])
-        raise InputError(f"{what} column {column!r} has a non-finite value {float(values[row])!r} (row {row + 1})")
+        raise InputError(f"{what} column {column!r} has a non-finite value {float(values[row])!r} ({at(row)})")
     present = ~np.isnan(values)
     if lower is not None:
         bad = present & ((values <= lower) if lower_open else (values < lower))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             bound = f"> {lower}" if lower_open else f">= {lower}"
-            raise InputError(f"{what} column {column!r} has value {float(values[row])!r} (row {row + 1}); it must be {bound}")
+            raise InputError(f"{what} column {column!r} has value {float(values[row])!r} ({at(row)}); it must be {bound}")
     if upper is not None:
         bad = present & ((values >= upper) if upper_open else (values > upper))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             bound = f"< {upper}" if upper_open else f"<= {upper}"
-            raise InputError(f"{what} column {column!r} has value {float(values[row])!r} (row {row + 1}); it must be {bound}")
+            raise InputError(f"{what} column {column!r} has value {float(values[row])!r} ({at(row)}); it must be {bound}")
     return values
 
 

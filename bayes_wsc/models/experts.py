@@ -58,6 +58,7 @@ from scipy.special import logsumexp, softmax
 from bayes_wsc import inference, relabel
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.pairwise import FeatureScaling, PairwiseConstraints
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
 from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, check_ci, stacked, summarize_columns
@@ -338,9 +339,13 @@ class NoisyExperts(Estimator):
     """
 
     model_name = "experts"
+    data_class = PairwiseConstraints
+    required_groups = ("posterior", "observed_data", "constant_data")
+    bounds = {"alpha": (0.0, 1.0), "beta": (0.0, 1.0), "alpha_raw": (0.0, 1.0), "beta_raw": (0.0, 1.0)}
     estimands = ["alpha", "beta", "omega", "b", "W"]
     internal_variables = ("W_raw", "b_raw", "alpha_raw", "beta_raw")
     unit_dims = ("item", "linked_item", "pair", "constraint")
+    setting_options = {"n_clusters": "clusters", "accuracy_a": "accuracy-prior", "accuracy_b": "accuracy-prior"}
 
     def __init__(self, *, n_clusters=2, prior_sd=1.0, intercept_sd=2.0, accuracy_a=2.0, accuracy_b=2.0,
                  restarts=20, **kwargs):
@@ -361,6 +366,21 @@ class NoisyExperts(Estimator):
         check_settings(**self.build_settings())
         if isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral) or self.restarts < 1:
             raise InputError(f"restarts must be a positive whole number, got {self.restarts!r}")
+
+    def data_messages(self, data: PairwiseConstraints) -> list[str]:
+        """Constant features (their cluster weights learn nothing) and links of one kind, must-links only
+        (one cluster holding every item fits them all), before the fit."""
+        from bayes_wsc.diagnostics import constant_features_message, one_class_message
+
+        found = [constant_features_message(data.features, data.scaling.names, "their weights in the clusters' "
+                                           "softmax")]
+        if np.all(data.link == 1):
+            found.append(one_class_message(data.link, ["cannot-link", "must-link"], "constraint",
+                                           "nothing says which items belong apart, so one cluster holding every "
+                                           "item fits them all and the clusters and the experts' specificities "
+                                           "are not identified. Give cannot-links (or labels of several "
+                                           "classes) too."))
+        return [m for m in found if m]
 
     def build_model(self, data: PairwiseConstraints) -> pm.Model:
         return build_model(data, **self.build_settings())
@@ -503,7 +523,7 @@ class NoisyExperts(Estimator):
         omega = self._fitted().posterior["omega"].mean(("chain", "draw")).values
         return np.argsort(-omega, kind="stable")
 
-    def summary(self, var_names: list[str] | None = None, hdi_prob: float = 0.94) -> pd.DataFrame:
+    def summary(self, var_names: list[str] | None = None, hdi_prob: float = DEFAULT_CI) -> pd.DataFrame:
         """`az.summary` of the estimands, the expert rows (omega, alpha, beta) sorted by omega."""
         table = super().summary(var_names, hdi_prob)
         if "omega" not in self._fitted().posterior:  # a variant without expert weights: ArviZ's order
@@ -513,7 +533,7 @@ class NoisyExperts(Estimator):
                  if f"{name}[{e}]" in table.index]
         return table.loc[order + [r for r in table.index if r not in set(order)]]
 
-    def expert_table(self, ci: float = 0.94) -> pd.DataFrame:
+    def expert_table(self, ci: float = DEFAULT_CI) -> pd.DataFrame:
         """One row per expert, most reliable first: alpha, beta, omega (posterior mean, or the MAP)
         with the bounds of their `ci` HDI, and the expert's numbers of must- and cannot-links."""
         self._check_fitted()
@@ -571,7 +591,7 @@ class NoisyExperts(Estimator):
         out["prob_low"], out["prob_high"] = low, high
         return out
 
-    def memberships(self, ci: float = 0.94, *, use_constraints: bool = True) -> pd.DataFrame:
+    def memberships(self, ci: float = DEFAULT_CI, *, use_constraints: bool = True) -> pd.DataFrame:
         """Training items: `cluster` (most probable), `prob_<k>` (posterior mean probability of cluster
         k) and `prob_low`, `prob_high` (HDI of the chosen cluster's probability), indexed by item id.
 
@@ -586,7 +606,7 @@ class NoisyExperts(Estimator):
         constraints = self.data_from_fit() if use_constraints else None
         return self._membership_frame(self._fitted().constant_data["features"].values, ci, index, constraints)
 
-    def predict(self, items: pd.DataFrame, *, ci: float = 0.94) -> pd.DataFrame:
+    def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI) -> pd.DataFrame:
         """Every input column plus `cluster`, `prob_<k>` for each cluster k (posterior mean) and
         `prob_low`, `prob_high` (HDI of the chosen cluster's probability). New items need the
         feature columns of the fit; they are scaled as the training items were."""

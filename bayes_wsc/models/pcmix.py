@@ -45,10 +45,12 @@ from scipy.special import logsumexp
 
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
-from bayes_wsc.baselines.pcmix import LOG_2PI, Params, Priors, check_components, check_lam, component_logp, random_starts
+from bayes_wsc.baselines.pcmix import (LOG_2PI, Params, Priors, check_components, check_lam, component_logp, lam_text,
+                                       random_starts)
 from bayes_wsc.data.labeled import LabeledItems, standardize
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator
+from bayes_wsc.estimator import Estimator, is_count, is_labels
 from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
 from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
 
@@ -290,6 +292,12 @@ class PCMixture(Estimator):
     """
 
     model_name = "pcmix"
+    data_class = LabeledItems
+    required_attrs = ("model", "method", "settings", "classes")
+    required_groups = ("posterior", "observed_data", "constant_data")
+    attr_kinds = {"classes": ("a list of class names", is_labels), "n_labeled": ("a whole number >= 0", is_count),
+                  "warm_starts": ("a whole number >= 0", is_count)}
+    bounds = {"pi": (0.0, 1.0), "rho": (0.0, 1.0), "sd": (0.0, float("inf")), "sd_excess": (0.0, float("inf"))}
     estimands = ["pi", "mean", "sd", "rho"]
     internal_variables = ("mean_z", "sd_excess", "data_loglik", "label_loglik")
     unit_dims = ("item",)
@@ -332,10 +340,20 @@ class PCMixture(Estimator):
         start : extra starting points on the constrained scale (for example another fit's
             `map_point_`), tried before the random restarts; the best objective still wins.
         """
-        check_data(data)
         self._extra_starts = [] if start is None else ([start] if isinstance(start, dict) else list(start))
         self._map_point = None
         return super().fit(data)
+
+    def data_messages(self, data: LabeledItems) -> list[str]:
+        """Labels of one class only: they cannot tell the components apart (before the fit)."""
+        from bayes_wsc.diagnostics import one_class_message
+
+        labels = data.y[data.y >= 0]
+        message = one_class_message(labels, data.classes, "labelled item",
+                                    "the labels cannot tell one component from another, so the label term "
+                                    "(lam) only pushes every component's rho to that class, and the fit is an "
+                                    "unsupervised mixture of x. Label items of at least two classes.")
+        return [message] if message else []
 
     def build_model(self, data: LabeledItems) -> pm.Model:
         return build_model(data, **self.build_settings())
@@ -487,7 +505,7 @@ class PCMixture(Estimator):
                              "objective": data_term + float(self.lam) * label_term})
 
     # ------------------------------------------------------------------ predictions
-    def predict_arrays(self, x_std: np.ndarray, ci: float = 0.94) -> dict[str, np.ndarray]:
+    def predict_arrays(self, x_std: np.ndarray, ci: float = DEFAULT_CI) -> dict[str, np.ndarray]:
         """Posterior mean and HDI of P(y = c | x) and the mean of p(z = k | x) for standardized items.
 
         Returns "label_mean", "label_low", "label_high" (m, C) and "cluster_mean" (m, K); nothing
@@ -515,7 +533,7 @@ class PCMixture(Estimator):
         return {"label_mean": mean[:, :n_classes], "label_low": low[:, :n_classes],
                 "label_high": high[:, :n_classes], "cluster_mean": mean[:, n_classes:]}
 
-    def predict(self, items: pd.DataFrame, *, ci: float = 0.94) -> pd.DataFrame:
+    def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI) -> pd.DataFrame:
         """Every input column plus the label probabilities and the clusters of new items.
 
         Two classes: `prob` (posterior mean of P(y = positive | x)), `prob_low`, `prob_high` (HDI at
@@ -579,7 +597,7 @@ class PCMixture(Estimator):
             `restarts` random starts; the best objective wins, so the path can still jump to a
             new basin (the paper warns that a warm start alone may not escape the old one).
         """
-        data = check_data(data)
+        self.check_data_type(data)
         grid = parse_lams(lams)
         fits, previous = [], None
         for lam in grid:
@@ -609,7 +627,7 @@ def _memberships_of(point: dict, x_raw: np.ndarray) -> np.ndarray:
 
 
 def no_labels_message(lam: float) -> str:
-    return (f"no item has a label, so lam = {lam:g} has nothing to weigh: the fit is the unsupervised "
+    return (f"no item has a label, so lam = {lam_text(lam)} has nothing to weigh: the fit is the unsupervised "
             "mixture and rho stays at its prior")
 
 
@@ -685,7 +703,7 @@ class PCPath:
         out_dir = Path(out_dir)
         names = []
         for lam, est in zip(self.lams, self.fits):
-            name = f"lam_{lam:g}.nc"
+            name = f"lam_{lam_text(lam)}.nc"
             est.save(out_dir / name)
             names.append(name)
         outputs.write_csv(self.table().assign(file=names), out_dir / "path.csv", "path table")

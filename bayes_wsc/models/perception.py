@@ -54,6 +54,7 @@ from bayes_wsc._lazy import LazyModule
 from bayes_wsc.baselines.perception import threshold_clusters
 from bayes_wsc.data.pairwise import FeatureScaling
 from bayes_wsc.data.seeded import SeedSets
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
 from bayes_wsc.posterior import check_ci, stacked, summarize_columns
@@ -220,6 +221,9 @@ class PerceptionClustering(Estimator):
     """
 
     model_name = "perception"
+    data_class = SeedSets
+    required_groups = ("posterior", "observed_data", "constant_data")
+    bounds = {"pi": (0.0, 1.0)}
     estimands = ["pi", "W", "b"]
     unit_dims = ("item", "seed_item")
 
@@ -243,10 +247,13 @@ class PerceptionClustering(Estimator):
             raise InputError(f"restarts must be a whole number >= 1, got {self.restarts!r}")
 
     # ------------------------------------------------------------------ hooks
-    def fit(self, data: SeedSets):
-        """MAP (or NUTS) of the perception model on validated `SeedSets`."""
-        check_data(data)
-        return super().fit(data)
+    def data_messages(self, data: SeedSets) -> list[str]:
+        """Constant features, whose rows of W learn nothing, before the fit (a cluster without seeds is
+        refused by `SeedSets`)."""
+        from bayes_wsc.diagnostics import constant_features_message
+
+        found = constant_features_message(data.features, data.scaling.names, "their rows of the embedding W")
+        return [found] if found else []
 
     def build_model(self, data: SeedSets) -> pm.Model:
         return build_model(data, **self.build_settings())
@@ -368,7 +375,7 @@ class PerceptionClustering(Estimator):
         out["clusters"] = overlap_clusters(mean, names, threshold)
         return out
 
-    def memberships(self, ci: float = 0.94, *, overlap_threshold: float | None = None,
+    def memberships(self, ci: float = DEFAULT_CI, *, overlap_threshold: float | None = None,
                     use_seeds: bool = True) -> pd.DataFrame:
         """Training items, indexed by id: `cluster` (most probable), `prob_<cluster>` (posterior mean
         probability), `prob_low`, `prob_high` (HDI of the chosen cluster's probability; empty after a
@@ -390,7 +397,8 @@ class PerceptionClustering(Estimator):
         out["seed_of"] = [CLUSTER_SEPARATOR.join(data.clusters[row]) for row in mask]
         return out
 
-    def predict(self, items: pd.DataFrame, *, ci: float = 0.94, overlap_threshold: float | None = None) -> pd.DataFrame:
+    def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI,
+                overlap_threshold: float | None = None) -> pd.DataFrame:
         """Every input column plus `cluster` (most probable), `prob_<cluster>` for each cluster (posterior
         mean of P(z = k | x)), `prob_low`, `prob_high` (HDI of the chosen cluster's probability; empty
         after a MAP) and `clusters`: every cluster the item is assigned to under the overlap rule,

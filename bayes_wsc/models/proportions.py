@@ -45,8 +45,9 @@ from scipy.special import gammaln, logsumexp
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.proportions import LabelProportions, count_plan
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator
+from bayes_wsc.estimator import Estimator, is_labels
 from bayes_wsc.posterior import check_ci, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -425,11 +426,21 @@ class ProportionsClassifier(Estimator):
     """
 
     model_name = "proportions"
+    data_class = LabelProportions
     estimands = ["eta", "mean", "sd", "w", "rho", "W", "b"]
     internal_variables = ("mean_z", "sd_excess", "W_raw", "b_raw")
     unit_dims = ("group",)
     required_attrs = ("model", "method", "settings", "classes", "data_kind")
     required_variables = {"posterior": ("eta",)}
+    required_groups = ("posterior", "observed_data", "constant_data")
+    attr_kinds = {"classes": ("a list of class names", is_labels),
+                  "data_kind": ("'numeric' or 'categorical'", lambda v: v in ("numeric", "categorical")),
+                  "counts_given": ("true or false", lambda v: isinstance(v, bool)),
+                  "bag_likelihood": ("text", lambda v: isinstance(v, str)),
+                  "log_likelihood_of": ("text", lambda v: isinstance(v, str)),
+                  "approximated_groups": ("a list of group ids", lambda v: isinstance(v, list))}
+    bounds = {"eta": (0.0, 1.0), "theta": (0.0, 1.0), "w": (0.0, 1.0), "rho": (0.0, 1.0), "sd": (0.0, float("inf")),
+              "sd_excess": (0.0, float("inf"))}
 
     def __init__(self, *, emission=DEFAULT_EMISSION, bag_likelihood=DEFAULT_BAG_LIKELIHOOD, concentration=None,
                  mean_prior_sd=3.0, sd_prior_rate=1.0, w_concentration=1.0, prior_sd=1.0, intercept_sd=2.0, **kwargs):
@@ -468,8 +479,11 @@ class ProportionsClassifier(Estimator):
         self._bag_of_fit = resolve_bag_likelihood(self.bag_likelihood, self.concentration, data)
         if self._bag_of_fit == "exact-counts":
             data.whole_counts_or_fail()
-        self._data_messages = [m for m in (identifiability_message(data),) if m]
         return super().fit(data)
+
+    def data_messages(self, data: LabelProportions) -> list[str]:
+        """Proportions that cannot tell the classes apart (`identifiability_message`), before the fit."""
+        return [m for m in (identifiability_message(data),) if m]
 
     def build_model(self, data: LabelProportions) -> pm.Model:
         return build_model(data, **self.build_settings())
@@ -526,9 +540,9 @@ class ProportionsClassifier(Estimator):
                 "extra_coords": {"item": ("item", list(data.item_ids))}}
 
     def model_checks(self, idata) -> list[str]:
-        """Unidentified classes (proportions that do not vary), and groups the exact-counts likelihood
-        had to approximate."""
-        messages = list(getattr(self, "_data_messages", []))
+        """Groups the exact-counts likelihood had to approximate (unidentified classes are said before the
+        fit, `data_messages`)."""
+        messages = []
         approximated = inference.get_attrs(idata).get("approximated_groups", [])
         if approximated:
             n_groups = idata.observed_data.sizes["group"]
@@ -571,7 +585,7 @@ class ProportionsClassifier(Estimator):
         return LabelProportions(bins=bins, item_bin=const["item_bin"].values, **common)
 
     # ------------------------------------------------------------------ predictions
-    def class_probabilities(self, features, ci: float = 0.94) -> dict[str, np.ndarray]:
+    def class_probabilities(self, features, ci: float = DEFAULT_CI) -> dict[str, np.ndarray]:
         """Posterior mean and HDI of P(z = l | x) for items as the model sees them (standardized
         numbers (m, D) or bin indices (m,)): "mean", "low", "high", each (m, L). Computed in chunks;
         nothing per draw is kept."""
@@ -614,7 +628,7 @@ class ProportionsClassifier(Estimator):
         sd_z = stacked(self._fitted(), "sd") / scale
         return lambda x: log_eta[:, None, :] + gaussian_logp_draws(x, mean_z, sd_z)
 
-    def predict(self, items: pd.DataFrame, *, ci: float = 0.94) -> pd.DataFrame:
+    def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI) -> pd.DataFrame:
         """Every input column plus `class` (the most probable), `prob_<class>` for every class (posterior
         mean of P(z = class | x)) and `prob_low`, `prob_high` (HDI at `ci`) of the chosen class. Only the
         features are read: new items come without a group. After a MAP fit the interval cells are empty."""
@@ -632,7 +646,7 @@ class ProportionsClassifier(Estimator):
         out["prob_high"] = result["high"][rows, chosen]
         return out
 
-    def item_probabilities(self, *, ci: float = 0.94, max_draws: int = 200, seed: int = 0) -> pd.DataFrame:
+    def item_probabilities(self, *, ci: float = DEFAULT_CI, max_draws: int = 200, seed: int = 0) -> pd.DataFrame:
         """Each training item's class posterior given its features and its group's supervision, under the
         fit's bag likelihood, computed on demand (never stored per draw): `item`, `group`, `class`,
         `prob_<class>` and `prob_low`, `prob_high` of the chosen class.

@@ -26,6 +26,7 @@ from bayes_wsc._lazy import LazyModule
 from bayes_wsc.baselines.wsc import naive_emissions
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
 from bayes_wsc.data.tables import key_text
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import Estimator
 from bayes_wsc.posterior import append_predictions, check_ci, stacked, summarize_columns
@@ -43,6 +44,25 @@ MU_PRIORS = ("hierarchical", "flat")
 MU_METHODS = ("sampled", "integrated")
 #: Below this WH the HE barely orients the classes; the posterior can hold both labelings.
 WEAK_WH = 1.0
+#: Above this WH the estimator fits WH = inf (mu_i = HE_i) instead, with a note. The HE term's curvature,
+#: WH per group, then dwarfs the clicks' (about a quarter of a group's clicks), and L-BFGS in the
+#: unconstrained space stops short on that badly scaled problem: on simulated data (40 x 20, 200 x 100,
+#: 30 x 2000 and 500 x 5 groups x clicks) rho at WH = 1e4 and 1e5 agrees with WH = inf to 1e-4 to 3e-3,
+#: at 1e6 to 1e7 it is off by up to 0.03, and from 1e9 the search stops after one iteration (rho near
+#: 0.5), reporting convergence. Up to 1e5 the difference from WH = inf is within what the optimizer
+#: resolves (sigma_H = 0.003 on the logit scale), so the limit loses nothing a finite WH could show.
+WH_LIMIT = 1e5
+
+
+def effective_wh(wh: float) -> float:
+    """The WH a fit uses: WH itself, or inf above `WH_LIMIT`."""
+    return math.inf if float(wh) > WH_LIMIT else float(wh)
+
+
+def wh_limit_message(wh: float) -> str:
+    return (f"WH={float(wh):g} is beyond {WH_LIMIT:g}, where the optimizer cannot resolve a finite WH from its "
+            "limit (sigma_H below 0.003 on the logit scale): the fit used WH = inf instead, which fixes each "
+            "group's mu at its HE.")
 
 
 def check_settings(wh: float, mu_prior: str, w_concentration: float, *, warn: bool = True,
@@ -352,6 +372,11 @@ def _in_blocks(fn, per_draw: dict, *shared) -> list[np.ndarray]:
 #: nats with HE (WH = 4) and 2e-4 without (WH = 0), on a Sec. 5 fit
 GH_NODES = 9
 NEWTON_STEPS = 4
+#: Gauss-Legendre nodes of `integrated_own_loglik` (a variant's own term, against a Cauchy): with a
+#: Student-t HE (2 d.f.) and a rater 13 sigma_H off, so that the integrand has a second bump far from
+#: the first, 48 nodes were off by 0.04 nats, 64 by 0.009 and 96 by 3e-4 (scipy's adaptive quadrature;
+#: elsewhere all agree to 3e-4; tests/test_variant_loglik.py)
+OWN_TERM_NODES = 96
 
 
 def integrated_group_loglik(counts, he, mu, w0, w1, mu_loc, mu_scale, sigma_h=None) -> np.ndarray:
@@ -390,6 +415,69 @@ def _integrated_loglik_fn(jax, with_he: bool):
         return gq.integrated_loglik(ops, g, mu, nodes=GH_NODES, steps=NEWTON_STEPS)
 
     return jax.jit(jax.vmap(one_draw, in_axes=(None, None, *[0] * (6 if with_he else 5))))
+
+
+def integrated_own_loglik(model, posterior: dict, *, nodes: int = OWN_TERM_NODES,
+                          steps: int = NEWTON_STEPS) -> np.ndarray:
+    """Each group's recorded log-likelihood with its mu_i integrated out over F0, from the fitted
+    model's *own* per-group term (a variant's Student-t HE, say):
+
+        log  integral N(m | mu_loc, mu_scale) exp(recorded_i(m)) dm
+
+    where recorded_i(m) is the model's `log_likelihood__groups` graph at mu_i = m, evaluated in JAX
+    with every other free variable at the draw. For a model whose mu is a free variable whose density
+    is F0 and its recorded term alone (`checks.wsc.likelihood_terms` says `group_quality` is the
+    default's). A variant's term need not be Gaussian-shaped in m (a Student-t has heavy tails, where
+    Gauss-Hermite's weights blow up), so the integral is taken against a Cauchy centred by Newton
+    steps from each draw's mu_i and scaled by the curvature there: m = c + s tan(pi (u - 1/2)), and
+    Gauss-Legendre quadrature in u (the derivatives by forward differentiation: the term of group i
+    depends on mu_i alone). posterior: {name: (S, ...)} of every free variable; returns (S, I)."""
+    from bayes_wsc import model_terms
+    from bayes_wsc.group_quadrature import MAX_STEP
+    from bayes_wsc.jax_setup import jax_runtime
+
+    jax = jax_runtime()
+    jnp = jax.numpy
+    names, fn = model_terms.jax_function(model, [model[inference.LOG_LIKELIHOOD_PREFIX + "groups"]])
+    at = names.index("mu")
+    u, weights = np.polynomial.legendre.leggauss(nodes)
+    angle = 0.5 * math.pi * u  # u in (-1, 1): m = c + s tan(angle), dm = s (pi / 2) sec^2(angle) du
+    log_weight = np.log(weights) + math.log(0.5 * math.pi) - 2 * np.log(np.cos(angle))
+
+    def one_draw(values):
+        loc, scale = values[names.index("mu_loc")], values[names.index("mu_scale")]
+
+        def g(m):
+            z = (m - loc) / scale
+            return fn(*values[:at], m, *values[at + 1:])[0] - 0.5 * z**2 - jnp.log(scale) - 0.5 * math.log(2 * math.pi)
+
+        def d1(m):
+            return jax.jvp(g, (m,), (jnp.ones_like(m),))[1]
+
+        mode, curvature = values[at], -1.0 / scale**2
+        for _ in range(steps):
+            slope, second = jax.jvp(d1, (mode,), (jnp.ones_like(mode),))
+            curvature = jnp.minimum(second, -1.0 / scale**2)
+            mode = mode - jnp.clip(slope / curvature, -MAX_STEP, MAX_STEP)
+        width = 1.0 / jnp.sqrt(-curvature)
+        terms = jnp.stack([g(mode + width * float(np.tan(aj))) + float(lw) for aj, lw in zip(angle, log_weight)])
+        return jax.scipy.special.logsumexp(terms, axis=0) + jnp.log(width)
+
+    run = jax.jit(jax.vmap(lambda *values: one_draw(list(values))))
+    arrays = [np.asarray(posterior[n], dtype=np.float64) for n in names]
+    n_draws, block = arrays[0].shape[0], min(arrays[0].shape[0], OWN_TERM_BLOCK)
+    pieces = []
+    for start in range(0, n_draws, block):  # the last block padded: one compilation
+        chunk = [a[start:start + block] for a in arrays]
+        short = block - chunk[0].shape[0]
+        if short:
+            chunk = [np.concatenate([c, np.repeat(c[-1:], short, axis=0)]) for c in chunk]
+        pieces.append(np.asarray(run(*chunk))[:block - short])
+    return np.concatenate(pieces).astype(float)
+
+
+#: draws at a time in `integrated_own_loglik`
+OWN_TERM_BLOCK = 64
 
 
 # ---------------------------------------------------------------------- estimator
@@ -436,12 +524,18 @@ class WSC(Estimator):
     """
 
     model_name = "wsc"
+    data_class = GroupedCounts
     nuts_precision = "float32"
     laplace_local = ("mu",)
     estimands = ["rho", "pi", "w0", "w1", "mu_loc", "mu_scale", "sigma_h"]
     internal_variables = ("mu",)
     unit_dims = ("group",)
     required_attrs = ("model", "method", "settings", "behavior_levels")
+    required_groups = ("posterior", "observed_data", "constant_data")
+    attr_kinds = {"behavior_levels": ("a mapping of each behavior column to its levels",
+                                      lambda v: isinstance(v, dict) and all(isinstance(x, list) for x in v.values()))}
+    bounds = {"rho": (0.0, 1.0), "pi": (0.0, 1.0), "w0": (0.0, 1.0), "w1": (0.0, 1.0), "mu_scale": (0.0, float("inf")),
+              "sigma_h": (0.0, float("inf"))}
     required_variables = {"posterior": ("rho", "pi", "mu", "w0", "w1"), "observed_data": ("counts", "he"),
                           "constant_data": ("n_items", "group_scale")}
 
@@ -455,11 +549,28 @@ class WSC(Estimator):
     def build_settings(self) -> dict:
         """The settings `build_model` takes; `mu` only when not the default, so that a variant file
         written for the default model keeps working (and one that cannot integrate mu says so)."""
-        settings = {"wh": float(self.wh), "mu_prior": self.mu_prior, "w_concentration": float(self.w_concentration)}
+        settings = {"wh": self.wh_used, "mu_prior": self.mu_prior, "w_concentration": float(self.w_concentration)}
         return settings if self.mu == "sampled" else {**settings, "mu": self.mu}
 
     def _integrates_mu(self) -> bool:
-        return self.mu == "integrated" and not math.isinf(float(self.wh)) and self.model_file is None
+        return self.mu == "integrated" and not math.isinf(self.wh_used) and self.model_file is None
+
+    @property
+    def wh_used(self) -> float:
+        """The WH the model is built with: `wh`, or inf above `WH_LIMIT` (`effective_wh`)."""
+        return effective_wh(self.wh)
+
+    def data_messages(self, data: GroupedCounts) -> list[str]:
+        """A WH beyond `WH_LIMIT` (fitted as inf), and data with one group, which cannot identify rho."""
+        messages = [wh_limit_message(self.wh)] if self.wh_used != float(self.wh) else []
+        with_clicks = data.n_groups - int((data.group_totals <= 0).sum())
+        if with_clicks < 2:
+            messages.append(
+                f"{'no' if with_clicks == 0 else 'only one'} group has clicks: rho is told apart "
+                "from the emissions only by how the groups' click mixes change with their HE, so one group "
+                "cannot identify it (any rho fits its clicks as well). Give clicks of at least two groups with "
+                "different HE.")
+        return messages
 
     def check_params(self) -> None:
         super().check_params()
@@ -489,7 +600,7 @@ class WSC(Estimator):
 
     def map_fixed(self, data: GroupedCounts) -> dict:
         """mu_scale held at its moment estimate (`hierarchical_scale_fixed`): the joint mode is degenerate."""
-        return hierarchical_scale_fixed(data, self.wh, self.mu_prior)
+        return hierarchical_scale_fixed(data, self.wh_used, self.mu_prior)
 
     def data_groups(self, data: GroupedCounts) -> dict:
         return {
@@ -509,7 +620,7 @@ class WSC(Estimator):
         weak = [weak_wh_message(self.wh)] if float(self.wh) < WEAK_WH else []
         weak += empty_groups_messages(idata)
         if (self.method != "nuts" or "he" not in idata.observed_data or "mu" not in idata.posterior
-                or np.isinf(float(self.wh))):
+                or np.isinf(self.wh_used)):
             return weak
         he = idata.observed_data["he"].values
         if he.std() == 0:
@@ -537,7 +648,7 @@ class WSC(Estimator):
         shape = post["w0"].shape[:2]
         flat = {n: np.asarray(post[n]).reshape(-1, *np.shape(post[n])[2:])
                 for n in ("w0", "w1", "mu_loc", "mu_scale") if n in post}
-        wh = float(self.wh)
+        wh = self.wh_used
         mu, rate = draw_group_qualities(data.counts, data.he, flat["w0"], flat["w1"], flat.get("mu_loc"),
                                         flat.get("mu_scale"), 1.0 / math.sqrt(wh) if wh > 0 else None,
                                         seed=int(draws.info.get("seed") or 0))
@@ -549,33 +660,59 @@ class WSC(Estimator):
                                   "steps": MH_STEPS, "acceptance_rate": rate}
         return {"mu": ["group"], "rho": ["bin"]}
 
-    def pointwise_log_likelihood(self, draws, data: GroupedCounts) -> None:
+    def pointwise_log_likelihood(self, draws, data: GroupedCounts) -> str | None:
         """Under the hierarchical F0 (a fit with mu_loc and mu_scale), each group's log-likelihood has
         its own mu_i integrated out (`integrated_group_loglik`), so that LOO leaves out a group with
-        its quality. With a flat F0 (no distribution to draw a new group's mu from) or WH = inf
-        (mu_i = HE_i) it stays conditional on mu_i, and so does a MAP fit's (one point, where LOO
-        does not apply; the integral would cost a compilation per data shape)."""
+        its quality. That formula is the default model's, so it replaces the recorded values only when
+        the fitted model's clicks, HE and F0 terms are the default's (`self._fit_terms`, decided from
+        the built model by `checks.wsc.likelihood_terms`; a learned sigma_H is used as learned). A
+        variant with a term of its own keeps what it recorded, conditional on mu_i. With a flat F0 (no
+        distribution to draw a new group's mu from) or WH = inf (mu_i = HE_i) it stays conditional on
+        mu_i, and so does a MAP fit's (one point, where LOO does not apply; the integral would cost a
+        compilation per data shape). Returns what the values then hold, in words."""
+        from bayes_wsc.model_terms import replaced
+
         post = draws.posterior
         name = inference.LOG_LIKELIHOOD_PREFIX + "groups"
+        conditional = "each group's clicks and HE given its own mu_i, as the fitted model recorded them"
         if self._integrates_mu():  # the model's own per-group values are already integrated
-            return
-        if name not in post or not {"mu", "mu_loc", "mu_scale", "w0", "w1"} <= set(post):
-            return
-        if np.shape(post[name])[0] * np.shape(post[name])[1] == 1:
-            return
-        wh = float(self.wh)
+            return ("each group's clicks and HE with its mu_i integrated out over F0 in the model's own density "
+                    "(mu='integrated')")
+        if name not in post:
+            return None
+        own = replaced(getattr(self, "_fit_terms", None))
+        single = np.shape(post[name])[0] * np.shape(post[name])[1] == 1
+        if own:
+            words = f"its {', '.join(own)} {'is' if len(own) == 1 else 'are'} not the default model's"
+            model = self.model_
+            if single or "group_quality" in own or "mu" not in model.named_vars \
+                    or model["mu"] not in model.free_RVs or not {"mu_loc", "mu_scale"} <= set(post):
+                return f"{conditional} ({words}, so mu_i was not integrated out with the default model's formula)"
+            shape = np.shape(post[name])[:2]
+            flat = {rv.name: np.asarray(post[rv.name]).reshape(-1, *np.shape(post[rv.name])[2:])
+                    for rv in model.free_RVs}
+            post[name] = integrated_own_loglik(model, flat).reshape(*shape, -1)
+            return ("each group's log-likelihood with its own mu_i integrated out over F0, Normal(mu_loc, "
+                    f"mu_scale), from the fitted model's own recorded term ({words})")
+        if single:
+            return f"{conditional} (one point: LOO does not apply)"
+        if not {"mu", "mu_loc", "mu_scale", "w0", "w1"} <= set(post):
+            return f"{conditional} (no hierarchical F0 to integrate mu_i over)"
+        wh = self.wh_used
         shape = post["mu"].shape[:2]
         flat = {n: np.asarray(post[n]).reshape(-1, *np.shape(post[n])[2:])
                 for n in ("mu", "w0", "w1", "mu_loc", "mu_scale", "sigma_h") if n in post}
         if "sigma_h" in flat:  # a variant that learns the rater noise
             sigma_h = flat["sigma_h"]
         elif math.isinf(wh):
-            return
+            return f"{conditional} (WH = inf: mu_i = HE_i)"
         else:
             sigma_h = None if wh == 0 else np.full(flat["mu"].shape[0], 1.0 / math.sqrt(wh))
         values = integrated_group_loglik(data.counts, data.he, flat["mu"], flat["w0"], flat["w1"], flat["mu_loc"],
                                          flat["mu_scale"], sigma_h)
         post[name] = values.reshape(*shape, -1)
+        return ("each group's clicks and HE with its own mu_i integrated out over F0, Normal(mu_loc, mu_scale) "
+                "(the fitted model's terms are the default's)")
 
     # ------------------------------------------------------------------ data back from a fit
     @property
@@ -606,7 +743,7 @@ class WSC(Estimator):
         return plot_rho(self, **kwargs)
 
     # ------------------------------------------------------------------ predictions
-    def class_probability(self, groups=None, ci: float = 0.94) -> xr.Dataset:
+    def class_probability(self, groups=None, ci: float = DEFAULT_CI) -> xr.Dataset:
         """P(Z = 1 | X = k, group i) for chosen groups and every bin: mean and HDI, computed on demand."""
         self._check_fitted()
         check_ci(ci)
@@ -635,7 +772,7 @@ class WSC(Estimator):
 
         return summarize_columns(len(cells), draws_of, mu.shape[0], ci)
 
-    def predict(self, items: pd.DataFrame, *, ci: float = 0.94, group_col: str | None = None) -> pd.DataFrame:
+    def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI, group_col: str | None = None) -> pd.DataFrame:
         """Every input column plus `prob`, `prob_low`, `prob_high`: P(Z = 1 | behavior).
 
         Group-specific for rows whose group the fit knows; the population

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from bayes_wsc import inference
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.posterior import check_ci
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import Section, fit_warnings, write_html
+from bayes_wsc.report.html import Section, diagnostics_section, fit_label, variant_words, write_html
 
 
-def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) -> Path:
+def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = None) -> Path:
     """Write `out_dir/report.html` for any fitted estimator."""
     check_ci(ci)
     method = inference.get_attrs(est.idata_)["method"]
@@ -19,8 +20,9 @@ def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) ->
                f"Posterior mean, sd and {ci:.0%} HDI (with Monte Carlo errors, ESS and R-hat after NUTS).")
     sections = [Section("Estimands", paragraphs=list(est.summary_notes()),
                         tables=[(est.summary(hdi_prob=ci).round(3), caption)])]
-    sections += criticism_sections({method.upper(): est})
-    paragraphs, warnings = fit_warnings({"this fit": est})
-    sections.append(Section("Diagnostics", paragraphs=paragraphs, warnings=warnings))
-    intro = f"A {type(est).__name__} fit ({est.model_name} model) by {method}."
-    return write_html(Path(out_dir) / "report.html", title or f"{type(est).__name__} report", intro, sections)
+    fits = {fit_label(est): est}
+    sections += criticism_sections(fits)
+    sections.append(diagnostics_section(fits))
+    intro = [f"A {type(est).__name__} fit ({est.model_name} model) by {method}.", *variant_words(est)]
+    return write_html(Path(out_dir) / "report.html", title or f"{type(est).__name__} report", intro, sections,
+                      fits=fits)

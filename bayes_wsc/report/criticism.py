@@ -10,9 +10,12 @@ import math
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from bayes_wsc import checks as criticism
 from bayes_wsc import inference
+from bayes_wsc import status
+from bayes_wsc.errors import InputError
 from bayes_wsc.report.html import Section, new_figure
 
 #: rank-plot panels per fit (each costs a quarter of a second to draw): scalars, then the largest R-hat
@@ -41,10 +44,14 @@ def rank_section(fits: dict) -> Section:
         figure, shown = plot_ranks(est)
         figures.append((figure, f"{label}: rank plots of {len(shown)} reported estimands, the scalars first, then "
                                 "the elements with the largest R-hat ({}).".format(", ".join(shown))))
+    several = len(fits) > 1
+    warnings = [f"{label}: {p.sentence}" if several else p.sentence for label, est in fits.items()
+                for p in status.fit_problems(est) if p.section == status.CONVERGENCE]
     return Section("Convergence: rank plots", paragraphs=[
         "Each panel ranks all draws of one estimand together and shows, per chain, how its draws' ranks spread "
         "over the bins. Chains that explored the same posterior give flat histograms around the dashed line; a "
-        "chain stuck apart from the others has its ranks piled at one end."], figures=figures)
+        "chain stuck apart from the others has its ranks piled at one end."], figures=figures, warnings=warnings,
+        anchor=status.CONVERGENCE)
 
 
 def plot_ranks(est, max_panels: int = MAX_RANK_PANELS):
@@ -92,6 +99,7 @@ def plot_ppc(ppc, *, seed: int = 0):
     """One panel per statistic of a posterior predictive InferenceData: for a statistic with few elements
     (bins, experts, features) the replicates' 90% interval and median per element with the observed
     value; for one with many (groups, items) `az.plot_ppc`, the distribution over its elements."""
+    ppc = second_of_two_classes(ppc)
     names = list(ppc.posterior_predictive.data_vars)
     ncols = min(3, len(names))
     nrows = math.ceil(len(names) / ncols)
@@ -114,6 +122,27 @@ def plot_ppc(ppc, *, seed: int = 0):
     return fig
 
 
+def second_of_two_classes(ppc):
+    """Shares over exactly two classes are complementary (one is 1 minus the other), and a distribution pooling
+    both is symmetric and says nothing: such a statistic keeps its second class alone (`name[class]`)."""
+    observed, replicated = ppc.observed_data, ppc.posterior_predictive
+    keep = {}
+    for name in replicated.data_vars:
+        obs = observed[name]
+        if "class" in obs.dims and obs.sizes["class"] == 2 and np.allclose(obs.sum("class"), 1.0):
+            second = obs["class"].values[1]
+            keep[name] = f"{name}[{second}]"
+    if not keep:
+        return ppc
+    pick = {"class": 1}
+    obs = xr.Dataset({keep.get(n, n): (observed[n].isel(pick, drop=True) if n in keep else observed[n])
+                      for n in observed.data_vars})
+    rep = xr.Dataset({keep.get(n, n): (replicated[n].isel(pick, drop=True) if n in keep else replicated[n])
+                      for n in replicated.data_vars})
+    obs.attrs, rep.attrs = observed.attrs, replicated.attrs
+    return inference.Groups(posterior_predictive=rep, observed_data=obs)
+
+
 def _ppc_intervals(ppc, name: str, ax) -> None:
     observed = ppc.observed_data[name]
     replicated = ppc.posterior_predictive[name].values.reshape(-1, observed.size)
@@ -130,18 +159,26 @@ def _ppc_intervals(ppc, name: str, ax) -> None:
 
 
 def ppc_section(fits: dict, *, draws: int, seed: int) -> Section:
-    figures = []
+    figures, not_run = [], []
     for label, est in fits.items():
-        ppc = est.posterior_predictive(draws=draws, seed=seed)
+        try:
+            ppc = second_of_two_classes(est.posterior_predictive(draws=draws, seed=seed))
+        except InputError as exc:  # the fitted model replaced the terms they replicate from: say so
+            if "were not run" not in str(exc):
+                raise
+            not_run.append(f"{label}: {exc}")
+            continue
         names = ", ".join(ppc.posterior_predictive.data_vars)
+        two = ("" if "[" not in names else " A share over two classes is shown for the second class alone: the "
+               "first's is 1 minus it.")
         figures.append((plot_ppc(ppc, seed=seed), f"{label}: {names}. Each panel is the distribution, over its "
                         "bins, groups, experts or features, of one statistic of the observed data (black) and of "
-                        "data sets replicated from the fit (blue; their mean dashed)."))
+                        f"data sets replicated from the fit (blue; their mean dashed).{two}"))
     return Section("Posterior predictive checks", paragraphs=[
         "Data sets are replicated from the fitted model, with every item's latent class drawn anew, and "
         "summarized by the same statistics as the observed data. Where the observed curve leaves the band of "
         "replicates, the model does not reproduce that feature of the data. A MAP fit replicates from its one "
-        "point, so its band shows only the sampling noise of the data."], figures=figures)
+        "point, so its band shows only the sampling noise of the data.", *not_run], figures=figures, anchor="ppc")
 
 
 # ---------------------------------------------------------------------- LOO
@@ -163,7 +200,7 @@ def loo_section(fits: dict) -> Section:
         "log predictive density; higher is better) from one set of posterior draws, by importance sampling. Its "
         "Pareto k values say where that shortcut holds: above the threshold for a unit, the estimate for it is "
         "unreliable."]
-    tables, warnings, usable = [], [], {}
+    tables, warnings, usable, problems = [], [], {}, []
     for label, est in fits.items():
         reason = inference.loo_unavailable(est.idata_, label)
         if reason:
@@ -172,14 +209,25 @@ def loo_section(fits: dict) -> Section:
         usable[label] = est
         elpd = inference.loo(est.idata_)
         noun = criticism.unit_noun(est.idata_)
-        tables.append((loo_table(elpd).round(2), f"{label}: LOO over {np.size(elpd.pareto_k)} {noun}s."))
-        row = criticism.pareto_row(elpd, noun)
+        tables.append((loo_table(elpd).round(2),
+                       f"{label}: LOO over {np.size(elpd.pareto_k)} {criticism.plural(noun)}."))
+        paragraphs += [f"{label}: {note}" for note in est.log_likelihood_notes()]
+        row = criticism.pareto_row(elpd, noun, est.idata_)
         (warnings if row.flagged else paragraphs).append(f"{label}: {row.message}")
+        if row.flagged:
+            problems.append(_problem(fits, label, row))
     if len(usable) > 1:
         from bayes_wsc.estimator import compare
 
         tables.append((compare(usable).round(2), "az.compare of the fits, best first."))
-    return Section("Leave-one-out cross-validation (LOO)", paragraphs=paragraphs, tables=tables, warnings=warnings)
+    return Section("Leave-one-out cross-validation (LOO)", paragraphs=paragraphs, tables=tables, warnings=warnings,
+                   anchor=status.LOO, problems=problems)
+
+
+def _problem(fits: dict, label: str, row) -> str:
+    """A flagged check as the status line words it (so that a check stored in the fit is shown once)."""
+    sentence = status.problems_of([f"check {row.check} flagged: {row.message}"])[0].sentence
+    return f"{label}: {sentence}" if len(fits) > 1 else sentence
 
 
 # ---------------------------------------------------------------------- checks
@@ -190,7 +238,7 @@ def checks_section(fits: dict, *, seed: int = 0) -> Section:
         f"replicates at least as extreme as the data; a row is flagged below {criticism.ALPHA}. Vector statistics "
         "are judged as a whole (a chi-square discrepancy, or the worst element with a Bonferroni correction), so "
         "that many groups do not flag by chance."]
-    tables, warnings = [], []
+    tables, warnings, problems = [], [], []
     for label, est in fits.items():
         table = est.checks_
         if table.empty:
@@ -203,7 +251,9 @@ def checks_section(fits: dict, *, seed: int = 0) -> Section:
             shown[column] = shown[column].astype(float).round(4)
         tables.append((shown, f"{label}: checks{note}."))
         warnings += [f"{label}: check {row.check} flagged: {row.message}" for row in table.itertuples() if row.flagged]
+        problems += [_problem(fits, label, row) for row in table.itertuples() if row.flagged]
         paragraphs += [f"{label}, {row.check}: {row.message}" for row in table.itertuples() if not row.flagged]
     if not warnings:
         paragraphs.append("No check is flagged.")
-    return Section("Model checks", paragraphs=paragraphs, tables=tables, warnings=warnings)
+    return Section("Model checks", paragraphs=paragraphs, tables=tables, warnings=warnings, anchor=status.CHECKS,
+                   problems=problems)

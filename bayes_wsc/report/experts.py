@@ -18,9 +18,11 @@ import pandas as pd
 from sklearn.metrics import normalized_mutual_info_score
 
 from bayes_wsc import inference
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, laplace_words, new_figure, write_html
+from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
+                                   variant_words, write_html)
 
 FIT_COLOR, TRUTH_COLOR = "#1f5fa8", "black"
 CLUSTER_CMAP = "tab10"
@@ -53,7 +55,7 @@ def _truth_values(truth, n_experts: int):
 
 
 # ---------------------------------------------------------------------- figures
-def plot_experts(est, *, ci: float = 0.9, truth=None):
+def plot_experts(est, *, ci: float = DEFAULT_CI, truth=None):
     """Forest plot of omega, alpha and beta per expert, most reliable (highest omega) on top.
 
     Bars are `ci` highest-density intervals (NUTS); a MAP fit shows open diamonds (no interval).
@@ -109,7 +111,7 @@ def _omega(alpha, beta):
     return np.log(alpha * beta / ((1 - alpha) * (1 - beta)))
 
 
-def plot_clusters(est, *, ci: float = 0.9, truth=None):
+def plot_clusters(est, *, ci: float = DEFAULT_CI, truth=None):
     """Training items on their first two principal components, coloured by cluster (faded when
     uncertain), and the distribution of the chosen cluster's probability."""
     _checked(est)
@@ -153,7 +155,7 @@ def plot_clusters(est, *, ci: float = 0.9, truth=None):
 
 
 # ---------------------------------------------------------------------- report
-def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None = None, baselines: bool = True,
+def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str | None = None, baselines: bool = True,
                  seed: int | None = 0) -> Path:
     """Write `out_dir/report.html` for a fitted `NoisyExperts`.
 
@@ -175,10 +177,10 @@ def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None
     ]
     if baselines:
         sections.append(_baselines_section(est, data, members, truth, seed))
-    sections += [_summary_section(est, ci), *criticism_sections({_method(est).upper(): est}),
-                 _diagnostics_section(est)]
+    fits = {fit_label(est): est}
+    sections += [_summary_section(est, ci), *criticism_sections(fits), _diagnostics_section(est, fits)]
     return write_html(Path(out_dir) / "report.html", title or "Clustering from several uncertain experts",
-                      _intro(est, data), sections)
+                      _intro(est, data), sections, fits=fits)
 
 
 def _intro(est, data) -> list[str]:
@@ -187,10 +189,14 @@ def _intro(est, data) -> list[str]:
     how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
            "laplace": f"by {laplace_words(est)}"}.get(method, "by MAP (the posterior mode from random restarts; "
                                                              "no intervals)")
+    first = (f"{data.n_items} items with {data.n_features} features ({data.linked_items.size} of them in at least "
+             f"one constraint), {data.n_experts} experts, {data.n_constraints} must-link / cannot-link constraints on "
+             f"{data.n_pairs} distinct pairs; K = {k} clusters, fitted {how}.")
+    variant = variant_words(est)
+    if variant:  # the default model's prose describes the default model only
+        return [first, *variant]
     return [
-        f"{data.n_items} items with {data.n_features} features ({data.linked_items.size} of them in at least one "
-        f"constraint), {data.n_experts} experts, {data.n_constraints} must-link / cannot-link constraints on "
-        f"{data.n_pairs} distinct pairs; K = {k} clusters, fitted {how}.",
+        first,
         "Model (Chang et al. 2017): a softmax (multinomial logistic) clustering p(z = k | x) = softmax(x W + b) "
         "and, for every expert, a sensitivity alpha = P(must-link | same cluster) and a specificity "
         "beta = P(cannot-link | different clusters), both in [0.5, 1]. Each pair's likelihood sums out the "
@@ -280,7 +286,7 @@ def _baselines_section(est, data, members, truth, seed) -> Section:
     k = est.idata_.posterior.sizes["cluster"]
     ours = members["cluster"].to_numpy()
     results = {
-        "this fit (Bayesian)": ours,
+        f"{fit_label(est)} (this fit)": ours,
         "KMeans": kmeans_labels(data.features, k, seed=seed),
         "majority vote + PCKMeans": majority_vote_pckmeans(data, k, seed=seed).labels,
     }
@@ -325,7 +331,7 @@ def _summary_section(est, ci) -> Section:
         *est.summary_notes()], tables=[(table, caption)])
 
 
-def _diagnostics_section(est) -> Section:
+def _diagnostics_section(est, fits: dict) -> Section:
     attrs = inference.get_attrs(est.idata_)
     fit_info = attrs.get("fit_info", {})
     paragraphs = []
@@ -342,9 +348,4 @@ def _diagnostics_section(est) -> Section:
             f"started at the MAP, {nuts.get('seconds', float('nan')):.0f} s. Draws relabelled against the MAP's "
             f"clusters: {nuts.get('relabelled_draws', 0)}; share of items each chain clusters like the MAP: "
             + ", ".join(f"{a:.0%}" for a in nuts.get("chain_agreement", [])) + ".")
-    messages = est.diagnostics_
-    paragraphs.append("No problems found." if not messages else f"{len(messages)} warning(s), listed below.")
-    if _method(est) == "map":
-        paragraphs.append("This is a MAP fit: the single most probable point, without intervals. Fit with "
-                          "method=\"nuts\" for credible intervals.")
-    return Section("Diagnostics", paragraphs=paragraphs, warnings=list(messages))
+    return diagnostics_section(fits, paragraphs)

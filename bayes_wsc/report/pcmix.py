@@ -25,9 +25,12 @@ from matplotlib.patches import Ellipse
 from matplotlib.text import Text
 
 from bayes_wsc import inference
+from bayes_wsc.baselines.pcmix import lam_text
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, fit_warnings, laplace_words, new_figure, write_html
+from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
+                                   variant_words, write_html)
 
 RHO_CMAP = "coolwarm"
 LABEL_COLORS = ("#4a7fc1", "#d6604d")  # class 0 (negative), class 1 (positive)
@@ -273,7 +276,7 @@ def plot_path_clusters(path, *, features: tuple[str, str] | None = None, ncols: 
     nrows = math.ceil(n / ncols)
     fig, axes = new_figure(nrows, ncols, width=4.6 * ncols, height=3.8 * nrows)
     for i, (lam, est) in enumerate(zip(path.lams, path.fits)):
-        plot_clusters(est, features=features, ax=axes.ravel()[i], title=f"lam = {lam:g}", legend=i == 0)
+        plot_clusters(est, features=features, ax=axes.ravel()[i], title=f"lam = {lam_text(lam)}", legend=i == 0)
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
     return fig
@@ -283,7 +286,7 @@ def plot_path_clusters(path, *, features: tuple[str, str] | None = None, ncols: 
 def _fit_words(est, with_lam: bool = True) -> str:
     settings = _settings(est)
     lam = float(settings["lam"])
-    lam_words = f", lam = {lam:g}" if with_lam else ""
+    lam_words = f", lam = {lam_text(lam)}" if with_lam else ""
     if _method(est) == "map":
         what = (f"the posterior mode (MAP), which is PC training: L-BFGS from {settings.get('restarts')} starts "
                 "(k-means, then random), the best objective kept")
@@ -293,6 +296,9 @@ def _fit_words(est, with_lam: bool = True) -> str:
         what = (f"NUTS with {settings.get('chains')} chains of {settings.get('draws')} draws after "
                 f"{settings.get('tune')} tuning steps, started at the best of {settings.get('restarts')} MAP "
                 "restarts and relabeled against it")
+    variant = variant_words(est)
+    if variant:  # the default model's priors describe the default model only
+        return f"K = {settings['components']} clusters{lam_words}; {what}. {variant[0]}"
     return (f"K = {settings['components']} clusters{lam_words}; {what}. Priors: pi ~ Dirichlet"
             f"({settings['concentration']:g}), rho ~ Beta/Dirichlet({settings['concentration']:g}) (eq. 25), "
             f"standardized means ~ Normal(0, {settings['mean_prior_sd']:g}), standardized sds = "
@@ -356,21 +362,16 @@ def _restarts_section(est) -> Section:
                    tables=[(table.round(3), "log density reached and number of restarts per basin")])
 
 
-def _diagnostics_section(fits: dict) -> Section:
-    paragraphs, warnings = fit_warnings(fits)
-    return Section("Diagnostics", paragraphs=paragraphs, warnings=warnings)
-
-
-def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) -> Path:
+def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = None) -> Path:
     """Write `out_dir/report.html` for one fitted `PCMixture`."""
     est = _checked_fit(est)
     if not 0 < ci < 1:
         raise InputError(f"ci must be in (0, 1), got {ci!r}")
-    label = f"lam = {float(_settings(est)['lam']):g}"
+    fits = {fit_label(est): est}
     sections = [_clusters_section(est), _estimands_section(est, ci), _restarts_section(est),
-                *criticism_sections({label: est}), _diagnostics_section({label: est})]
+                *criticism_sections(fits), diagnostics_section(fits)]
     return write_html(Path(out_dir) / "report.html", title or "Prediction-constrained mixture report",
-                      [p for p in _intro(est) if p], sections)
+                      [p for p in _intro(est) if p], sections, fits=fits)
 
 
 def write_path_report(path, out_dir, *, y: np.ndarray | None = None, baseline: pd.DataFrame | None = None,
@@ -402,7 +403,7 @@ def write_path_report(path, out_dir, *, y: np.ndarray | None = None, baseline: p
         "The clusters of each fit over the data (seed 003, Fig. 2 / Fig. 3); red clusters emit the positive label "
         "more often."], figures=[plot_path_clusters(path)])
     estimands = Section("Cluster parameters at each lam", tables=[
-        (cluster_table(est).round(3), f"lam = {lam:g}") for lam, est in zip(path.lams, path.fits)])
+        (cluster_table(est).round(3), f"lam = {lam_text(lam)}") for lam, est in zip(path.lams, path.fits)])
     basins = []
     for lam, est in zip(path.lams, path.fits):
         frame = est.restart_basins_.copy()
@@ -411,11 +412,12 @@ def write_path_report(path, out_dir, *, y: np.ndarray | None = None, baseline: p
     basin_section = Section("Restarts and their basins", paragraphs=[
         "Every restart ends in a local optimum; restarts reaching the same log density share a basin."],
         tables=[(pd.concat(basins, ignore_index=True).round(3), "basins per lam, best first")])
-    diag = _diagnostics_section({f"lam = {lam:g}": est for lam, est in zip(path.lams, path.fits)})
+    fits = {f"lam = {lam_text(lam)}": est for lam, est in zip(path.lams, path.fits)}
+    diag = diagnostics_section(fits)
     intro = [p for p in _intro(first)[:2]]
     intro.append(f"Fitted at lam = {', '.join(f'{v:g}' for v in path.lams)}, each with "
                  + _fit_words(first, with_lam=False))
     if _method(first) == "nuts" and any(v != 1 for v in path.lams):
         intro.append(GENERALIZED_POSTERIOR_WORDS)
     return write_html(Path(out_dir) / "report.html", title or "Prediction-constrained mixture: lam path",
-                      intro, [trade, clusters, estimands, basin_section, diag])
+                      intro, [trade, clusters, estimands, basin_section, diag], fits=fits)

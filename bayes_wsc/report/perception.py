@@ -19,9 +19,11 @@ import numpy as np
 import pandas as pd
 
 from bayes_wsc import inference
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, laplace_words, new_figure, write_html
+from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
+                                   variant_words, write_html)
 
 FIT_COLOR = "#1f5fa8"
 #: features shown in the heat map of W (largest row norms)
@@ -71,12 +73,14 @@ def plot_memberships(est, *, members: pd.DataFrame | None = None):
     return fig
 
 
-def plot_weights(est, *, top: int = TOP_FEATURES):
+def plot_weights(est, *, top: int = TOP_FEATURES, ci: float = DEFAULT_CI):
     """Heat map of W (posterior mean) on the standardized features: rows are the `top` features with
-    the largest weights, columns the perception features."""
+    the largest weights, columns the perception features. With draws, a dot marks each entry whose `ci`
+    HDI excludes zero (the sign of that weight is settled)."""
     W = est.idata_.posterior["W"].mean(("chain", "draw"))
     values = W.values
     rows = np.argsort(-np.linalg.norm(values, axis=1), kind="stable")[:top]
+    settled = weights_away_from_zero(est, ci)
     fig, axes = new_figure(width=1.2 + 0.6 * values.shape[1], height=1.0 + 0.28 * rows.size)
     ax = axes[0, 0]
     bound = float(np.abs(values[rows]).max()) or 1.0
@@ -84,8 +88,22 @@ def plot_weights(est, *, top: int = TOP_FEATURES):
     ax.set_yticks(range(rows.size), [str(f) for f in W["feature"].values[rows]], fontsize=7)
     ax.set_xticks(range(values.shape[1]), [str(p) for p in W["perception_feature"].values], rotation=45,
                   ha="right", fontsize=8)
+    if settled is not None:
+        y, x = np.nonzero(settled[rows])
+        ax.scatter(x, y, s=14, c="black", marker="o", linewidths=0,
+                   label=f"{ci:.0%} HDI excludes 0")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.12 if rows.size < 8 else -0.04), frameon=False)
     fig.colorbar(image, ax=ax, label="W (per standardized unit)")
     return fig
+
+
+def weights_away_from_zero(est, ci: float = DEFAULT_CI):
+    """(features, perception features) booleans: W's `ci` HDI excludes zero; None for a fit without draws."""
+    if not inference.has_draws(est.idata_):
+        return None
+    draws = est.idata_.posterior["W"].values
+    bounds = inference.hdi(draws.reshape(-1, *draws.shape[2:]), ci)
+    return (bounds[..., 0] > 0) | (bounds[..., 1] < 0)
 
 
 def plot_reliability(curves: dict[str, pd.DataFrame]):
@@ -105,7 +123,7 @@ def plot_reliability(curves: dict[str, pd.DataFrame]):
 
 
 # ---------------------------------------------------------------------- report
-def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None = None, baselines: bool = True,
+def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str | None = None, baselines: bool = True,
                  seed: int | None = 0) -> Path:
     """Write `out_dir/report.html` for a fitted `PerceptionClustering`.
 
@@ -119,29 +137,35 @@ def write_report(est, out_dir, *, truth=None, ci: float = 0.9, title: str | None
     data = est.data_from_fit()
     matrix = _truth_matrix(truth, data.n_items, data.n_clusters)
     members = est.memberships(ci)
-    sections = [_clusters_section(est, data, members, ci), _weights_section(est)]
+    sections = [_clusters_section(est, data, members, ci), _weights_section(est, ci)]
     if matrix is not None:
         sections.append(_scores_section(est, data, matrix, baselines, seed))
-    sections += [_summary_section(est, ci), *criticism_sections({"fit": est}), _diagnostics_section(est)]
+    fits = {fit_label(est): est}
+    sections += [_summary_section(est, ci), *criticism_sections(fits), _diagnostics_section(est, fits)]
     return write_html(Path(out_dir) / "report.html", title or "The user's clusters from seed sets and perceptions",
-                      _intro(est, data), sections)
+                      _intro(est, data), sections, fits=fits)
 
 
 def _intro(est, data) -> list[str]:
     how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
            "laplace": f"by {laplace_words(est)}"}.get(_method(est), "by MAP (the posterior mode; no intervals)")
+    first = (f"{data.n_items} items with {data.n_features} features; {data.n_clusters} user clusters with "
+             f"{data.n_seeds} seeds ({data.n_overlapping_seeds} items are seeds of more than one cluster) and "
+             f"perception vectors over {data.n_perception} perception features; fitted {how}.")
+    overlap = (f"Overlap rule: an item is in every cluster whose posterior mean probability reaches "
+               f"{float(est.overlap_threshold):g}, and always in its most probable one.")
+    variant = variant_words(est)
+    if variant:  # the default model's prose describes the default model only
+        return [first, *variant, overlap]
     return [
-        f"{data.n_items} items with {data.n_features} features; {data.n_clusters} user clusters with "
-        f"{data.n_seeds} seeds ({data.n_overlapping_seeds} items are seeds of more than one cluster) and "
-        f"perception vectors over {data.n_perception} perception features; fitted {how}.",
+        first,
         "Model (after Cheng et al. 2016): every item has a place in perception space, e = x W + b, and belongs "
         "to cluster k with probability softmax(-||e - p_k||^2 / 2): the cluster whose perception vector p_k is "
         "nearest, softly. Clusters that share perception features share directions in feature space. The seeds "
         "are the data: a seed is known to be in its set (in one of its sets, when the user put it in several). "
         "Items that are no seed are predicted, not modelled, so the features' own clusters cannot pull the "
         "user's clusters towards them.",
-        f"Overlap rule: an item is in every cluster whose posterior mean probability reaches "
-        f"{float(est.overlap_threshold):g}, and always in its most probable one.",
+        overlap,
     ]
 
 
@@ -184,13 +208,18 @@ def _clusters_section(est, data, members, ci) -> Section:
         tables=[(table, "One row per user cluster.")])
 
 
-def _weights_section(est) -> Section:
+def _weights_section(est, ci: float) -> Section:
+    settled = weights_away_from_zero(est, ci)
+    marks = (" Each dot marks an entry whose {:.0%} HDI excludes zero ({} of {}); the others may have either "
+             "sign.".format(ci, int(settled.sum()), settled.size) if settled is not None else
+             " A MAP fit has no intervals, so no entry is marked as settled.")
     return Section(
         "The embedding",
         paragraphs=["W maps the standardized features to perception space: a positive weight means that more of "
                     "the feature moves an item towards the clusters whose perception vectors hold that perception "
                     "feature."],
-        figures=[(plot_weights(est), f"Posterior mean of W, the {TOP_FEATURES} features with the largest weights.")])
+        figures=[(plot_weights(est, ci=ci),
+                  f"Posterior mean of W, the {TOP_FEATURES} features with the largest weights.{marks}")])
 
 
 def _scores_section(est, data, truth, baselines, seed) -> Section:
@@ -246,7 +275,7 @@ def _summary_section(est, ci) -> Section:
         "standardized features, and a variant's own parameters.", *est.summary_notes()], tables=[(table, caption)])
 
 
-def _diagnostics_section(est) -> Section:
+def _diagnostics_section(est, fits: dict) -> Section:
     fit_info = inference.get_attrs(est.idata_).get("fit_info", {})
     paragraphs = []
     lps = fit_info.get("map", {}).get("restart_log_densities")
@@ -257,9 +286,4 @@ def _diagnostics_section(est) -> Section:
     if nuts:
         paragraphs.append(f"NUTS: {nuts.get('chains')} chains x {nuts.get('draws')} draws after {nuts.get('tune')} "
                           f"tuning steps, started at the MAP, {nuts.get('seconds', float('nan')):.0f} s.")
-    messages = est.diagnostics_
-    paragraphs.append("No problems found." if not messages else f"{len(messages)} warning(s), listed below.")
-    if _method(est) == "map":
-        paragraphs.append("This is a MAP fit: the single most probable point, without intervals. Fit with "
-                          "method=\"nuts\" for credible intervals.")
-    return Section("Diagnostics", paragraphs=paragraphs, warnings=list(messages))
+    return diagnostics_section(fits, paragraphs)

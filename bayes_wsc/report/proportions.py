@@ -16,10 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from bayes_wsc import inference
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import check_ci, stacked
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import Section, fit_warnings, new_figure, write_html
+from bayes_wsc.report.html import (Section, diagnostics_section, fit_label, laplace_words, new_figure, variant_words,
+                                   write_html)
 
 #: at most this many features (the largest class differences) in the class-conditional figure
 MAX_FEATURES = 30
@@ -37,11 +39,14 @@ def _interval(draws: np.ndarray, ci: float):
     return draws.mean(axis=0), bounds[..., 0], bounds[..., 1]
 
 
-def plot_classes(est, *, ci: float = 0.9):
-    """The class-conditional picture, with `ci` HDIs after NUTS (points after a MAP)."""
+def plot_classes(est, *, ci: float = DEFAULT_CI):
+    """The class-conditional picture, with `ci` HDIs after NUTS (points after a MAP). With two classes, the
+    softmax weights and P(class | bin) of one class are the mirror of the other's: the second class is shown
+    against the first (the reference) alone."""
     _checked(est)
-    classes = est.classes_
+    classes = list(est.classes_)
     post = est.idata_.posterior
+    centre = None  # with one class shown: where its values say nothing (no weight, even odds)
     if "mean" in post and "sd" in post:
         const = est.idata_.constant_data
         draws = (stacked(est.idata_, "mean") - const["center"].values) / const["scale"].values  # (S, L, D)
@@ -51,37 +56,49 @@ def plot_classes(est, *, ci: float = 0.9):
         draws = stacked(est.idata_, "W")
         labels = [str(f) for f in post["feature"].values]
         xlabel = "softmax weight per standardized feature (zero-sum over classes)"
+        if len(classes) == 2:  # W[1] = -W[0]: the log-odds of the second class against the first
+            draws, centre = draws[:, 1:] - draws[:, :1], 0.0
+            xlabel = (f"log-odds weight of class {classes[1]} against class {classes[0]} per standardized feature "
+                      "(W[1] - W[0])")
     elif "rho" in post:
         draws = np.transpose(stacked(est.idata_, "rho"), (0, 2, 1))  # (S, L, K)
         labels = [str(b) for b in post["bin"].values]
         xlabel = "P(class | bin)"
+        if len(classes) == 2:  # P(first | bin) = 1 - P(second | bin)
+            draws, centre = draws[:, 1:], 0.5
+            xlabel = f"P(class {classes[1]} | bin) (P(class {classes[0]} | bin) is 1 minus it)"
     else:
         raise InputError("this fit has none of the estimands the class-conditional figure shows "
                          "(mean and sd, W, or rho)")
     mean, low, high = _interval(draws, ci)
-    spread = np.ptp(mean, axis=0)
+    shown_classes = classes if centre is None else classes[1:]
+    spread = np.ptp(mean, axis=0) if centre is None else np.abs(mean[0] - centre)
     shown = np.argsort(-spread, kind="stable")[:MAX_FEATURES][::-1]
     fig, axes = new_figure(width=8.0, height=1.2 + 0.28 * len(shown))
     ax = axes[0, 0]
-    offsets = np.linspace(-0.25, 0.25, len(classes))
-    for c, name in enumerate(classes):
+    offsets = np.linspace(-0.25, 0.25, len(shown_classes)) if len(shown_classes) > 1 else np.zeros(1)
+    for c, name in enumerate(shown_classes):
         y = np.arange(len(shown)) + offsets[c]
         errors = np.vstack([mean[c, shown] - low[c, shown], high[c, shown] - mean[c, shown]])
         ax.errorbar(mean[c, shown], y, xerr=None if np.isnan(errors).all() else errors, fmt="o", markersize=4,
                     capsize=2, label=f"class {name}")
     ax.set_yticks(np.arange(len(shown)), [labels[j] for j in shown], fontsize=8)
+    if centre is not None:
+        ax.axvline(centre, color="gray", linewidth=1, linestyle=":")
     ax.set_xlabel(xlabel)
     ax.legend(fontsize=8)
     return fig
 
 
 def plot_group_fit(est, table=None):
-    """Given against predicted proportions, one point per group and class."""
+    """Given against predicted proportions, one point per group and class (with two classes, of the second
+    class alone: the first's proportions are 1 minus them)."""
     _checked(est)
     table = est.group_fit() if table is None else table
     fig, axes = new_figure(width=5.5, height=5.0)
     ax = axes[0, 0]
-    for name in est.classes_:
+    classes = list(est.classes_)
+    for name in classes[1:] if len(classes) == 2 else classes:
         ax.scatter(table[f"given_{name}"], table[f"predicted_{name}"], s=8 + 40 * table["items"] / table["items"].max(),
                    alpha=0.6, label=f"class {name}")
     ax.plot([0, 1], [0, 1], color="gray", linewidth=1)
@@ -97,10 +114,11 @@ def _fit_words(est) -> str:
     bag = est.bag_likelihood_
     shares = ("the proportions taken as known exactly" if settings.get("concentration") is None
               else f"noisy proportions, theta_i ~ Dirichlet({settings['concentration']:g} Pi_i + 1)")
-    how = ("the posterior mode (MAP), started from the soft-label estimate; a single point, no intervals"
-           if method == "map" else
-           f"NUTS, {settings.get('chains')} chains of {settings.get('draws')} draws after {settings.get('tune')} "
-           "tuning steps, started at the MAP")
+    start = "the variant's own starts" if settings.get("model_file") else "the soft-label estimate"
+    how = {"map": f"the posterior mode (MAP), started from {start}; a single point, no intervals",
+           "laplace": laplace_words(est)}.get(
+        method, f"NUTS, {settings.get('chains')} chains of {settings.get('draws')} draws after "
+                f"{settings.get('tune')} tuning steps, started at the MAP")
     bag_words = {"independent": "each item's class drawn independently from its group's shares"
                                 if settings["emission"] != "logistic" else
                                 "the bag-mean likelihood: counts ~ Multinomial(n_i, mean of the items' softmax)",
@@ -109,10 +127,13 @@ def _fit_words(est) -> str:
     if settings["bag_likelihood"] == "auto":
         bag_words += (" (chosen by bag_likelihood='auto': the data hold whole counts)" if bag == "exact-counts" else
                       " (chosen by bag_likelihood='auto': the proportions are not whole counts, or are noisy)")
+    variant = variant_words(est)
+    if variant:  # the default model's emission and bag likelihood describe the default model only
+        return f"{variant[0]} Fit: {how}."
     return f"Emission {settings['emission']}; {bag_words}; {shares}. Fit: {how}."
 
 
-def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) -> Path:
+def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = None) -> Path:
     """Write `out_dir/report.html` for a fitted `ProportionsClassifier`."""
     _checked(est)
     check_ci(ci)
@@ -133,10 +154,16 @@ def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) ->
     sections = [
         Section("What marks each class", paragraphs=[
             "Each class's parameters per feature (the features where the classes differ most first), with "
-            f"{ci:.0%} highest-density intervals when the fit has draws."], figures=[plot_classes(est, ci=ci)]),
+            f"{ci:.0%} highest-density intervals when the fit has draws."
+            + (f" With two classes the weights (or bin probabilities) of class {data.classes[0]} are the mirror of "
+               f"those of class {data.classes[1]}, so class {data.classes[1]} is shown against class "
+               f"{data.classes[0]}, the reference." if len(data.classes) == 2 and "sd" not in est.idata_.posterior
+               else "")], figures=[plot_classes(est, ci=ci)]),
         Section("Fit to the proportions", paragraphs=[
             "For every group, the given proportion of each class against the mean predicted probability of that "
-            "class over the group's items, from their features alone. Points on the diagonal: the classifier "
+            "class over the group's items, from their features alone"
+            + (f" (class {data.classes[1]} alone: with two classes, class {data.classes[0]}'s are 1 minus those)"
+               if len(data.classes) == 2 else "") + ". Points on the diagonal: the classifier "
             f"reproduces the supervision. Mean squared error over groups and classes (Err_MSE, eq. 4 with "
             f"probabilities): {mse:.4f}."], figures=[plot_group_fit(est, table)],
             tables=[(table.sort_values("squared_error", ascending=False).head(10).round(3),
@@ -147,7 +174,7 @@ def write_report(est, out_dir, *, ci: float = 0.90, title: str | None = None) ->
                          "The posterior mode: no intervals." if not inference.has_draws(est.idata_) else
                          f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, ESS and R-hat.")]),
     ]
-    sections += criticism_sections({inference.get_attrs(est.idata_)["method"].upper(): est})
-    paragraphs, warnings = fit_warnings({"this fit": est})
-    sections.append(Section("Diagnostics", paragraphs=paragraphs, warnings=warnings))
-    return write_html(Path(out_dir) / "report.html", title or "Label-proportions report", intro, sections)
+    fits = {fit_label(est): est}
+    sections += criticism_sections(fits)
+    sections.append(diagnostics_section(fits))
+    return write_html(Path(out_dir) / "report.html", title or "Label-proportions report", intro, sections, fits=fits)

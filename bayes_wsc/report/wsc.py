@@ -25,13 +25,23 @@ from matplotlib.lines import Line2D
 from bayes_wsc import inference
 from bayes_wsc.baselines.wsc import em_fit, half_sample_se, moments_rho, naive_rho
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
+from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import stacked
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import LAPLACE_SUMMARY, Section, fit_warnings, laplace_words, new_figure, write_html
+from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
+                                   variant_words, write_html)
 
-#: EM error bars are the estimate +- Z_SE standard errors: a normal 90% interval, to set beside a 90% HDI
+#: EM error bars are the estimate +- Z_SE standard errors: a normal 90% interval, to set beside a 90% HDI;
+#: a report at another credible level gives EM the normal interval of that level (`z_se`)
 Z_SE = 1.64
+
+
+def z_se(ci: float) -> float:
+    """Standard errors either side of a normal interval of mass `ci` (1.64 at 0.9, as in the paper's tables)."""
+    from scipy.stats import norm
+
+    return round(float(norm.ppf(0.5 + ci / 2)), 2)
 #: groups that get an HDI bar in the HE-mu scatter (more would hide the points)
 MAX_MU_BARS = 300
 #: y-range used when some value (the method of moments) leaves [0, 1]
@@ -66,10 +76,11 @@ class Baselines:
     em_iterations: int
     wh: float
     reps: int
+    z: float = Z_SE
 
     @property
     def em_interval(self) -> np.ndarray:
-        return np.stack([self.em - Z_SE * self.em_se, self.em + Z_SE * self.em_se], axis=-1)
+        return np.stack([self.em - self.z * self.em_se, self.em + self.z * self.em_se], axis=-1)
 
     @property
     def moments_outside(self) -> int:
@@ -83,7 +94,7 @@ def write_report(
     truth_rho=None,
     truth_pi: float | None = None,
     title: str | None = None,
-    ci: float = 0.90,
+    ci: float = DEFAULT_CI,
     half_sampling_reps: int = 50,
     seed: int | None = 0,
 ) -> Path:
@@ -107,6 +118,7 @@ def write_report(
 
     first_settings = _settings(next(iter(fits.values())))
     baselines = compute_baselines(data, float(first_settings["wh"]), half_sampling_reps, seed)
+    baselines.z = z_se(ci)
     rhos = [_fit_rho(label, est, ci, FIT_COLORS[i % len(FIT_COLORS)]) for i, (label, est) in enumerate(fits.items())]
 
     sections = [
@@ -120,13 +132,14 @@ def write_report(
     sections += criticism_sections(fits, seed=0 if seed is None else seed)
     sections.append(_diagnostics_section(fits, baselines))
     return write_html(Path(out_dir) / "report.html", title or "Weakly supervised clustering report",
-                      _intro(fits, data), sections)
+                      _intro(fits, data), sections, fits=fits)
 
 
 # ---------------------------------------------------------------------- inputs
 def _as_labelled(fits) -> dict:
     if not isinstance(fits, Mapping):
-        fits = {_settings_or_fail(fits, "the fit")["method"].upper(): fits}
+        _settings_or_fail(fits, "the fit")
+        fits = {fit_label(fits): fits}
     if not fits:
         raise InputError("fits is empty: give a fitted WSC or a dict label -> fitted WSC")
     for label, est in fits.items():
@@ -213,14 +226,16 @@ def _intro(fits: dict, data: GroupedCounts) -> list[str]:
                        f"({data.counts.sum():.0f} weighted items in all; seed 000, Sec. 6.2).")
     paragraphs = [
         f"This report shows {len(fits)} fit{'s' if len(fits) > 1 else ''} of the weakly supervised clustering "
-        "model of Wager, Blocker & Cardin (2015). Each item belongs to a group; each group has a noisy human "
+        "model of Wager, Blocker & Cardin (2015)"
+        + (" or of a variant of it, described below" if any(_settings(e).get("model_file") for e in fits.values())
+           else "") + ". Each item belongs to a group; each group has a noisy human "
         "evaluation HE of its share of class-1 items (on the logit scale); the model learns rho(k) = "
         "P(Z = 1 | X = k), the probability that an item with behavior k is in class 1, and the group "
         "qualities mu.",
         data_words,
     ]
     for label, est in fits.items():
-        paragraphs.append(f"{label}: {_fit_words(est)}")
+        paragraphs.append(f"{label}: {_fit_words(est)}" if len(fits) > 1 else _fit_words(est))
     paragraphs.append("The baselines of the paper (naive, method of moments, EM) are recomputed on the same "
                       "data for comparison.")
     return paragraphs
@@ -229,12 +244,18 @@ def _intro(fits: dict, data: GroupedCounts) -> list[str]:
 def _fit_words(est) -> str:
     settings, attrs = _settings(est), inference.get_attrs(est.idata_)
     if attrs["method"] == "map":
-        method = "the posterior mode (MAP), found by L-BFGS started from the paper's naive solution"
+        method = ("the posterior mode (MAP), found by L-BFGS from the variant's own starts (PyMC's initial point "
+                  "if it defines none)" if settings.get("model_file") else
+                  "the posterior mode (MAP), found by L-BFGS started from the paper's naive solution")
     elif attrs["method"] == "laplace":
         method = laplace_words(est)
     else:
         method = (f"NUTS with {settings.get('chains')} chains of {settings.get('draws')} draws after "
                   f"{settings.get('tune')} tuning steps ({settings.get('backend') or 'default'} backend)")
+    method = method[0].upper() + method[1:]
+    variant = variant_words(est)
+    if variant:  # the default model's prose (WH, the prior on mu, the Dirichlet) describes the default model only
+        return f"{method}. {variant[0]}"
     wh = float(settings["wh"])
     if math.isinf(wh):
         wh_words = "WH = inf: mu is fixed at HE, as if the groups' shares were known"
@@ -251,13 +272,11 @@ def _fit_words(est) -> str:
         prior_words = "; mu drawn from a normal distribution whose location and scale are learned (hierarchical)"
     text = (f"{method}; {wh_words}{prior_words}; a Dirichlet prior with concentration "
             f"c = {float(settings['w_concentration']):g} on each class's behavior distribution w0, w1.")
-    if settings.get("model_file"):
-        text += f" The model was built by the variant file {Path(settings['model_file']).name}."
     return text
 
 
 # ---------------------------------------------------------------------- rho(k)
-def plot_rho(fits, *, truth_rho=None, ci: float = 0.90, half_sampling_reps: int = 50, seed: int | None = 0):
+def plot_rho(fits, *, truth_rho=None, ci: float = DEFAULT_CI, half_sampling_reps: int = 50, seed: int | None = 0):
     """The report's rho(k) figure on its own: fits with credible intervals beside the baselines.
 
     `fits` is one fitted `WSC` or a dict label -> fitted `WSC` on the same data.
@@ -266,6 +285,7 @@ def plot_rho(fits, *, truth_rho=None, ci: float = 0.90, half_sampling_reps: int 
     fits = _as_labelled(fits)
     data = _shared_data(fits)
     base = compute_baselines(data, float(_settings(next(iter(fits.values())))["wh"]), half_sampling_reps, seed)
+    base.z = z_se(ci)
     rhos = [_fit_rho(label, est, ci, FIT_COLORS[i % len(FIT_COLORS)]) for i, (label, est) in enumerate(fits.items())]
     return _rho_figure(rhos, base, data.bins, _checked_truth(truth_rho, data.n_bins), ci)
 
@@ -281,7 +301,7 @@ def _rho_figure(rhos: list[FitRho], base: Baselines, bins: BehaviorBins, truth, 
 def _rho_section(rhos: list[FitRho], base: Baselines, bins: BehaviorBins, truth, ci: float) -> Section:
     clipped = base.moments_outside > 0
     fig = _rho_figure(rhos, base, bins, truth, ci)
-    em_words = (f"EM (Sec. 4, WH = {base.wh:g}) error bars are the estimate \u00b1 {Z_SE} standard errors from "
+    em_words = (f"EM (Sec. 4, WH = {base.wh:g}) error bars are the estimate \u00b1 {base.z:g} standard errors from "
                 f"grouped half-sampling ({base.reps} refits, each on half of the groups drawn without "
                 "replacement, as in the paper)")
     caption = em_words + "."
@@ -320,9 +340,9 @@ def _rho_by_bin(rhos, base: Baselines, bins: BehaviorBins, truth, ci: float, cli
     for rho, dx in zip(rhos, offsets):
         _draw_fit(ax, x + dx, rho.mean, rho.interval, rho.color, rho.label, ci)
     dx_em, dx_naive, dx_mom = offsets[len(rhos):]
-    ax.errorbar(x + dx_em, base.em, yerr=Z_SE * base.em_se, fmt="s-", color=EM_COLOR, ms=5, lw=1, capsize=4,
+    ax.errorbar(x + dx_em, base.em, yerr=base.z * base.em_se, fmt="s-", color=EM_COLOR, ms=5, lw=1, capsize=4,
                 elinewidth=1.1, capthick=1.1, zorder=4,
-                label=f"EM \u00b1 {Z_SE} SE (grouped half-sampling, {base.reps} reps)")
+                label=f"EM \u00b1 {base.z:g} SE (grouped half-sampling, {base.reps} reps)")
     ax.plot(x + dx_naive, base.naive, "v--", color=NAIVE_COLOR, ms=5, lw=1, label="naive (eq. 3.1)")
     ax.plot(x + dx_mom, base.moments, "x:", color=MOMENTS_COLOR, ms=6, lw=1,
             label="method of moments (eq. 3.3, unclipped)")
@@ -406,7 +426,7 @@ def _rho_crossed(chosen: FitRho, base: Baselines, bins: BehaviorBins, truth, ci:
                  else "posterior mode, no interval")
     panels = [
         (axes[0, 0], f"{chosen.label}: {hdi_words}"),
-        (axes[0, 1], f"EM: estimate \u00b1 {Z_SE} SE (grouped half-sampling)"),
+        (axes[0, 1], f"EM: estimate \u00b1 {base.z:g} SE (grouped half-sampling)"),
         (axes[1, 0], "naive (eq. 3.1)"),
         (axes[1, 1], "method of moments (eq. 3.3, unclipped)"),
     ]
@@ -415,7 +435,7 @@ def _rho_crossed(chosen: FitRho, base: Baselines, bins: BehaviorBins, truth, ci:
         bayes_ax, em_ax, naive_ax, mom_ax = (p[0] for p in panels)
         interval = None if chosen.interval is None else chosen.interval[index]
         _draw_fit(bayes_ax, xs, chosen.mean[index], interval, color, chosen.label, ci, legend=False)
-        em_ax.errorbar(xs, base.em[index], yerr=Z_SE * base.em_se[index], fmt="s-", color=color, ms=4, lw=1,
+        em_ax.errorbar(xs, base.em[index], yerr=base.z * base.em_se[index], fmt="s-", color=color, ms=4, lw=1,
                        capsize=4, elinewidth=1.1, capthick=1.1)
         naive_ax.plot(xs, base.naive[index], "v-", color=color, ms=4, lw=1)
         mom_ax.plot(xs, base.moments[index], "x-", color=color, ms=6, lw=1)
@@ -436,7 +456,8 @@ def _rho_crossed(chosen: FitRho, base: Baselines, bins: BehaviorBins, truth, ci:
     handles = [Line2D([], [], color=c, marker="o", lw=1.5, label=label) for (label, _), c in zip(layout.lines, colors)]
     if chosen.interval is not None:
         handles.append(Line2D([], [], color="grey", lw=7, alpha=0.3, label=f"{ci:.0%} HDI (credible interval)"))
-    handles.append(Line2D([], [], color="grey", marker="|", ms=10, lw=1, label=f"EM \u00b1 {Z_SE} SE (half-sampling)"))
+    handles.append(Line2D([], [], color="grey", marker="|", ms=10, lw=1,
+                          label=f"EM \u00b1 {base.z:g} SE (half-sampling)"))
     if truth is not None:
         handles.append(Line2D([], [], color="grey", ls="--", lw=1.2, label="truth"))
     fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)), fontsize=8, frameon=False)
@@ -591,7 +612,7 @@ def _truth_section(rhos: list[FitRho], base: Baselines, truth: np.ndarray, ci: f
     rows += [
         ("naive (eq. 3.1)", rmse(base.naive, truth), "none", None),
         ("method of moments (eq. 3.3)", rmse(base.moments, truth), "none", None),
-        (f"EM (Sec. 4, WH = {base.wh:g})", rmse(base.em, truth), f"\u00b1 {Z_SE} SE half-sampling",
+        (f"EM (Sec. 4, WH = {base.wh:g})", rmse(base.em, truth), f"\u00b1 {base.z:g} SE half-sampling",
          coverage(base.em_interval, truth)),
     ]
     table = pd.DataFrame(
@@ -604,7 +625,7 @@ def _truth_section(rhos: list[FitRho], base: Baselines, truth: np.ndarray, ci: f
         paragraphs=[
             "RMSE is the root mean squared error of rho(k) over the bins. Coverage is the share of bins whose "
             f"interval contains the true rho(k): the credible intervals are {ci:.0%} HDIs, and EM \u00b1 "
-            f"{Z_SE} SE is a 90% interval if the EM estimate is close to normal. With {truth.size} bins, "
+            f"{base.z:g} SE is a {ci:.0%} interval if the EM estimate is close to normal. With {truth.size} bins, "
             f"coverage moves in steps of {1 / truth.size:.2f}, so it is a rough check, not a calibration study.",
         ],
         tables=[(table, "Error and interval coverage of each estimator against the true rho(k) (RMSE table).")],
@@ -613,12 +634,10 @@ def _truth_section(rhos: list[FitRho], base: Baselines, truth: np.ndarray, ci: f
 
 # ---------------------------------------------------------------------- diagnostics
 def _diagnostics_section(fits: dict, base: Baselines) -> Section:
-    paragraphs, warnings = fit_warnings(fits)
-    for label, est in fits.items():
-        if _method(est) == "map":
-            paragraphs.append(f"{label} is a MAP fit (method=\"map\"): the single most probable point, with no "
-                              "intervals. NUTS gives them: fit with method=\"nuts\" for credible intervals.")
+    section = diagnostics_section(fits)
     if not base.em_converged:
-        warnings.append(f"EM (baseline) stopped after {base.em_iterations} iterations without converging; "
-                        "its curve may be inaccurate.")
-    return Section("Diagnostics", paragraphs=paragraphs, warnings=warnings)
+        message = (f"EM (baseline) stopped after {base.em_iterations} iterations without converging; "
+                   "its curve may be inaccurate.")
+        section.warnings.append(message)
+        section.problems.append(message)
+    return section

@@ -75,6 +75,17 @@ def load_uci(name: str) -> tuple[pd.DataFrame, np.ndarray]:
     return items, np.asarray(bunch.target, dtype=np.int64)
 
 
+def uci_class_names(name: str) -> np.ndarray:
+    """The names of the classes 0, 1, ... of `load_uci(name)`, as scikit-learn gives them (malignant, benign...)."""
+    from sklearn import datasets
+
+    loaders = {"breast_cancer": datasets.load_breast_cancer, "wine": datasets.load_wine,
+               "iris": datasets.load_iris}
+    if name not in loaders:
+        raise InputError(f"unknown data set {name!r}; choose one of {sorted(loaders)}")
+    return np.asarray([str(c) for c in loaders[name]().target_names])
+
+
 def sample_pairs(labels: np.ndarray, q: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """q distinct pairs (i < j) from the same class and q from different classes, uniformly at random."""
     labels = np.asarray(labels)

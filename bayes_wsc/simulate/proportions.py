@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from bayes_wsc.data.proportions import LabelProportions
 from bayes_wsc.errors import InputError
@@ -58,11 +59,48 @@ def simulate_proportions(emission: str = "gaussian", *, n_groups: int = 50, grou
     logistic: x ~ N(0, 1) and z | x ~ softmax(x W + b) with W ~ N(0, separation), b ~ N(0, 1); the
         groups are then formed by z's counts as drawn (theta unused).
     """
+    draw = _draw(emission, n_groups, group_size, n_classes, n_features, n_bins, share_concentration, separation,
+                 seed)
+    if emission == "categorical":
+        data = LabelProportions.from_bins(draw["bin"], draw["group"], draw["proportions"], n_bins,
+                                          counts=draw["counts"])
+    else:
+        data = LabelProportions.from_arrays(draw["x"], draw["group"], draw["proportions"], standardize=False,
+                                            counts=draw["counts"])
+    return data, ProportionsTruth(draw["z"], draw["theta"], draw["params"])
+
+
+def simulate_proportion_tables(emission: str = "gaussian", *, n_groups: int = 50, group_size: int = 8,
+                               n_classes: int = 2, n_features: int = 3, n_bins: int = 6,
+                               share_concentration: float = 0.5, separation: float = 2.0, seed: int = 0):
+    """The data of `simulate_proportions` (the same draw for the same arguments) as a user's tables:
+    items (id, group, features x1.. or the column `bin` with levels b1..) and proportions (group and
+    one column per class, class0.., each group's shares), with the truth."""
+    draw = _draw(emission, n_groups, group_size, n_classes, n_features, n_bins, share_concentration, separation,
+                 seed)
+    n = draw["z"].size
+    group_ids = np.array([f"g{i}" for i in range(n_groups)])
+    items = pd.DataFrame({"id": [f"item{i}" for i in range(n)], "group": group_ids[draw["group"]]})
+    if emission == "categorical":
+        items["bin"] = [f"b{k + 1}" for k in draw["bin"]]
+    else:
+        for d in range(n_features):
+            items[f"x{d + 1}"] = draw["x"][:, d]
+    classes = [f"class{l}" for l in range(n_classes)]
+    proportions = pd.DataFrame(draw["proportions"], columns=classes)
+    proportions.insert(0, "group", group_ids)
+    return items, proportions, ProportionsTruth(draw["z"], draw["theta"], draw["params"])
+
+
+def _draw(emission, n_groups, group_size, n_classes, n_features, n_bins, share_concentration, separation, seed):
+    if emission not in ("gaussian", "categorical", "logistic"):
+        raise InputError(f"emission must be gaussian, categorical or logistic, got {emission!r}")
     rng = np.random.default_rng(seed)
     n = n_groups * group_size
     groups = np.repeat(np.arange(n_groups), group_size)
     theta = rng.dirichlet(np.full(n_classes, share_concentration), n_groups)
     params: dict = {}
+    x = item_bin = None
     if emission == "logistic":
         x = rng.standard_normal((n, n_features))
         w = rng.normal(0, separation, (n_features, n_classes))
@@ -86,12 +124,31 @@ def simulate_proportions(emission: str = "gaussian", *, n_groups: int = 50, grou
         w = rng.dirichlet(np.ones(n_bins), n_classes)
         item_bin = (rng.random((n, 1)) > np.cumsum(w[z], axis=1)).sum(axis=1).clip(0, n_bins - 1)
         params.update(w=w)
-        data = LabelProportions.from_bins(item_bin, groups, proportions, n_bins, counts=counts)
-    elif emission in ("gaussian", "logistic"):
-        data = LabelProportions.from_arrays(x, groups, proportions, standardize=False, counts=counts)
-    else:
-        raise InputError(f"emission must be gaussian, categorical or logistic, got {emission!r}")
-    return data, ProportionsTruth(z, theta, params)
+    return {"x": x, "bin": item_bin, "group": groups, "z": z, "counts": counts, "proportions": proportions,
+            "theta": theta, "params": params}
+
+
+def uci_proportion_tables(name: str, group_size: int, *, seed: int = 0):
+    """The protocol of Sec. 4.1 on a UCI data set: every feature scaled to [0, 1], the items split
+    into groups of `group_size` uniformly at random (the last one smaller), and each group's label
+    proportions. Returns items (id, group, features), proportions (group, one column per class named
+    as scikit-learn names it), and the true class of every item."""
+    from bayes_wsc.simulate.experts import uci_class_names
+
+    items, labels = load_uci(name)
+    features = items.columns[1:]
+    x = items[features].to_numpy(dtype=float)
+    low, high = x.min(axis=0), x.max(axis=0)
+    items[features] = (x - low) / np.where(high > low, high - low, 1.0)
+    rng = np.random.default_rng(seed)
+    groups = random_groups(len(items), group_size, rng)
+    names = uci_class_names(name)
+    counts = class_counts(labels, groups, names.size)
+    group_ids = np.array([f"g{i}" for i in range(counts.shape[0])])
+    items.insert(1, "group", group_ids[groups])
+    proportions = pd.DataFrame(counts / counts.sum(axis=1, keepdims=True), columns=names)
+    proportions.insert(0, "group", group_ids)
+    return items, proportions, names[labels]
 
 
 def sbc_case(emission: str = "gaussian", bag_likelihood: str = "exact-counts", *, n_groups: int = 12,

@@ -1,0 +1,207 @@
+"""Fit files that read as netCDF but were damaged or edited after they were written.
+
+`corrupted` takes a real small saved fit and makes one damaged copy per kind: an attr dropped, an
+attr of a wrong type, NaN or an out-of-range value written into a posterior variable, a group
+removed, an unknown model name, a setting out of range. Every read-only command (predict, report,
+summary, check, ppc) on each must end as the command line's contract says
+(`test_harness.run_case`): one line and exit 2 for a file it cannot use, naming the problem; or,
+for a fit with draws where only some draws are damaged, a warning per damaged variable and the
+same output as from the fit without those draws.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import test_harness as harness
+from test_harness import ENTRY_POINTS, NEW_CLICKS, NEW_ITEMS, NEW_POINTS, Case, Entry, Layout, run_case, run_cli
+
+from bayes_wsc import inference
+from bayes_wsc.errors import FitWarning, InputError
+from bayes_wsc.estimator import REGISTRY, load
+
+MODELS = ("wsc", "experts", "pcmix", "perception", "proportions")
+NEW = {"wsc": NEW_CLICKS, "experts": NEW_ITEMS, "pcmix": NEW_POINTS, "perception": NEW_ITEMS,
+       "proportions": NEW_ITEMS}
+
+
+# ---------------------------------------------------------------------- the generator
+def _groups(path: Path) -> inference.Groups:
+    idata = inference.load(path)
+    return inference.Groups({name: idata[name].copy(deep=True) for name in idata.groups()})
+
+
+def _set_attr(groups, name, value):
+    for ds in groups.values():
+        if value is None:
+            ds.attrs.pop(name, None)
+        else:
+            ds.attrs[name] = value
+
+
+def _write_into(groups, name, value, draw=0):
+    """`value` into the first element of posterior variable `name` at one draw of the first chain."""
+    variable = groups["posterior"][name]
+    values = variable.transpose("chain", "draw", ...).values.astype(float)
+    values[(0, draw) + (0,) * (values.ndim - 2)] = value
+    groups["posterior"][name] = (("chain", "draw", *variable.transpose("chain", "draw", ...).dims[2:]), values)
+
+
+def _cls(model):
+    import importlib
+
+    module, name = REGISTRY[model].split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _bounded(model) -> str:
+    return next(iter(_cls(model).bounds))
+
+
+#: kind -> (damage(groups, model), words of the one-line error)
+DAMAGE = {
+    "attr dropped": (lambda g, m: _set_attr(g, _cls(m).required_attrs[-1], None), "lacks attribute"),
+    "attr of a wrong type": (lambda g, m: _set_attr(g, "data_settings", json.dumps([1, 2])),
+                             "attribute 'data_settings' is [1, 2], not a mapping"),
+    "NaN in a posterior variable": (lambda g, m: _write_into(g, next(iter(g["posterior"].data_vars)), np.nan),
+                                    "cannot produce (NaN) in its only draw"),
+    "value out of range": (lambda g, m: _write_into(g, _bounded(m), 1.5 if _cls(m).bounds[_bounded(m)][1] == 1
+                                                    else -1.0), "cannot produce (outside ["),
+    "no posterior group": (lambda g, m: g.pop("posterior"), "is not a bayes_wsc fit"),
+    "no observed_data group": (lambda g, m: g.pop("observed_data"), "observed_data"),
+    "unknown model": (lambda g, m: _set_attr(g, "model", "quantum"), "holds a model 'quantum'"),
+    "setting out of range": (lambda g, m: _set_attr(g, "settings", json.dumps(
+        {**json.loads(g["posterior"].attrs["settings"]), "seed": -3})), "refuses: seed must be"),
+}
+
+
+def corrupted(fit: Path, model: str, kind: str, out: Path) -> Path:
+    """A copy of `fit` with one kind of damage (`DAMAGE`), written as a fit is."""
+    groups = _groups(fit)
+    DAMAGE[kind][0](groups, model)
+    inference.save(groups, out)
+    return out
+
+
+# ---------------------------------------------------------------------- the fits
+def _fit(model: str, root: Path, extra=()) -> Path:
+    """A fit of `model` made by its harness row "fit MODEL" from the clean files."""
+    entry = next(e for e in ENTRY_POINTS if e.name == f"fit {model}")
+    entry = Entry(entry.name, entry.argv + tuple(extra), entry.tables, entry.outputs, entry.check)
+    workdir = Path(tempfile.mkdtemp(dir=root))
+    layouts = {name: Layout(t.frame.copy()) for name, t in entry.tables.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code, _ = run_case(entry, layouts, Case("clean", expect="ok"), {}, workdir)
+    assert code == 0, model
+    return workdir / "out" / "fit.nc"
+
+
+@pytest.fixture(scope="module")
+def map_fits(tmp_path_factory):
+    root = tmp_path_factory.mktemp("map_fits")
+    return {model: _fit(model, root) for model in MODELS}
+
+
+@pytest.fixture(scope="module")
+def laplace_fits(tmp_path_factory):
+    root = tmp_path_factory.mktemp("laplace_fits")
+    return {model: _fit(model, root, ("--method", "laplace", "--draws", "12")) for model in ("wsc", "pcmix")}
+
+
+def commands(fit: Path, items: Path, out: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """Every read-only command on `fit`: its argv and its outputs."""
+    return {
+        "predict": (["predict", str(fit), "--items", str(items), "--out", str(out / "p.csv")],
+                    {"out": str(out / "p.csv")}),
+        "report": (["report", str(fit), "--out", str(out / "report")], {"out": str(out / "report")}),
+        "summary": (["summary", str(fit)], {}),
+        "check": (["check", str(fit), "--draws", "12", "--out", str(out / "checks.csv")],
+                  {"out": str(out / "checks.csv")}),
+        "ppc": (["ppc", str(fit), "--draws", "12", "--out", str(out / "ppc.nc")], {"out": str(out / "ppc.nc")}),
+    }
+
+
+# ---------------------------------------------------------------------- the tests
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("kind", list(DAMAGE))
+def test_damaged_fit_is_one_line_for_every_command(map_fits, tmp_path, model, kind):
+    """A MAP fit damaged in any way: each read-only command exits 2 with one line naming the file and the
+    problem, writes nothing, and leaves the file as it was; `load` raises the same `InputError`."""
+    bad = corrupted(map_fits[model], model, kind, tmp_path / "bad.nc")
+    before = bad.read_bytes()
+    items = Layout(NEW[model].frame).write(tmp_path / "items")
+    words = DAMAGE[kind][1]
+    with pytest.raises(InputError) as error:
+        load(bad)
+    assert words in str(error.value) and "\n" not in str(error.value), str(error.value)
+    for command, (argv, outputs) in commands(bad, items, tmp_path / "out").items():
+        code, stdout, stderr = run_cli(argv)
+        lines = stderr.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and "Traceback" not in stderr, f"{command}: exit {code}: {stderr}"
+        assert words in lines[0] and "bad.nc" in lines[0], f"{command}: {lines[0]}"
+        assert harness.nothing_written(outputs), command
+    assert bad.read_bytes() == before
+
+
+def test_a_model_loads_only_its_own_fits(map_fits):
+    """`PCMixture.load` of a wsc fit names both models; of its own fit, it is `load`'s estimator."""
+    with pytest.raises(InputError, match="holds a 'wsc' fit, not a 'pcmix' one"):
+        _cls("pcmix").load(map_fits["wsc"])
+    assert type(_cls("pcmix").load(map_fits["pcmix"])) is type(load(map_fits["pcmix"]))
+    with pytest.raises(InputError, match="path must be a str or pathlib.Path, got NoneType"):
+        inference.load(None)
+
+
+def test_every_model_declares_bounds_and_groups():
+    """What `load` checks is declared for every registered model (so the generator reaches each)."""
+    for model in REGISTRY:
+        cls = _cls(model)
+        assert cls.bounds and "posterior" in cls.required_groups, model
+
+
+@pytest.mark.parametrize("model", ["wsc", "pcmix"])
+def test_some_damaged_draws_are_left_out_with_a_warning(laplace_fits, tmp_path, model):
+    """A fit with draws, NaN in one draw of a posterior variable and a value out of range in another
+    draw: each command warns once per variable, and gives what the fit without those two draws gives."""
+    fit = laplace_fits[model]
+    groups = _groups(fit)
+    first = next(iter(groups["posterior"].data_vars))
+    _write_into(groups, first, np.nan, draw=2)
+    _write_into(groups, _bounded(model), -1.0, draw=5)
+    bad = tmp_path / "bad.nc"
+    inference.save(groups, bad)
+    trimmed = tmp_path / "trimmed.nc"
+    keep = [d for d in range(groups["posterior"].sizes["draw"]) if d not in (2, 5)]
+    inference.save(inference.select_draws(_groups(fit), np.array(keep)), trimmed)
+    with pytest.warns(FitWarning, match="those draws are left out") as seen:
+        est = load(bad)
+    assert len([w for w in seen if issubclass(w.category, FitWarning)]) == 2
+    assert est.idata_.posterior.sizes["draw"] == len(keep)
+    items = Layout(NEW[model].frame).write(tmp_path / "items")
+    for command, (argv, outputs) in commands(bad, items, tmp_path / "bad_out").items():
+        code, stdout, stderr = run_cli(argv)
+        assert code == 0 and "Traceback" not in stderr, f"{command}: {stderr}"
+        warned = [line for line in stderr.strip().splitlines() if "left out" in line]
+        assert len(warned) == 2 and all("bad.nc" in line for line in warned), f"{command}: {stderr}"
+        clean_argv, clean_outputs = commands(trimmed, items, tmp_path / f"clean_{command}")[command]
+        code, clean_stdout, _ = run_cli(clean_argv)
+        assert code == 0
+        if command == "summary":
+            assert stdout.replace(str(bad), "") == clean_stdout.replace(str(trimmed), "")
+        elif command in ("predict", "check"):
+            pd.testing.assert_frame_equal(pd.read_csv(outputs["out"]), pd.read_csv(clean_outputs["out"]))
+        elif command == "ppc":
+            import arviz as az
+
+            a, b = az.from_netcdf(outputs["out"]), az.from_netcdf(clean_outputs["out"])
+            for name, values in a.posterior_predictive.data_vars.items():
+                np.testing.assert_allclose(values.values, b.posterior_predictive[name].values)
+        else:
+            assert (Path(outputs["out"]) / "report.html").exists()

@@ -1,0 +1,302 @@
+"""Every optimizer result is checked, not trusted (issues 25 and 26): a MAP that stalls or stops with a
+gradient that is not small says so, a WH beyond what the optimizer resolves is fitted as its limit,
+data that cannot identify the estimand are said before the fit, and a degenerate mode is named (and
+NUTS does not start there unsaid)."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_wsc import diagnostics, inference
+from bayes_wsc.data.grouped import GroupedCounts
+from bayes_wsc.draws import Draws
+from bayes_wsc.errors import FitWarning
+from bayes_wsc.estimator import nondegenerate_start
+from bayes_wsc.map_program import minimize
+from bayes_wsc.simulate import simulate_wsc
+
+SHRUNK_MEANS = '''"""PC mixture whose component means are shrunk towards 0 by a learned scale tau (centred)."""
+import pymc as pm
+
+from bayes_wsc.models.pcmix import (add_component_sds, add_estimands, add_label_probabilities,
+                                    add_mixture_weights, add_pc_objective, model_coords, priors_from)
+
+
+def build_model(data, *, components=2, lam=1.0, sd_floor=0.001, mean_prior_sd=3.0, sd_prior_rate=1.0,
+                concentration=1.01):
+    priors = priors_from(sd_floor, mean_prior_sd, sd_prior_rate, concentration)
+    with pm.Model(coords=model_coords(data, components)) as model:
+        pi = add_mixture_weights(priors)
+        tau = pm.HalfNormal("tau", 1.0)
+        mean_z = pm.Normal("mean_z", 0.0, tau, dims=("component", "feature"))
+        sd_z = add_component_sds(priors)
+        add_pc_objective(data, pi, mean_z, sd_z, add_label_probabilities(data.n_classes, priors), lam)
+        add_estimands(data, mean_z, sd_z)
+    return model
+
+
+def initial_values(data, estimator):
+    return estimator.initial_values(data)
+'''
+
+
+def fit_quietly(est, data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return est.fit(data)
+
+
+def map_info(est) -> dict:
+    return inference.get_attrs(est._fitted())["fit_info"]["map"]
+
+
+@pytest.fixture(scope="module")
+def small_wsc():
+    return simulate_wsc(n_groups=40, items_per_group=20, n_bins=4, seed=1)[0]
+
+
+# ---------------------------------------------------------------------- rule 1: the optimizer's stop is checked
+def test_a_map_stopped_short_of_its_mode_says_so(small_wsc):
+    """WH = 1e10 in the model itself: L-BFGS 'converges' with rho near 0.5 (WH = inf gives 0.13 to 0.82);
+    the gradient there is far from small, so the fit says so instead of 'no problems found'."""
+    from bayes_wsc.fit import fit_map
+    from bayes_wsc.models.wsc import build_model
+
+    draws, _ = fit_map(build_model(small_wsc, wh=1e10), {"mu": small_wsc.he}, fixed={"mu_scale": 1.0})
+    assert draws.info["converged"]  # what the optimizer claims
+    assert draws.info["relative_gradient"] > diagnostics.RELATIVE_GRADIENT_MAX
+    messages = diagnostics.map_messages(draws.info)
+    assert len(messages) == 1 and "gradient" in messages[0] and "not small" in messages[0]
+
+
+def test_a_stall_at_the_start_is_named():
+    info = {"converged": True, "iterations": 1, "start_gain": 1e-9, "tolerance_nats": 1e-7,
+            "relative_gradient": 0.02, "optimizer_message": "CONVERGENCE: RELATIVE REDUCTION OF F <= FACTR*EPSMCH"}
+    [message] = diagnostics.map_messages(info)
+    assert "stalled at its start" in message and "1 iteration" in message
+    # a start already at a mode gains nothing too, but its gradient is small: no alarm
+    assert diagnostics.map_messages({**info, "relative_gradient": 1e-6}) == []
+
+
+def test_the_abnormal_stop_gives_its_reason_in_words():
+    """A gradient that disagrees with the values (here its sign) makes L-BFGS-B's line search fail with
+    the message 'ABNORMAL: ', whose reason is empty; the fit says why in words."""
+    def wrong(x):
+        return np.sum(x ** 2), -2 * x
+
+    result = minimize(wrong, np.ones(3))
+    assert not result.success and str(result.message).strip().startswith("ABNORMAL")
+    assert "line search" in result.reason and "gradient disagrees" in result.reason
+    [message] = diagnostics.map_messages({"converged": False, "optimizer_message": result.reason})
+    assert "()" not in message and "line search" in message
+
+
+def test_the_laplace_centre_is_checked_like_a_map():
+    from bayes_wsc import laplace
+
+    assert diagnostics.laplace_messages({"centre_converged": True, "centre_relative_gradient": 0.5})
+    assert diagnostics.laplace_messages({"centre_converged": True, "centre_relative_gradient": 1e-7}) == []
+    assert "laplace_messages" in vars(laplace)  # run_laplace adds them to its warnings
+
+
+def _five_models():
+    """Tiny data of each model (its tests' simulations, smaller); a few seconds each."""
+    from bayes_wsc.data.pairwise import PairwiseConstraints
+    from bayes_wsc.models.experts import NoisyExperts
+    from bayes_wsc.models.pcmix import PCMixture
+    from bayes_wsc.models.perception import PerceptionClustering
+    from bayes_wsc.models.proportions import ProportionsClassifier
+    from bayes_wsc.models.wsc import WSC
+    from bayes_wsc.simulate import simulate_intervals, toy_items
+    from bayes_wsc.simulate.experts import simulate_experts_model
+    from bayes_wsc.simulate.perception import simulate_study
+    from bayes_wsc.simulate.proportions import simulate_proportions
+
+    yield "wsc", WSC(checks=False), simulate_wsc(n_groups=40, items_per_group=20, n_bins=4, seed=1)[0]
+    yield ("proportions", ProportionsClassifier(checks=False),
+           simulate_proportions("gaussian", n_groups=20, group_size=6, n_classes=2, n_features=2, seed=3)[0])
+    yield ("pcmix", PCMixture(components=2, lam=4.0, restarts=2, seed=1, checks=False),
+           toy_items(simulate_intervals(n_a=40, n_b=20, n_c=20, seed=0)[0]))
+    items, constraints, _ = simulate_experts_model(n_items=60, n_features=2, n_clusters=2, pairs_per_expert=200,
+                                                   seed=5)
+    yield ("experts", NoisyExperts(n_clusters=2, seed=1, restarts=2, checks=False),
+           PairwiseConstraints.from_frames(items, constraints))
+    yield "perception", PerceptionClustering(checks=False), simulate_study(n_items=120, seed=6).data()
+
+
+@pytest.mark.slow
+def test_good_fits_of_every_model_pass_the_gradient_check():
+    """The relative gradients of good fits stay far below the alarm (diagnostics.RELATIVE_GRADIENT_MAX
+    records the measured ranges); these tiny fits of the five models must not raise it."""
+    for name, est, data in _five_models():
+        fit_quietly(est, data)
+        info = map_info(est)
+        assert info["relative_gradient"] < diagnostics.RELATIVE_GRADIENT_MAX / 3, (name, info["relative_gradient"])
+        assert diagnostics.map_messages(info) == [], name
+
+
+def test_a_good_wsc_fit_passes_the_gradient_check(small_wsc):
+    from bayes_wsc.models.wsc import WSC
+
+    est = fit_quietly(WSC(checks=False), small_wsc)
+    assert map_info(est)["relative_gradient"] < diagnostics.RELATIVE_GRADIENT_MAX / 3
+    assert est.diagnostics_ == []
+
+
+# ---------------------------------------------------------------------- rule 2: a WH the arithmetic cannot hold
+def test_a_huge_wh_is_fitted_as_its_limit_with_a_note(small_wsc):
+    from bayes_wsc.models.wsc import WH_LIMIT, WSC
+
+    with pytest.warns(FitWarning, match=r"WH=1e\+10 is beyond .* used WH = inf"):
+        huge = WSC(wh=1e10, checks=False).fit(small_wsc)
+    limit = fit_quietly(WSC(wh=np.inf, checks=False), small_wsc)
+    np.testing.assert_allclose(huge.idata_.posterior["rho"].values, limit.idata_.posterior["rho"].values)
+    assert any("WH = inf" in m for m in huge.diagnostics_)
+    assert huge.wh == 1e10 and huge.wh_used == np.inf  # the setting is kept as given, and said
+    at_limit = fit_quietly(WSC(wh=WH_LIMIT, checks=False), small_wsc)
+    assert at_limit.wh_used == WH_LIMIT and at_limit.diagnostics_ == []
+
+
+# ---------------------------------------------------------------------- rule 3: data that cannot identify the estimand
+def test_one_group_cannot_identify_rho_and_says_so_before_the_fit(monkeypatch):
+    from bayes_wsc import map_program
+    from bayes_wsc.models.wsc import WSC
+
+    data = GroupedCounts.from_counts(np.array([[5.0, 3.0, 2.0]]), np.array([0.4]))
+
+    def no_fit(*args, **kwargs):
+        raise RuntimeError("the fit started")
+
+    monkeypatch.setattr(map_program, "run_map", no_fit)
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(RuntimeError, match="the fit started"):
+        warnings.simplefilter("always")
+        WSC(checks=False).fit(data)
+    said = [str(w.message) for w in caught if issubclass(w.category, FitWarning)]
+    assert any("one group cannot identify" in m for m in said)
+
+
+def test_one_group_keeps_the_note_with_the_fit():
+    from bayes_wsc.models.wsc import WSC
+
+    data = GroupedCounts.from_counts(np.array([[5.0, 3.0, 2.0]]), np.array([0.4]))
+    est = fit_quietly(WSC(checks=False), data)
+    assert any("one group cannot identify" in m for m in est.diagnostics_)
+
+
+def test_labels_of_one_class_and_constant_features_are_said():
+    from bayes_wsc.data.labeled import LabeledItems
+    from bayes_wsc.data.pairwise import PairwiseConstraints
+    from bayes_wsc.models.experts import NoisyExperts
+    from bayes_wsc.models.pcmix import PCMixture
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=12), "y": ["a"] * 6 + [None] * 6})
+    items = LabeledItems.from_frame(frame, features=["x"], label_col="y", classes=["a", "b"])
+    [message] = PCMixture(components=2).data_messages(items)
+    assert "every labelled item (6) has the same class, 'a'" in message
+
+    points = pd.DataFrame({"id": list("abcdef"), "x": rng.normal(size=6), "flat": 1.0})
+    links = pd.DataFrame({"expert": ["e1"] * 3, "i": ["a", "c", "e"], "j": ["b", "d", "f"], "link": [1, 1, 1]})
+    said = NoisyExperts(n_clusters=2).data_messages(PairwiseConstraints.from_frames(points, links))
+    assert any("feature columns take one value on every item ('flat')" in m for m in said)
+    assert any("every constraint (3) has the same class, 'must-link'" in m for m in said)
+
+
+def test_a_constant_feature_of_the_perception_model_is_said():
+    from bayes_wsc.data.seeded import SeedSets
+    from bayes_wsc.models.perception import PerceptionClustering
+
+    rng = np.random.default_rng(0)
+    items = pd.DataFrame(rng.normal(size=(8, 2)), columns=["x0", "x1"]).assign(id=[f"i{j}" for j in range(8)],
+                                                                               flat=2.0)
+    seeds = pd.DataFrame({"cluster": ["A", "B"], "id": ["i0", "i1"]})
+    perception = pd.DataFrame({"cluster": ["A", "B"], "loop": [1.0, 0.0], "line": [0.0, 1.0]})
+    data = SeedSets.from_frames(items, seeds, perception)
+    [message] = PerceptionClustering().data_messages(data)
+    assert "1 of 3 feature columns take one value on every item ('flat')" in message
+
+
+def test_proportions_that_cannot_tell_classes_apart_are_said_before_the_fit(monkeypatch):
+    from bayes_wsc import map_program
+    from bayes_wsc.data.proportions import LabelProportions
+    from bayes_wsc.models.proportions import ProportionsClassifier
+
+    x = np.random.default_rng(0).normal(size=(40, 2))
+    same = LabelProportions.from_arrays(x, np.repeat(np.arange(8), 5), np.tile([0.4, 0.6], (8, 1)))
+
+    def no_fit(*args, **kwargs):
+        raise RuntimeError("the fit started")
+
+    monkeypatch.setattr(map_program, "run_map", no_fit)
+    with pytest.warns(FitWarning, match="every group has the same class proportions"), \
+            pytest.raises(RuntimeError, match="the fit started"):
+        ProportionsClassifier(bag_likelihood="independent").fit(same)
+
+
+# ---------------------------------------------------------------------- rule 4: degenerate modes
+@pytest.fixture(scope="module")
+def shrunk_fit(tmp_path_factory):
+    """Two blobs 2 sds apart, means shrunk by a HalfNormal tau: the best of 6 restarts has tau -> 0 (an
+    unbounded density), the others keep tau near the blobs' spread."""
+    from bayes_wsc.data.labeled import LabeledItems
+    from bayes_wsc.models.pcmix import PCMixture
+
+    path = tmp_path_factory.mktemp("variant") / "shrunk_means.py"
+    path.write_text(SHRUNK_MEANS)
+    rng = np.random.default_rng(0)
+    z = rng.integers(0, 2, 40)
+    data = LabeledItems.from_frame(pd.DataFrame({"x": rng.normal(size=40) + 2.0 * z, "y": z}),
+                                   features=["x"], label_col="y")
+    est = fit_quietly(PCMixture(components=2, lam=1.0, restarts=6, seed=1, checks=False, model_file=str(path)), data)
+    return est, data
+
+
+def test_a_map_at_a_degenerate_mode_says_so(shrunk_fit):
+    est, _ = shrunk_fit
+    assert est.idata_.posterior["tau"].values.item() < 1e-4
+    info = map_info(est)
+    assert info["degenerate"] and info["degenerate"][0].startswith("tau fell to") and "still rises" in info["degenerate"][0]
+    assert not all(info["restart_degenerate"])
+    assert any("degenerate mode" in m and "tau" in m for m in est.diagnostics_)
+
+
+def test_nuts_starts_at_the_best_nondegenerate_restart(shrunk_fit):
+    est, _ = shrunk_fit
+    info = map_info(est)
+    best_ok = max((i for i, bad in enumerate(info["restart_degenerate"]) if not bad),
+                  key=lambda i: info["restart_log_densities"][i])
+    optima = [{"tau": np.float64(1e-8 if bad else 0.7 + i)} for i, bad in enumerate(info["restart_degenerate"])]
+    draws = Draws({}, {}, info, optima)
+    start, [said] = nondegenerate_start({"tau": 1e-8}, draws, "map", 4)
+    assert start is optima[best_ok] and f"restart {best_ok}" in said
+    starts, _ = nondegenerate_start([optima[c % 6] for c in range(4)], draws, "restarts", 4)
+    assert all(s["tau"] > 0.5 for s in starts)
+    # every restart degenerate: the chains start there, and the fit says so
+    stuck = Draws({}, {}, {**info, "restart_degenerate": [True] * 6}, optima)
+    start, [said] = nondegenerate_start({"tau": 1e-8}, stuck, "map", 4)
+    assert start == {"tau": 1e-8} and "degenerate MAP" in said
+    # a healthy MAP: nothing changes
+    assert nondegenerate_start({"tau": 1.0}, Draws({}, {}, {"degenerate": []}, optima), "map", 4) == ({"tau": 1.0}, [])
+
+
+def test_the_nuts_fit_takes_the_nondegenerate_start(shrunk_fit, monkeypatch):
+    """The estimator hands NUTS the non-degenerate start (fit_nuts replaced: only where it starts matters)."""
+    from bayes_wsc import fit as fitting
+    from bayes_wsc.models.pcmix import PCMixture
+
+    est, data = shrunk_fit
+    seen = {}
+
+    def record(model, **kwargs):
+        seen.update(kwargs)
+        raise RuntimeError("NUTS reached")
+
+    monkeypatch.setattr(fitting, "fit_nuts", record)
+    nuts = PCMixture(components=2, lam=1.0, restarts=6, seed=1, checks=False, method="nuts",
+                     model_file=est.model_file)
+    with pytest.raises(Exception, match="NUTS reached"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        nuts.fit(data)
+    assert float(seen["initvals"]["tau"]) > 0.1

@@ -1,0 +1,110 @@
+"""The README's "Try it" blocks run as written, from an empty folder.
+
+A block is a fenced code block (```) that follows a line reading exactly
+``Try it:`` (blank lines between are allowed). Every non-blank line of it
+that does not start with ``#`` is one `bayes-wsc` command, written as a user
+would paste it into a shell (no prompt, no line continuation, no shell syntax
+but quoting). Each model's section starts with one: `simulate MODEL`, then
+`fit MODEL ... --report DIR`.
+
+Each block runs in a new empty folder, its commands in order and in this
+process (`bayes_wsc.cli.main(shlex.split(line)[1:])`, so the imports and
+compiled programs are shared between blocks); every command must exit 0,
+and every path it names must exist afterwards: its input files, the files
+`simulate` declares in its folder, the fit and the report page. A block
+should run in seconds; when one grows slow, make its sizes smaller in the
+README rather than marking it slow.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+import time
+from pathlib import Path
+
+import pytest
+
+from bayes_wsc.cli import main
+from bayes_wsc.commands import FIT_COMMANDS
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+MARKER = "Try it:"
+
+
+def readme_blocks() -> list[tuple[int, list[tuple[int, str]]]]:
+    """(line of the marker, [(line, command), ...]) of every block, lines numbered from 1."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    blocks = []
+    for i, line in enumerate(lines):
+        if line.strip() != MARKER:
+            continue
+        j = i + 1
+        while j < len(lines) and not lines[j].strip():
+            j += 1
+        if j == len(lines) or not lines[j].startswith("```"):
+            raise AssertionError(f"README.md line {i + 1}: {MARKER!r} is not followed by a fenced block")
+        commands = []
+        k = j + 1
+        while k < len(lines) and not lines[k].startswith("```"):
+            text = lines[k].strip()
+            if text and not text.startswith("#"):
+                commands.append((k + 1, text))
+            k += 1
+        blocks.append((i + 1, commands))
+    return blocks
+
+
+BLOCKS = readme_blocks()
+
+
+def block_id(block) -> str:
+    words = shlex.split(block[1][0][1]) if block[1] else []
+    return " ".join(words[1:3]) or f"line {block[0]}"
+
+
+def named_paths(words: list[str]) -> list[Path]:
+    """The paths a command names: the values of its options that are paths, and for `simulate` and
+    `--report` the files written in their folders."""
+    from bayes_wsc.outputs import REPORT_CONTENTS
+
+    paths = []
+    for option, value in zip(words, words[1:]):
+        if not option.startswith("--") or value.startswith("--"):
+            continue
+        if option == "--report":
+            paths += [Path(value) / name for name in REPORT_CONTENTS]
+        elif option == "--out" and words[1] == "simulate":
+            paths += [Path(value) / name for name in importlib.import_module(f"bayes_wsc.commands.{words[2]}").SIMULATE_FILES]
+        elif option == "--out" or "/" in value or Path(value).suffix in (".csv", ".nc", ".parquet", ".json"):
+            paths.append(Path(value))
+    return paths
+
+
+def test_every_model_has_a_block():
+    """One block per model, each starting with `simulate MODEL` and fitting the same model."""
+    models = []
+    for line, commands in BLOCKS:
+        assert commands, f"README.md line {line}: an empty block"
+        first = shlex.split(commands[0][1])
+        assert first[:2] == ["bayes-wsc", "simulate"], f"README.md line {commands[0][0]}: not a simulate command"
+        assert any(shlex.split(c)[1:3] == ["fit", first[2]] for _, c in commands), \
+            f"README.md line {line}: the block of {first[2]} does not fit it"
+        models.append(first[2])
+    assert sorted(models) == sorted(FIT_COMMANDS)
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[block_id(b) for b in BLOCKS])
+def test_block_runs_as_written(block, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    started = time.perf_counter()
+    for line, command in block[1]:
+        words = shlex.split(command)
+        assert words[0] == "bayes-wsc", f"README.md line {line}: not a bayes-wsc command"
+        code = main(words[1:])
+        err = capsys.readouterr().err
+        assert code == 0, f"README.md line {line}: exit {code}: {command}\n{err}"
+        missing = [str(p) for p in named_paths(words) if not (tmp_path / p).exists()]
+        assert not missing, f"README.md line {line}: {command}\nleft no {missing}"
+    elapsed = time.perf_counter() - started
+    print(f"{block_id(block)}: {elapsed:.1f} s")
