@@ -814,7 +814,8 @@ def is_labels(value) -> bool:
 
 
 def _is_check_rows(value) -> bool:
-    return isinstance(value, list) and all(isinstance(v, dict) and set(criticism.COLUMNS) <= set(v) for v in value)
+    return isinstance(value, list) and all(isinstance(v, dict) and set(criticism.REQUIRED_COLUMNS) <= set(v)
+                                           for v in value)
 
 
 def _is_fit_info(value) -> bool:
@@ -836,7 +837,7 @@ ATTR_KINDS: dict[str, tuple[str, Callable]] = {
     "fit_info": ("a mapping with one record per stage (map, nuts, laplace)", _is_fit_info),
     "data_settings": ("a mapping of the data's settings", _is_mapping),
     "diagnostics": ("a list of messages (text)", _is_texts),
-    "checks": (f"a list of check rows, each with {', '.join(criticism.COLUMNS)}", _is_check_rows),
+    "checks": (f"a list of check rows, each with {', '.join(criticism.REQUIRED_COLUMNS)}", _is_check_rows),
     "package_version": ("text", lambda v: isinstance(v, str)),
     "likelihood_terms": ("a mapping of terms to 'default', 'own' or 'unverified'",
                          lambda v: _is_mapping(v) and all(isinstance(k, str) and v[k] in TERM_ANSWERS for k in v)),

@@ -222,6 +222,18 @@ def test_saved_fits_keep_the_group_and_old_fits_say_refit(wsc_fits, tmp_path):
         old.loo()
 
 
+def test_a_fit_saved_before_checks_had_effect_sizes_loads(wsc_fits, tmp_path):
+    """Check rows stored without `effect` and `tolerance` (fits of earlier versions) load, read as NaN."""
+    est = load(wsc_fits["map"].save(tmp_path / "fit.nc"))
+    idata = est._fitted()
+    rows = [{k: v for k, v in row.items() if k not in ("effect", "tolerance")}
+            for row in inference.get_attrs(idata)["checks"]]
+    inference.set_attrs(idata, {"checks": rows})
+    inference.save(idata, tmp_path / "old.nc")
+    old = load(tmp_path / "old.nc")
+    assert list(old.checks_["check"]) == list(est.checks_["check"]) and old.checks_["effect"].isna().all()
+
+
 # ---------------------------------------------------------------------- posterior predictive
 @pytest.mark.parametrize("which", ["wsc", "experts", "pcmix"])
 def test_ppc_has_the_data_shape_and_varies(which, wsc_fits, experts_fits, pcmix_fits):

@@ -53,6 +53,8 @@ MIN_DRAWS = 100
 #: a check flags when its p-value is below this
 ALPHA = 0.01
 COLUMNS = ("check", "statistic", "reference", "p_value", "flagged", "message", "effect", "tolerance")
+#: what a stored row must hold: fits saved before checks had effect sizes lack the last two (read as NaN)
+REQUIRED_COLUMNS = COLUMNS[:6]
 #: an omnibus check flags only when the observed discrepancy is more than this many times the replicates'
 PHI_TOLERANCE = 2.0
 #: model name -> the module with its `replicate` and `rows`
