@@ -58,15 +58,19 @@ AIMED = {"he_noise": ("aggregation_bias",), "group_behavior": ("aggregation_bias
          "wrong_counts": ("group_misfit", "ppc_group_class_share"), "split_cluster": ("seed_neighbours",)}
 
 
-def calibration():
-    """benchmarks/checks_calibration.py, imported by path (benchmarks/ is no package)."""
-    name = "benchmarks_checks_calibration"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / "checks_calibration.py")
+def script(name: str):
+    """benchmarks/<name>.py, imported by path once (benchmarks/ is no package)."""
+    key = f"benchmarks_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, HERE / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
+        sys.modules[key] = module
         spec.loader.exec_module(module)
-    return sys.modules[name]
+    return sys.modules[key]
+
+
+def calibration():
+    return script("checks_calibration")
 
 
 def data_sets(model: str, seed: int):
@@ -177,10 +181,7 @@ def cces_group_shares(splits: int = 5) -> pd.DataFrame:
     """The group-share discrepancy ratio on CCES 2016 halvings (see the module docstring)."""
     from bayes_wsc import checks
 
-    spec = importlib.util.spec_from_file_location("benchmarks_aggregation_check", HERE / "aggregation_check.py")
-    agg = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = agg
-    spec.loader.exec_module(agg)
+    agg = script("aggregation_check")
     table1 = agg.table1()
     frame = table1.prepare()
     behavior = list(table1.SPECS["paper"].columns)
