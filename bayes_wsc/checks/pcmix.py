@@ -54,12 +54,7 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
 
     from bayes_wsc.models.pcmix import component_logp_draws
 
-    pi = np.asarray(params["pi"], float)
-    mean_z = (np.asarray(params["mean"], float) - data.center) / data.scale
-    sd_z = np.asarray(params["sd"], float) / data.scale
-    rho = np.asarray(params["rho"], float)
-    if rho.ndim == 2:
-        rho = np.stack([1 - rho, rho], axis=-1)
+    pi, mean_z, sd_z, rho = _standardized(data, params)
     with np.errstate(divide="ignore"):
         joint = np.log(pi)[:, None, :] + component_logp_draws(data.x, mean_z, sd_z)  # (S, n, K)
         out = logsumexp(joint, axis=-1)
@@ -72,13 +67,20 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
     return out
 
 
-def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
+def _standardized(data, params: dict) -> tuple[np.ndarray, ...]:
+    """pi, the components' means and sds on the standardized features, and rho with a column per class
+    (a binary fit stores P(y = 1) only), each with draws first."""
     pi = np.asarray(params["pi"], float)
     mean_z = (np.asarray(params["mean"], float) - data.center) / data.scale
     sd_z = np.asarray(params["sd"], float) / data.scale
     rho = np.asarray(params["rho"], float)
     if rho.ndim == 2:
         rho = np.stack([1 - rho, rho], axis=-1)
+    return pi, mean_z, sd_z, rho
+
+
+def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
+    pi, mean_z, sd_z, rho = _standardized(data, params)
     n_rep, n, n_classes = pi.shape[0], data.n_items, data.n_classes
     labeled = data.labeled
     stats = {"feature_mean": [], "feature_sd": [], "label_rate": [], "class_feature_mean": []}
