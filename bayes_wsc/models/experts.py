@@ -198,18 +198,6 @@ def add_constraint_likelihood(data: PairwiseConstraints, ends, alpha, beta):
     return log_same
 
 
-def model_coords(data: PairwiseConstraints, n_clusters: int) -> dict:
-    """The model's coords: the data's (item, feature, expert) and cluster, cluster_ref, component,
-    linked_item, constraint, pair; K may not exceed the number of items."""
-    if data.n_items < n_clusters:
-        raise InputError(f"there are {data.n_items} items but {n_clusters} clusters: "
-                         "the number of clusters must not exceed the number of items")
-    return {**data.coords, "cluster": list(range(n_clusters)), "cluster_ref": list(range(1, n_clusters)),
-            "component": list(range(data.n_features)),
-            "linked_item": list(data.item_ids[data.linked_items]), "constraint": list(range(data.n_constraints)),
-            "pair": list(range(data.n_pairs))}
-
-
 def build_model(
     data: PairwiseConstraints,
     *,
@@ -238,7 +226,8 @@ def build_model(
 
 
 def model_coords(data: PairwiseConstraints, n_clusters: int) -> dict[str, list]:
-    """The model's coordinates, from the data and K (checked: no more clusters than items)."""
+    """The model's coords: the data's (item, feature, expert) and cluster, cluster_ref, component, end,
+    linked_item, constraint, pair; K may not exceed the number of items."""
     if data.n_items < n_clusters:
         raise InputError(f"there are {data.n_items} items but {n_clusters} clusters: "
                          "the number of clusters must not exceed the number of items")
