@@ -89,6 +89,8 @@ class Estimator:
         super().__init_subclass__(**kwargs)
         if "fit" in vars(cls) and not getattr(cls.fit, "_checks_data", False):
             cls.fit = _checking_data(cls.fit)
+        if "predict" in vars(cls) and not getattr(cls.predict, "_names_missing", False):
+            cls.predict = _naming_missing_variables(cls.predict)
 
     def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=DEFAULT_SEED, backend=None,
                  target_accept=0.8, model_file=None, model_settings=None, progressbar=True, chain_starts="map",
@@ -779,6 +781,31 @@ def _checking_data(fit):
 
     checked._checks_data = True
     return checked
+
+
+def _naming_missing_variables(predict):
+    """A model's `predict` that, on a variant's fit lacking a variable it reads, says so in one line
+    naming the variant instead of raising the bare KeyError."""
+    import functools
+
+    @functools.wraps(predict)
+    def named(self, *args, **kwargs):
+        try:
+            return predict(self, *args, **kwargs)
+        except KeyError as exc:
+            if self.model_file is None:
+                raise
+            import re
+
+            name = str(exc.args[0]) if exc.args else ""
+            found = re.search(r"No variable named '([^']+)'", name)  # xarray's words for a missing variable
+            name = found.group(1) if found else name
+            raise InputError(f"model file {str(self.model_file)!r}: its fit has no variable {name!r}, which "
+                             f"the {self.model_name} model's predict reads; report it from the variant (see the "
+                             "README, Writing a model variant)") from exc
+
+    named._names_missing = True
+    return named
 
 
 def _described(value) -> str:

@@ -129,6 +129,22 @@ def variant_fits(files):
             for name in sorted(MODEL_OF)}
 
 
+def test_predict_of_a_variant_lacking_a_variable_says_so(variant_fits, files):
+    """A variant's fit without a variable that predict reads: one line naming the file and the variable."""
+    _, data = files
+    est = variant_fits["pcmix_tied_variances"]
+    items = pd.DataFrame(data["pcmix"].x_raw, columns=list(data["pcmix"].features))
+    idata = est._fitted()
+    kept = idata.posterior
+    try:
+        idata.posterior = kept.drop_vars("rho")
+        with pytest.raises(InputError, match=r"pcmix_tied_variances.py'.* no variable 'rho', which the pcmix "
+                                             r"model's predict reads"):
+            est.predict(items)
+    finally:
+        idata.posterior = kept
+
+
 @pytest.mark.parametrize("name", sorted(MODEL_OF))
 def test_variant_from_the_api(variant_fits, files, name):
     est = variant_fits[name]
