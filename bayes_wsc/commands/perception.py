@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 
 from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
-                                      add_variant_options, columns, positive_float, positive_int, sampling_settings)
+                                      add_variant_options, columns, non_negative_float, positive_float, positive_int,
+                                      sampling_settings)
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = "seed sets with perception vectors (Cheng et al.): items + seeds + perception"
@@ -22,10 +23,6 @@ def unit_interval(text: str) -> float:
     if value > 1:
         raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
     return value
-
-
-def non_negative_float(text: str) -> float:
-    return 0.0 if text.strip() in ("0", "0.0") else positive_float(text)
 
 
 def _add_data_options(parser: argparse.ArgumentParser, out_what: str, out_help: str) -> None:
