@@ -38,6 +38,7 @@ REGISTRY["experts"] = "bayes_wsc.models.experts:NoisyExperts"
 REGISTRY["pcmix"] = "bayes_wsc.models.pcmix:PCMixture"
 REGISTRY["proportions"] = "bayes_wsc.models.proportions:ProportionsClassifier"
 REGISTRY["perception"] = "bayes_wsc.models.perception:PerceptionClustering"
+REGISTRY["perception_mixture"] = "bayes_wsc.models.perception_mixture:PerceptionMixture"
 #: the seed of a fit given none: identical data and settings give identical results (seed=None draws a fresh one)
 DEFAULT_SEED = 0
 

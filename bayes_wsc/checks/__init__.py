@@ -59,7 +59,8 @@ REQUIRED_COLUMNS = COLUMNS[:6]
 PHI_TOLERANCE = 2.0
 #: model name -> the module with its `replicate` and `rows`
 MODULES = {"wsc": "bayes_wsc.checks.wsc", "experts": "bayes_wsc.checks.experts", "pcmix": "bayes_wsc.checks.pcmix",
-           "proportions": "bayes_wsc.checks.proportions", "perception": "bayes_wsc.checks.perception"}
+           "proportions": "bayes_wsc.checks.proportions", "perception": "bayes_wsc.checks.perception",
+           "perception_mixture": "bayes_wsc.checks.perception_mixture"}
 
 _RUNNING = contextvars.ContextVar("bayes_wsc_checks_running", default=False)
 

@@ -82,10 +82,10 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
 
 
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
-    from bayes_wsc.models.perception import condition_on_seeds, membership_log_probabilities
+    from bayes_wsc.models.perception import condition_on_seeds
 
-    W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
-    n_rep, n_clusters = W.shape[0], data.n_clusters
+    params = {name: np.asarray(value, dtype=float) for name, value in params.items()}
+    n_rep, n_clusters = next(iter(params.values())).shape[0], data.n_clusters
     rows = data.seed_items
     features, in_set = data.features[rows], data.seed_mask[rows]
     near = neighbours(features)
@@ -96,7 +96,8 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     step = max(1, CHUNK_FLOATS // max(1, rows.size * n_clusters))
     for start in range(0, n_rep, step):
         chunk = slice(start, min(start + step, n_rep))
-        log_probs = membership_log_probabilities(features, W[chunk], b[chunk], data.perception)  # (s, m, K)
+        log_probs = est.draw_log_probabilities(features, {k: v[chunk] for k, v in params.items()},
+                                             data.perception)  # (s, m, K)
         completed = condition_on_seeds(log_probs, in_set)  # P(z_i = k | x_i, z_i in S_i)
         replicated = _draw(np.exp(log_probs), rng)  # (s, m), drawn anew
         observed = _draw(completed, rng)  # the seeds' clusters; an overlapping seed's drawn from its sets

@@ -359,25 +359,44 @@ class PerceptionClustering(Estimator):
                         obs["seed_cluster"].values, dict(inference.get_attrs(self._fitted()).get("data_settings", {})))
 
     # ------------------------------------------------------------------ memberships and predictions
+    def _parameter_draws(self) -> dict:
+        """The posterior draws memberships are computed from, each with a leading draw axis."""
+        return {"W": stacked(self._fitted(), "W"), "b": stacked(self._fitted(), "b")}
+
+    def _perception(self, perception=None) -> np.ndarray:
+        return self._fitted().constant_data["perception"].values if perception is None else perception
+
+    def draw_log_probabilities(self, features: np.ndarray, params: dict, perception=None) -> np.ndarray:
+        """log P(z = k | x) for the draws in `params` (`_parameter_draws`, or a subset) -> (S, m, K);
+        `perception` defaults to the fit's."""
+        perception = self._perception(perception)
+        return membership_log_probabilities(features, params["W"], params["b"], perception)
+
+    def draw_probabilities(self, features: np.ndarray, params: dict, perception=None) -> np.ndarray:
+        """P(z = k | x), as `draw_log_probabilities` (a softmax in place for the conditional model)."""
+        if type(self).draw_log_probabilities is not PerceptionClustering.draw_log_probabilities:
+            return np.exp(self.draw_log_probabilities(features, params, perception))
+        perception = self._perception(perception)
+        return membership_probabilities(features, params["W"], params["b"], perception)
+
     def _membership_summary(self, features: np.ndarray, ci: float, in_set: np.ndarray | None = None):
         """Posterior mean of every row's cluster probabilities (m, K), the most probable cluster and the
         HDI of its probability; in chunks, never stored per draw. `in_set` (m, K) conditions each row on
         the sets it is known to be in (all True for none)."""
-        W, b = stacked(self._fitted(), "W"), stacked(self._fitted(), "b")
-        perception = self._fitted().constant_data["perception"].values
-        m, k = features.shape[0], perception.shape[0]
+        params = self._parameter_draws()
+        n_draws = next(iter(params.values())).shape[0]
+        m, k = features.shape[0], len(self.clusters_)
 
         def draws_of(cols):
             rows, clusters = np.divmod(cols, k)
             unique, inverse = np.unique(rows, return_inverse=True)
             if in_set is None:
-                probs = membership_probabilities(features[unique], W, b, perception)
+                probs = self.draw_probabilities(features[unique], params)
             else:
-                probs = condition_on_seeds(membership_log_probabilities(features[unique], W, b, perception),
-                                           in_set[unique])
+                probs = condition_on_seeds(self.draw_log_probabilities(features[unique], params), in_set[unique])
             return probs[:, inverse, clusters]
 
-        mean, low, high = summarize_columns(m * k, draws_of, W.shape[0], ci)
+        mean, low, high = summarize_columns(m * k, draws_of, n_draws, ci)
         mean, low, high = (v.reshape(m, k) for v in (mean, low, high))
         chosen = mean.argmax(axis=1)
         pick = np.arange(m)
