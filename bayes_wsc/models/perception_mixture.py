@@ -223,5 +223,7 @@ class PerceptionMixture(PerceptionClustering):
     def draw_log_probabilities(self, features: np.ndarray, params: dict, perception=None) -> np.ndarray:
         """log P(z = k | x) for the draws in `params` (leading axis S) -> (S, m, K)."""
         perception = self._perception(perception)
-        return membership_log_probabilities(features, params["A"], params["B"], params["sd"], params["pi"],
-                                            params["pi_group"], perception)
+        A = params["A"]
+        pi_group = params["pi_group"] if "pi_group" in params else np.ones((*A.shape[:-2], 1))
+        return membership_log_probabilities(features, A, params["B"], params["sd"], params["pi"], pi_group,
+                                            perception)
