@@ -220,7 +220,7 @@ def cmd_predict(args) -> None:
         est = load(args.fit)
         options = {"ci": args.ci}
         if args.overlap_threshold is not None:
-            if est.model_name != "perception":
+            if not est.model_name.startswith("perception"):
                 from bayes_wsc.errors import InputError
 
                 raise InputError(f"--overlap-threshold is for perception fits; {args.fit!r} holds a "

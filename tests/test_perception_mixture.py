@@ -154,7 +154,10 @@ def test_memberships_predict_checks_and_round_trip(model_study, fits, tmp_path):
     assert not est.checks_.empty and "seed_neighbours" in set(est.checks_["check"])
     assert "items" in est.idata_.log_likelihood
     path = est.save(tmp_path / "fit.nc")
-    again = PerceptionMixture.load(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FitWarning)  # every setting is known to the loader
+        again = PerceptionMixture.load(path)
+    assert again.get_params() == est.get_params()
     pd.testing.assert_frame_equal(again.predict(study.items.head(5)), out)
 
 
@@ -193,3 +196,29 @@ def test_distractor_study_shapes():
     assert not study.membership[:, 2][study.membership[:, :2].any(axis=1)].any()
     with pytest.raises(InputError, match="n_dominant"):
         simulate_distractor_study(n_distractor_features=2, n_dominant=4)
+
+
+def test_cli_fits_the_mixture_and_writes_its_report(tmp_path, capsys):
+    from bayes_wsc.cli import main
+
+    study, _ = simulate_mixture_model(n_items=120, n_features=3, groups=2, seeds_per_cluster=5, seed=1)
+    paths = {}
+    for name in ("items", "seeds", "perception"):
+        paths[name] = tmp_path / f"{name}.csv"
+        getattr(study, name).to_csv(paths[name], index=False)
+
+    def run(*extra):
+        try:
+            return main([str(a) for a in ("fit", "perception", "--items", paths["items"], "--seeds", paths["seeds"],
+                                          "--perception", paths["perception"], *extra)])
+        except SystemExit as exit_:
+            return exit_.code
+
+    assert run("--out", tmp_path / "fit.nc", "--formulation", "mixture", "--groups", 2) in (0, None)
+    fit = PerceptionMixture.load(tmp_path / "fit.nc")
+    assert fit.groups == 2 and fit.seed_weight == 1.0
+    fit.write_report(tmp_path / "report")
+    assert "seeded mixture" in (tmp_path / "report" / "report.html").read_text()
+    capsys.readouterr()
+    assert run("--out", tmp_path / "other.nc", "--groups", 2) == 2  # a mixture setting without the mixture
+    assert "--formulation mixture" in capsys.readouterr().err
