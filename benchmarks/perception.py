@@ -112,16 +112,20 @@ def run_methods(study, *, seed: int, nuts: bool = False, npe: bool = True, nuts_
         result = bp.npe(data, seed=seed)
         out.append(score("npe_kmeans", bp.one_hot(bp.embedding_kmeans(result, data, seed=seed), k), None, truth,
                          rows, time.perf_counter() - t0, converged=result.converged))
-    fits = {"bayes_map": {}, "bayes_laplace": {"method": "laplace"}, "nonneg_map": {"model_file": str(VARIANT)}}
+    from bayes_wsc.models.perception_mixture import PerceptionMixture
+
+    fits = {"bayes_map": (PerceptionClustering, {}), "bayes_laplace": (PerceptionClustering, {"method": "laplace"}),
+            "nonneg_map": (PerceptionClustering, {"model_file": str(VARIANT)}),
+            **{name: (PerceptionMixture, settings) for name, settings in MIXTURES.items()}}
     if nuts:
-        fits["bayes_nuts"] = {"method": "nuts", "progressbar": False, **(nuts_settings or {})}
-    for name, settings in fits.items():
+        fits["bayes_nuts"] = (PerceptionClustering, {"method": "nuts", "progressbar": False, **(nuts_settings or {})})
+    for name, (model, settings) in fits.items():
         if name not in want and not (name == "bayes_map" and "bayes_map_top" in want):
             continue
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FitWarning)
-            est = PerceptionClustering(seed=seed, **settings).fit(data)
+            est = model(seed=seed, **settings).fit(data)
         seconds = time.perf_counter() - t0
         probs = est.memberships(use_seeds=False)[[f"prob_{c}" for c in data.clusters]].to_numpy()
         extra = {"warnings": sum(issubclass(w.category, FitWarning) for w in caught)}
@@ -131,19 +135,6 @@ def run_methods(study, *, seed: int, nuts: bool = False, npe: bool = True, nuts_
             out.append(score(name, bp.threshold_clusters(probs, THRESHOLD), probs, truth, rows, seconds, **extra))
         if name == "bayes_map" and "bayes_map_top" in want:
             out.append(score("bayes_map_top", bp.one_hot(probs.argmax(1), k), probs, truth, rows, seconds))
-    for name, settings in MIXTURES.items():
-        if name not in want:
-            continue
-        from bayes_wsc.models.perception_mixture import PerceptionMixture
-
-        t0 = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", FitWarning)
-            est = PerceptionMixture(seed=seed, **settings).fit(data)
-        seconds = time.perf_counter() - t0
-        probs = est.memberships(use_seeds=False)[[f"prob_{c}" for c in data.clusters]].to_numpy()
-        out.append(score(name, bp.threshold_clusters(probs, THRESHOLD), probs, truth, rows, seconds,
-                         warnings=sum(issubclass(w.category, FitWarning) for w in caught)))
     return out
 
 

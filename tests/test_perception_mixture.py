@@ -12,7 +12,6 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.special import logsumexp
 from scipy.stats import norm
 
 from bayes_wsc.data.seeded import SeedSets

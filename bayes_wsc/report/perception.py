@@ -229,10 +229,10 @@ def _weights_section(est, ci: float) -> Section:
     if _weights_name(est) == "A":
         words = ("A is how far each perception feature shifts each standardized feature: the mean of cluster k "
                  "is A p_k plus the centre of the item's group.")
+        dots = (f" Each dot marks an entry whose {ci:.0%} HDI excludes zero." if settled is not None
+                else " A MAP fit has no intervals, so no entry is marked as settled.")
         return Section("The perception shifts", paragraphs=[words], figures=[(
-            plot_weights(est, ci=ci), f"Posterior mean of A, the {TOP_FEATURES} features with the largest shifts."
-            + (" Each dot marks an entry whose {:.0%} HDI excludes zero.".format(ci) if settled is not None
-               else " A MAP fit has no intervals, so no entry is marked as settled."))])
+            plot_weights(est, ci=ci), f"Posterior mean of A, the {TOP_FEATURES} features with the largest shifts.{dots}")])
     marks = (" Each dot marks an entry whose {:.0%} HDI excludes zero ({} of {}); the others may have either "
              "sign.".format(ci, int(settled.sum()), settled.size) if settled is not None else
              " A MAP fit has no intervals, so no entry is marked as settled.")
