@@ -4,7 +4,7 @@
     python benchmarks/aggregation_check.py --parts cces,sims --alternatives
     python benchmarks/aggregation_check.py --parts cces --specs paper,religion,ideology \\
         --groupings state,state_gender,state_age,state_age_gender \\
-        --cces-out benchmarks/results/aggregation_check_cces_sweep.csv
+        --cces-out benchmarks/out/aggregation_check_cces_sweep.csv
     python benchmarks/aggregation_check.py --parts cost --repeats 3
 
 Parts:
@@ -27,7 +27,8 @@ cost    seconds of one MAP fit of the full data (its program built, as for new d
 
 Groups and HE (logit of each group's vote share) are built as in table1_real_data.py.
 
-Results go to benchmarks/results/aggregation_check_{cces,sims,cost}.csv; the figures are in
+Rows per split and per simulation go to benchmarks/out/aggregation_check_{cces,sims}.csv (git-ignored),
+the summary tables to benchmarks/results/aggregation_check_{cces_summary,cost}.csv; the figures are in
 benchmarks/RESULTS.md.
 """
 
@@ -48,8 +49,9 @@ from bayes_wsc.checks.aggregation import PHI_MAX, aggregation_bias_check
 from bayes_wsc.data.grouped import GroupedCounts
 from bayes_wsc.errors import FitWarning
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import HERE, OUT, RESULTS  # noqa: E402
+
 CCES_SETTINGS = {"wh": float("inf"), "w_concentration": 2.0}
 
 
@@ -203,13 +205,14 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--alternatives", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cces-out", type=Path, default=RESULTS / "aggregation_check_cces.csv")
+    parser.add_argument("--cces-out", type=Path, default=OUT / "aggregation_check_cces.csv")
     args = parser.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
 
     def log(message):
         print(message, flush=True)
 
+    OUT.mkdir(parents=True, exist_ok=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     if "cces" in parts:
         cces = run_cces(args.specs.split(","), args.groupings.split(","), args.splits, args.seed,
@@ -230,9 +233,12 @@ def main(argv=None) -> int:
             summary = summary.join(extra)
         log(f"\nCCES 2016, {args.splits} halvings of the states (flag: phi > {PHI_MAX:g}, p < 0.01)\n"
             + summary.round(3).to_string())
+        summary_csv = RESULTS / args.cces_out.name.replace(".csv", "_summary.csv")
+        summary.to_csv(summary_csv, float_format="%.4f")
+        log(f"wrote {args.cces_out} and {summary_csv}")
     if "sims" in parts:
         sims = run_sims(args.sims, args.seed, log)
-        sims.to_csv(RESULTS / "aggregation_check_sims.csv", index=False, float_format="%.4f")
+        sims.to_csv(OUT / "aggregation_check_sims.csv", index=False, float_format="%.4f")
         log(f"\nsimulated from the model: flagged {int(sims['flagged'].sum())} of {len(sims)}; phi "
             f"{sims['phi'].min():.3f}-{sims['phi'].max():.3f}; p < 0.05 in {int((sims['p_value'] < 0.05).sum())}")
     if "cost" in parts:

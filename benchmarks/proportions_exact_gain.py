@@ -9,8 +9,8 @@ emission. The same replicate's data serve every method (paired differences).
 
     nice -n 10 python benchmarks/proportions_exact_gain.py --reps 20
 
-Appends to benchmarks/results/proportions_exact_gain.csv; prints the mean paired gains with their
-standard errors and writes proportions_exact_gain_summary.csv.
+Appends to benchmarks/out/proportions_exact_gain.csv (git-ignored); prints the mean paired gains with their
+standard errors and writes benchmarks/results/proportions_exact_gain_summary.csv.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, RESULTS  # noqa: E402
+
 SIGMAS = (2, 4, 8, 16, 32, 64)
 
 
@@ -71,9 +72,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--classes", default="2,3")
-    parser.add_argument("--out", default=str(RESULTS / "proportions_exact_gain.csv"))
+    parser.add_argument("--out", default=str(OUT / "proportions_exact_gain.csv"))
     args = parser.parse_args(argv)
     out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.mkdir(exist_ok=True)
     done = set()
     if out.exists():
         previous = pd.read_csv(out)
