@@ -233,7 +233,8 @@ def main(argv=None) -> int:
             summary = summary.join(extra)
         log(f"\nCCES 2016, {args.splits} halvings of the states (flag: phi > {PHI_MAX:g}, p < 0.01)\n"
             + summary.round(3).to_string())
-        summary_csv = RESULTS / args.cces_out.name.replace(".csv", "_summary.csv")
+        summary_csv = (RESULTS if args.cces_out.parent == OUT else args.cces_out.parent) / args.cces_out.name.replace(
+            ".csv", "_summary.csv")
         summary.to_csv(summary_csv, float_format="%.4f")
         log(f"wrote {args.cces_out} and {summary_csv}")
     if "sims" in parts:

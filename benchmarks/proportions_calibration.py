@@ -102,7 +102,9 @@ def main(argv=None) -> int:
             print(f"{config} rep {rep}: {np.mean([r['covered'] for r in rows]):.2f} covered, "
                   f"R-hat {rows[0]['rhat_max']}", flush=True)
     summary = summarize(pd.read_csv(out))
-    summary.to_csv(RESULTS / "proportions_calibration_summary.csv", index=False)
+    summary_csv = (RESULTS / "proportions_calibration_summary.csv" if out == OUT / "proportions_calibration.csv"
+                   else out.with_name(out.stem + "_summary.csv"))  # rows of another run: their summary beside them
+    summary.to_csv(summary_csv, index=False)
     print("command: python benchmarks/proportions_calibration.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv)))
     print(summary.round(3).to_string(index=False))
     return 0

@@ -99,7 +99,9 @@ def main(argv=None) -> int:
                          gain_l.groupby(["classes", "sigma"]).agg(["mean", "sem"]).add_prefix("logistic gain ")], axis=1)
     errors = table.pivot_table(index=["classes", "sigma"], columns="method", values="mean_error").add_prefix("mean error ")
     summary = summary.join(errors)
-    summary.to_csv(RESULTS / "proportions_exact_gain_summary.csv")
+    summary_csv = (RESULTS / "proportions_exact_gain_summary.csv" if out == OUT / "proportions_exact_gain.csv"
+                   else out.with_name(out.stem + "_summary.csv"))  # rows of another run: their summary beside them
+    summary.to_csv(summary_csv)
     print("command: python benchmarks/proportions_exact_gain.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv)))
     with pd.option_context("display.width", 220, "display.max_columns", 20):
         print(summary.round(4).to_string())

@@ -165,8 +165,9 @@ def report(args) -> None:
     table = pd.concat([pd.read_csv(p) for p in parts])
     summary = (table.groupby(["dataset", "method", "sigma"])["accuracy"]
                .agg(mean="mean", se=lambda a: a.std(ddof=1) / np.sqrt(len(a)), folds="count").reset_index())
-    RESULTS.mkdir(exist_ok=True)
-    summary.to_csv(RESULTS / "proportions_sec4_summary.csv", index=False)
+    summary_csv = RESULTS / "proportions_sec4_summary.csv" if Path(args.out) == OUT else Path(args.out) / "summary.csv"
+    summary_csv.parent.mkdir(exist_ok=True)
+    summary.to_csv(summary_csv, index=False)
     datasets = list(dict.fromkeys(table["dataset"]))
     fig = Figure(figsize=(6.5 * len(datasets), 4.8), layout="constrained")
     FigureCanvasAgg(fig)
@@ -188,7 +189,7 @@ def report(args) -> None:
     wide = summary.pivot_table(index=["dataset", "method"], columns="sigma", values="mean").round(3)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(wide.to_string())
-    print("wrote", RESULTS / "proportions_sec4_summary.csv", "and", Path(args.out) / "proportions_sec4.png")
+    print("wrote", summary_csv, "and", Path(args.out) / "proportions_sec4.png")
 
 
 def main(argv=None) -> int:
