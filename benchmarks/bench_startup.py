@@ -52,6 +52,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
 from output_paths import OUT, RESULTS  # noqa: E402
+
 CLI = str(Path(sys.executable).with_name("bayes-wsc"))
 
 
