@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import importlib
 import importlib.util
 import inspect
 import json
@@ -25,19 +24,15 @@ from pathlib import Path
 from typing import ClassVar, NamedTuple
 
 from bayes_wsc import checks as criticism
-from bayes_wsc import diagnostics, inference
+from bayes_wsc import diagnostics, inference, registry
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import FitWarning, InputError
 
 METHODS = ("map", "nuts", "laplace")
 #: where NUTS chains start: all at the best MAP, or chain c at the optimum of MAP restart c
 CHAIN_STARTS = ("map", "restarts")
-#: model name -> "module:Class", imported only when needed
-REGISTRY = {"wsc": "bayes_wsc.models.wsc:WSC"}
-REGISTRY["experts"] = "bayes_wsc.models.experts:NoisyExperts"
-REGISTRY["pcmix"] = "bayes_wsc.models.pcmix:PCMixture"
-REGISTRY["proportions"] = "bayes_wsc.models.proportions:ProportionsClassifier"
-REGISTRY["perception"] = "bayes_wsc.models.perception:PerceptionClustering"
+#: model name -> "module:Class", imported only when needed (from `registry.MODELS`)
+REGISTRY = {spec.name: spec.estimator for spec in registry.MODELS}
 #: the seed of a fit given none: identical data and settings give identical results (seed=None draws a fresh one)
 DEFAULT_SEED = 0
 
@@ -80,6 +75,8 @@ class Estimator:
     laplace_local: ClassVar[tuple[str, ...]] = ()
     #: the command-line option of a model setting whose option is not its name with dashes (`--set` errors)
     setting_options: ClassVar[dict[str, str]] = {}
+    #: settings of this model's `predict` beyond `ci` that `bayes-wsc predict` may pass (its model-specific options)
+    predict_options: ClassVar[tuple[str, ...]] = ()
     #: the data container `fit` takes (`GroupedCounts`...): anything else is refused before any work
     data_class: ClassVar[type | None] = None
 
@@ -1069,10 +1066,9 @@ def load(path):
     check_path(path, "load")
     idata = inference.load(path)
     name = idata.posterior.attrs["model"]
-    if not isinstance(name, str) or name not in REGISTRY:
+    if not isinstance(name, str) or name not in registry.NAMES:
         raise InputError(f"fit file {str(path)!r} holds a model {name!r} that this version does not know")
-    module_name, class_name = REGISTRY[name].split(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
+    cls = registry.get(name).estimator_class()
     return cls.from_idata(idata, source=f"fit file {str(path)!r}")
 
 

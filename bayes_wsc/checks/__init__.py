@@ -3,7 +3,7 @@
 A check puts a statistic of the observed data beside the same statistic of
 data replicated from the fit: posterior draws (subsampled; a MAP fit's one
 point for every replicate), with every latent class drawn anew, never copied
-from the data. Each model's module (`checks/<model>.py`, named in `MODULES`)
+from the data. Each model's module (`checks/<model>.py`, registered in `registry.py`)
 says which statistics it replicates (`replicate`) and which rows it reports
 (`rows`); this module draws the replicates, turns statistics into p-values
 and rows, and runs a model's checks at fit time or on a saved fit.
@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc import inference
+from bayes_wsc import inference, registry
 from bayes_wsc.errors import InputError
 
 #: replicated data sets per check (posterior draws are subsampled to about this many)
@@ -57,9 +57,8 @@ COLUMNS = ("check", "statistic", "reference", "p_value", "flagged", "message", "
 REQUIRED_COLUMNS = COLUMNS[:6]
 #: an omnibus check flags only when the observed discrepancy is more than this many times the replicates'
 PHI_TOLERANCE = 2.0
-#: model name -> the module with its `replicate` and `rows`
-MODULES = {"wsc": "bayes_wsc.checks.wsc", "experts": "bayes_wsc.checks.experts", "pcmix": "bayes_wsc.checks.pcmix",
-           "proportions": "bayes_wsc.checks.proportions", "perception": "bayes_wsc.checks.perception"}
+#: model name -> the module with its `replicate` and `rows` (from `registry.MODELS`)
+MODULES = {spec.name: spec.checks for spec in registry.MODELS}
 
 _RUNNING = contextvars.ContextVar("bayes_wsc_checks_running", default=False)
 

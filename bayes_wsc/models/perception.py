@@ -241,6 +241,7 @@ class PerceptionClustering(Estimator):
     bounds = {"pi": (0.0, 1.0)}
     estimands = ["pi", "W", "b"]
     unit_dims = ("item", "seed_item")
+    predict_options = ("overlap_threshold",)
 
     def __init__(self, *, weight_scale=3.0, intercept_sd=1.0, overlap_threshold=OVERLAP_THRESHOLD, restarts=3,
                  **kwargs):
