@@ -97,6 +97,6 @@ def public_names() -> dict[str, str]:
     for spec in MODELS:
         for target in (spec.estimator, spec.data):
             names[target.partition(":")[2]] = target
-    names.update({"load": "bayes_wsc.estimator:load", "compare": "bayes_wsc.estimator:compare",
+    names.update({"load": "bayes_wsc.estimator:load", "compare": "bayes_wsc.comparison:compare",
                   "InputError": "bayes_wsc.errors:InputError", "FitWarning": "bayes_wsc.errors:FitWarning"})
     return names

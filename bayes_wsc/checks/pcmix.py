@@ -52,7 +52,7 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
     NumPy, the model these checks replicate from (`model_terms`)."""
     from scipy.special import logsumexp
 
-    from bayes_wsc.models.pcmix import component_logp_draws
+    from bayes_wsc.maths.pcmix import component_logp_draws
 
     pi, mean_z, sd_z, rho = _standardized(data, params)
     with np.errstate(divide="ignore"):

@@ -232,8 +232,9 @@ def targeted() -> list:
 def aggregation_rows(est, data, seed: int, check=None) -> list[Check]:
     """`checks.aggregation.aggregation_bias_check` as a row; `check` replaces it in tests.
 
-    It gets the model settings it knows (wh, mu_prior, w_concentration) and, from a MAP fit of the
-    package's own model, the fit's point, so that it needs no refit.
+    It gets the estimator's class (what it refits when it must), the model settings it knows (wh,
+    mu_prior, w_concentration) and, from a MAP fit of the package's own model, the fit's point, so that
+    it needs no refit.
     """
     from bayes_wsc.checks.aggregation import SETTINGS, aggregation_bias_check
     from bayes_wsc.model_terms import replaced
@@ -245,7 +246,7 @@ def aggregation_rows(est, data, seed: int, check=None) -> list[Check]:
                       f"{'is' if len(own) == 1 else 'are'} not known to be the default's.")]
     check = aggregation_bias_check if check is None else check
     settings = {k: v for k, v in est.build_settings().items() if k in SETTINGS}
-    result = check(data, settings, seed=seed, map_point=map_point(est))
+    result = check(data, settings, model=type(est), seed=seed, map_point=map_point(est))
     return [Check(**{k: result.get(k, float("nan")) for k in COLUMNS})]
 
 
