@@ -11,6 +11,7 @@ prefix covers fails until ARCHITECTURE.md and `LAYERS` place it.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,11 @@ def test_the_rule_catches_a_climbing_import(tmp_path):
     assert found == {"bayes_wsc.models.wsc", "bayes_wsc.cli"}
     assert layer_of(PACKAGE / "data" / "fake.py") < layer_of(MODULES["bayes_wsc.models.wsc"])
     assert layer_of(PACKAGE / "checks" / "__init__.py") < layer_of(PACKAGE / "checks" / "wsc.py")
+
+
+def test_architecture_states_these_layers():
+    """ARCHITECTURE.md's "Layers" table lists the layers of `LAYERS`, in the same order."""
+    text = (PACKAGE.parent / "ARCHITECTURE.md").read_text()
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    stated = [m.group(1) for m in re.finditer(r"^\| \d+ \| ([^|]+?) \|", section, re.MULTILINE)]
+    assert [s.lower() for s in stated] == [name.lower() for name, _ in LAYERS]
