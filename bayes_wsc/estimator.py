@@ -1,13 +1,13 @@
 """The lifecycle every model shares: settings in `__init__`, `fit`, `summary`, `save`, `load`.
 
 `Estimator` is the contract of a model. A subclass must define what no
-default can give (`CONTRACT`, declared with `abc.abstractmethod`):
+default can give, declared here with `abc.abstractmethod`:
 `build_model(data)` (a `pm.Model`), `data_groups(data)` (what of the data
 goes into the fit, so that a saved fit can be reloaded, predicted from and
 checked), `data_from_fit()` (that data rebuilt from the fit, which the checks
 and reports read) and `predict(items, *, ci)` (per-item answers for new items,
 what `bayes-wsc predict` writes), and the class attributes `model_name`,
-`estimands` and `data_class`. A class that lacks one fails when it is
+`estimands` and `data_class` (`REQUIRED_ATTRIBUTES`). A class that lacks one fails when it is
 defined, naming what it lacks (`__init_subclass__`); a class meant as a base
 of models says `class Base(Estimator, abstract=True)`. Every other hook has
 a default that is right for any model.
