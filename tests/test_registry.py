@@ -90,3 +90,18 @@ def test_a_base_of_models_may_be_abstract_and_its_models_are_checked():
             estimands, data_class = [], object
     with pytest.raises(TypeError):
         Base()
+
+
+def test_predict_passes_a_model_option_only_to_a_model_that_declares_it():
+    """`bayes-wsc predict --overlap-threshold`: the models taking it are those whose estimator lists it in
+    `predict_options`; any other fit refuses it in one line."""
+    from types import SimpleNamespace
+
+    from bayes_wsc import InputError, PerceptionClustering, WSC
+    from bayes_wsc.cli import _predict_options
+
+    args = SimpleNamespace(overlap_threshold=0.4, fit="fit.nc")
+    with pytest.raises(InputError, match="^--overlap-threshold is for perception fits; 'fit.nc' holds a 'wsc' fit$"):
+        _predict_options(args, WSC())
+    assert _predict_options(args, PerceptionClustering()) == {"overlap_threshold": 0.4}
+    assert _predict_options(SimpleNamespace(overlap_threshold=None, fit="fit.nc"), WSC()) == {}
