@@ -333,7 +333,7 @@ PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 def cmd_ppc(args) -> None:
     from pathlib import Path
 
-    from bayes_wsc import checks, inference
+    from bayes_wsc import criticism, inference
     from bayes_wsc.errors import InputError
     from bayes_wsc.estimator import load
 
@@ -341,7 +341,7 @@ def cmd_ppc(args) -> None:
         if Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
             raise InputError(f"--plot {args.plot!r} must end in one of {', '.join(PLOT_SUFFIXES)}")
     est = load(args.fit)
-    ppc = checks.posterior_predictive(est, draws=args.draws, seed=args.seed)  # ArviZ only for --plot
+    ppc = criticism.posterior_predictive(est, draws=args.draws, seed=args.seed)  # ArviZ only for --plot
     path = inference.save(ppc, args.out)
     names = ", ".join(ppc.posterior_predictive.data_vars)
     print(f"wrote {ppc.posterior_predictive.sizes['chain'] * ppc.posterior_predictive.sizes['draw']} replicates of "

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
-from bayes_wsc import checks as criticism
+from bayes_wsc import criticism
 from bayes_wsc import diagnostics, inference, registry
 from bayes_wsc.comparison import compare  # noqa: F401  (bayes_wsc.compare, kept importable from here)
 from bayes_wsc.defaults import DEFAULT_CI

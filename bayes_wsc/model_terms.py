@@ -64,7 +64,7 @@ def likelihood_terms(est, posterior: dict, data, model=None) -> dict[str, str]:
     built model is `model` (None when it was not built)."""
     from bayes_wsc import registry
 
-    module = registry.get(est.model_name).module("checks")  # the model's checks module, as `checks.module_of`
+    module = registry.get(est.model_name).module("checks")  # the model's checks module, as `criticism.module_of`
     recorded = {k[len(LOG_LIKELIHOOD_PREFIX):]: v for k, v in compared_draws(posterior, posterior).items()
                 if k.startswith(LOG_LIKELIHOOD_PREFIX)}
     params = compared_draws(posterior, [k for k in posterior if not k.startswith(LOG_LIKELIHOOD_PREFIX)])

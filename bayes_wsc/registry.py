@@ -1,6 +1,6 @@
 """Every model of the package, registered once: its name and where each of its parts lives.
 
-The loader (`estimator.load`), the checks (`checks.MODULES`), the command
+The loader (`estimator.load`), the checks (`criticism.MODULES`), the command
 line (`bayes-wsc fit | path | simulate | baseline`), `bayes_wsc.__all__` and
 the tests that every model must pass all read this table, so a new model is
 known everywhere by one entry in `MODELS`.
@@ -30,7 +30,7 @@ class ModelSpec:
     estimator, data : "module:Class" of the `Estimator` subclass and of the data container its `fit` takes.
     commands : the module of `bayes-wsc fit NAME` (`add_parser`, `run`; optionally the path, simulate and
         baseline commands).
-    checks : the module of the model's checks (`replicate`, `rows`; see `checks/__init__.py`).
+    checks : the module of the model's checks (`replicate`, `rows`; see `criticism.py`).
     report : the module of the model's HTML report (`write_report`).
     simulate : the module of its paper's simulation study.
     example_data : "module:function" of `function(seed)`, a small simulated data container of the model.

@@ -12,7 +12,8 @@ from scipy.special import expit, logsumexp
 from scipy.stats import norm
 
 import bayes_wsc
-from bayes_wsc import checks, inference
+from bayes_wsc import criticism as checks
+from bayes_wsc import inference
 from bayes_wsc.checks.wsc import aggregation_rows
 from bayes_wsc.cli import main
 from bayes_wsc.data.labeled import LabeledItems

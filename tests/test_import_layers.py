@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("data", ("data/",)),
     ("maths", ("maths/",)),
     ("inference", ("inference.py", "posterior.py", "diagnostics.py", "map_program.py", "laplace.py", "fit.py",
-                   "likelihoods.py", "model_terms.py", "comparison.py", "checks/__init__.py")),
+                   "likelihoods.py", "model_terms.py", "comparison.py", "criticism.py")),
     ("baselines", ("baselines/",)),
     ("reports", ("report/",)),
     ("estimator", ("estimator.py", "sbc.py")),
@@ -147,7 +147,6 @@ def test_the_rule_catches_a_climbing_import(tmp_path):
     found = {t for t, _ in imports("bayes_wsc.data.fake", fake, MODULES)}
     assert found == {"bayes_wsc.models.wsc", "bayes_wsc.cli"}
     assert layer_of(PACKAGE / "data" / "fake.py") < layer_of(MODULES["bayes_wsc.models.wsc"])
-    assert layer_of(PACKAGE / "checks" / "__init__.py") < layer_of(PACKAGE / "checks" / "wsc.py")
 
 
 def test_architecture_states_these_layers():

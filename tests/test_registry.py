@@ -14,7 +14,7 @@ import pytest
 
 import bayes_wsc
 from bayes_wsc import registry
-from bayes_wsc.checks import MODULES
+from bayes_wsc.criticism import MODULES
 from bayes_wsc.commands import FIT_COMMANDS
 from bayes_wsc.estimator import REGISTRY, Estimator
 

@@ -34,11 +34,11 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from bayes_wsc.checks import COLUMNS, Check, Replicates
-from bayes_wsc.checks import likelihood_terms as fit_terms
+from bayes_wsc.criticism import COLUMNS, Check, Replicates
+from bayes_wsc.criticism import likelihood_terms as fit_terms
 from bayes_wsc.model_terms import DEFAULT
 
-#: the replicates feed `ppc` only: `checks.run` skips them at fit time
+#: the replicates feed `ppc` only: `criticism.run` skips them at fit time
 REPLICATE_ROWS = False
 #: the first model's terms that `likelihood_terms` tells apart (the fit's attrs `likelihood_terms`)
 TERMS = ("clicks", "he", "group_quality")
@@ -202,7 +202,7 @@ def _own_he(est, n_rep: int, rng: np.random.Generator) -> tuple[np.ndarray | Non
     same draws as the other replicates, or None and why not: the model is not at hand (a loaded fit),
     declares no observed `he`, or its `he` cannot be sampled."""
     from bayes_wsc import model_terms
-    from bayes_wsc.checks import subsample
+    from bayes_wsc.criticism import subsample
 
     model = getattr(est, "_model", None)
     if model is None:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_wsc import checks as criticism
+from bayes_wsc import criticism
 from bayes_wsc import inference
 from bayes_wsc import status
 from bayes_wsc.errors import InputError
