@@ -48,6 +48,7 @@ import pandas as pd
 from bayes_wsc.checks.aggregation import PHI_MAX, aggregation_bias_check
 from bayes_wsc.data.grouped import GroupedCounts
 from bayes_wsc.errors import FitWarning
+from bayes_wsc.models.wsc import WSC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
 from output_paths import HERE, OUT, RESULTS  # noqa: E402
@@ -67,8 +68,6 @@ def table1():
 
 
 def fit_map(data: GroupedCounts, **settings):
-    from bayes_wsc.models.wsc import WSC
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         return WSC(method="map", seed=0, progressbar=False, **settings).fit(data)
@@ -119,7 +118,7 @@ def run_cces(specs, groupings, n_splits: int, seed: int, alternatives: bool, log
                 test = frame[frame["state"].isin(set(test_ids))]
                 data = table1().training_counts(train, behavior, grouping)
                 start = time.perf_counter()
-                row = aggregation_bias_check(data, dict(CCES_SETTINGS), seed=split)
+                row = aggregation_bias_check(data, model=WSC, settings=dict(CCES_SETTINGS), seed=split)
                 seconds = time.perf_counter() - start
                 # only now the held-out respondents' votes: what the flag foretold
                 rho = fit_map(data, **CCES_SETTINGS).idata_.posterior["rho"].values[0, 0]
@@ -140,7 +139,7 @@ def run_cces(specs, groupings, n_splits: int, seed: int, alternatives: bool, log
                     f"flagged {out['flagged']}; latent RMSE {out['latent_rmse']:.3f} vs null {out['null_rmse']:.3f}"
                     + (f"; flip {out['flip_share']:.3f} (x{out['flip_ratio']:.2f} the model's)" if alternatives else ""))
             # all 51 states at once: phi should not move with the number of groups
-            row = aggregation_bias_check(table1().training_counts(frame, behavior, grouping), dict(CCES_SETTINGS))
+            row = aggregation_bias_check(table1().training_counts(frame, behavior, grouping), model=WSC, settings=dict(CCES_SETTINGS))
             rows.append({"spec": spec, "grouping": grouping, "split": "all", "groups": frame[grouping].nunique(),
                          "phi": row["statistic"], "p_value": row["p_value"], "flagged": row["flagged"]})
             log(f"[{spec} {grouping}] all states: phi {row['statistic']:.2f} flagged {row['flagged']}")
@@ -156,7 +155,7 @@ def run_sims(n_sims: int, seed: int, log, wh: float = 10.0, n_groups: int = 500,
         data, _ = simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins, sigma_h=1 / np.sqrt(wh),
                                seed=seed * 1000 + rep)
         start = time.perf_counter()
-        row = aggregation_bias_check(data, {"wh": wh}, seed=rep)
+        row = aggregation_bias_check(data, model=WSC, settings={"wh": wh}, seed=rep)
         rows.append({"replicate": rep, "groups": n_groups, "items": items, "bins": n_bins, "wh": wh,
                      "phi": row["statistic"], "p_value": row["p_value"], "flagged": row["flagged"],
                      "check_seconds": time.perf_counter() - start})
@@ -178,11 +177,11 @@ def run_cost(sizes, repeats: int, log) -> pd.DataFrame:
             posterior = fit_map(data)._fitted().posterior
             fits.append(time.perf_counter() - start)
             start = time.perf_counter()
-            aggregation_bias_check(data, {"wh": 10.0}, seed=0)
+            aggregation_bias_check(data, model=WSC, settings={"wh": 10.0}, seed=0)
             checks.append(time.perf_counter() - start)
             point = {n: posterior[n].values[0, 0] for n in ("mu", "w0", "w1", "mu_scale")}
             start = time.perf_counter()
-            aggregation_bias_check(data, {"wh": 10.0}, map_point=point)
+            aggregation_bias_check(data, model=WSC, settings={"wh": 10.0}, map_point=point)
             given.append(time.perf_counter() - start)
         fit_s, check_s, given_s = (statistics.median(t) for t in (fits, checks, given))
         rows.append({"groups": n_groups, "items_per_group": items, "bins": n_bins, "map_seconds": fit_s,

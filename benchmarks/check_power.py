@@ -180,7 +180,7 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
 
 def cces_group_shares(splits: int = 5) -> pd.DataFrame:
     """The group-share discrepancy ratio on CCES 2016 halvings (see the module docstring)."""
-    from bayes_wsc import checks
+    from bayes_wsc import criticism as checks
 
     agg = script("aggregation_check")
     table1 = agg.table1()
