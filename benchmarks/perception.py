@@ -26,14 +26,16 @@ Methods, each scored on the items that are no seed:
 F-score per user cluster (the paper's metric) averaged over the clusters; Brier score of the membership
 probabilities (hard assignments count as 0/1). Rows are appended to benchmarks/out/perception_*.csv
 as they finish (--resume skips the (data set, method) pairs already there; --redo M,... drops method M's
-rows first; --methods M,... runs only those); the reliability plot pools the (item, cluster) cells.
-`--summarize` writes the small tables benchmarks/results/perception_studies.csv (method x study) and
-perception_reliability.csv.
+rows first; --methods M,... runs only those); the reliability plot (out/perception_reliability.png) pools
+the (item, cluster) cells. `--summarize` writes the summary tables results/perception_{distractor,simulated,
+digits}_summary.csv, results/perception_studies_reliability.csv (the distractor and simulated studies,
+conditional model against mixture) and results/perception_reliability.csv (the simulated study's curves).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -41,9 +43,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
-OUT = HERE / "out"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import HERE, OUT, RESULTS, require  # noqa: E402
+
 VARIANT = HERE.parent / "models" / "perception_nonnegative.py"
 THRESHOLD = 0.3
 LABELS = {"kmeans": "k-means on X", "seeded_gmm": "seeded mixture on X", "lpe_kmeans": "LPE + k-means",
@@ -282,10 +284,9 @@ def part_nuts_digits(args) -> None:
 
 
 def summarize() -> None:
-    """Print the tables, write results/perception_studies.csv and perception_reliability.csv (small)."""
+    """Print the tables and write the summary tables of the module docstring (small)."""
     from bayes_wsc.baselines.perception import reliability_table
 
-    studies = []
     for part in ("distractor", "simulated", "digits"):
         path = OUT / f"perception_{part}.csv"
         if not path.exists():
@@ -294,7 +295,7 @@ def summarize() -> None:
         by = table.groupby("method").agg(f_mean=("f_mean", "mean"), f_sd=("f_mean", "std"), brier=("brier", "mean"),
                                          seconds=("seconds", "median"), datasets=("dataset", "nunique"))
         by = by.reindex([m for m in LABELS if m in by.index])
-        studies.append(by.reset_index().assign(study=part))
+        by.rename(index=LABELS).to_csv(RESULTS / f"perception_{part}_summary.csv", float_format="%.4f")
         print(f"\n{part}: mean over data sets of the mean F-score per user cluster")
         print(by.rename(index=LABELS).round(3).to_string())
         wide = table.pivot_table(index="dataset", columns="method", values="f_mean")
@@ -304,9 +305,6 @@ def summarize() -> None:
                     diff = (wide[new] - wide[reference]).dropna()
                     print(f"{new} - {reference}: mean {diff.mean():+.3f} (se {diff.std() / np.sqrt(diff.count()):.3f}),"
                           f" ahead in {(diff > 0).sum()} of {diff.count()}")
-    if studies:
-        pd.concat(studies)[["study", "method", "f_mean", "f_sd", "brier", "seconds", "datasets"]].round(4).to_csv(
-            RESULTS / "perception_studies.csv", index=False)
     tables = []
     for part in ("distractor", "simulated"):
         for method in ("bayes_map", "mixture_g5", "mixture_laplace", "seeded_gmm"):
@@ -318,7 +316,23 @@ def summarize() -> None:
                 print(f"\nreliability, {part}, {LABELS[method]}")
                 print(table.round(3).to_string(index=False))
     if tables:
-        pd.concat(tables).round(4).to_csv(RESULTS / "perception_reliability.csv", index=False)
+        pd.concat(tables).round(4).to_csv(RESULTS / "perception_studies_reliability.csv", index=False)
+    curves = {}
+    for method in ("bayes_map", "bayes_nuts", "bayes_laplace", "seeded_gmm"):
+        path = OUT / f"perception_cells_simulated_{method}.csv"
+        if path.exists():
+            cells = pd.read_csv(path)
+            name = LABELS[method].split(" (")[0]
+            curves[name] = reliability_table(cells["p"].to_numpy(), cells["member"].to_numpy())
+            single = cells[cells["overlapping_item"] == 0]
+            curves[f"{name}, items in one cluster"] = reliability_table(single["p"].to_numpy(),
+                                                                        single["member"].to_numpy())
+    if curves:
+        from bayes_wsc.report.perception import plot_reliability
+
+        plot_reliability(curves).savefig(OUT / "perception_reliability.png", dpi=110)
+        pd.concat({name: table for name, table in curves.items()}, names=["curve"]).to_csv(
+            RESULTS / "perception_reliability.csv", float_format="%.4f")
     timing = OUT / "perception_timing.csv"
     if timing.exists():
         frame = pd.read_csv(timing)
@@ -359,8 +373,11 @@ def main(argv=None) -> None:
     parser.add_argument("--summarize", action="store_true", help="only print the tables and draw the figure")
     args = parser.parse_args(argv)
     RESULTS.mkdir(exist_ok=True)
-    OUT.mkdir(exist_ok=True)
-    if not args.summarize:
+    OUT.mkdir(parents=True, exist_ok=True)
+    if args.summarize:
+        require(OUT / "perception_simulated.csv", "python benchmarks/perception.py --part simulated --datasets 20 "
+                                                  "--nuts --resume")
+    else:
         parts = ("distractor", "simulated", "digits", "timing", "nuts_digits") if args.part == "all" else (args.part,)
         for part in parts:
             globals()[f"part_{part}"](args)

@@ -91,7 +91,7 @@ def test_numpy_memberships_match_the_model():
     per_item = recorded(**point(model, {"A": A, "B": B, "sd_excess": sd - 0.01, "pi": pi, "pi_group": pi_group}))
     log_probs = membership_log_probabilities(data.features, A, B, sd, pi, pi_group, data.perception)
     assert np.allclose(np.exp(log_probs).sum(axis=1), 1.0)
-    from bayes_wsc.checks.perception_mixture import default_log_likelihood
+    from bayes_wsc.checks.perception import default_log_likelihood
 
     est = PerceptionMixture(groups=2)
     computed = default_log_likelihood(est, data, {"A": A[None], "B": B[None], "sd": sd[None], "pi": pi[None],
@@ -157,6 +157,9 @@ def test_memberships_predict_checks_and_round_trip(model_study, fits, tmp_path):
         warnings.simplefilter("error", FitWarning)  # every setting is known to the loader
         again = PerceptionMixture.load(path)
     assert again.get_params() == est.get_params()
+    from bayes_wsc import load
+
+    assert isinstance(load(path), PerceptionMixture)  # a formulation of "perception": the settings say which
     pd.testing.assert_frame_equal(again.predict(study.items.head(5)), out)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayes_wsc.checks import Check, Replicates, p_value_upper, worst_element
+from bayes_wsc.criticism import Check, Replicates, p_value_upper, worst_element
 from bayes_wsc.posterior import CHUNK_FLOATS
 
 #: `seed_neighbours` flags a cluster whose seeds' share of same-cluster neighbours exceeds its replicates' by this
@@ -42,8 +42,15 @@ def variates(data) -> int:
     return int(2 * data.seed_items.size)
 
 
+#: the seeded mixture's parameters (`models/perception_mixture.py`), which the checks replicate from in its fits
+MIXTURE_PARAMETERS = ("A", "B", "sd", "pi", "pi_group")
+
+
 def parameters(posterior) -> list[str]:
-    return ["W", "b"]
+    """W and b of the conditional model; the seeded mixture's parameters in a fit of that formulation."""
+    if "W" in posterior or "A" not in posterior:
+        return ["W", "b"]
+    return [name for name in MIXTURE_PARAMETERS if name in posterior]
 
 
 def _draw(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -69,6 +76,33 @@ def neighbour_agreement(z: np.ndarray, near: np.ndarray, n_clusters: int) -> np.
 
 
 def default_log_likelihood(est, data, params: dict) -> np.ndarray:
+    """The fitted formulation's pointwise log-likelihood at the draws `params`: `conditional_log_likelihood`
+    or, in a fit of the seeded mixture, `mixture_log_likelihood`."""
+    if "W" not in params and "A" in params:
+        return mixture_log_likelihood(est, data, params)
+    return conditional_log_likelihood(est, data, params)
+
+
+def mixture_log_likelihood(est, data, params: dict) -> np.ndarray:
+    """The seeded mixture's per-item log-likelihood (S, n): log p(x_i) for an item that is no seed,
+    log p(x_i) + lam (log p(x_i, z_i in S_i) - log p(x_i)) for a seed, in NumPy (lam = `seed_weight`;
+    1: log p(x_i, z_i in S_i))."""
+    from scipy.special import logsumexp
+
+    from bayes_wsc.models.perception_mixture import joint_log_density_np
+
+    A = np.asarray(params["A"], dtype=float)
+    pi_group = np.asarray(params["pi_group"], dtype=float) if "pi_group" in params else np.ones((A.shape[0], 1))
+    joint = joint_log_density_np(data.features, A, np.asarray(params["B"], dtype=float),
+                                 np.asarray(params["sd"], dtype=float), np.asarray(params["pi"], dtype=float),
+                                 pi_group, data.perception)
+    log_x = logsumexp(joint, axis=-1)
+    log_seeds = logsumexp(np.where(data.seed_mask[None], joint, -np.inf), axis=-1)
+    lam = float(est.seed_weight)
+    return np.where(data.seeded[None], log_x + lam * (log_seeds - log_x), log_x)
+
+
+def conditional_log_likelihood(est, data, params: dict) -> np.ndarray:
     """The default model's per-seed log-likelihood at draws of W, b (S, m): log P(z_i in S_i | x_i)
     (`likelihoods.seed_sets_logp`), in NumPy, the model these checks replicate from (`model_terms`)."""
     from scipy.special import logsumexp

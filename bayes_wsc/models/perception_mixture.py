@@ -161,7 +161,7 @@ class PerceptionMixture(PerceptionClustering):
     pi[cluster] and pi_group[group]; `memberships()` and `predict(items)` as `PerceptionClustering`.
     """
 
-    model_name = "perception_mixture"
+    model_name = "perception"  # a formulation of the perception model: its fits load, check and report as one
     bounds = {"pi": (0.0, 1.0), "pi_group": (0.0, 1.0), "sd": (SD_FLOOR, math.inf)}
     estimands = ["pi", "A", "sd"]
     unit_dims = ("item",)
