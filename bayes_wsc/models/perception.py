@@ -10,7 +10,9 @@ z_i the item's cluster. The seeds are coarsened labels: an item she put in one s
 in it, one she put in two sets (her clusters overlap) in one of them, and its likelihood is the
 mixture over those sets (`likelihoods.seed_sets_logp`). Items that are no seed do not enter the
 likelihood: the model is a conditional model of the seed sets given the features, and its
-posterior an ordinary, proper one.
+posterior an ordinary, proper one. The other formulation, `models/perception_mixture.py` (`fit
+perception --formulation mixture`), learns from every item; benchmarks/RESULTS.md ("Learning from
+every item") measures when each is the better one.
 
 Since ||e_i||^2 is the same for every k, the logits are e_i . p_k - ||p_k||^2 / 2: a multinomial
 logistic regression whose cluster weights W p_k have prior covariance (s^2 / d) p_k . p_l, so
