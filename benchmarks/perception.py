@@ -19,7 +19,7 @@ Methods, each scored on the items that are no seed:
   nonneg_map    the non-negative variant (models/perception_nonnegative.py), MAP, the overlap rule
   bayes_nuts    the perception model, NUTS (4 x 1000 after 1000), posterior mean memberships, overlap rule
   bayes_laplace the perception model, Laplace approximation (1000 draws), overlap rule
-  mixture_gG    the seeded mixture of X (models/perception_mixture.py) with G groups, MAP, overlap rule
+  mixture_gG    the seeded mixture of X (PerceptionMixture, models/perception.py) with G groups, MAP, overlap rule
   mixture_g5_pc10  the same with 5 groups and the PC weight 10 on the seeds
   mixture_laplace  the seeded mixture (5 groups), Laplace approximation (1000 draws), overlap rule
 
@@ -114,7 +114,7 @@ def run_methods(study, *, seed: int, nuts: bool = False, npe: bool = True, nuts_
         result = bp.npe(data, seed=seed)
         out.append(score("npe_kmeans", bp.one_hot(bp.embedding_kmeans(result, data, seed=seed), k), None, truth,
                          rows, time.perf_counter() - t0, converged=result.converged))
-    from bayes_wsc.models.perception_mixture import PerceptionMixture
+    from bayes_wsc.models.perception import PerceptionMixture
 
     fits = {"bayes_map": (PerceptionClustering, {}), "bayes_laplace": (PerceptionClustering, {"method": "laplace"}),
             "nonneg_map": (PerceptionClustering, {"model_file": str(VARIANT)}),
@@ -247,7 +247,7 @@ def part_timing(args) -> None:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     if method.startswith("mixture"):
-                        from bayes_wsc.models.perception_mixture import PerceptionMixture
+                        from bayes_wsc.models.perception import PerceptionMixture
 
                         est = PerceptionMixture(seed=run, **MIXTURES["mixture_g5"]).fit(data)
                     else:

@@ -1,4 +1,4 @@
-"""The seeded mixture of X for feature-level supervision (issue 29, `models/perception_mixture.py`).
+"""The seeded mixture of X for feature-level supervision (issue 29, `PerceptionMixture` in `models/perception.py`).
 
 Default tier: the marginalized likelihood against brute-force enumeration of every item's (cluster,
 group) on tiny data, with and without the PC weight; the NumPy memberships against the model's graph;
@@ -16,7 +16,9 @@ from scipy.stats import norm
 
 from bayes_wsc.data.seeded import SeedSets
 from bayes_wsc.errors import FitWarning, InputError
-from bayes_wsc.models.perception_mixture import PerceptionMixture, build_model, membership_log_probabilities
+from bayes_wsc.models.perception import PerceptionMixture
+from bayes_wsc.models.perception import build_mixture_model as build_model
+from bayes_wsc.models.perception import mixture_log_probabilities as membership_log_probabilities
 from bayes_wsc.simulate.perception import simulate_distractor_study, simulate_mixture_model
 
 

@@ -42,7 +42,7 @@ def variates(data) -> int:
     return int(2 * data.seed_items.size)
 
 
-#: the seeded mixture's parameters (`models/perception_mixture.py`), which the checks replicate from in its fits
+#: the seeded mixture's parameters (`PerceptionMixture`), which the checks replicate from in its fits
 MIXTURE_PARAMETERS = ("A", "B", "sd", "pi", "pi_group")
 
 
@@ -89,7 +89,7 @@ def mixture_log_likelihood(est, data, params: dict) -> np.ndarray:
     1: log p(x_i, z_i in S_i))."""
     from scipy.special import logsumexp
 
-    from bayes_wsc.models.perception_mixture import joint_log_density_np
+    from bayes_wsc.models.perception import joint_log_density_np
 
     A = np.asarray(params["A"], dtype=float)
     pi_group = np.asarray(params["pi_group"], dtype=float) if "pi_group" in params else np.ones((A.shape[0], 1))

@@ -52,7 +52,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--restarts", type=positive_int, default=3, help="MAP starts (default 3)")
     model.add_argument("--formulation", choices=("conditional", "mixture"), default="conditional",
                        help="conditional (default): a model of the seed sets given the features, fitted on the seeds; "
-                            "mixture: a seeded mixture of the features of every item (models/perception_mixture.py), "
+                            "mixture: a seeded mixture of the features of every item (PerceptionMixture, models/perception.py), "
                             "the better one when the user's clusters shift the features (README, Perception)")
     model.add_argument("--groups", type=positive_int, default=None,
                        help="--formulation mixture: groups of the features' own structure (default 5)")
@@ -86,7 +86,7 @@ def run(args) -> None:
     threshold = OVERLAP_THRESHOLD if args.overlap_threshold is None else args.overlap_threshold
     if args.formulation == "mixture":
         from bayes_wsc.errors import InputError
-        from bayes_wsc.models.perception_mixture import DEFAULT_GROUPS, PerceptionMixture
+        from bayes_wsc.models.perception import DEFAULT_GROUPS, PerceptionMixture
 
         if args.weight_scale != 3.0 or args.intercept_sd != 1.0:
             raise InputError("--weight-scale and --intercept-sd are settings of --formulation conditional")

@@ -217,7 +217,7 @@ def _clusters_section(est, data, members, ci) -> Section:
 
 
 MIXTURE_WORDS = (
-    "Model (a seeded mixture of the features, models/perception_mixture.py): every item, seeded or not, is in one "
+    "Model (a seeded mixture of the features, PerceptionMixture): every item, seeded or not, is in one "
     "of the user's clusters k and in one of G groups she does not care about; its features are normal around "
     "A p_k plus the group's centre. Clusters that share perception features share shifts A. A seed is known to "
     "be in its set. Every item enters the likelihood, so the clusters are learned from all of them; the groups "

@@ -375,7 +375,7 @@ def simulate_mixture_model(
     shift: float = 2.5,
     seed: int | None = 0,
 ) -> tuple[PerceptionStudy, MixtureTruth]:
-    """Data from the seeded mixture itself (`bayes_wsc.models.perception_mixture`), for recovery tests.
+    """Data from the seeded mixture itself (`PerceptionMixture` in `bayes_wsc.models.perception`), for recovery tests.
 
     z_i uniform over the K clusters, g_i uniform over the groups, x_i ~ Normal(A p_k + B_g, diag(sd^2))
     with A's entries ~ Normal(0, shift^2 / q), B's ~ Normal(0, shift^2), sd ~ U(0.5, 1.5);
