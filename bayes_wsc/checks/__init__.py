@@ -225,8 +225,11 @@ def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
     if draws is None:
         draws = int(min(PPC_DRAWS, max(MIN_DRAWS, FIT_TIME_VARIATES // max(1, module.variates(data)))))
     replaced = _replicates_default_only(est, module)
+    own = variant_checks(est) if targeted is None else None
     with _checks_running():
-        if replaced:  # one row says why, instead of checks of a model that was not fitted
+        if own is not None:  # the variant says what to check: none of the default model's checks apply
+            rows = [row for check in own for row in check(est, data, seed)]
+        elif replaced:  # one row says why, instead of checks of a model that was not fitted
             rows = [Check("ppc", float("nan"), float("nan"), float("nan"), False,
                           "The posterior predictive and targeted checks were " + replaced_message(est, replaced))]
         else:
@@ -241,6 +244,21 @@ def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
         if loo:
             rows += loo_rows(est)
     return rows
+
+
+def variant_checks(est) -> list[Callable] | None:
+    """A variant file's own checks, which replace the model's: its `CHECKS`, functions (est, data, seed)
+    -> list of `Check` (models/ecological_inference.py, which does not model the bins given the class,
+    declares its own). None for a fit without a variant file (`model_file`; a loaded fit's is not
+    re-run), or whose file declares none: then the model's checks run where the fit's terms are the
+    default's (`model_terms`)."""
+    path = getattr(est, "model_file", None)
+    if path is None:
+        return None
+    from bayes_wsc.estimator import load_variant
+
+    declared = getattr(load_variant(path), "CHECKS", None)
+    return None if declared is None else list(declared)
 
 
 def loo_rows(est) -> list[Check]:
