@@ -249,11 +249,13 @@ def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
 def variant_checks(est) -> list[Callable] | None:
     """A variant file's own checks, which replace the model's: its `CHECKS`, functions (est, data, seed)
     -> list of `Check` (models/ecological_inference.py, which does not model the bins given the class,
-    declares its own). None for a fit without a variant file (`model_file`; a loaded fit's is not
-    re-run), or whose file declares none: then the model's checks run where the fit's terms are the
-    default's (`model_terms`)."""
+    declares its own). None for a fit without a variant file (`model_file`, which a loaded fit keeps),
+    whose file is no longer there, or whose file declares none: then the model's checks run where the
+    fit's terms are the default's (`model_terms`)."""
+    from pathlib import Path
+
     path = getattr(est, "model_file", None)
-    if path is None:
+    if path is None or not Path(path).is_file():
         return None
     from bayes_wsc.estimator import load_variant
 
