@@ -26,6 +26,9 @@ benchmarks/results/ei_collinearity.csv.
 
     python benchmarks/ei_vs_pyei.py                       # both splits, every method
     python benchmarks/ei_vs_pyei.py --splits race --methods ei_nuts,pyei
+    git show REV:models/ecological_inference.py > benchmarks/out/ei_before.py    # an earlier version
+    python benchmarks/ei_vs_pyei.py --methods ei_nuts --variant benchmarks/out/ei_before.py \
+        --out benchmarks/results/ei_vs_pyei_before.csv --no-collinearity
 """
 
 from __future__ import annotations
@@ -201,6 +204,8 @@ def main(argv=None) -> int:
     parser.add_argument("--methods", default=",".join(METHODS), help=", ".join(METHODS))
     parser.add_argument("--halvings", type=int, default=20, help="halves of the states for the collinearity check")
     parser.add_argument("--out", default=str(RESULTS / "ei_vs_pyei.csv"))
+    parser.add_argument("--variant", default=str(VARIANT), help="another version of the variant's file (its ei_ rows)")
+    parser.add_argument("--no-collinearity", action="store_true", help="skip the collinearity table")
     args = parser.parse_args(argv)
     splits, methods = args.splits.split(","), args.methods.split(",")
     frame = table1().prepare()
@@ -214,7 +219,7 @@ def main(argv=None) -> int:
             elif method == "default":
                 fit, seconds = fit_wsc(data, "map")
             else:
-                fit, seconds = fit_wsc(data, method.split("_")[1], model_file=str(VARIANT))
+                fit, seconds = fit_wsc(data, method.split("_")[1], model_file=args.variant)
             row, cell = score(method, split, fit, seconds, truth)
             row["noise_floor"] = noise_floor(truth)
             row["load_1min"] = os.getloadavg()[0]
@@ -227,7 +232,9 @@ def main(argv=None) -> int:
                   + (f"  flagged: {row['flagged_checks']}" if row["flagged_checks"] else ""), flush=True)
     summary = pd.DataFrame(rows)
     summary.to_csv(args.out, index=False, float_format="%.4g")
-    pd.concat(cells).to_csv(OUT / "cells.csv", index=False, float_format="%.4g")
+    pd.concat(cells).to_csv(OUT / f"{Path(args.out).stem}_cells.csv", index=False, float_format="%.4g")
+    if args.no_collinearity:
+        return 0
     collinearity = collinearity_rows(frame, args.halvings, seed=0)
     collinearity.to_csv(RESULTS / "ei_collinearity.csv", index=False, float_format="%.4g")
     print(collinearity.to_string(index=False))
