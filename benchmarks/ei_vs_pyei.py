@@ -34,7 +34,7 @@ benchmarks/results/ei_collinearity.csv.
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import os
 import sys
 import time
@@ -58,14 +58,10 @@ CI = 0.9
 
 
 def table1():
-    """benchmarks/table1_real_data.py, imported by path (benchmarks/ is no package)."""
-    name = "benchmarks_table1_real_data"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / "table1_real_data.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    """benchmarks/table1_real_data.py (benchmarks/ is no package: imported from its folder)."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    return importlib.import_module("table1_real_data")
 
 
 def split_data(frame: pd.DataFrame, column: str):

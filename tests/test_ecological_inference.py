@@ -17,7 +17,7 @@ from bayes_wsc import checks
 from bayes_wsc.checks.composition import VIF_MAX, collinearity_check, variance_inflation
 from bayes_wsc.data.grouped import GroupedCounts
 from bayes_wsc.errors import FitWarning
-from bayes_wsc.estimator import load_variant
+from bayes_wsc.estimator import load, load_variant
 from bayes_wsc.models.wsc import WSC
 
 VARIANT = Path(__file__).resolve().parents[1] / "models" / "ecological_inference.py"
@@ -134,7 +134,7 @@ def test_collinearity_check_fires_on_collinear_compositions_only():
     assert identical.flagged and np.isinf(identical.effect)
 
 
-def test_the_variants_checks_are_its_own():
+def test_the_variants_checks_are_its_own(tmp_path):
     """A fit of the variant runs its declared CHECKS, not the first model's (which replicate the bins
     given the class), and no warning about WH, which it ignores; on collinear groups its check flags."""
     rng = np.random.default_rng(7)
@@ -149,5 +149,7 @@ def test_the_variants_checks_are_its_own():
     assert any("too collinear" in m for m in said)
     assert not any("WH=" in m or "orientation" in m for m in said), said
     assert [r.check for r in checks.run(est, data)] == ["composition_collinearity"]
+    est.save(tmp_path / "fit.nc")  # a loaded fit runs the checks its variant file declares
+    assert [r.check for r in checks.run(load(tmp_path / "fit.nc"))] == ["composition_collinearity"]
     default = WSC(method="map", progressbar=False)  # the first model keeps its own checks
     assert checks.variant_checks(default) is None
