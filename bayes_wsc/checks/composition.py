@@ -33,22 +33,22 @@ VIF_MAX = 10.0
 
 
 def variance_inflation(counts: np.ndarray) -> np.ndarray:
-    """VIF of each bin's share across groups (see the module docstring); inf for a bin that no group
-    holds or that the other bins' shares determine exactly. counts (I, K), weighted item counts."""
+    """VIF of each bin's share across groups (see the module docstring): the diagonal of the inverse of
+    G scaled to unit diagonal (which leaves VIF unchanged and keeps rare bins from looking singular);
+    inf for every bin when no group holds some bin or the bins' shares are exactly collinear.
+    counts (I, K), weighted item counts."""
     counts = np.asarray(counts, dtype=float)
     totals = counts.sum(axis=1)
     used = totals > 0
     shares = counts[used] / totals[used, None]
     gram = (shares * totals[used, None]).T @ shares
     diagonal = np.diag(gram)
-    try:
-        inverse = np.linalg.inv(gram)
-    except np.linalg.LinAlgError:
+    if not (diagonal > 0).all():
         return np.full(counts.shape[1], math.inf)
-    vif = np.diag(inverse) * diagonal
-    # a singular G that inv() still inverts gives huge or negative values: read those as inf
-    return np.where((diagonal > 0) & np.isfinite(vif) & (vif >= 1 - 1e-9) & (np.linalg.cond(gram) < 1e12),
-                    np.maximum(vif, 1.0), math.inf)
+    scaled = gram / np.sqrt(np.outer(diagonal, diagonal))
+    if np.linalg.cond(scaled) > 1e12:
+        return np.full(counts.shape[1], math.inf)
+    return np.maximum(np.diag(np.linalg.inv(scaled)), 1.0)
 
 
 def collinearity_check(counts: np.ndarray, bin_labels) -> Check:
