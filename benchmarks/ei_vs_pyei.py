@@ -100,7 +100,9 @@ def fit_wsc(data, method: str, **settings) -> tuple[dict, float]:
         cells = expit(post["mu"].values[..., :, None] + log_ratio[..., None, :])
     checks = est.checks_
     warned = [str(w.message) for w in caught if type(w.message).__name__ == "FitWarning"]
-    return {"levels": post["rho"].values, "cells": cells, "warnings": warned,
+    stats = est.idata_.get("sample_stats")
+    divergent = int(stats["diverging"].values.sum()) if stats is not None and "diverging" in stats else 0
+    return {"levels": post["rho"].values, "cells": cells, "warnings": warned, "divergent": divergent,
             "checks": checks[["check", "effect", "tolerance", "flagged"]].to_dict("records")}, seconds
 
 
@@ -124,7 +126,8 @@ def fit_pyei(data, truth) -> tuple[dict, float]:
     levels = (b * counts).sum(axis=2) / counts.sum(axis=0)  # PyEI's district-wide preference, per draw
     check = ei.sampled_voting_prefs[:, :, 0].reshape(levels.shape)  # the same, as PyEI computes it
     assert np.allclose(check, levels), "district-wide preferences differ from PyEI's own"
-    return {"levels": levels, "cells": b, "warnings": [], "checks": []}, seconds
+    divergent = int(ei.sim_trace["sample_stats"]["diverging"].values.sum())
+    return {"levels": levels, "cells": b, "warnings": [], "checks": [], "divergent": divergent}, seconds
 
 
 def score(method: str, split: str, fit: dict, seconds: float, truth: dict) -> tuple[dict, pd.DataFrame]:
@@ -161,6 +164,7 @@ def score(method: str, split: str, fit: dict, seconds: float, truth: dict) -> tu
                     f"low[{level}]": low[j], f"high[{level}]": high[j]})
     row["flagged_checks"] = ";".join(c["check"] for c in fit["checks"] if c["flagged"])
     row["warnings"] = len(fit["warnings"])
+    row["divergent"] = fit["divergent"]
     return row, cell_frame
 
 
