@@ -13,7 +13,7 @@ import pytest
 from scipy.special import expit, logit
 from scipy.stats import binom
 
-from bayes_wsc import checks
+from bayes_wsc import criticism
 from bayes_wsc.checks.composition import VIF_MAX, collinearity_check, variance_inflation
 from bayes_wsc.data.grouped import GroupedCounts
 from bayes_wsc.errors import FitWarning
@@ -148,8 +148,8 @@ def test_the_variants_checks_are_its_own(tmp_path):
     said = [str(w.message) for w in caught if issubclass(w.category, FitWarning)]
     assert any("too collinear" in m for m in said)
     assert not any("WH=" in m or "orientation" in m for m in said), said
-    assert [r.check for r in checks.run(est, data)] == ["composition_collinearity"]
+    assert [r.check for r in criticism.run(est, data)] == ["composition_collinearity"]
     est.save(tmp_path / "fit.nc")  # a loaded fit runs the checks its variant file declares
-    assert [r.check for r in checks.run(load(tmp_path / "fit.nc"))] == ["composition_collinearity"]
+    assert [r.check for r in criticism.run(load(tmp_path / "fit.nc"))] == ["composition_collinearity"]
     default = WSC(method="map", progressbar=False)  # the first model keeps its own checks
-    assert checks.variant_checks(default) is None
+    assert default.variant_checks() is None

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from bayes_wsc.checks import Check
+from bayes_wsc.criticism import Check
 
 CHECK = "composition_collinearity"
 #: flag when the largest variance inflation factor of a bin exceeds this
