@@ -16,15 +16,32 @@ on the held-out fold's individual labels:
   test accuracy was highest, as the paper's Fig. 2 reports its best models (optimistic: chosen on the test labels).
 * direct: logistic regression on soft labels (the group's proportions); oracle: logistic regression on
   the true training labels.
+* llp-learn/em-lr, llp-learn/alter-svm, llp-learn/dllp: the methods of the `llp-learn` library (PyPI, the
+  optional `bench` extra) at their defaults: EM with scikit-learn's LogisticRegression (random initial
+  labels), alter-SVM (linear, 10 restarts) and DLLP (the library's README example: simple MLP (100, 100),
+  lr 1e-4, but 100 epochs (`DLLP_EPOCHS`) where the example has 1000; it has no defaults of its own). EM and alter-SVM take two classes only.
+* bayes/default: `ProportionsClassifier()` as a user fits it (every default, the fit-time checks
+  included), with the warnings it gave and whether the `class_collapse` check flagged.
+
+Data sets: breast_cancer, wine, and digits (1797 items, 64 features) as two classes, >= 5 against < 5.
+Splits 0-9 are the folds of one shuffled 10-fold split; splits 10-19 the folds of a second one (another
+shuffle), so `--folds 20` gives 20 train/test splits.
+
+    nice -n 10 python benchmarks/proportions_sec4.py --datasets breast_cancer,wine,digits --sigmas 2,8,32,128 \
+        --folds 5 --methods default,llp-learn
+    nice -n 10 python benchmarks/proportions_sec4.py --datasets breast_cancer,wine,digits --sigmas 128 \
+        --folds 20 --methods default,llp-learn
+    python benchmarks/proportions_sec4.py --report      # also the table against llp-learn
 
     nice -n 10 python benchmarks/proportions_sec4.py --datasets breast_cancer,wine          # all, resumable
     nice -n 10 python benchmarks/proportions_sec4.py --methods bayes,baselines             # the fast ones first
     python benchmarks/proportions_sec4.py --report                                        # table and plot
 
 Every finished (data set, sigma, fold, method) is appended to
-benchmarks/results/proportions_sec4_<dataset>.csv at once (rerunning continues where it stopped; one
-process per data set can run side by side); --report reads them all and writes
-proportions_sec4_summary.csv and proportions_sec4.png.
+benchmarks/out/proportions_sec4_<dataset>.csv at once (rerunning continues where it stopped; one
+process per data set can run side by side); --report reads them all (and the committed per-fold files of
+the first sweep in benchmarks/results/) and writes results/proportions_sec4_summary.csv,
+results/proportions_sec4_llp_learn.csv and out/proportions_sec4.png.
 """
 
 from __future__ import annotations
@@ -41,18 +58,32 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
+OUT = HERE / "out"
 SIGMAS = (2, 4, 8, 16, 32, 64, 128)
 BAYES = [("gaussian", "independent"), ("gaussian", "exact-counts"), ("categorical", "independent"),
          ("categorical", "exact-counts"), ("logistic", "independent"), ("logistic", "exact-counts")]
-FAMILIES = ("bayes", "llp", "baselines")
-COLUMNS = ["dataset", "sigma", "fold", "method", "accuracy", "seconds", "k", "err_pi", "warnings"]
+FAMILIES = ("bayes", "llp", "baselines", "default", "llp-learn")
+LLP_LEARN = ("em-lr", "alter-svm", "dllp")
+#: DLLP has no default number of epochs; its README example takes 1000, which at batch size one bag costs
+#: 1000 x (number of bags) steps: 100 here, so that the sweep runs on a shared machine
+DLLP_EPOCHS = 100
+COLUMNS = ["dataset", "sigma", "fold", "method", "accuracy", "seconds", "k", "err_pi", "warnings", "flagged",
+           "predicted_classes", "program", "restarts"]
+DATASETS = ("breast_cancer", "wine", "digits")
 
 
 def scaled_dataset(name: str):
-    from bayes_wsc.simulate.proportions import load_uci
+    """Features scaled to [0, 1] and the classes; digits as two classes (>= 5 against < 5)."""
+    if name == "digits":
+        from sklearn.datasets import load_digits
 
-    items, labels = load_uci(name)
-    x = items.drop(columns=["id"]).to_numpy(dtype=float)
+        bunch = load_digits()
+        x, labels = bunch.data.astype(float), (bunch.target >= 5).astype(np.int64)
+    else:
+        from bayes_wsc.simulate.proportions import load_uci
+
+        items, labels = load_uci(name)
+        x = items.drop(columns=["id"]).to_numpy(dtype=float)
     low, high = x.min(axis=0), x.max(axis=0)
     return (x - low) / np.where(high > low, high - low, 1.0), labels
 
@@ -72,7 +103,55 @@ def pca_bins(x_train: np.ndarray, x_test: np.ndarray, components: int = 2, per_c
     return np.ravel_multi_index(codes_train, shape), np.ravel_multi_index(codes_test, shape), int(np.prod(shape))
 
 
+def llp_learn_predict(method: str, x_train, groups, proportions, x_test, seed: int) -> np.ndarray:
+    """Fit one of llp-learn's methods at its defaults and return its classes (0..L-1) for x_test.
+
+    llp-learn 1.6 imports torchvision at module load (for a ResNet that the MLP of DLLP does not use); where
+    no torchvision matching the installed torch is at hand, a module whose `resnet18` refuses stands in for
+    it, so that DLLP's MLP runs. Its per-epoch printing and progress bar go to a null stream."""
+    import contextlib
+    import io
+
+    if method == "em-lr":
+        from llp_learn.em import EM
+        from sklearn.linear_model import LogisticRegression
+
+        model = EM(LogisticRegression(), init_y="random", random_state=seed)
+        model.fit(x_train, groups, proportions[:, 1])
+        return (np.asarray(model.predict(x_test)) > 0).astype(np.int64)
+    if method == "alter-svm":
+        from llp_learn.alter import alterSVM
+
+        model = alterSVM(random_state=seed)
+        model.fit(x_train, groups, proportions[:, 1])
+        return (np.asarray(model.predict(x_test)) > 0).astype(np.int64)
+    import torch
+
+    torch.set_num_threads(1)
+    try:
+        import torchvision.models  # noqa: F401
+    except (ImportError, RuntimeError):
+        import types
+
+        def resnet18(*args, **kwargs):
+            raise RuntimeError("torchvision is not installed: llp-learn's ResNet models are not available")
+
+        stand_in = types.ModuleType("torchvision")
+        stand_in.models = types.ModuleType("torchvision.models")
+        stand_in.models.resnet18 = resnet18
+        sys.modules["torchvision"], sys.modules["torchvision.models"] = stand_in, stand_in.models
+    from llp_learn.dllp import DLLP
+
+    model = DLLP(lr=1e-4, n_epochs=DLLP_EPOCHS, model_type="simple-mlp", hidden_layer_sizes=(100, 100), n_jobs=0,
+                 random_state=seed)
+    target = proportions[:, 1] if proportions.shape[1] == 2 else proportions
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        model.fit(x_train.astype(np.float32), np.asarray(groups), np.asarray(target, dtype=np.float32))
+        return np.asarray(model.predict(x_test.astype(np.float32)), dtype=np.int64)
+
+
 def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, families=FAMILIES):
+    from bayes_wsc import inference
     from bayes_wsc.baselines.proportions import K_RANGE, direct_classifier, fit_llp, oracle_classifier
     from bayes_wsc.data.proportions import LabelProportions
     from bayes_wsc.errors import FitWarning
@@ -91,7 +170,8 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, fam
                "seconds": round(seconds, 3), **extra}
         pd.DataFrame([row], columns=COLUMNS).to_csv(out_csv, mode="a", header=not out_csv.exists(), index=False)
         done.add((name, sigma, fold, method))
-        print(f"{name} sigma={sigma} fold={fold} {method}: {accuracy:.3f} ({seconds:.1f} s)", flush=True)
+        print(f"{name} sigma={sigma} fold={fold} {method}: {accuracy:.3f} ({seconds:.1f} s) {extra.get('flagged') or ''}",
+              flush=True)
 
     numeric = LabelProportions.from_arrays(x_train, groups, proportions, counts=counts)
     bins_train, bins_test, n_bins = pca_bins(x_train, x_test)
@@ -125,6 +205,34 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, fam
         record(method, chosen[3], seconds, k=chosen[2], err_pi=chosen[0])
         best = max(runs, key=lambda r: r[3])
         record(f"llp-best-k/{labeling}", best[3], seconds, k=best[2], err_pi=best[0])
+    if "default" in families and (name, sigma, fold, "bayes/default") not in done:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FitWarning)
+            est = ProportionsClassifier(progressbar=False).fit(numeric)
+        seconds = time.perf_counter() - t0
+        predicted = est.class_probabilities((x_test - numeric.center) / numeric.scale)["mean"].argmax(axis=1)
+        checks = est.checks_
+        flagged = ";".join(checks.loc[checks["flagged"].astype(bool), "check"].astype(str)) if len(checks) else ""
+        info = inference.get_attrs(est._fitted())["fit_info"]["map"]
+        record("bayes/default", float(np.mean(predicted == y_test)), seconds,
+               warnings=sum(issubclass(w.category, FitWarning) for w in caught), flagged=flagged,
+               predicted_classes=int(np.unique(predicted).size), program=info.get("compiled_program"),
+               restarts=len(info.get("restart_log_densities") or [0]))
+    for method in LLP_LEARN if "llp-learn" in families else ():
+        if (name, sigma, fold, f"llp-learn/{method}") in done:
+            continue
+        if method != "dllp" and n_classes > 2:
+            continue  # EM and alter-SVM take two classes only
+        t0 = time.perf_counter()
+        own_seed = int(np.random.default_rng([seed, sigma, fold, 7 + LLP_LEARN.index(method)]).integers(2**31))
+        try:
+            predicted = llp_learn_predict(method, x_train, groups, proportions, x_test, seed=own_seed)
+        except ValueError as exc:  # alter-SVM: "This combination of (C, C_p) does not converge!"
+            record(f"llp-learn/{method}", float("nan"), time.perf_counter() - t0, flagged=f"failed: {exc}")
+            continue
+        record(f"llp-learn/{method}", float(np.mean(predicted == y_test)), time.perf_counter() - t0,
+               predicted_classes=int(np.unique(predicted).size))
     for method in ("direct", "oracle") if "baselines" in families else ():
         if (name, sigma, fold, method) in done:
             continue
@@ -145,7 +253,8 @@ def run(args) -> None:
             previous = pd.read_csv(out_csv)
             done = set(zip(previous["dataset"], previous["sigma"], previous["fold"], previous["method"]))
         x, labels = scaled_dataset(name)
-        folds = list(StratifiedKFold(10, shuffle=True, random_state=args.seed).split(x, labels))
+        folds = [fold for repeat in range(-(-args.folds // 10))
+                 for fold in StratifiedKFold(10, shuffle=True, random_state=args.seed + repeat).split(x, labels)]
         for sigma in [int(s) for s in args.sigmas.split(",")]:
             for fold in range(args.folds):
                 train, test = folds[fold]
@@ -188,14 +297,16 @@ def report(args) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", default="breast_cancer,wine")
+    parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--sigmas", default=",".join(map(str, SIGMAS)))
-    parser.add_argument("--folds", type=int, default=10, help="folds to run of the 10 (fewer for a pilot)")
+    parser.add_argument("--folds", type=int, default=10,
+                        help="splits to run: the 10 folds of one shuffled split, then those of another shuffle")
     parser.add_argument("--seed", type=int, default=2011)
     parser.add_argument("--methods", default=",".join(FAMILIES),
-                        help="families to run: bayes, llp, baselines (direct and oracle); the groups and LLP's "
-                             "seeds do not depend on which, so a later run fills in the rest")
-    parser.add_argument("--out", default=str(RESULTS), help="folder of the per-data-set CSV files")
+                        help="families to run: bayes (every emission and bag likelihood), llp, baselines (direct and "
+                             "oracle), default (the package's default fit), llp-learn; the groups and the "
+                             "methods' seeds do not depend on which, so a later run fills in the rest")
+    parser.add_argument("--out", default=str(OUT), help="folder of the per-data-set CSV files")
     parser.add_argument("--report", action="store_true", help="summarize the CSV into a table and a plot")
     args = parser.parse_args(argv)
     print("command: python benchmarks/proportions_sec4.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv)))
