@@ -262,12 +262,100 @@ def run(args) -> None:
                          families=args.methods.split(","))
 
 
+def names_chi_square(name: str, sigma: int, fold: int, seed: int) -> float:
+    """The between-group chi-square of a split's grouping (`models.proportions.between_group_chi_square`)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from bayes_wsc.data.proportions import LabelProportions
+    from bayes_wsc.models.proportions import between_group_chi_square
+    from bayes_wsc.simulate.proportions import class_counts, random_groups
+
+    x, labels = scaled_dataset(name)
+    train = list(StratifiedKFold(10, shuffle=True, random_state=seed + fold // 10).split(x, labels))[fold % 10][0]
+    groups = random_groups(train.size, sigma, np.random.default_rng([seed, sigma, fold]))
+    counts = class_counts(labels[train], groups, int(labels.max()) + 1)
+    data = LabelProportions.from_arrays(x[train], groups, counts / counts.sum(axis=1, keepdims=True), counts=counts)
+    return between_group_chi_square(data)
+
+
+def llp_learn_report(args) -> None:
+    """The table against llp-learn (and the paper's LLP from the first sweep's committed folds), the targets
+    split by split, and how often the default fit collapsed and its check and data message fired."""
+    from bayes_wsc.models.proportions import NAMES_CHI_SQUARE
+
+    frames = [pd.read_csv(p) for p in sorted(Path(args.out).glob("proportions_sec4_*.csv"))]
+    table = pd.concat(frames) if frames else pd.DataFrame(columns=COLUMNS)
+    table = table[table["method"].isin(["bayes/default", *(f"llp-learn/{m}" for m in LLP_LEARN)])]
+    first = pd.concat([pd.read_csv(p) for p in sorted(RESULTS.glob("proportions_sec4_*.csv"))
+                       if not p.name.endswith(("_summary.csv", "_llp_learn.csv", "_collapse.csv"))])
+    llp = first[first["method"] == "llp/exhaustive"]
+    wide = table.pivot_table(index=["dataset", "sigma", "fold"], columns="method", values="accuracy", aggfunc="first")
+    seconds = table.pivot_table(index=["dataset", "sigma", "fold"], columns="method", values="seconds", aggfunc="first")
+    rows = []
+    for (name, sigma), part in wide.groupby(level=[0, 1]):
+        bayes = part.get("bayes/default")
+        if bayes is None or bayes.notna().sum() == 0:
+            continue
+        part = part[bayes.notna()]
+        others = part[[c for c in part.columns if c.startswith("llp-learn/")]]
+        best = others.max(axis=1)
+        row = {"dataset": name, "sigma": sigma, "splits": int(len(part)),
+               "bayes_mean": part["bayes/default"].mean(), "bayes_sd": part["bayes/default"].std(ddof=1)}
+        for method in LLP_LEARN:
+            column = part.get(f"llp-learn/{method}")
+            row[f"{method}_mean"] = np.nan if column is None else column.mean()
+            row[f"{method}_sd"] = np.nan if column is None else column.std(ddof=1)
+            row[f"{method}_failed"] = 0 if column is None else int(column.isna().sum() if method == "alter-svm" else 0)
+        folds = part.index.get_level_values("fold")
+        paper = llp[(llp["dataset"] == name) & (llp["sigma"] == sigma) & llp["fold"].isin(folds)]["accuracy"]
+        row["paper_llp_mean"], row["paper_llp_folds"] = (paper.mean(), int(paper.size)) if paper.size else (np.nan, 0)
+        row["splits_within_0.02_of_best_llp_learn"] = (int((part["bayes/default"] >= best - 0.02).sum())
+                                                       if best.notna().any() else np.nan)
+        secs = seconds.loc[part.index]
+        row["bayes_median_seconds"] = secs["bayes/default"].median()
+        for method in LLP_LEARN:
+            row[f"{method}_median_seconds"] = secs[f"llp-learn/{method}"].median() if f"llp-learn/{method}" in secs else np.nan
+        rows.append(row)
+    summary = pd.DataFrame(rows).round(4)
+    summary.to_csv(RESULTS / "proportions_sec4_llp_learn.csv", index=False)
+    with pd.option_context("display.width", 250, "display.max_columns", 40):
+        print(summary.to_string(index=False))
+
+    # the collapses: the default fit's held-out accuracy at or below the majority class's share of the test
+    # fold, or more than 0.1 below the best llp-learn method on the same split; the check and the data message
+    defaults = table[table["method"] == "bayes/default"].set_index(["dataset", "sigma", "fold"])
+    collapse = []
+    for (name, sigma, fold), row in defaults.iterrows():
+        x, labels = scaled_dataset(name)
+        majority = np.bincount(labels).max() / labels.size
+        best = wide.loc[(name, sigma, fold)].filter(like="llp-learn/").max()
+        collapse.append({"dataset": name, "sigma": sigma, "fold": fold, "accuracy": row["accuracy"],
+                         "collapsed": bool(row["accuracy"] <= majority),
+                         "poor": bool(np.isfinite(best) and row["accuracy"] < best - 0.1),
+                         "check_flagged": "class_collapse" in str(row["flagged"]),
+                         "chi_square": round(names_chi_square(name, sigma, fold, args.seed), 3)})
+    collapse = pd.DataFrame(collapse)
+    collapse["names_message"] = collapse["chi_square"] < NAMES_CHI_SQUARE
+    counts = collapse.groupby(["dataset", "sigma"]).agg(
+        splits=("fold", "size"), collapsed=("collapsed", "sum"), poor=("poor", "sum"),
+        check_flagged=("check_flagged", "sum"),
+        check_hits=("check_flagged", lambda f: int((f & (collapse.loc[f.index, "collapsed"]
+                                                         | collapse.loc[f.index, "poor"])).sum())),
+        names_message=("names_message", "sum"),
+        message_on_poor=("names_message", lambda f: int((f & (collapse.loc[f.index, "collapsed"]
+                                                              | collapse.loc[f.index, "poor"])).sum()))).reset_index()
+    counts.to_csv(RESULTS / "proportions_sec4_collapse.csv", index=False)
+    print(counts.to_string(index=False))
+
+
 def report(args) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    table = pd.concat([pd.read_csv(p) for p in sorted(Path(args.out).glob("proportions_sec4_*.csv"))
-                       if not p.name.endswith("_summary.csv")])
+    llp_learn_report(args)
+    table = pd.concat([pd.read_csv(p) for p in sorted(RESULTS.glob("proportions_sec4_*.csv"))
+                       if not p.name.endswith(("_summary.csv", "_llp_learn.csv", "_collapse.csv"))])
+    table = table[~table["method"].isin(["bayes/default", *(f"llp-learn/{m}" for m in LLP_LEARN)])]
     summary = (table.groupby(["dataset", "method", "sigma"])["accuracy"]
                .agg(mean="mean", se=lambda a: a.std(ddof=1) / np.sqrt(len(a)), folds="count").reset_index())
     summary.to_csv(RESULTS / "proportions_sec4_summary.csv", index=False)
@@ -288,11 +376,12 @@ def report(args) -> None:
         ax.set_ylabel("held-out accuracy (mean over folds, +- 1 SE)")
         ax.set_title(name)
         ax.legend(fontsize=7, ncol=2)
-    fig.savefig(RESULTS / "proportions_sec4.png", dpi=110)
+    OUT.mkdir(exist_ok=True)
+    fig.savefig(OUT / "proportions_sec4.png", dpi=110)
     wide = summary.pivot_table(index=["dataset", "method"], columns="sigma", values="mean").round(3)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(wide.to_string())
-    print("wrote", RESULTS / "proportions_sec4_summary.csv", "and", RESULTS / "proportions_sec4.png")
+    print("wrote", RESULTS / "proportions_sec4_summary.csv", "and", OUT / "proportions_sec4.png")
 
 
 def main(argv=None) -> int:
