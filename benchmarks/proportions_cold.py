@@ -12,7 +12,7 @@ wall time measures the others; the CPU time is what the fit costs, close to its 
 
     nice -n 10 python benchmarks/proportions_cold.py --sigmas 2,8,32,128 --rounds 3
 
-Rows go to benchmarks/results/proportions_cold.csv (one per sigma and fit).
+Rows go to benchmarks/results/proportions_cold.csv (one per sigma and fit; each run replaces the last).
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def main(argv=None) -> int:
     load = os.getloadavg()[0]
     frame = pd.DataFrame(rows).assign(load=round(load, 1), date=time.strftime("%Y-%m-%d %H:%M"), command=command)
     out = HERE / "results" / "proportions_cold.csv"
-    frame.to_csv(out, mode="a", header=not out.exists(), index=False)
+    frame.to_csv(out, index=False)  # one current table: the latest run
     return 0
 
 

@@ -6,7 +6,9 @@ The Sec. 4 protocol of seed 001 on breast_cancer, wine and digits (>= 5 against 
 soft-label start and from `--random` random starts (the logistic weights and intercepts drawn from their
 priors, `ProportionsClassifier(restarts=...)`'s own draws); every optimum's log density and held-out
 accuracy. From these: for R = 1, 2, 4, ... restarts (the first R starts), the accuracy of the best of them by
-log density, and how often it is more than 0.05 below the best optimum found from any start.
+log density, and how often it is more than 0.05 below the best optimum found from any start; and the
+landscape: how often a poor mode (0.1 below the best accuracy) comes within 3 nats of the best, against the
+groups' chi-square (`models.proportions.between_group_chi_square`, which `names_message` reads).
 
     nice -n 10 python benchmarks/proportions_restarts.py --datasets breast_cancer --sigma 128 --splits 20 --random 15
 
@@ -34,7 +36,7 @@ def run(args) -> pd.DataFrame:
     from sklearn.model_selection import StratifiedKFold
 
     from bayes_wsc.data.proportions import LabelProportions
-    from bayes_wsc.models.proportions import ProportionsClassifier
+    from bayes_wsc.models.proportions import ProportionsClassifier, between_group_chi_square
     from bayes_wsc.simulate.proportions import class_counts, random_groups
     from proportions_sec4 import scaled_dataset
 
@@ -52,6 +54,7 @@ def run(args) -> pd.DataFrame:
             data = LabelProportions.from_arrays(x[train], groups, counts / counts.sum(axis=1, keepdims=True),
                                                 counts=counts)
             x_test = (x[test] - data.center) / data.scale
+            chi_square = between_group_chi_square(data)
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -66,6 +69,7 @@ def run(args) -> pd.DataFrame:
                              "accuracy": float(np.mean(predicted == labels[test])),
                              "predicted_classes": int(np.unique(predicted).size),
                              "majority_share": float(np.bincount(labels[test]).max() / test.size),
+                             "chi_square": round(chi_square, 3),
                              "fit_seconds": round(seconds, 2)})
             part = pd.DataFrame(rows[-len(est._mode.optima):])
             print(f"{name} split {split}: first start {part['accuracy'].iloc[0]:.3f}, best by density "
@@ -76,8 +80,8 @@ def run(args) -> pd.DataFrame:
 
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
     out = []
-    n_starts = int(table["start"].max()) + 1
     for (name, sigma), part in table.groupby(["dataset", "sigma"]):
+        n_starts = int(part["start"].max()) + 1
         r = 1
         while r <= n_starts:
             picked = []
@@ -94,6 +98,29 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
                         "one_class_predicted": int((picked[:, 2] < 2).sum()),
                         "at_or_below_majority": int((picked[:, 0] <= picked[:, 3] + 1e-9).sum())})
             r = r * 2 if r * 2 <= n_starts or r == n_starts else n_starts
+    return pd.DataFrame(out)
+
+
+def landscape(table: pd.DataFrame) -> pd.DataFrame:
+    """Per data set and sigma: the groups' chi-square (`between_group_chi_square`) over the splits, and in how
+    many splits some start's optimum more than 0.1 below the best held-out accuracy came within 3 nats of the
+    best log density (a wrong mode nearly as probable as the right one)."""
+    out = []
+    for (name, sigma), part in table.groupby(["dataset", "sigma"]):
+        gaps, chi = [], []
+        for _, split in part.groupby("split"):
+            poor = split[split["accuracy"] < split["accuracy"].max() - 0.1]
+            gaps.append(split["log_density"].max() - poor["log_density"].max() if len(poor) else np.inf)
+            chi.append(split["chi_square"].iloc[0] if "chi_square" in split else np.nan)
+        gaps, chi = np.array(gaps), np.array(chi, dtype=float)
+        if np.isnan(chi).all():
+            chi = np.full(1, np.nan)
+        known = chi[np.isfinite(chi)]  # rows written before the chi-square was kept have none
+        stats = (np.min(known), np.median(known), np.max(known)) if known.size else (np.nan,) * 3
+        out.append({"dataset": name, "sigma": sigma, "splits": gaps.size, "chi_square_min": round(stats[0], 2),
+                    "chi_square_median": round(stats[1], 2), "chi_square_max": round(stats[2], 2),
+                    "splits_with_a_poor_mode": int(np.isfinite(gaps).sum()),
+                    "poor_mode_within_3_nats": int((gaps < 3).sum())})
     return pd.DataFrame(out)
 
 
@@ -116,9 +143,13 @@ def main(argv=None) -> int:
             keep = ~(old["dataset"].isin(table["dataset"].unique()) & (old["sigma"] == args.sigma))
             table = pd.concat([old[keep], table])
         table.to_csv(raw, index=False)
-    summary = summarize(pd.read_csv(raw))
+    table = pd.read_csv(raw)
+    summary = summarize(table)
     summary.to_csv(HERE / "results" / "proportions_restarts_summary.csv", index=False)
     print(summary.to_string(index=False))
+    modes = landscape(table)
+    modes.to_csv(HERE / "results" / "proportions_restarts_landscape.csv", index=False)
+    print(modes.to_string(index=False))
     return 0
 
 

@@ -305,12 +305,16 @@ def llp_learn_report(args) -> None:
             column = part.get(f"llp-learn/{method}")
             row[f"{method}_mean"] = np.nan if column is None else column.mean()
             row[f"{method}_sd"] = np.nan if column is None else column.std(ddof=1)
-            row[f"{method}_failed"] = 0 if column is None else int(column.isna().sum() if method == "alter-svm" else 0)
+            failed = table[(table["dataset"] == name) & (table["sigma"] == sigma)
+                           & (table["method"] == f"llp-learn/{method}")
+                           & table["flagged"].astype(str).str.startswith("failed")]
+            row[f"{method}_failed"] = int(len(failed))
         folds = part.index.get_level_values("fold")
         paper = llp[(llp["dataset"] == name) & (llp["sigma"] == sigma) & llp["fold"].isin(folds)]["accuracy"]
         row["paper_llp_mean"], row["paper_llp_folds"] = (paper.mean(), int(paper.size)) if paper.size else (np.nan, 0)
-        row["splits_within_0.02_of_best_llp_learn"] = (int((part["bayes/default"] >= best - 0.02).sum())
-                                                       if best.notna().any() else np.nan)
+        compared = best.notna()  # splits where an llp-learn method ran and did not fail
+        row["splits_compared"] = int(compared.sum())
+        row["splits_within_0.02_of_best_llp_learn"] = int((part["bayes/default"] >= best - 0.02)[compared].sum())
         secs = seconds.loc[part.index]
         row["bayes_median_seconds"] = secs["bayes/default"].median()
         for method in LLP_LEARN:
