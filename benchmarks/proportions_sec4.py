@@ -38,10 +38,10 @@ shuffle), so `--folds 20` gives 20 train/test splits.
     python benchmarks/proportions_sec4.py --report                                        # table and plot
 
 Every finished (data set, sigma, fold, method) is appended to
-benchmarks/out/proportions_sec4_<dataset>.csv at once (rerunning continues where it stopped; one
-process per data set can run side by side); --report reads them all (and the committed per-fold files of
-the first sweep in benchmarks/results/) and writes results/proportions_sec4_summary.csv,
-results/proportions_sec4_llp_learn.csv and out/proportions_sec4.png.
+benchmarks/out/proportions_sec4_<dataset>.csv (git-ignored) at once (rerunning continues where it
+stopped; one process per data set can run side by side); --report reads every proportions_sec4_*.csv
+there and writes benchmarks/results/proportions_sec4_summary.csv, proportions_sec4_llp_learn.csv,
+proportions_sec4_collapse.csv and benchmarks/out/proportions_sec4.png.
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
-OUT = HERE / "out"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, RESULTS, require  # noqa: E402
+
 SIGMAS = (2, 4, 8, 16, 32, 64, 128)
 BAYES = [("gaussian", "independent"), ("gaussian", "exact-counts"), ("categorical", "independent"),
          ("categorical", "exact-counts"), ("logistic", "independent"), ("logistic", "exact-counts")]
@@ -279,16 +279,15 @@ def names_chi_square(name: str, sigma: int, fold: int, seed: int) -> float:
 
 
 def llp_learn_report(args) -> None:
-    """The table against llp-learn (and the paper's LLP from the first sweep's committed folds), the targets
-    split by split, and how often the default fit collapsed and its check and data message fired."""
+    """The table against llp-learn (and the paper's LLP, `--methods llp`, where it ran on the same splits), the
+    targets split by split, and how often the default fit collapsed and its check and data message fired."""
     from bayes_wsc.models.proportions import NAMES_CHI_SQUARE
 
-    frames = [pd.read_csv(p) for p in sorted(Path(args.out).glob("proportions_sec4_*.csv"))]
-    table = pd.concat(frames) if frames else pd.DataFrame(columns=COLUMNS)
-    table = table[table["method"].isin(["bayes/default", *(f"llp-learn/{m}" for m in LLP_LEARN)])]
-    first = pd.concat([pd.read_csv(p) for p in sorted(RESULTS.glob("proportions_sec4_*.csv"))
-                       if not p.name.endswith(("_summary.csv", "_llp_learn.csv", "_collapse.csv"))])
-    llp = first[first["method"] == "llp/exhaustive"]
+    frames = [pd.read_csv(p) for p in sorted(Path(args.out).glob("proportions_sec4_*.csv"))
+              if not p.name.endswith("_summary.csv")]
+    everything = pd.concat(frames) if frames else pd.DataFrame(columns=COLUMNS)
+    table = everything[everything["method"].isin(["bayes/default", *(f"llp-learn/{m}" for m in LLP_LEARN)])]
+    llp = everything[everything["method"] == "llp/exhaustive"]
     wide = table.pivot_table(index=["dataset", "sigma", "fold"], columns="method", values="accuracy", aggfunc="first")
     seconds = table.pivot_table(index=["dataset", "sigma", "fold"], columns="method", values="seconds", aggfunc="first")
     rows = []
@@ -356,13 +355,18 @@ def report(args) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    parts = [p for p in sorted(Path(args.out).glob("proportions_sec4_*.csv")) if not p.name.endswith("_summary.csv")]
+    if not parts:
+        require(Path(args.out) / "proportions_sec4_<dataset>.csv",
+                "python benchmarks/proportions_sec4.py --datasets breast_cancer,wine")
     llp_learn_report(args)
-    table = pd.concat([pd.read_csv(p) for p in sorted(RESULTS.glob("proportions_sec4_*.csv"))
-                       if not p.name.endswith(("_summary.csv", "_llp_learn.csv", "_collapse.csv"))])
+    table = pd.concat([pd.read_csv(p) for p in parts])
     table = table[~table["method"].isin(["bayes/default", *(f"llp-learn/{m}" for m in LLP_LEARN)])]
     summary = (table.groupby(["dataset", "method", "sigma"])["accuracy"]
                .agg(mean="mean", se=lambda a: a.std(ddof=1) / np.sqrt(len(a)), folds="count").reset_index())
-    summary.to_csv(RESULTS / "proportions_sec4_summary.csv", index=False)
+    summary_csv = RESULTS / "proportions_sec4_summary.csv" if Path(args.out) == OUT else Path(args.out) / "summary.csv"
+    summary_csv.parent.mkdir(exist_ok=True)
+    summary.to_csv(summary_csv, index=False)
     datasets = list(dict.fromkeys(table["dataset"]))
     fig = Figure(figsize=(6.5 * len(datasets), 4.8), layout="constrained")
     FigureCanvasAgg(fig)
@@ -380,12 +384,11 @@ def report(args) -> None:
         ax.set_ylabel("held-out accuracy (mean over folds, +- 1 SE)")
         ax.set_title(name)
         ax.legend(fontsize=7, ncol=2)
-    OUT.mkdir(exist_ok=True)
-    fig.savefig(OUT / "proportions_sec4.png", dpi=110)
+    fig.savefig(Path(args.out) / "proportions_sec4.png", dpi=110)
     wide = summary.pivot_table(index=["dataset", "method"], columns="sigma", values="mean").round(3)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(wide.to_string())
-    print("wrote", RESULTS / "proportions_sec4_summary.csv", "and", OUT / "proportions_sec4.png")
+    print("wrote", summary_csv, "and", Path(args.out) / "proportions_sec4.png")
 
 
 def main(argv=None) -> int:
