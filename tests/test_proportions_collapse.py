@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from bayes_wsc.checks import Replicates
+from bayes_wsc.criticism import Replicates
 from bayes_wsc.checks.proportions import COLLAPSE_TOLERANCE, collapse_discrepancy, collapse_row
 from bayes_wsc.data.proportions import LabelProportions
 from bayes_wsc.errors import FitWarning

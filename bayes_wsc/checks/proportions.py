@@ -352,7 +352,7 @@ def collapse_row(data, replicates: Replicates) -> Check:
     """`class_collapse`: the predicted classes' shares against the proportions' (see the module docstring).
     The effect is the total variation between the predicted classes' shares (posterior mean) and eta; the
     p-value the smaller of the two discrepancies' (`collapse_discrepancy`), doubled."""
-    from bayes_wsc.checks import ALPHA
+    from bayes_wsc.criticism import ALPHA
 
     predicted = replicates.realized["predicted_shares"][0].mean(axis=0)
     effect = float(0.5 * np.abs(predicted - data.eta).sum())

@@ -355,7 +355,7 @@ def random_starts(data: LabelProportions, emission: str, count: int, rng: np.ran
                            "b_raw": rng.normal(0.0, intercept_sd, data.n_classes)})
         elif emission == "gaussian":
             start = soft_label_start(data, emission)
-            start["mean_z"] = data.x[rng.choice(data.n_items, data.n_classes, replace=False)]
+            start["mean_z"] = data.x[rng.choice(data.n_items, data.n_classes, replace=data.n_items < data.n_classes)]
             starts.append(start)
         elif data.n_bins > 1:
             starts.append({"w": rng.dirichlet(np.ones(data.n_bins), data.n_classes)})
