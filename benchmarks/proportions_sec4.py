@@ -286,6 +286,8 @@ def llp_learn_report(args) -> None:
     frames = [pd.read_csv(p) for p in sorted(Path(args.out).glob("proportions_sec4_*.csv"))
               if not p.name.endswith("_summary.csv")]
     everything = pd.concat(frames) if frames else pd.DataFrame(columns=COLUMNS)
+    # two runs that filled the same cells side by side: the first row of each counts
+    everything = everything.drop_duplicates(["dataset", "sigma", "fold", "method"], keep="first")
     table = everything[everything["method"].isin(["bayes/default", *(f"llp-learn/{m}" for m in LLP_LEARN)])]
     llp = everything[everything["method"] == "llp/exhaustive"]
     wide = table.pivot_table(index=["dataset", "sigma", "fold"], columns="method", values="accuracy", aggfunc="first")
