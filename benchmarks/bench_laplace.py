@@ -14,8 +14,13 @@ simulates a new data set (seeds 4, 5, ...) and times on it, in one process:
     python benchmarks/bench_laplace.py --timing --repeats 3
 
 --coverage: the Sec. 5 study (I = 500, K = 15, 50 replicates at J = 5 and J = 100) with the three
-models of coverage_sec5.py fitted by Laplace (results/coverage_sec5_laplace_J<J>.csv; resumable),
-compared with the NUTS fits of the same replicates (results/coverage_sec5_J<J>.csv):
+models of coverage_sec5.py fitted by nested Laplace (the default of method="laplace") on every
+replicate, and, in the same run, by joint Laplace (mu="sampled") on the first --joint-reps and by
+NUTS on the first --nuts-reps (their seconds; NUTS's coverage there against the recorded run's).
+Coverage is compared with the recorded NUTS fits of the same replicates
+(results/coverage_sec5_J<J>.csv) and the recorded joint Laplace fits
+(results/coverage_sec5_laplace_J<J>.csv). Raw rows: out/coverage_sec5_nested_J<J>.csv (resumable);
+summary: results/coverage_sec5_nested_J<J>.csv.
 
     python benchmarks/bench_laplace.py --coverage --items 5 --reps 50
     python benchmarks/bench_laplace.py --coverage --items 100 --reps 50
@@ -89,31 +94,73 @@ def run_timing(n_groups: int, items: int, n_bins: int, repeats: int, click_half_
     }
 
 
-def run_coverage(items: int, reps: int, summarize_only: bool) -> None:
+def run_coverage(items: int, reps: int, summarize_only: bool, joint_reps: int, nuts_reps: int) -> None:
+    """Nested Laplace (the default) on every replicate; joint Laplace and NUTS on the first `joint_reps`
+    and `nuts_reps` of them in the same run (time, and a check that the recorded runs' data are these);
+    coverage compared with the recorded NUTS fits of the same replicates (results/coverage_sec5_J<J>.csv)."""
     import pandas as pd
 
     import coverage_sec5
 
-    out = HERE / "results" / f"coverage_sec5_laplace_J{items}.csv"
-    argv = ["--items", str(items), "--reps", str(reps), "--fits", ",".join(coverage_sec5.LAPLACE_FITS),
-            "--out", str(out), "--summarize" if summarize_only else "--resume"]
-    coverage_sec5.main(argv)
-    laplace = pd.read_csv(out)
+    out = HERE / "out" / f"coverage_sec5_nested_J{items}.csv"
+    out.parent.mkdir(exist_ok=True)
+    if not summarize_only:
+        done = set(zip(*[pd.read_csv(out)[c] for c in ("rep", "fit")])) if out.exists() else set()
+        for rep in range(reps):
+            fits = [*coverage_sec5.LAPLACE_FITS, *(coverage_sec5.JOINT_FITS if rep < joint_reps else ()),
+                    *(("nuts_wh10", "nuts_matched", "nuts_learned") if rep < nuts_reps else ())]
+            fits = [f for f in fits if (rep, f) not in done]
+            if not fits:
+                continue
+            rows = coverage_sec5.one_replicate(rep, items, 500, 500, 4, fits)
+            pd.DataFrame(rows).to_csv(out, mode="a", header=not out.exists(), index=False)
+            print(f"J={items} replicate {rep}: " + ", ".join(f"{r['fit']} {r['covered']}/{r['bins']} "
+                                                            f"{r['seconds']:.1f}s" for r in rows), flush=True)
+    summary = coverage_summary(items, pd.read_csv(out))
+    path = HERE / "results" / f"coverage_sec5_nested_J{items}.csv"
+    summary.round(4).to_csv(path, index=False)
+    print(f"\nNested Laplace against NUTS, J = {items}, the same replicates (90% HDIs of rho):")
+    print(summary.round(3).to_string(index=False))
+    print(path)
+
+
+def coverage_summary(items: int, table):
+    """Per model: nested Laplace's coverage on its replicates against the recorded NUTS's and the recorded
+    joint Laplace's on the same replicates, and the seconds of each, those timed in this run labelled."""
+    import pandas as pd
+
     nuts = pd.read_csv(HERE / "results" / f"coverage_sec5_J{items}.csv")
+    joint_recorded = pd.read_csv(HERE / "results" / f"coverage_sec5_laplace_J{items}.csv")
     rows = []
-    for variant in ("wh10", "learned", "matched"):
-        ours = laplace[laplace["fit"] == f"laplace_{variant}"]
-        theirs = nuts[(nuts["fit"] == f"nuts_{variant}") & nuts["rep"].isin(ours["rep"])]
-        if ours.empty or theirs.empty:
+    for variant in ("wh10", "matched", "learned"):
+        ours = table[table["fit"] == f"laplace_{variant}"]
+        reps = ours["rep"]
+        theirs = nuts[(nuts["fit"] == f"nuts_{variant}") & nuts["rep"].isin(reps)]
+        joint = joint_recorded[(joint_recorded["fit"] == f"laplace_{variant}") & joint_recorded["rep"].isin(reps)]
+        joint_now = table[table["fit"] == f"joint_{variant}"]
+        nuts_now = table[table["fit"] == f"nuts_{variant}"]
+        if ours.empty:
             continue
-        rows.append({"model": variant, "reps": len(ours), "laplace_coverage90": ours["coverage90"].mean(),
-                     "nuts_coverage90": theirs["coverage90"].mean(),
-                     "difference": ours["coverage90"].mean() - theirs["coverage90"].mean(),
-                     "laplace_rmse": ours["rmse"].mean(), "nuts_rmse": theirs["rmse"].mean(),
-                     "laplace_width": ours["mean_width"].mean(), "nuts_width": theirs["mean_width"].mean(),
-                     "laplace_seconds": ours["seconds"].median(), "nuts_seconds": theirs["seconds"].median()})
-    print(f"\nLaplace against NUTS, J = {items}, the same replicates (90% HDIs of rho):")
-    print(pd.DataFrame(rows).round(3).to_string(index=False))
+        same = nuts_now.merge(theirs, on="rep", suffixes=("", "_rec"))
+        rows.append({
+            "model": variant, "J": items, "reps": len(ours),
+            "nested_coverage90": ours["coverage90"].mean(),
+            "nested_coverage_se": ours["coverage90"].std(ddof=1) / np.sqrt(len(ours)) if len(ours) > 1 else np.nan,
+            "nuts_coverage90_recorded": theirs["coverage90"].mean(),
+            "difference": ours["coverage90"].mean() - theirs["coverage90"].mean(),
+            "joint_coverage90_recorded": joint["coverage90"].mean(),
+            "nested_rmse": ours["rmse"].mean(), "nuts_rmse": theirs["rmse"].mean(),
+            "nested_width": ours["mean_width"].mean(), "nuts_width": theirs["mean_width"].mean(),
+            "nested_seconds_median": ours["seconds"].median(),
+            "joint_seconds_median_this_run": joint_now["seconds"].median() if len(joint_now) else np.nan,
+            "joint_reps_this_run": len(joint_now),
+            "nuts_seconds_median_this_run": nuts_now["seconds"].median() if len(nuts_now) else np.nan,
+            "nuts_reps_this_run": len(nuts_now),
+            "nuts_rerun_coverage_gap": float((same["coverage90"] - same["coverage90_rec"]).abs().mean())
+            if len(same) else np.nan,
+            "nested_warned_share": ours["laplace_warns"].mean(),
+        })
+    return pd.DataFrame(rows)
 
 
 def main(argv=None):
@@ -129,9 +176,11 @@ def main(argv=None):
     parser.add_argument("--items", type=int, default=100, help="J for --coverage")
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--summarize", action="store_true", help="--coverage: only compare what is in the files")
+    parser.add_argument("--joint-reps", type=int, default=5, help="--coverage: joint Laplace on this many replicates")
+    parser.add_argument("--nuts-reps", type=int, default=1, help="--coverage: NUTS on this many replicates")
     args = parser.parse_args(argv)
     if args.coverage:
-        return run_coverage(args.items, args.reps, args.summarize)
+        return run_coverage(args.items, args.reps, args.summarize, args.joint_reps, args.nuts_reps)
     row = run_timing(*map(int, args.size.split("x")), args.repeats, args.click_half_samples)
     for key, value in row.items():
         print(f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}")
