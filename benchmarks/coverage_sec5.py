@@ -52,7 +52,7 @@ Z_SE = 1.64  # the paper's bars are +- 1 SE; +- 1.64 SE is the normal 90% interv
 
 
 def one_replicate(rep: int, items: int, draws: int, tune: int, chains: int, fits, sigma_h: float = 0.5,
-                  n_groups: int = 500, n_bins: int = 15, half_samples: int = 50) -> list[dict]:
+                  n_groups: int = 500, n_bins: int = 15, half_samples: int = 50, checks: bool = True) -> list[dict]:
     from bayes_wsc import inference
     from bayes_wsc.baselines.wsc import em_fit, half_sample_se
     from bayes_wsc.errors import FitWarning
@@ -69,7 +69,7 @@ def one_replicate(rep: int, items: int, draws: int, tune: int, chains: int, fits
                      "rmse": float(np.sqrt(np.mean((mean - truth.rho) ** 2))),
                      "covered": int(covered.sum()), "bins": int(covered.size),
                      "coverage90": float(np.mean(covered)), "covered_bins": "".join("01"[int(c)] for c in covered),
-                     "mean_width": float(np.mean(high - low)), "seconds": seconds, **(extra or {})})
+                     "mean_width": float(np.mean(high - low)), "seconds": seconds, "checks": checks, **(extra or {})})
 
     settings = {"wh10": {"wh": 10.0}, "matched": {"wh": 1.0 / sigma_h**2},
                 "learned": {"model_file": str(HERE.parent / "models" / "learned_rater_noise.py")}}
@@ -82,7 +82,8 @@ def one_replicate(rep: int, items: int, draws: int, tune: int, chains: int, fits
             continue
         method, variant = name.split("_")
         extra = {"mu": "sampled", "method": "laplace"} if method == "joint" else {"method": method}
-        est = WSC(draws=draws, tune=tune, chains=chains, seed=rep, progressbar=False, **extra, **settings[variant])
+        est = WSC(draws=draws, tune=tune, chains=chains, seed=rep, progressbar=False, checks=checks, **extra,
+                  **settings[variant])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FitWarning)
             est.fit(data)

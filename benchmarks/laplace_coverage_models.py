@@ -109,12 +109,16 @@ def one(case, draw, sim, seed, method):
     return ranks(case, posterior, truth, seed, sim), seconds, messages
 
 
-def run(name: str, sims: int, nuts_check: int, resume: bool) -> pd.DataFrame:
+def raw_path(name: str, tag: str = "") -> Path:
+    return OUT / f"laplace_coverage_{name}{'_' + tag if tag else ''}.csv"
+
+
+def run(name: str, sims: int, nuts_check: int, resume: bool, tag: str = "") -> pd.DataFrame:
     from bayes_wsc.sbc import prior_draws
 
     case, args = case_of(name)
     seed = args.seed
-    out = OUT / f"laplace_coverage_{name}.csv"
+    out = raw_path(name, tag)
     OUT.mkdir(exist_ok=True)
     if out.exists() and not resume:
         out.unlink()
@@ -130,6 +134,7 @@ def run(name: str, sims: int, nuts_check: int, resume: bool) -> pd.DataFrame:
                 got, seconds, messages = {}, float("nan"), [f"fit failed: {type(exc).__name__}: {exc}"]
             row = {"model": name, "sim": sim, "method": method, "seconds": round(seconds, 2),
                    "warnings": len(messages), "messages": " | ".join(m[:200] for m in messages),
+                   "may_not_cover": any("may not cover" in m for m in messages),
                    **{f"rank:{q}": r for q, r in got.items()}}
             pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False)
             inside = np.mean([LOW <= r <= HIGH for r in got.values()]) if got else float("nan")
@@ -153,6 +158,9 @@ def summarize(name: str, table: pd.DataFrame) -> list[dict]:
     lap = table[(table["method"] == "laplace") & table[f"rank:{quantities[0]}"].notna()]
     nuts = recorded[recorded["sim"].isin(lap["sim"])]
     check = table[table["method"] == "nuts"]
+    if check.empty and raw_path(name).exists():  # a Laplace-only rerun: the NUTS refits of the first run
+        first = pd.read_csv(raw_path(name))
+        check = first[first["method"] == "nuts"]
     for q in quantities:
         lap_in = ((lap[f"rank:{q}"] >= LOW) & (lap[f"rank:{q}"] <= HIGH)).to_numpy()
         nuts_in = ((nuts[f"rank:{q}"] >= LOW) & (nuts[f"rank:{q}"] <= HIGH)).to_numpy()
@@ -170,6 +178,8 @@ def summarize(name: str, table: pd.DataFrame) -> list[dict]:
                  "nuts_seconds_median_this_run": check["seconds"].median() if len(check) else np.nan,
                  "nuts_seconds_median_recorded": nuts["seconds"].median() if len(nuts) else np.nan,
                  "laplace_fits_warning_share": float((lap["warnings"] > 0).mean()),
+                 "laplace_may_not_cover_share": float(lap["may_not_cover"].mean()) if "may_not_cover" in lap
+                 else np.nan,
                  "nuts_rerun_rank_agreement": _rank_agreement(check, recorded, quantities),
                  "sims_compared": len(both)})
     return rows
@@ -193,11 +203,12 @@ def main(argv=None):
     parser.add_argument("--nuts-check", type=int, default=2)
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--summarize", action="store_true")
+    parser.add_argument("--tag", default="", help="suffix of the raw files (a rerun beside the first)")
     args = parser.parse_args(argv)
     rows = []
     for name in args.models.split(","):
-        out = OUT / f"laplace_coverage_{name}.csv"
-        table = pd.read_csv(out) if args.summarize else run(name, args.sims, args.nuts_check, args.resume)
+        table = pd.read_csv(raw_path(name, args.tag)) if args.summarize else \
+            run(name, args.sims, args.nuts_check, args.resume, args.tag)
         rows += summarize(name, table)
         summary = pd.DataFrame(rows)
         (HERE / "results").mkdir(exist_ok=True)
