@@ -116,7 +116,10 @@ def reliability(info: dict) -> list[str]:
 
 
 def laplace_warnings(info: dict) -> list[str]:
-    """One warning when `reliability` finds anything, saying what and what to do; else none."""
+    """One warning when `reliability` finds anything, saying what and what to do; else none. A Hessian
+    that is not positive definite has its own warning (`laplace.run_laplace`), which says more."""
+    if info.get("positive_definite") is False:
+        return []
     found = reliability(info)
     if not found:
         return []
