@@ -319,7 +319,7 @@ class Estimator:
             dims = {**(dims or {}), **self.complete_draws(draws, data)}  # nested: the locals from their conditionals
             from bayes_wsc.nested_laplace import laplace_warnings
 
-            found += laplace_warnings(draws.info)
+            found += laplace_warnings(draws.info, self.model_name)
             messages += found + self.align_draws(draws, map_draws, data, free=fit_info["free_variables"], dims=dims)
             if not recipe.start_nuts_at_map and draws.info.get("form") != "nested":
                 messages.append("this model's file says its posterior mode is not a useful summary "

@@ -46,7 +46,8 @@ FITS = ("nuts_wh10", "nuts_learned", "nuts_matched", "em")
 LAPLACE_FITS = ("laplace_wh10", "laplace_learned", "laplace_matched")
 JOINT_FITS = ("joint_wh10", "joint_learned", "joint_matched")
 #: what a Laplace fit's record says about itself (`nested_laplace.reliability`), kept per replicate
-LAPLACE_CHECKS = ("pareto_k", "importance_ess_share", "mode_shift_sd", "condition_number", "positive_definite")
+LAPLACE_CHECKS = ("pareto_k", "pareto_k_method", "importance_ess_share", "mode_shift_sd", "condition_number",
+                  "positive_definite")
 LEVEL = 0.90
 Z_SE = 1.64  # the paper's bars are +- 1 SE; +- 1.64 SE is the normal 90% interval
 

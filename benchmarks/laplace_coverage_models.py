@@ -106,7 +106,15 @@ def one(case, draw, sim, seed, method):
     truth = {**draw, **true_deterministics(est.model_, draw)}
     posterior = {n: est._fitted().posterior[n].values for n in est._fitted().posterior.data_vars}
     messages = [str(w.message) for w in caught if issubclass(w.category, FitWarning)]
-    return ranks(case, posterior, truth, seed, sim), seconds, messages
+    info = {}
+    if method == "laplace":
+        from bayes_wsc import inference
+
+        record = inference.get_attrs(est._fitted())["fit_info"]["laplace"]
+        info = {k: record.get(k) for k in ("pareto_k", "importance_ess_share", "mode_shift_sd", "condition_number",
+                                           "positive_definite")}
+        info["at_bound"] = len(record.get("at_bound") or [])
+    return ranks(case, posterior, truth, seed, sim), seconds, messages, info
 
 
 def raw_path(name: str, tag: str = "") -> Path:
@@ -129,12 +137,12 @@ def run(name: str, sims: int, nuts_check: int, resume: bool, tag: str = "") -> p
             if (sim, method) in set(_done_pairs(out)):
                 continue
             try:
-                got, seconds, messages = one(case, draws[sim], sim, seed, method)
+                got, seconds, messages, info = one(case, draws[sim], sim, seed, method)
             except Exception as exc:  # noqa: BLE001 - a failed fit is a result: recorded, not hidden
-                got, seconds, messages = {}, float("nan"), [f"fit failed: {type(exc).__name__}: {exc}"]
+                got, seconds, messages, info = {}, float("nan"), [f"fit failed: {type(exc).__name__}: {exc}"], {}
             row = {"model": name, "sim": sim, "method": method, "seconds": round(seconds, 2),
                    "warnings": len(messages), "messages": " | ".join(m[:200] for m in messages),
-                   "may_not_cover": any("may not cover" in m for m in messages),
+                   "may_not_cover": any("may not cover" in m for m in messages), **info,
                    **{f"rank:{q}": r for q, r in got.items()}}
             pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False)
             inside = np.mean([LOW <= r <= HIGH for r in got.values()]) if got else float("nan")

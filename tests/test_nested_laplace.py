@@ -147,30 +147,39 @@ def test_the_joint_form_stays_available_and_the_learned_noise_variant_is_nested(
     assert variant._fitted().posterior["mu"].shape == (1, 300, data.n_groups)
 
 
-def beta_binomial(successes, trials):
+def student_t(nu: float, dims: int = 4):
     with pm.Model() as model:
-        pm.Binomial("k", trials, pm.Beta("p", 1.0, 1.0), observed=successes)
+        pm.StudentT("x", nu=nu, mu=0.0, sigma=1.0, shape=dims)
     return model
 
 
-def test_the_warning_fires_on_a_skewed_posterior_and_not_on_a_gaussian_one():
-    """0 successes in 2 trials: p's posterior, Beta(1, 3), is skewed on the logit scale, far from any
-    Gaussian there; 500 in 1000 gives a posterior the Gaussian fits. The first fit warns, the second not."""
-    _, _, messages = fit_laplace(beta_binomial(0, 2), {"p": 0.3}, draws=1000, seed=0)
+def test_the_warning_fires_on_heavy_tails_and_not_on_a_nearly_gaussian_posterior():
+    """Four independent Cauchy coordinates: the Gaussian at the mode has far lighter tails, the importance
+    ratios are uneven (a few draws carry the weight) with a heavy tail, and the fit warns; Student-t with
+    50 degrees of freedom is nearly Gaussian, and it does not. (At 200 draws the check is noisy: with
+    another seed the Cauchy case gave k = 0.38 and went unwarned; benchmarks/RESULTS.md has its rates.)"""
+    draws, _, messages = fit_laplace(student_t(1.0), {"x": np.full(4, 0.1)}, draws=1000, seed=0)
+    assert draws.info["importance_ess_share"] < 0.5 and draws.info["pareto_k"] > 0.7
     assert any("may not cover" in m for m in messages)
-    _, _, messages = fit_laplace(beta_binomial(500, 1000), {"p": 0.3}, draws=1000, seed=0)
+    draws, _, messages = fit_laplace(student_t(50.0), {"x": np.full(4, 0.1)}, draws=1000, seed=0)
+    assert draws.info["importance_ess_share"] > 0.9
     assert not any("may not cover" in m for m in messages)
 
 
 def test_each_check_fires_alone_on_its_own_evidence():
     assert reliability({"pareto_k": 0.3, "mode_shift_sd": 0.2, "condition_number": 50.0, "at_bound": []}) == []
-    assert "Pareto k" in reliability({"pareto_k": 0.9})[0]
+    assert "Pareto k" in reliability({"pareto_k": 0.9})[0] and "Pareto k" in reliability({"pareto_k": 0.9,
+                                                                                        "importance_ess_share": 0.2})[0]
+    assert reliability({"pareto_k": 0.9, "importance_ess_share": 0.8}) == []  # nearly even ratios
     assert "inf" in reliability({"pareto_k": float("inf")})[0]
-    assert "skewed" in reliability({"mode_shift_sd": 2.5})[0]
+    assert reliability({"mode_shift_sd": 25.0}) == []  # recorded, but measured not to tell (module docstring)
     assert "nearly flat" in reliability({"condition_number": 1e12})[0]
     assert "bound" in reliability({"at_bound": ["w1 sits at a bound of its range"]})[0]
     assert "acceptance" in reliability({"mu_draws": {"acceptance_rate": 0.2}})[0]
-    assert laplace_warnings({"pareto_k": 0.2}) == []
+    assert laplace_warnings({"pareto_k": 0.2}) == [] == laplace_warnings({"pareto_k": 0.2}, "perception")
+    # a model measured to cover less than NUTS says so on every Laplace fit, with its figures
+    said = laplace_warnings({"pareto_k": 0.2}, "pcmix")
+    assert len(said) == 1 and "0.77" in said[0] and "0.90" in said[0]
 
 
 def test_importance_ratios_tell_a_matching_gaussian_from_a_heavy_tailed_density():
