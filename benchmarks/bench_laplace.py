@@ -191,12 +191,15 @@ def warning_rates(table):
     coverage (`POOR_AT_MOST`), or coverage worse than NUTS's (`WORSE_BY`), and how often the warning fired
     among them (the hit rate) and among the others (the false-alarm rate). The warning is recomputed from
     the numbers each fit recorded with the package's current checks (`nested_laplace.reliability`), each
-    check also alone; `warned_at_fit` is what the fit itself said when it ran."""
+    check also alone; `warned_at_fit` is what the fit itself said when it ran. Only records whose k was
+    estimated as the package now does count (`nested_laplace.PARETO_K_METHOD`)."""
     import pandas as pd
 
-    from bayes_wsc.nested_laplace import reliability
+    from bayes_wsc.nested_laplace import PARETO_K_METHOD, reliability
 
     laplace = table[table["fit"].str.startswith(("laplace_", "joint_"))].copy()
+    # records made before the current estimator of k are left out (their k is not comparable)
+    laplace = laplace[laplace["pareto_k_method"].fillna("") == PARETO_K_METHOD]
     laplace["form_name"] = np.where(laplace["fit"].str.startswith("joint_"), "joint", "nested")
     laplace["poor"] = laplace["covered"] <= POOR_AT_MOST
     nuts = pd.concat([pd.read_csv(HERE / "results" / f"coverage_sec5_J{j}.csv") for j in laplace["items"].unique()])
@@ -207,10 +210,13 @@ def warning_rates(table):
     laplace["worse"] = laplace["covered"] <= laplace["covered_nuts"] - WORSE_BY
 
     def record(row, only=None):
-        full = {"pareto_k": row["pareto_k"], "condition_number": row["condition_number"],
+        full = {"pareto_k": row["pareto_k"], "importance_ess_share": row["importance_ess_share"],
+                "condition_number": row["condition_number"],
                 "at_bound": ["a value"] * int(row["at_bound"] or 0),
                 "mu_draws": {"acceptance_rate": row["mu_acceptance"]} if pd.notna(row["mu_acceptance"]) else {}}
         full = {k: v for k, v in full.items() if not (isinstance(v, float) and np.isnan(v))}
+        if only == "pareto_k":
+            return {k: full[k] for k in ("pareto_k", "importance_ess_share") if k in full}
         return full if only is None else {only: full[only]} if only in full else {}
 
     checks = ("pareto_k", "condition_number", "at_bound", "mu_draws")
