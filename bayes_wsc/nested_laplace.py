@@ -144,8 +144,8 @@ def reliability(info: dict) -> list[str]:
 #: benchmarks/laplace_coverage_models.py, benchmarks/RESULTS.md "Nested Laplace"): every Laplace fit of
 #: them says so
 MEASURED_UNDERCOVERAGE: dict[str, tuple[float, float, str]] = {
-    "pcmix": (0.77, 0.90, "its 14 SBC quantities (weights, means, sds, P(y = 1) of the sorted components, "
-                          "label probabilities; 40 simulations, lam = 1)"),
+    "pcmix": (0.77, 0.90, "its 14 SBC quantities (the sorted components' weights, means and sds covered "
+                          "0.55-0.80; 40 simulations, lam = 1)"),
     "proportions": (0.85, 0.91, "each class's mean and sd (Gaussian emission, exact counts; 40 simulations)"),
 }
 

@@ -193,6 +193,23 @@ def summarize(name: str, table: pd.DataFrame) -> list[dict]:
     return rows
 
 
+#: a simulation's coverage is poor when under this share of its quantities' intervals cover
+POOR_BELOW = 0.75
+
+
+def warning_rates(name: str, table: pd.DataFrame) -> dict:
+    """How often the Laplace fits warned "may not cover" among the simulations whose coverage was poor
+    (`POOR_BELOW`) and among the others."""
+    lap = table[(table["method"] == "laplace") & table["may_not_cover"].notna()] if "may_not_cover" in table \
+        else table.iloc[:0]
+    ranks = lap[[c for c in lap.columns if c.startswith("rank:")]]
+    poor = (((ranks >= LOW) & (ranks <= HIGH)).mean(axis=1) < POOR_BELOW).to_numpy()
+    warned = lap["may_not_cover"].astype(bool).to_numpy() if len(lap) else np.array([], bool)
+    return {"model": name, "sims": len(lap), "poor": int(poor.sum()),
+            "warns_when_poor": warned[poor].mean() if poor.any() else np.nan,
+            "warns_otherwise": warned[~poor].mean() if (~poor).any() else np.nan}
+
+
 def _rank_agreement(check: pd.DataFrame, recorded: pd.DataFrame, quantities) -> float:
     """Mean |rank this run - rank recorded| / 99 over the NUTS refits: near 0 when the data are the same
     (ranks of the same posterior differ only by Monte Carlo error), near 1/3 when they are not."""
@@ -213,15 +230,18 @@ def main(argv=None):
     parser.add_argument("--summarize", action="store_true")
     parser.add_argument("--tag", default="", help="suffix of the raw files (a rerun beside the first)")
     args = parser.parse_args(argv)
-    rows = []
+    rows, rates = [], []
     for name in args.models.split(","):
         table = pd.read_csv(raw_path(name, args.tag)) if args.summarize else \
             run(name, args.sims, args.nuts_check, args.resume, args.tag)
         rows += summarize(name, table)
+        rates.append(warning_rates(name, table))
         summary = pd.DataFrame(rows)
         (HERE / "results").mkdir(exist_ok=True)
         summary.round(4).to_csv(HERE / "results" / "laplace_coverage_models.csv", index=False)
     print(pd.DataFrame(rows).round(3).to_string(index=False))
+    pd.DataFrame(rates).round(4).to_csv(HERE / "results" / "laplace_warning_rates_models.csv", index=False)
+    print(pd.DataFrame(rates).round(3).to_string(index=False))
 
 
 if __name__ == "__main__":
