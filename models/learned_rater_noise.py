@@ -11,7 +11,11 @@ same posterior as HE_i ~ N(mu_i, sigma_H), but without its funnel: written
 that way, mu = HE with sigma_H -> 0 is a spike of unbounded density that
 traps both the MAP and NUTS chains.
 
-Fit it with NUTS. A posterior mode is not a useful summary here: in either
+method="laplace" is nested: each group's quality integrated out, the Gaussian at the marginal mode
+of sigma_H, F0 and the emissions. On the Sec. 5 study its 90% intervals of rho(k) covered 0.879 at
+100 clicks a group (NUTS 0.883), but 0.837 at 5 (NUTS 0.919), where most of its fits warn.
+
+Fit it with NUTS. A joint posterior mode is not a useful summary here: in either
 parameterization the mode sits where the posterior mass is not (sigma_H at 0,
 or inflated), so chains start from the initial values below, not the MAP. A
 MAP fit holds mu_scale at the spread of HE (`map_fixed`), where the joint mode
