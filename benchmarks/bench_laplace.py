@@ -19,9 +19,10 @@ models of coverage_sec5.py fitted by nested Laplace (the default of method="lapl
 replicate, and, in the same run, by joint Laplace (mu="sampled") on the first --joint-reps and by
 NUTS on the first --nuts-reps (their seconds; NUTS's coverage there against the recorded run's).
 Coverage is compared with the recorded NUTS fits of the same replicates
-(results/coverage_sec5_J<J>.csv) and the recorded joint Laplace fits
-(results/coverage_sec5_laplace_J<J>.csv). Raw rows: out/coverage_sec5_nested_J<J>.csv (resumable);
-summary: results/coverage_sec5_nested_J<J>.csv.
+(out/coverage_sec5_J<J>.csv, from coverage_sec5.py) and the recorded joint Laplace fits
+(out/coverage_sec5_laplace_J<J>.csv; their fits are named laplace_* there, from before the nested
+form). Raw rows: out/coverage_sec5_nested_J<J>.csv (resumable); summaries:
+results/coverage_sec5_nested_J<J>.csv and results/laplace_warning_rates.csv.
 
     python benchmarks/bench_laplace.py --coverage --items 100,5 --reps 50 --joint-reps 1 --nuts-reps 1
     python benchmarks/bench_laplace.py --coverage --items 100,5 --summarize
@@ -32,13 +33,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, RESULTS, require  # noqa: E402
 
 
 def timed(fn):
@@ -119,9 +122,9 @@ def run_coverage(sizes: list[int], reps: int, summarize_only: bool, joint_reps: 
     reuse_variant_programs()
 
     def out(items):
-        return HERE / "out" / f"coverage_sec5_nested_J{items}.csv"
+        return OUT / f"coverage_sec5_nested_J{items}.csv"
 
-    (HERE / "out").mkdir(exist_ok=True)
+    OUT.mkdir(exist_ok=True)
     for rep in range(0 if summarize_only else reps):
         for items in sizes:
             done = set(zip(*[pd.read_csv(out(items))[c] for c in ("rep", "fit")])) if out(items).exists() else set()
@@ -135,12 +138,12 @@ def run_coverage(sizes: list[int], reps: int, summarize_only: bool, joint_reps: 
             print(f"J={items} replicate {rep}: " + ", ".join(f"{r['fit']} {r['covered']}/{r['bins']} "
                                                             f"{r['seconds']:.1f}s" for r in rows), flush=True)
     rates = warning_rates(pd.concat([pd.read_csv(out(items)) for items in sizes if out(items).exists()]))
-    rates.round(4).to_csv(HERE / "results" / "laplace_warning_rates.csv", index=False)
+    rates.round(4).to_csv(RESULTS / "laplace_warning_rates.csv", index=False)
     print("\nHow often the Laplace warning fires, by replicates whose coverage was poor or fine:")
     print(rates.round(3).to_string(index=False))
     for items in sizes:
         summary = coverage_summary(items, pd.read_csv(out(items)))
-        path = HERE / "results" / f"coverage_sec5_nested_J{items}.csv"
+        path = RESULTS / f"coverage_sec5_nested_J{items}.csv"
         summary.round(4).to_csv(path, index=False)
         print(f"\nNested Laplace against NUTS, J = {items}, the same replicates (90% HDIs of rho):")
         print(summary.round(3).to_string(index=False))
@@ -202,7 +205,7 @@ def warning_rates(table):
     laplace = laplace[laplace["pareto_k_method"].fillna("") == PARETO_K_METHOD]
     laplace["form_name"] = np.where(laplace["fit"].str.startswith("joint_"), "joint", "nested")
     laplace["poor"] = laplace["covered"] <= POOR_AT_MOST
-    nuts = pd.concat([pd.read_csv(HERE / "results" / f"coverage_sec5_J{j}.csv") for j in laplace["items"].unique()])
+    nuts = pd.concat([pd.read_csv(recorded(j, "nuts")) for j in laplace["items"].unique()])
     nuts = nuts[nuts["fit"].str.startswith("nuts_")].assign(model=lambda t: t["fit"].str[5:])
     laplace["model"] = laplace["fit"].str.split("_").str[1]
     laplace = laplace.merge(nuts[["rep", "items", "model", "covered"]], on=["rep", "items", "model"], how="left",
@@ -245,13 +248,24 @@ def warning_rates(table):
     return pd.DataFrame(rows)
 
 
+def recorded(items: int, fits: str):
+    """The recorded per-replicate rows the nested fits are compared with: NUTS's (coverage_sec5.py) or
+    the joint Laplace fits' (this script's earlier --coverage), in benchmarks/out/."""
+    if fits == "nuts":
+        return require(OUT / f"coverage_sec5_J{items}.csv", f"python benchmarks/coverage_sec5.py --items {items} "
+                       "--reps 50 --resume --tune 500 --draws 500")
+    return require(OUT / f"coverage_sec5_laplace_J{items}.csv", "this script's --coverage as it was before nested "
+                   "Laplace (git history: the joint form's fits, named laplace_*), or coverage_sec5.py --fits "
+                   f"joint_wh10,joint_learned,joint_matched --items {items} --reps 50 with the fits renamed")
+
+
 def coverage_summary(items: int, table):
     """Per model: nested Laplace's coverage on its replicates against the recorded NUTS's and the recorded
     joint Laplace's on the same replicates, and the seconds of each, those timed in this run labelled."""
     import pandas as pd
 
-    nuts = pd.read_csv(HERE / "results" / f"coverage_sec5_J{items}.csv")
-    joint_recorded = pd.read_csv(HERE / "results" / f"coverage_sec5_laplace_J{items}.csv")
+    nuts = pd.read_csv(recorded(items, "nuts"))
+    joint_recorded = pd.read_csv(recorded(items, "joint"))
     rows = []
     for variant in ("wh10", "matched", "learned"):
         ours = table[table["fit"] == f"laplace_{variant}"]
@@ -285,9 +299,6 @@ def coverage_summary(items: int, table):
 
 
 def main(argv=None):
-    import sys
-
-    sys.path.insert(0, str(HERE))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--timing", action="store_true")
     parser.add_argument("--coverage", action="store_true")

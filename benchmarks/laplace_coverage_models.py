@@ -7,7 +7,7 @@ the same seed and simulation numbers as `benchmarks/sbc.py`, so the same prior d
 sets), and every SBC quantity is ranked among 99 draws thinned evenly from the Laplace draws,
 exactly as SBC ranks NUTS's. A 90% central interval of the 99 draws covers the truth when the
 rank is in 5..94 (90 of the 100 possible ranks); for NUTS the ranks come from the recorded SBC
-run (`benchmarks/results/sbc_<model>[_<tag>]_ranks.csv`). `--nuts-check N` refits NUTS on the
+run (`benchmarks/out/sbc_<model>[_<tag>]_ranks.csv`, written by benchmarks/sbc.py). `--nuts-check N` refits NUTS on the
 first N simulations in the same run, to time it beside Laplace and to confirm that the recorded
 run's data are the ones simulated now (its coverage of those simulations is printed beside the
 recorded one).
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "out"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import HERE, OUT, require  # noqa: E402
 #: model -> (sbc.py arguments of the recorded run, its ranks file's tag)
 CASES = {
     "proportions": ([], ""),
@@ -160,7 +160,9 @@ def _done_pairs(out: Path):
 
 def summarize(name: str, table: pd.DataFrame) -> list[dict]:
     tag = CASES[name][1]
-    recorded = pd.read_csv(HERE / "results" / f"sbc_{name.split('_')[0]}{'_' + tag if tag else ''}_ranks.csv")
+    ranks_csv = f"sbc_{name.split('_')[0]}{'_' + tag if tag else ''}_ranks.csv"
+    recorded = pd.read_csv(require(OUT / ranks_csv, f"python benchmarks/sbc.py --model {name.split('_')[0]} --sims 100 "
+                                   + " ".join(CASES[name][0]) + " --resume"))
     quantities = [c[5:] for c in table.columns if c.startswith("rank:")]
     rows = []
     lap = table[(table["method"] == "laplace") & table[f"rank:{quantities[0]}"].notna()]
