@@ -19,10 +19,11 @@ from bayes_wsc.errors import InputError
 CHUNK_FLOATS = 8_000_000
 
 
-def check_ci(ci) -> None:
-    """The credible level of an interval: a number in (0, 1), or one line naming the value."""
+def check_ci(ci, name: str = "ci") -> None:
+    """The credible level of an interval (the argument `name`): a number in (0, 1), or one line naming
+    the value. Every entry point that takes a level checks it with this rule, before any work."""
     if isinstance(ci, bool) or not isinstance(ci, (int, float, np.number)) or not 0 < ci < 1:
-        raise InputError(f"ci must be a number in (0, 1), got {ci!r}")
+        raise InputError(f"{name} must be a number in (0, 1), got {ci!r}")
 
 
 def stacked(idata, name: str) -> np.ndarray:

@@ -51,7 +51,7 @@ from bayes_wsc.data.labeled import LabeledItems, standardize
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator, is_count, is_labels
-from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
+from bayes_wsc.posterior import append_predictions, check_ci, stacked, summarize_columns
 from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -512,8 +512,7 @@ class PCMixture(Estimator):
         per draw is kept (computed in chunks of items).
         """
         self._check_fitted()
-        if not 0 < ci < 1:
-            raise InputError(f"ci must be in (0, 1), got {ci!r}")
+        check_ci(ci)
         pi, mean_z, sd_z, rho = self._draws()
         n_draws, components, n_classes = pi.shape[0], pi.shape[1], rho.shape[2]
         width = n_classes + components

@@ -9,13 +9,13 @@ from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.posterior import check_ci
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import Section, diagnostics_section, fit_label, variant_words, write_html
+from bayes_wsc.report.html import Section, diagnostics_section, fit_label, fit_method, variant_words, write_html
 
 
 def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = None) -> Path:
     """Write `out_dir/report.html` for any fitted estimator."""
     check_ci(ci)
-    method = inference.get_attrs(est.idata_)["method"]
+    method = fit_method(est)
     caption = ("The posterior mode: no intervals." if not inference.has_draws(est.idata_) else
                f"Posterior mean, sd and {ci:.0%} HDI (with Monte Carlo errors, ESS and R-hat after NUTS).")
     sections = [Section("Estimands", paragraphs=list(est.summary_notes()),

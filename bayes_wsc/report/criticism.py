@@ -16,7 +16,7 @@ from bayes_wsc import checks as criticism
 from bayes_wsc import inference
 from bayes_wsc import status
 from bayes_wsc.errors import InputError
-from bayes_wsc.report.html import Section, new_figure
+from bayes_wsc.report.html import Section, fit_method, new_figure
 
 #: rank-plot panels per fit (each costs a quarter of a second to draw): scalars, then the largest R-hat
 MAX_RANK_PANELS = 4
@@ -25,16 +25,12 @@ MAX_RANK_PANELS = 4
 def criticism_sections(fits: dict, *, draws: int = criticism.PPC_DRAWS, seed: int = 0) -> list[Section]:
     """Sections for labelled fits of the same data: convergence (rank plots, NUTS only), posterior predictive
     checks, LOO, and the checks."""
-    nuts = {label: est for label, est in fits.items() if _method(est) == "nuts"}
+    nuts = {label: est for label, est in fits.items() if fit_method(est) == "nuts"}
     sections = []
     if nuts:
         sections.append(rank_section(nuts))
     sections += [ppc_section(fits, draws=draws, seed=seed), loo_section(fits), checks_section(fits, seed=seed)]
     return sections
-
-
-def _method(est) -> str:
-    return inference.get_attrs(est.idata_)["method"]
 
 
 # ---------------------------------------------------------------------- rank plots

@@ -20,9 +20,10 @@ from sklearn.metrics import normalized_mutual_info_score
 from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
+from bayes_wsc.posterior import check_ci
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
-                                   variant_words, write_html)
+from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, fit_method, laplace_words,
+                                   new_figure, variant_words, write_html)
 
 FIT_COLOR, TRUTH_COLOR = "#1f5fa8", "black"
 CLUSTER_CMAP = "tab10"
@@ -39,10 +40,6 @@ def _checked(est):
     if getattr(est, "idata_", None) is None or not hasattr(est, "expert_table"):
         raise InputError("the report needs a fitted NoisyExperts: call fit(data) first")
     return est
-
-
-def _method(est) -> str:
-    return inference.get_attrs(est.idata_)["method"]
 
 
 def _truth_values(truth, n_experts: int):
@@ -165,8 +162,7 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
         on the same data (seconds to a minute).
     """
     _checked(est)
-    if not 0 < ci < 1:
-        raise InputError(f"ci must be in (0, 1), got {ci!r}")
+    check_ci(ci)
     data = est.data_from_fit()
     if truth is not None and getattr(truth, "labels", None) is not None and len(truth.labels) != data.n_items:
         raise InputError(f"truth has labels for {len(truth.labels)} items but the fit has {data.n_items}")
@@ -185,7 +181,7 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
 
 def _intro(est, data) -> list[str]:
     k = est.idata_.posterior.sizes["cluster"]
-    method = _method(est)
+    method = fit_method(est)
     how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
            "laplace": f"by {laplace_words(est)}"}.get(method, "by MAP (the posterior mode from random restarts; "
                                                              "no intervals)")
@@ -211,7 +207,7 @@ def _intro(est, data) -> list[str]:
 def _experts_section(est, ci, truth) -> Section:
     table = est.expert_table(ci)
     shown = table.round(3)
-    if _method(est) == "map":
+    if fit_method(est) == "map":
         shown = shown[["alpha", "beta", "omega", "must_link", "cannot_link"]]
         caption = "Posterior mode of each expert's parameters (a MAP fit has no intervals), sorted by omega."
     else:
@@ -318,9 +314,9 @@ def _baselines_section(est, data, members, truth, seed) -> Section:
 
 def _summary_section(est, ci) -> Section:
     table = est.summary(hdi_prob=ci).round(3)
-    if _method(est) == "map":
+    if fit_method(est) == "map":
         caption = "The posterior mode (a single point; no standard deviation or interval)."
-    elif _method(est) == "laplace":
+    elif fit_method(est) == "laplace":
         caption = f"The {LAPLACE_SUMMARY}."
     else:
         caption = (f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat, after "

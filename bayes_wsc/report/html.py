@@ -115,11 +115,16 @@ def write_html(
 METHOD_LABELS = {"map": "MAP", "nuts": "NUTS", "laplace": "Laplace"}
 
 
-def fit_label(est) -> str:
-    """The label of a fit in a report of one fit: its method, as every report writes it (MAP, NUTS, Laplace)."""
+def fit_method(est) -> str:
+    """How a fit was made, as its attrs keep it: "map", "nuts" or "laplace"."""
     from bayes_wsc import inference
 
-    method = inference.get_attrs(est._fitted())["method"]
+    return inference.get_attrs(est._fitted())["method"]
+
+
+def fit_label(est) -> str:
+    """The label of a fit in a report of one fit: its method, as every report writes it (MAP, NUTS, Laplace)."""
+    method = fit_method(est)
     return METHOD_LABELS.get(method, str(method).upper())
 
 

@@ -20,8 +20,8 @@ from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import check_ci, stacked
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (Section, diagnostics_section, fit_label, laplace_words, new_figure, variant_words,
-                                   write_html)
+from bayes_wsc.report.html import (Section, diagnostics_section, fit_label, fit_method, laplace_words, new_figure,
+                                   variant_words, write_html)
 
 #: at most this many features (the largest class differences) in the class-conditional figure
 MAX_FEATURES = 30
@@ -44,6 +44,7 @@ def plot_classes(est, *, ci: float = DEFAULT_CI):
     softmax weights and P(class | bin) of one class are the mirror of the other's: the second class is shown
     against the first (the reference) alone."""
     _checked(est)
+    check_ci(ci)
     classes = list(est.classes_)
     post = est.idata_.posterior
     centre = None  # with one class shown: where its values say nothing (no weight, even odds)
@@ -110,7 +111,7 @@ def plot_group_fit(est, table=None):
 
 def _fit_words(est) -> str:
     settings = inference.get_attrs(est.idata_)["settings"]
-    method = inference.get_attrs(est.idata_)["method"]
+    method = fit_method(est)
     bag = est.bag_likelihood_
     shares = ("the proportions taken as known exactly" if settings.get("concentration") is None
               else f"noisy proportions, theta_i ~ Dirichlet({settings['concentration']:g} Pi_i + 1)")
