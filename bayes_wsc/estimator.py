@@ -208,10 +208,10 @@ class Estimator:
                              f"model itself: give it with --{option} on the command line, or as the estimator's "
                              f"{clash[0]}= in Python")
         variant = load_variant(self.model_file)
-        settings = {**self.build_settings(), **own}
-        _check_accepts(variant.build_model, settings, self.model_file)
+        _check_accepts(variant.build_model, {**self.build_settings(), **own}, self.model_file)
 
         def build(data):
+            settings = {**self.settings_for(data), **own}
             with self.variant_errors("build_model"):
                 return variant.build_model(data, **settings)
 
@@ -234,6 +234,18 @@ class Estimator:
     def build_settings(self) -> dict:
         """The model's own settings that `build_model` takes (a variant file receives them too)."""
         return {}
+
+    def settings_for(self, data) -> dict:
+        """The settings `build_model` takes for these data: `build_settings`, with any setting that the
+        model resolves against its data (proportions' bag likelihood "auto") resolved. What builds the
+        model, keys its cached program and reaches a variant's `build_model`."""
+        return self.build_settings()
+
+    def check_data(self, data) -> None:
+        """The model's own checks of `data` against its settings (a container validates itself when
+        built; an emission that needs numeric features, or a likelihood that needs whole counts, is the
+        model's to check): one `InputError` line. `fit` runs it after `check_data_type` and
+        `check_params`, before any work. Nothing by default."""
 
     @contextlib.contextmanager
     def variant_errors(self, stage: str):
@@ -274,6 +286,7 @@ class Estimator:
 
         self.check_data_type(data)
         self.check_params()
+        self.check_data(data)
         recipe = self._recipe()
         self._model, self._model_recipe = None, (recipe.build, data)
         with self.variant_errors("initial_values"):
@@ -450,7 +463,7 @@ class Estimator:
             known = self.model_inputs(data)
         if known is not None:
             coords, values = known
-            key = map_program.cache_key(f"{type(self).__module__}.{type(self).__qualname__}", self.build_settings(),
+            key = map_program.cache_key(f"{type(self).__module__}.{type(self).__qualname__}", self.settings_for(data),
                                         coords, {**values, **fixed}, sorted({k for s in starts for k in s}), laplace)
             program = map_program.load(key)
             if program is not None:
@@ -640,7 +653,10 @@ class Estimator:
     def summary(self, var_names: list[str] | None = None, hdi_prob: float = DEFAULT_CI):
         """`az.summary` of the estimands and a variant's own variables (mean, sd, HDI, and R-hat/ESS
         after NUTS); `summary_notes` names what is too long for the table."""
+        from bayes_wsc.posterior import check_ci
+
         self._check_fitted()
+        check_ci(hdi_prob, "hdi_prob")
         with self.variant_errors("summary"):
             return inference.summary(self._fitted(), var_names or self.diagnosed_names(), hdi_prob)
 

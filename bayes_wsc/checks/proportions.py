@@ -82,7 +82,7 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
 
     emission = _emission(params)
     concentration = None if emission == "logistic" else est.concentration
-    bag = getattr(est, "_bag_of_fit", None) or mp.resolve_bag_likelihood(est.bag_likelihood, concentration, data)
+    bag = est.settings_for(data)["bag_likelihood"]
     n_draws = next(iter(params.values())).shape[0]
     if "theta" in params:
         log_shares = np.log(np.asarray(params["theta"], dtype=float))

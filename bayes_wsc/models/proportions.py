@@ -453,12 +453,11 @@ class ProportionsClassifier(Estimator):
         self.w_concentration = w_concentration
         self.prior_sd = prior_sd
         self.intercept_sd = intercept_sd
-        self._bag_of_fit = None  # bag_likelihood resolved against the data by `fit`
 
     # ------------------------------------------------------------------ settings
     def build_settings(self) -> dict:
-        """The settings, with the bag likelihood the fit in progress resolved ("auto" before any fit)."""
-        return {"emission": self.emission, "bag_likelihood": self._bag_of_fit or self.bag_likelihood,
+        """The settings as given (the bag likelihood may be "auto": `settings_for` resolves it)."""
+        return {"emission": self.emission, "bag_likelihood": self.bag_likelihood,
                 "concentration": None if self.concentration is None else float(self.concentration),
                 "mean_prior_sd": float(self.mean_prior_sd), "sd_prior_rate": float(self.sd_prior_rate),
                 "w_concentration": float(self.w_concentration), "prior_sd": float(self.prior_sd),
@@ -470,27 +469,28 @@ class ProportionsClassifier(Estimator):
                        sd_prior_rate=self.sd_prior_rate, w_concentration=self.w_concentration,
                        prior_sd=self.prior_sd, intercept_sd=self.intercept_sd)
 
+    def settings_for(self, data: LabelProportions) -> dict:
+        """The settings with the bag likelihood resolved against the data (`resolve_bag_likelihood`)."""
+        return {**self.build_settings(),
+                "bag_likelihood": resolve_bag_likelihood(self.bag_likelihood, self.concentration, data)}
+
     # ------------------------------------------------------------------ hooks
-    def fit(self, data: LabelProportions):
-        """MAP (from the soft-label estimate) or NUTS; checks the data against the settings first,
-        before anything is built."""
-        self.check_params()
+    def check_data(self, data: LabelProportions) -> None:
+        """Features of the emission's kind, and whole counts for the exact-counts likelihood."""
         check_data(data, self.emission)
-        self._bag_of_fit = resolve_bag_likelihood(self.bag_likelihood, self.concentration, data)
-        if self._bag_of_fit == "exact-counts":
+        if self.settings_for(data)["bag_likelihood"] == "exact-counts":
             data.whole_counts_or_fail()
-        return super().fit(data)
 
     def data_messages(self, data: LabelProportions) -> list[str]:
         """Proportions that cannot tell the classes apart (`identifiability_message`), before the fit."""
         return [m for m in (identifiability_message(data),) if m]
 
     def build_model(self, data: LabelProportions) -> pm.Model:
-        return build_model(data, **self.build_settings())
+        return build_model(data, **self.settings_for(data))
 
     def model_inputs(self, data: LabelProportions):
         """(coords, values) of the model's graph, computed without PyMC (see `model_data`)."""
-        settings = self.build_settings()
+        settings = self.settings_for(data)
         check_data(data, settings["emission"])
         return model_coords(data), model_data(data, settings["emission"], settings["bag_likelihood"],
                                               settings["concentration"])
@@ -525,7 +525,7 @@ class ProportionsClassifier(Estimator):
         else:
             constant["item_bin"] = data.item_bin
             dims["item_bin"] = ["item"]
-        bag = resolve_bag_likelihood(self.bag_likelihood, self.concentration, data)
+        bag = self.settings_for(data)["bag_likelihood"]
         attrs = {"data_settings": dict(data.settings), "classes": list(data.classes), "data_kind": data.kind,
                  "counts_given": bool(data.counts_given), "bag_likelihood": bag,
                  # what the pointwise log-likelihood scores: `compare` refuses to rank fits that score different things
