@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import (feature_columns, feature_moments, key_column, read_features, require_columns,
-                                   require_rows, standardize, text_column)
+from bayes_wsc.data.tables import (FeatureScaling, feature_columns, key_column, require_columns, require_rows,
+                                   standardize, text_column)
 from bayes_wsc.errors import InputError
 
 #: more distinct labels than this look like a continuous outcome, not classes
@@ -132,12 +132,7 @@ class LabeledItems:
             if id_col == label_col:
                 raise InputError(f"the id column {id_col!r} is also the label column")
         features, hint = feature_columns(frame, features, (label_col, id_col), what, role="label or id")
-        raw = read_features(frame, features, what, hint)
-        center, scale = feature_moments(raw, features, f"{what} feature")
-        for j, column in enumerate(features):
-            if not scale[j] > 1e-12 * max(1.0, abs(center[j])):
-                raise InputError(f"{what} feature column {column!r} is constant (every row is {raw[0, j]:g}): "
-                                 "it carries no information and cannot be standardized; leave it out")
+        scaling, x = FeatureScaling.read(frame, features, f"{what} feature", hint=hint)
         y, class_names = read_labels(frame, label_col, what, classes)
         ids = (key_column(frame, id_col, what).to_numpy() if id_col is not None
                else np.arange(len(frame)).astype(str))
@@ -145,7 +140,7 @@ class LabeledItems:
             row = int(np.flatnonzero(pd.Index(ids).duplicated())[0])
             raise InputError(f"{what} column {id_col!r} has a duplicate id {ids[row]!r} (row {row + 1})")
         settings = {"label_col": label_col, "features": features, "id_col": id_col}
-        return cls((raw - center) / scale, y, features, class_names, center, scale, ids, settings)
+        return cls(x, y, features, class_names, scaling.mean, scaling.scale, ids, settings)
 
     @classmethod
     def from_arrays(

@@ -25,47 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import (check_standardized, feature_columns, feature_moments, key_column,
-                                   numeric_column, require_columns, require_rows)
+from bayes_wsc.data.tables import (FeatureScaling, feature_columns, key_column, numeric_column, require_columns,
+                                   require_rows)
 from bayes_wsc.errors import InputError
 
 CONSTRAINT_COLUMNS = ("expert", "i", "j", "link")
 LABEL_COLUMNS = ("expert", "id", "label")
-
-
-@dataclass(frozen=True)
-class FeatureScaling:
-    """Which columns are the features, and the centre and scale applied to them.
-
-    A constant column gets scale 1 (it becomes all zeros rather than NaN).
-    """
-
-    names: tuple[str, ...]
-    mean: np.ndarray
-    scale: np.ndarray
-
-    @classmethod
-    def fit(cls, frame: pd.DataFrame, columns: Sequence[str], what: str, standardize: bool = True,
-            hint: str = ""):
-        """Read `columns` of `frame` as floats (one-line errors; `hint` says how to leave a default column
-        out) and learn the scaling; returns (scaling, standardized matrix)."""
-        raw = np.column_stack([numeric_column(frame, c, what, hint=hint) for c in columns])
-        if standardize:
-            mean, scale = feature_moments(raw, list(columns), what)
-            scale[scale <= 1e-12 * np.maximum(np.abs(mean), 1.0)] = 1.0
-        else:  # used as given: the same bound as a new item's standardized value
-            mean, scale = np.zeros(raw.shape[1]), np.ones(raw.shape[1])
-            check_standardized(raw, raw, list(columns), what, scaled=False)
-        scaling = cls(tuple(str(c) for c in columns), mean, scale)
-        return scaling, (raw - mean) / scale
-
-    def transform(self, frame: pd.DataFrame, what: str = "items") -> np.ndarray:
-        """The feature matrix of new items, scaled as in training; missing or bad columns are errors."""
-        require_columns(frame, self.names, what)
-        if len(frame) == 0:
-            raise InputError(f"{what} has no rows")
-        raw = np.column_stack([numeric_column(frame, c, what) for c in self.names])
-        return check_standardized((raw - self.mean) / self.scale, raw, self.names, what)
 
 
 @dataclass
@@ -250,7 +215,7 @@ def read_items(items: pd.DataFrame, id_col: str, features, standardize: bool):
     features, hint = feature_columns(items, features, (id_col,), "items")
     if len(items) < 2:
         raise InputError("items has a single row: clustering needs at least two items")
-    scaling, matrix = FeatureScaling.fit(items, features, "items", standardize, hint)
+    scaling, matrix = FeatureScaling.read(items, features, "items", standardize, hint)
     return ids.to_numpy(), scaling, matrix
 
 

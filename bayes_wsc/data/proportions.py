@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from bayes_wsc.data.grouped import BehaviorBins
-from bayes_wsc.data.tables import (feature_columns, feature_moments, key_column, numeric_column, read_features,
-                                   require_columns, require_rows, standardize)
+from bayes_wsc.data.tables import (FeatureScaling, feature_columns, key_column, numeric_column, require_columns,
+                                   require_rows, standardize)
 from bayes_wsc.errors import InputError
 
 #: proportions of a group must sum to 1 within this
@@ -241,13 +241,8 @@ class LabelProportions:
         if categorical:
             bins = BehaviorBins.from_frame(items, features, items_what)
             return cls(bins=bins, item_bin=bins.index(items, items_what), **common)
-        raw = read_features(items, features, items_what, hint)
-        center, scale = feature_moments(raw, features, f"{items_what} feature")
-        for j, column in enumerate(features):
-            if not scale[j] > 1e-12 * max(1.0, abs(center[j])):
-                raise InputError(f"{items_what} feature column {column!r} is constant (every row is {raw[0, j]:g}): "
-                                 "it carries no information and cannot be standardized; leave it out")
-        return cls(x=(raw - center) / scale, features=tuple(features), center=center, scale=scale, **common)
+        scaling, x = FeatureScaling.read(items, features, f"{items_what} feature", hint=hint)
+        return cls(x=x, features=scaling.names, center=scaling.mean, scale=scaling.scale, **common)
 
     @classmethod
     def from_arrays(
@@ -275,18 +270,14 @@ class LabelProportions:
         group_ids = [f"g{i}" for i in range(n_groups)] if group_ids is None else list(group_ids)
         classes = [str(c) for c in range(proportions.shape[-1])] if classes is None else list(classes)
         item_group = np.asarray(groups, dtype=np.int64)
-        if standardize:
-            center, scale = x.mean(axis=0), x.std(axis=0)
-            scale = np.where(scale > 0, scale, 1.0)
-        else:
-            center, scale = np.zeros(x.shape[1]), np.ones(x.shape[1])
+        scaling, z = FeatureScaling.fit(x, names, "feature", standardize)
         sizes = np.bincount(item_group, minlength=n_groups) if item_group.size and item_group.min() >= 0 else None
         if counts is None and sizes is not None and proportions.ndim == 2 and sizes.size == n_groups:
             counts = whole_counts(proportions, sizes)
         settings = {"group_col": "group", "id_col": None, "features": names, "counts": False, "categorical": False}
         return cls(item_group=item_group, proportions=proportions, group_ids=group_ids, classes=classes,
-                   item_ids=np.arange(item_group.size).astype(str), x=(x - center) / scale, features=names,
-                   center=center, scale=scale, counts=counts, settings=settings)
+                   item_ids=np.arange(item_group.size).astype(str), x=z, features=names,
+                   center=scaling.mean, scale=scaling.scale, counts=counts, settings=settings)
 
     @classmethod
     def from_bins(cls, item_bin: np.ndarray, groups: Sequence, proportions: np.ndarray, n_bins: int, *,

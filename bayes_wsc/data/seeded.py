@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.pairwise import FeatureScaling, read_items
-from bayes_wsc.data.tables import key_column, numeric_column, require_columns, require_rows
+from bayes_wsc.data.pairwise import read_items
+from bayes_wsc.data.tables import FeatureScaling, key_column, numeric_column, require_columns, require_rows
 from bayes_wsc.errors import InputError
 
 CLUSTER_COL = "cluster"

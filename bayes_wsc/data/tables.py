@@ -7,6 +7,7 @@ column produces the same kind of message whatever the model.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -400,11 +401,9 @@ def read_features(frame: pd.DataFrame, features: Sequence[str], what: str, hint:
 
 def standardize(frame: pd.DataFrame, features: Sequence[str], center: np.ndarray, scale: np.ndarray,
                 what: str = "items") -> np.ndarray:
-    """New items' feature columns on the training scale: parsed as numbers, and refused beyond what the
-    models' arithmetic holds (`check_standardized`)."""
-    require_rows(frame, what)
-    raw = read_features(frame, features, what)
-    return check_standardized((raw - np.asarray(center)) / np.asarray(scale), raw, list(features), f"{what} feature")
+    """New items' feature columns on the training scale (`FeatureScaling.transform`), the cells named
+    as "<what> feature" columns."""
+    return FeatureScaling(tuple(features), center, scale).transform(frame, what, cells=f"{what} feature")
 
 
 def key_column(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
@@ -450,7 +449,13 @@ MAX_ABS_STANDARDIZED = 1e100
 
 def feature_moments(raw: np.ndarray, names: Sequence[str], what: str) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation of each column of `raw` (n, D), for standardizing. A column whose
-    moments overflow (values near 1e154 and beyond) is an error naming its largest value and row."""
+    moments overflow (values near 1e154 and beyond) is an error naming its largest value and row, as is
+    a value that is missing or not finite (arrays given directly; a table's cells are parsed first)."""
+    unusable = ~np.isfinite(raw)
+    if unusable.any():
+        row, j = (int(v) for v in np.argwhere(unusable)[0])
+        raise InputError(f"{what} column {names[j]!r} has a missing or non-finite value {float(raw[row, j])!r} "
+                         f"(row {row + 1})")
     with np.errstate(over="ignore", invalid="ignore"):
         center = raw.mean(axis=0)
         scale = raw.std(axis=0)
@@ -479,3 +484,68 @@ def check_standardized(z: np.ndarray, raw: np.ndarray, names: Sequence[str], wha
         raise InputError(f"{where}, beyond the {MAX_ABS_STANDARDIZED:g} that the model's arithmetic holds for "
                          "features used as given; rescale the column or standardize it")
     return z
+
+
+#: a column whose standard deviation is at most this share of its mean's magnitude (or of 1) is constant
+CONSTANT_COLUMN = 1e-12
+
+
+@dataclass(frozen=True)
+class FeatureScaling:
+    """The one standardization of numeric features: which columns, and the centre and scale applied to
+    them in training and again to new items.
+
+    Each column becomes (value - mean) / sd, with the training items' mean and standard deviation
+    (`feature_moments`: a column whose square overflows is refused by name). A constant column (sd at
+    most `CONSTANT_COLUMN` of its mean) gets scale 1: it becomes all zeros, so it adds nothing to any
+    model and a new item's value there is still scored; it carries no information, which every model
+    that weighs features says before its fit (`diagnostics.constant_features_message`). Features used
+    as given (`standardize=False`) keep centre 0 and scale 1. Training values and new items alike are
+    refused beyond `MAX_ABS_STANDARDIZED` (`check_standardized`).
+    """
+
+    names: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+
+    def __post_init__(self):
+        object.__setattr__(self, "names", tuple(str(n) for n in self.names))
+        object.__setattr__(self, "mean", np.asarray(self.mean, dtype=float))
+        object.__setattr__(self, "scale", np.asarray(self.scale, dtype=float))
+
+    @classmethod
+    def fit(cls, raw: np.ndarray, names: Sequence[str], what: str,
+            standardize: bool = True) -> tuple[FeatureScaling, np.ndarray]:
+        """The scaling learned from `raw` (n, D) and the scaled matrix; `what` names the columns in errors."""
+        raw = np.asarray(raw, dtype=float)
+        names = [str(n) for n in names]
+        if standardize:
+            mean, scale = feature_moments(raw, names, what)
+            scale[constant_columns(mean, scale)] = 1.0
+        else:  # used as given: the same bound as a new item's standardized value
+            mean, scale = np.zeros(raw.shape[1]), np.ones(raw.shape[1])
+            check_standardized(raw, raw, names, what, scaled=False)
+        return cls(tuple(names), mean, scale), (raw - mean) / scale
+
+    @classmethod
+    def read(cls, frame: pd.DataFrame, columns: Sequence[str], what: str, standardize: bool = True,
+             hint: str = "") -> tuple[FeatureScaling, np.ndarray]:
+        """`columns` of `frame` parsed as numbers (`numeric_column`; `hint` says how to leave a default
+        column out), then `fit`."""
+        raw = np.column_stack([numeric_column(frame, c, what, hint=hint) for c in columns])
+        return cls.fit(raw, columns, what, standardize)
+
+    def transform(self, frame: pd.DataFrame, what: str = "items", *, cells: str | None = None) -> np.ndarray:
+        """The feature matrix of new items, scaled as in training: rows and columns required, each
+        parsed as numbers and refused beyond what the models' arithmetic holds (`check_standardized`).
+        `cells` names the columns in the errors about values (default `what`)."""
+        require_rows(frame, what)
+        require_columns(frame, list(self.names), what)
+        cells = cells or what
+        raw = np.column_stack([numeric_column(frame, c, cells) for c in self.names])
+        return check_standardized((raw - self.mean) / self.scale, raw, list(self.names), cells)
+
+
+def constant_columns(mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """(D,) True where a column's standard deviation is at most `CONSTANT_COLUMN` of its mean (or of 1)."""
+    return ~(np.asarray(scale) > CONSTANT_COLUMN * np.maximum(np.abs(np.asarray(mean)), 1.0))

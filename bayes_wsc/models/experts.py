@@ -57,7 +57,8 @@ from scipy.special import logsumexp, softmax
 
 from bayes_wsc import inference, relabel
 from bayes_wsc._lazy import LazyModule
-from bayes_wsc.data.pairwise import FeatureScaling, PairwiseConstraints
+from bayes_wsc.data.pairwise import PairwiseConstraints
+from bayes_wsc.data.tables import FeatureScaling
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator

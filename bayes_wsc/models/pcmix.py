@@ -345,15 +345,17 @@ class PCMixture(Estimator):
         return super().fit(data)
 
     def data_messages(self, data: LabeledItems) -> list[str]:
-        """Labels of one class only: they cannot tell the components apart (before the fit)."""
-        from bayes_wsc.diagnostics import one_class_message
+        """Labels of one class only (they cannot tell the components apart) and constant features (every
+        component's sd on them shrinks to its floor), before the fit."""
+        from bayes_wsc.diagnostics import GAUSSIAN_ON_CONSTANT, constant_features_message, one_class_message
 
         labels = data.y[data.y >= 0]
-        message = one_class_message(labels, data.classes, "labelled item",
-                                    "the labels cannot tell one component from another, so the label term "
-                                    "(lam) only pushes every component's rho to that class, and the fit is an "
-                                    "unsupervised mixture of x. Label items of at least two classes.")
-        return [message] if message else []
+        found = [one_class_message(labels, data.classes, "labelled item",
+                                   "the labels cannot tell one component from another, so the label term "
+                                   "(lam) only pushes every component's rho to that class, and the fit is an "
+                                   "unsupervised mixture of x. Label items of at least two classes."),
+                 constant_features_message(data.x, data.features, "", GAUSSIAN_ON_CONSTANT)]
+        return [m for m in found if m]
 
     def build_model(self, data: LabeledItems) -> pm.Model:
         return build_model(data, **self.build_settings())
@@ -433,7 +435,7 @@ class PCMixture(Estimator):
             sd_z = post["sd"].mean(("chain", "draw")).values / idata.constant_data["scale"].values
             if (sd_z < 2 * float(self.sd_floor)).any():
                 k, j = np.argwhere(sd_z < 2 * float(self.sd_floor))[0]
-                messages.append(f"the sd of component {k} on feature {post['feature'].values[j]!r} sits at its "
+                messages.append(f"the sd of component {k} on feature {str(post['feature'].values[j])!r} sits at its "
                                 f"floor ({self.sd_floor} standardized units): the component has collapsed onto "
                                 "(nearly) one value. Use fewer components or check for repeated values.")
         n_items = idata.observed_data.sizes["item"]

@@ -482,8 +482,15 @@ class ProportionsClassifier(Estimator):
             data.whole_counts_or_fail()
 
     def data_messages(self, data: LabelProportions) -> list[str]:
-        """Proportions that cannot tell the classes apart (`identifiability_message`), before the fit."""
-        return [m for m in (identifiability_message(data),) if m]
+        """Proportions that cannot tell the classes apart (`identifiability_message`) and constant numeric
+        features, before the fit."""
+        from bayes_wsc.diagnostics import GAUSSIAN_ON_CONSTANT, constant_features_message
+
+        found = [identifiability_message(data)]
+        if data.x is not None:
+            found.append(constant_features_message(data.x, data.features, "their weights in the classes' softmax",
+                                                   GAUSSIAN_ON_CONSTANT if self.emission == "gaussian" else None))
+        return [m for m in found if m]
 
     def build_model(self, data: LabelProportions) -> pm.Model:
         return build_model(data, **self.settings_for(data))
