@@ -57,6 +57,7 @@ from bayes_wsc.data.seeded import SeedSets
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
+from bayes_wsc.graph_inputs import declare
 from bayes_wsc.posterior import check_ci, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -119,6 +120,11 @@ def cluster_log_probabilities(features, W, b, perception):
     return pt.special.log_softmax(logits, axis=-1)
 
 
+#: the dims of every `pm.Data` the blocks declare (`graph_inputs.declare`)
+DATA_DIMS = {"perception": ("cluster", "perception_feature"), "seed_features": ("seed_item", "feature"),
+             "seed_sets": ("seed_item", "cluster"), "features": ("item", "feature")}
+
+
 def model_data(data: SeedSets) -> dict[str, np.ndarray]:
     """Every data-derived value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy.
 
@@ -132,7 +138,7 @@ def model_data(data: SeedSets) -> dict[str, np.ndarray]:
 
 def add_perception(data: SeedSets):
     """The perception vectors P[cluster, perception_feature], a `pm.Data` input."""
-    return pm.Data("perception", model_data(data)["perception"], dims=("cluster", "perception_feature"))
+    return declare(model_data(data), DATA_DIMS, only=["perception"])["perception"]
 
 
 def add_seed_likelihood(data: SeedSets, W, b, perception):
@@ -142,9 +148,7 @@ def add_seed_likelihood(data: SeedSets, W, b, perception):
     Its terms are kept per seeded item (`likelihoods.record_pointwise`, the fit's `log_likelihood`
     group `seed_items[seed_item]`): the unit LOO leaves out is one seeded item with all its sets, the
     model's only data (items that are no seed do not enter the likelihood)."""
-    values = model_data(data)
-    x = pm.Data("seed_features", values["seed_features"], dims=("seed_item", "feature"))
-    in_set = pm.Data("seed_sets", values["seed_sets"], dims=("seed_item", "cluster"))
+    x, in_set = declare(model_data(data), DATA_DIMS, only=["seed_features", "seed_sets"]).values()
     log_probs = cluster_log_probabilities(x, W, b, perception)
     per_seed = likelihoods.seed_sets_logp(log_probs, in_set)
     pm.Potential("seeds", likelihoods.record_pointwise("seed_items", per_seed, dims="seed_item").sum())
@@ -154,7 +158,7 @@ def add_seed_likelihood(data: SeedSets, W, b, perception):
 def add_estimands(data: SeedSets, W, b, perception):
     """pi[cluster]: the share of all items (seeded or not) that the model puts in each cluster, the
     mean of P(z_i = k | x_i) over the items."""
-    x = pm.Data("features", model_data(data)["features"], dims=("item", "feature"))
+    x = declare(model_data(data), DATA_DIMS, only=["features"])["features"]
     probs = pt.exp(cluster_log_probabilities(x, W, b, perception))
     return pm.Deterministic("pi", probs.mean(axis=0), dims="cluster")
 

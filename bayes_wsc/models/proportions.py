@@ -48,6 +48,7 @@ from bayes_wsc.data.proportions import LabelProportions, count_plan
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator, is_labels
+from bayes_wsc.graph_inputs import declare
 from bayes_wsc.posterior import check_ci, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -164,10 +165,6 @@ def model_data(data: LabelProportions, emission: str = DEFAULT_EMISSION, bag_lik
             **emission_inputs(data, emission, bag_likelihood), **bag_inputs(data, emission, bag_likelihood)}
 
 
-def _declare(values: dict[str, np.ndarray]) -> dict:
-    return {name: pm.Data(name, value) for name, value in values.items()}
-
-
 # ---------------------------------------------------------------------- blocks
 def model_coords(data: LabelProportions) -> dict:
     """group, class, and feature (numeric features) or bin (categorical)."""
@@ -178,7 +175,7 @@ def add_class_shares(data: LabelProportions, concentration: float | None = None)
     """log theta[group, class]: the known proportions (log 0 kept finite), or, with a concentration c,
     theta_i ~ Dirichlet(c Pi_i + 1) on stick-breaking coordinates (mode at Pi_i). Also eta[class],
     the overall class shares sum_i n_i theta_i / n (eq. 2)."""
-    inputs = _declare(share_inputs(data, concentration))
+    inputs = declare(share_inputs(data, concentration))
     sizes = inputs["group_sizes"]
     if concentration is None:
         proportions = inputs["proportions"]
@@ -197,7 +194,7 @@ def add_gaussian_emission(data: LabelProportions, *, mean_prior_sd: float = 3.0,
                           sd_floor: float = 1e-3):
     """mean_z[class, feature] ~ Normal(0, 3) and sd_z = floor + Gamma(2, 1) on standardized features;
     `mean` and `sd` in the data's units. Returns log f_l(x_j) for every item, (n, L)."""
-    inputs = _declare(emission_inputs(data, "gaussian", "independent"))
+    inputs = declare(emission_inputs(data, "gaussian", "independent"))
     mean_z = pm.Normal("mean_z", 0.0, mean_prior_sd, dims=("class", "feature"))
     sd_z = sd_floor + pm.Gamma("sd_excess", alpha=2.0, beta=sd_prior_rate, dims=("class", "feature"))
     pm.Deterministic("mean", inputs["center"] + inputs["scale"] * mean_z, dims=("class", "feature"))
@@ -219,7 +216,7 @@ def add_logistic_emission(data: LabelProportions, *, prior_sd: float = 1.0, inte
     """p(z = l | x) = softmax(x W + b): W_raw[feature, class] ~ Normal(0, prior_sd) and b_raw ~ Normal(0,
     intercept_sd) on standardized features. Adding a vector to every class leaves the softmax unchanged,
     so the reported W[class, feature] and b[class] are the zero-sum representative. Returns log p(z | x), (n, L)."""
-    x = _declare(emission_inputs(data, "logistic", "independent"))["x"]
+    x = declare(emission_inputs(data, "logistic", "independent"))["x"]
     w_raw = pm.Normal("W_raw", 0.0, prior_sd, dims=("feature", "class"))
     b_raw = pm.Normal("b_raw", 0.0, intercept_sd, dims="class")
     pm.Deterministic("W", (w_raw - w_raw.mean(axis=1, keepdims=True)).T, dims=("class", "feature"))
@@ -242,7 +239,7 @@ def add_bag_likelihood(data: LabelProportions, emission: str, bag_likelihood: st
     """
     n_groups = data.n_groups
     model = pm.modelcontext(None)
-    inputs = _declare(bag_inputs(data, emission, bag_likelihood))
+    inputs = declare(bag_inputs(data, emission, bag_likelihood))
     item_group = inputs.get("item_group")
     if emission == "logistic":
         if bag_likelihood == "exact-counts":
@@ -255,13 +252,13 @@ def add_bag_likelihood(data: LabelProportions, emission: str, bag_likelihood: st
                 terms = likelihoods.dirichlet_multinomial_logp(inputs["expected_counts"], float(concentration) * mean_q)
     elif bag_likelihood == "independent":
         if emission == "categorical":
-            counts = model["bin_counts"] if "bin_counts" in model else pm.Data("bin_counts", data.bin_counts)
+            counts = declare(emission_inputs(data, emission, bag_likelihood))["bin_counts"]
             terms = pt.sum(likelihoods.counts_mixture_logp(counts, log_shares, log_emission), axis=1)
         else:
             terms = likelihoods.independent_bag_logp(log_shares, log_emission, item_group, n_groups)
     else:
         if emission == "categorical":
-            item_bin = model["item_bin"] if "item_bin" in model else pm.Data("item_bin", data.item_bin)
+            item_bin = declare(emission_inputs(data, emission, bag_likelihood))["item_bin"]
             per_item = log_emission.T[item_bin]
         else:
             per_item = log_emission
@@ -309,7 +306,7 @@ def build_model(data: LabelProportions, *, emission: str = DEFAULT_EMISSION,
         if emission == "gaussian":
             log_emission = add_gaussian_emission(data, mean_prior_sd=mean_prior_sd, sd_prior_rate=sd_prior_rate)
         elif emission == "categorical":
-            _declare(emission_inputs(data, "categorical", bag_likelihood))
+            declare(emission_inputs(data, "categorical", bag_likelihood))
             log_emission = add_categorical_emission(data, w_concentration=w_concentration)
         else:
             log_emission = add_logistic_emission(data, prior_sd=prior_sd, intercept_sd=intercept_sd)
