@@ -128,9 +128,7 @@ class Estimator:
         if not (_is_real(self.target_accept) and 0 < self.target_accept < 1):
             raise InputError(f"target_accept must be in (0, 1), got {self.target_accept!r}")
         for name, lowest in (("draws", 1), ("tune", 0), ("chains", 1)):
-            value = getattr(self, name)
-            if not (_is_whole(value) and value >= lowest):
-                raise InputError(f"{name} must be a whole number >= {lowest}, got {value!r}")
+            check_whole(name, getattr(self, name), lowest)
         if self.seed is not None and not (_is_whole(self.seed) and self.seed >= 0):
             raise InputError(f"seed must be None or a whole number >= 0, got {self.seed!r}")
         if self.backend is not None and self.backend not in NUTS_BACKENDS:
@@ -864,6 +862,12 @@ def _is_check_rows(value) -> bool:
 def _is_fit_info(value) -> bool:
     """{"map": {...}, "nuts": {...}, "laplace": {...}, "free_variables": [...]}: each stage's record a mapping."""
     return isinstance(value, dict) and all(isinstance(value[k], dict) for k in ("map", "nuts", "laplace") if k in value)
+
+
+def check_whole(name: str, value, lowest: int = 1) -> None:
+    """A setting that counts something (draws, restarts): a whole number >= `lowest`, or one line naming it."""
+    if not (_is_whole(value) and value >= lowest):
+        raise InputError(f"{name} must be a whole number >= {lowest}, got {value!r}")
 
 
 def is_count(value) -> bool:

@@ -51,6 +51,23 @@ def summarize_columns(
     return mean, bounds[:, 0], bounds[:, 1]
 
 
+def summarize_memberships(n_rows: int, n_clusters: int, probabilities_of: Callable[[np.ndarray], np.ndarray],
+                          n_draws: int, ci: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Posterior mean of every row's cluster probabilities (n, K), the most probable cluster of each row and
+    the HDI of its probability, from `probabilities_of(rows) -> (draws, len(rows), K)` (rows unique and
+    sorted); in chunks (`summarize_columns`), never stored per draw."""
+    def draws_of(cols):
+        rows, clusters = np.divmod(cols, n_clusters)
+        unique, inverse = np.unique(rows, return_inverse=True)
+        return probabilities_of(unique)[:, inverse, clusters]
+
+    mean, low, high = summarize_columns(n_rows * n_clusters, draws_of, n_draws, ci)
+    mean, low, high = (v.reshape(n_rows, n_clusters) for v in (mean, low, high))
+    chosen = mean.argmax(axis=1)
+    pick = np.arange(n_rows)
+    return mean, chosen, low[pick, chosen], high[pick, chosen]
+
+
 def append_predictions(items: pd.DataFrame, added) -> pd.DataFrame:
     """`items` (every column kept as it is) followed by the prediction columns `added` (a mapping
     or a DataFrame on the same rows); a name that `items` already has is an error, never

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import logit
 
-from bayes_wsc.data.tables import key_column, numeric_column, require_columns, require_rows, text_column
+from bayes_wsc.data.tables import (key_column, numeric_column, require_columns, require_rows, require_unique,
+                                   text_column)
 from bayes_wsc.errors import InputError
 
 MAX_BINS = 100_000
@@ -169,9 +170,7 @@ class GroupedCounts:
                              f"cap each group with max_group_weight (at most {MAX_GROUP_WEIGHT:g})")
         if self.counts.sum() <= 0:
             raise InputError("there are no items (all counts are zero)")
-        if len(set(self.group_ids)) != n_groups:
-            dup = pd.Index(self.group_ids)[pd.Index(self.group_ids).duplicated()][0]
-            raise InputError(f"group id {dup!r} appears more than once")
+        require_unique(self.group_ids, "group id")
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -282,9 +281,7 @@ class GroupedCounts:
         bin_labels = [str(k) for k in (range(n_bins) if bin_labels is None else bin_labels)]
         if len(bin_labels) != n_bins:
             raise InputError(f"there are {len(bin_labels)} bin labels but {n_bins} bins")
-        if len(set(bin_labels)) != n_bins:
-            dup = pd.Index(bin_labels)[pd.Index(bin_labels).duplicated()][0]
-            raise InputError(f"bin label {dup!r} appears more than once")
+        require_unique(bin_labels, "bin label")
         bins = BehaviorBins((behavior,), (tuple(bin_labels),))
         with np.errstate(invalid="ignore"):  # non-finite counts are rejected with a message by __post_init__
             n_items = np.rint(counts.sum(axis=1)).astype(np.int64)

@@ -61,9 +61,9 @@ from bayes_wsc.data.pairwise import PairwiseConstraints
 from bayes_wsc.data.tables import FeatureScaling
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator
+from bayes_wsc.estimator import Estimator, check_whole
 from bayes_wsc.graph_inputs import declare
-from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, check_ci, stacked, summarize_columns
+from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, check_ci, stacked, summarize_memberships
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -373,8 +373,7 @@ class NoisyExperts(Estimator):
     def check_params(self) -> None:
         super().check_params()
         check_settings(**self.build_settings())
-        if isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral) or self.restarts < 1:
-            raise InputError(f"restarts must be a positive whole number, got {self.restarts!r}")
+        check_whole("restarts", self.restarts)
 
     def data_messages(self, data: PairwiseConstraints) -> list[str]:
         """Constant features (their cluster weights learn nothing) and links of one kind, must-links only
@@ -510,9 +509,7 @@ class NoisyExperts(Estimator):
     @property
     def scaling_(self) -> FeatureScaling:
         self._check_fitted()
-        const = self._fitted().constant_data
-        return FeatureScaling(tuple(str(f) for f in const["feature"].values), const["feature_mean"].values,
-                              const["feature_scale"].values)
+        return FeatureScaling.saved(self._fitted().constant_data)
 
     def data_from_fit(self) -> PairwiseConstraints:
         """The items and constraints the fit saw, rebuilt from the saved fit (for baselines and reports)."""
@@ -570,27 +567,20 @@ class NoisyExperts(Estimator):
         W, b = stacked(self._fitted(), "W"), stacked(self._fitted(), "b")
         if constraints is not None:
             alpha, beta = stacked(self._fitted(), "alpha"), stacked(self._fitted(), "beta")
-        n, k = features.shape[0], W.shape[-1]
+        k = W.shape[-1]
 
-        def draws_of(cols):
-            rows, clusters = np.divmod(cols, k)
-            uniq, inverse = np.unique(rows, return_inverse=True)
+        def probabilities_of(uniq):
             if constraints is None:
-                probs = membership_probabilities(features[uniq], W, b)  # (S, len(uniq), K)
-            else:  # the partners' arrays are (draws, pairs of these rows, K): bound them by blocks of draws
-                in_rows = np.isin(constraints.pairs, uniq).sum()
-                step = max(1, CHUNK_FLOATS // max(1, in_rows * k))
-                probs = np.concatenate([
-                    constraint_informed_memberships(features, W[s:s + step], b[s:s + step], alpha[s:s + step],
-                                                    beta[s:s + step], constraints, uniq)
-                    for s in range(0, W.shape[0], step)])
-            return probs[:, inverse, clusters]
+                return membership_probabilities(features[uniq], W, b)  # (S, len(uniq), K)
+            # the partners' arrays are (draws, pairs of these rows, K): bound them by blocks of draws
+            in_rows = np.isin(constraints.pairs, uniq).sum()
+            step = max(1, CHUNK_FLOATS // max(1, in_rows * k))
+            return np.concatenate([
+                constraint_informed_memberships(features, W[s:s + step], b[s:s + step], alpha[s:s + step],
+                                                beta[s:s + step], constraints, uniq)
+                for s in range(0, W.shape[0], step)])
 
-        mean, low, high = summarize_columns(n * k, draws_of, W.shape[0], ci)
-        mean, low, high = (v.reshape(n, k) for v in (mean, low, high))
-        cluster = mean.argmax(axis=1)
-        pick = np.arange(n)
-        return mean, cluster, low[pick, cluster], high[pick, cluster]
+        return summarize_memberships(features.shape[0], k, probabilities_of, W.shape[0], ci)
 
     def _membership_frame(self, features: np.ndarray, ci: float, index=None, constraints=None) -> pd.DataFrame:
         mean, cluster, low, high = self._membership_summary(features, ci, constraints)

@@ -50,7 +50,7 @@ from bayes_wsc.baselines.pcmix import (LOG_2PI, Params, Priors, check_components
 from bayes_wsc.data.labeled import LabeledItems, standardize
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator, is_count, is_labels
+from bayes_wsc.estimator import Estimator, check_whole, is_count, is_labels
 from bayes_wsc.graph_inputs import declare
 from bayes_wsc.posterior import append_predictions, check_ci, stacked, summarize_columns
 from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
@@ -338,8 +338,7 @@ class PCMixture(Estimator):
                 or self.components < 1:
             raise InputError(f"components (K) must be a whole number >= 1, got {self.components!r}")
         self.lam = check_lam(self.lam)
-        if isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral) or self.restarts < 1:
-            raise InputError(f"restarts must be a whole number >= 1, got {self.restarts!r}")
+        check_whole("restarts", self.restarts)
         priors_from(self.sd_floor, self.mean_prior_sd, self.sd_prior_rate, self.concentration)
 
     @property

@@ -52,13 +52,13 @@ from scipy.special import log_softmax
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.baselines.perception import threshold_clusters
-from bayes_wsc.data.pairwise import FeatureScaling
 from bayes_wsc.data.seeded import SeedSets
+from bayes_wsc.data.tables import FeatureScaling
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator
+from bayes_wsc.estimator import Estimator, check_whole
 from bayes_wsc.graph_inputs import declare
-from bayes_wsc.posterior import check_ci, stacked, summarize_columns
+from bayes_wsc.posterior import check_ci, stacked, summarize_memberships
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -262,8 +262,7 @@ class PerceptionClustering(Estimator):
         super().check_params()
         check_settings(**self.build_settings())
         check_threshold(self.overlap_threshold)
-        if isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral) or self.restarts < 1:
-            raise InputError(f"restarts must be a whole number >= 1, got {self.restarts!r}")
+        check_whole("restarts", self.restarts)
 
     # ------------------------------------------------------------------ hooks
     def data_messages(self, data: SeedSets) -> list[str]:
@@ -344,9 +343,7 @@ class PerceptionClustering(Estimator):
     @property
     def scaling_(self) -> FeatureScaling:
         self._check_fitted()
-        const = self._fitted().constant_data
-        return FeatureScaling(tuple(str(f) for f in const["feature"].values), const["feature_mean"].values,
-                              const["feature_scale"].values)
+        return FeatureScaling.saved(self._fitted().constant_data)
 
     @property
     def clusters_(self) -> list[str]:
@@ -369,23 +366,14 @@ class PerceptionClustering(Estimator):
         the sets it is known to be in (all True for none)."""
         W, b = stacked(self._fitted(), "W"), stacked(self._fitted(), "b")
         perception = self._fitted().constant_data["perception"].values
-        m, k = features.shape[0], perception.shape[0]
 
-        def draws_of(cols):
-            rows, clusters = np.divmod(cols, k)
-            unique, inverse = np.unique(rows, return_inverse=True)
+        def probabilities_of(unique):
             if in_set is None:
-                probs = membership_probabilities(features[unique], W, b, perception)
-            else:
-                probs = condition_on_seeds(membership_log_probabilities(features[unique], W, b, perception),
-                                           in_set[unique])
-            return probs[:, inverse, clusters]
+                return membership_probabilities(features[unique], W, b, perception)
+            return condition_on_seeds(membership_log_probabilities(features[unique], W, b, perception),
+                                      in_set[unique])
 
-        mean, low, high = summarize_columns(m * k, draws_of, W.shape[0], ci)
-        mean, low, high = (v.reshape(m, k) for v in (mean, low, high))
-        chosen = mean.argmax(axis=1)
-        pick = np.arange(m)
-        return mean, chosen, low[pick, chosen], high[pick, chosen]
+        return summarize_memberships(features.shape[0], perception.shape[0], probabilities_of, W.shape[0], ci)
 
     def _membership_frame(self, features, ci, index, threshold, in_set=None) -> pd.DataFrame:
         mean, chosen, low, high = self._membership_summary(features, ci, in_set)

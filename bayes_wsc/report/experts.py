@@ -22,8 +22,8 @@ from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import check_ci
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, fit_method, laplace_words,
-                                   new_figure, variant_words, write_html)
+from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_label, fit_method,
+                                   method_words, new_figure, variant_words, write_html)
 
 FIT_COLOR, TRUTH_COLOR = "#1f5fa8", "black"
 CLUSTER_CMAP = "tab10"
@@ -181,10 +181,7 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
 
 def _intro(est, data) -> list[str]:
     k = est.idata_.posterior.sizes["cluster"]
-    method = fit_method(est)
-    how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
-           "laplace": f"by {laplace_words(est)}"}.get(method, "by MAP (the posterior mode from random restarts; "
-                                                             "no intervals)")
+    how = method_words(est, "the posterior mode from random restarts; no intervals")
     first = (f"{data.n_items} items with {data.n_features} features ({data.linked_items.size} of them in at least "
              f"one constraint), {data.n_experts} experts, {data.n_constraints} must-link / cannot-link constraints on "
              f"{data.n_pairs} distinct pairs; K = {k} clusters, fitted {how}.")
@@ -313,18 +310,10 @@ def _baselines_section(est, data, members, truth, seed) -> Section:
 
 
 def _summary_section(est, ci) -> Section:
-    table = est.summary(hdi_prob=ci).round(3)
-    if fit_method(est) == "map":
-        caption = "The posterior mode (a single point; no standard deviation or interval)."
-    elif fit_method(est) == "laplace":
-        caption = f"The {LAPLACE_SUMMARY}."
-    else:
-        caption = (f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat, after "
-                   "relabeling of the clusters.")
-    return Section("Estimands", paragraphs=[
-        "omega, alpha and beta per expert (sorted by omega), then the zero-sum clustering weights b[cluster] and "
-        "W[feature, cluster] on the standardized features, and a variant's own parameters.",
-        *est.summary_notes()], tables=[(table, caption)])
+    return estimands_section(
+        est, ci, "omega, alpha and beta per expert (sorted by omega), then the zero-sum clustering weights b[cluster] "
+        "and W[feature, cluster] on the standardized features, and a variant's own parameters.",
+        after_nuts=", after relabeling of the clusters")
 
 
 def _diagnostics_section(est, fits: dict) -> Section:

@@ -30,8 +30,8 @@ from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import check_ci
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, fit_method, laplace_words,
-                                   new_figure, variant_words, write_html)
+from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_label, fit_method,
+                                   laplace_words, new_figure, variant_words, write_html)
 
 RHO_CMAP = "coolwarm"
 LABEL_COLORS = ("#4a7fc1", "#d6604d")  # class 0 (negative), class 1 (positive)
@@ -331,18 +331,9 @@ def _clusters_section(est) -> Section:
 
 
 def _estimands_section(est, ci: float) -> Section:
-    table = est.summary(hdi_prob=ci).round(3)
-    if fit_method(est) == "map":
-        caption = "The posterior mode: a single point, no interval."
-    elif fit_method(est) == "laplace":
-        caption = f"The {LAPLACE_SUMMARY}."
-    else:
-        caption = (f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat "
-                   "(after relabeling).")
-    return Section("Estimands", paragraphs=["pi[component], mean and sd[component, feature] in the data's units, "
-                                            "rho[component] (or rho[component, class]), and a variant's own "
-                                            "parameters.", *est.summary_notes()],
-                   tables=[(table, caption)])
+    return estimands_section(est, ci, "pi[component], mean and sd[component, feature] in the data's units, "
+                             "rho[component] (or rho[component, class]), and a variant's own parameters.",
+                             after_nuts=" (after relabeling)")
 
 
 def _restarts_section(est) -> Section:

@@ -23,8 +23,8 @@ from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import check_ci
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, fit_method, laplace_words,
-                                   new_figure, variant_words, write_html)
+from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_label, fit_method,
+                                   method_words, new_figure, variant_words, write_html)
 
 FIT_COLOR = "#1f5fa8"
 #: features shown in the heat map of W (largest row norms)
@@ -144,8 +144,7 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
 
 
 def _intro(est, data) -> list[str]:
-    how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
-           "laplace": f"by {laplace_words(est)}"}.get(fit_method(est), "by MAP (the posterior mode; no intervals)")
+    how = method_words(est)
     first = (f"{data.n_items} items with {data.n_features} features; {data.n_clusters} user clusters with "
              f"{data.n_seeds} seeds ({data.n_overlapping_seeds} items are seeds of more than one cluster) and "
              f"perception vectors over {data.n_perception} perception features; fitted {how}.")
@@ -263,13 +262,8 @@ def _scores_section(est, data, truth, baselines, seed) -> Section:
 
 
 def _summary_section(est, ci) -> Section:
-    table = est.summary(hdi_prob=ci).round(3)
-    caption = {"map": "The posterior mode (a single point; no standard deviation or interval).",
-               "laplace": LAPLACE_SUMMARY[0].upper() + LAPLACE_SUMMARY[1:] + "."}.get(
-        fit_method(est), f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat.")
-    return Section("Estimands", paragraphs=[
-        "pi[cluster], then the embedding W[feature, perception_feature] and b[perception_feature] on the "
-        "standardized features, and a variant's own parameters.", *est.summary_notes()], tables=[(table, caption)])
+    return estimands_section(est, ci, "pi[cluster], then the embedding W[feature, perception_feature] and "
+                             "b[perception_feature] on the standardized features, and a variant's own parameters.")
 
 
 def _diagnostics_section(est, fits: dict) -> Section:
