@@ -662,6 +662,7 @@ class ProportionsClassifier(Estimator):
         posterior draws are used (evenly spaced, a seeded choice beyond).
         """
         self._check_fitted()
+        check_ci(ci)
         data = self.data_from_fit()
         log_joint = self._log_joint_function()
         features = data.x if data.kind == "numeric" else data.item_bin
