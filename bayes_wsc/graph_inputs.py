@@ -31,6 +31,8 @@ def declare(values: Mapping[str, np.ndarray], dims: Mapping[str, str | tuple[str
         value = values[name]
         if name in model.named_vars:
             held = model.named_vars[name]
+            if not hasattr(held, "get_value"):
+                raise ValueError(f"the model already has a variable {name!r} that is not data")
             if not np.array_equal(np.asarray(held.get_value()), np.asarray(value)):
                 raise ValueError(f"the model already holds data {name!r} with other values")
             declared[name] = held
