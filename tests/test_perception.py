@@ -322,7 +322,7 @@ def test_loo_compare_ppc_and_checks(model_fits, tmp_path, capsys):
     import arviz as az
 
     import bayes_wsc
-    from bayes_wsc import checks
+    from bayes_wsc import criticism as checks
 
     study, _, fits = model_fits
     data = study.data()
