@@ -234,7 +234,8 @@ def test_a_constant_feature_of_label_proportions_is_kept_and_said():
                           "flat": 7.0})
     shares = pd.DataFrame({"group": ["g1", "g2"], "a": [0.25, 0.75], "b": [0.75, 0.25]})
     data = LabelProportions.from_frames(items, shares, id_col="id")
-    arrays = LabelProportions.from_arrays(items[["x", "flat"]].to_numpy(), np.tile([0, 1], 4), [[0.25, 0.75], [0.75, 0.25]])
+    arrays = LabelProportions.from_arrays(items[["x", "flat"]].to_numpy(), np.tile([0, 1], 4),
+                                          [[0.25, 0.75], [0.75, 0.25]])
     for each in (data, arrays):
         np.testing.assert_array_equal(each.x[:, 1], 0.0)
         np.testing.assert_array_equal(each.scale[1], 1.0)

@@ -7,6 +7,7 @@ Every model's report adds `criticism_sections({label: fitted estimator})` before
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ from bayes_wsc import criticism
 from bayes_wsc import inference
 from bayes_wsc import status
 from bayes_wsc.errors import InputError
-from bayes_wsc.report.html import Section, fit_method, new_figure
+from bayes_wsc.report.html import Section, diagnostics_section, fit_label, fit_method, new_figure, write_html
 
 #: rank-plot panels per fit (each costs a quarter of a second to draw): scalars, then the largest R-hat
 MAX_RANK_PANELS = 4
@@ -31,6 +32,14 @@ def criticism_sections(fits: dict, *, draws: int = criticism.PPC_DRAWS, seed: in
         sections.append(rank_section(nuts))
     sections += [ppc_section(fits, draws=draws, seed=seed), loo_section(fits), checks_section(fits, seed=seed)]
     return sections
+
+
+def write_fit_report(est, out_dir, title: str, intro: list[str], sections: list[Section], diagnostics=None) -> Path:
+    """`out_dir/report.html` of one fit: the model's own `sections`, then the criticism sections and the
+    diagnostics (`diagnostics_section`, or `diagnostics(fits)`, the model's own), under the fit's status line."""
+    fits = {fit_label(est): est}
+    sections = [*sections, *criticism_sections(fits), (diagnostics or diagnostics_section)(fits)]
+    return write_html(Path(out_dir) / "report.html", title, intro, sections, fits=fits)
 
 
 # ---------------------------------------------------------------------- rank plots

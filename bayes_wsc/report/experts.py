@@ -21,9 +21,9 @@ from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import check_ci
-from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_label, fit_method,
-                                   method_words, new_figure, variant_words, write_html)
+from bayes_wsc.report.criticism import write_fit_report
+from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_label, fit_method, method_words,
+                                   new_figure, variant_words)
 
 FIT_COLOR, TRUTH_COLOR = "#1f5fa8", "black"
 CLUSTER_CMAP = "tab10"
@@ -173,10 +173,8 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
     ]
     if baselines:
         sections.append(_baselines_section(est, data, members, truth, seed))
-    fits = {fit_label(est): est}
-    sections += [_summary_section(est, ci), *criticism_sections(fits), _diagnostics_section(est, fits)]
-    return write_html(Path(out_dir) / "report.html", title or "Clustering from several uncertain experts",
-                      _intro(est, data), sections, fits=fits)
+    return write_fit_report(est, out_dir, title or "Clustering from several uncertain experts", _intro(est, data),
+                            [*sections, _summary_section(est, ci)], lambda fits: _diagnostics_section(est, fits))
 
 
 def _intro(est, data) -> list[str]:

@@ -214,7 +214,7 @@ def _value(value) -> str:
 LAPLACE_SUMMARY = "mean, sd and HDI of the Laplace approximation's draws (no R-hat or ESS: the draws are independent)"
 
 
-def estimands_section(est, ci: float, what: str, *, after_nuts: str = "") -> Section:
+def estimands_section(est, ci: float, what: str | None = None, *, after_nuts: str = "") -> Section:
     """The "Estimands" table of a report of one fit: `what` says which variables it holds, the caption
     how the fit made them (the mode, the Laplace draws, or NUTS's draws, `after_nuts` adding e.g. the
     relabeling), and the summary's notes follow (`summary_notes`)."""
@@ -223,7 +223,7 @@ def estimands_section(est, ci: float, what: str, *, after_nuts: str = "") -> Sec
                "laplace": f"The {LAPLACE_SUMMARY}."}.get(
         fit_method(est), f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and "
                          f"R-hat{after_nuts}.")
-    return Section("Estimands", paragraphs=[what, *est.summary_notes()], tables=[(table, caption)])
+    return Section("Estimands", paragraphs=[*([what] if what else []), *est.summary_notes()], tables=[(table, caption)])
 
 
 def fit_warnings(fits: Mapping[str, object]) -> tuple[list[str], list[str]]:

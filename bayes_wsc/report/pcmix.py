@@ -29,9 +29,9 @@ from bayes_wsc.maths.pcmix import lam_text
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import check_ci
-from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_label, fit_method,
-                                   laplace_words, new_figure, variant_words, write_html)
+from bayes_wsc.report.criticism import write_fit_report
+from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_method, laplace_words,
+                                   new_figure, variant_words, write_html)
 
 RHO_CMAP = "coolwarm"
 LABEL_COLORS = ("#4a7fc1", "#d6604d")  # class 0 (negative), class 1 (positive)
@@ -354,11 +354,9 @@ def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = No
     """Write `out_dir/report.html` for one fitted `PCMixture`."""
     est = _checked_fit(est)
     check_ci(ci)
-    fits = {fit_label(est): est}
-    sections = [_clusters_section(est), _estimands_section(est, ci), _restarts_section(est),
-                *criticism_sections(fits), diagnostics_section(fits)]
-    return write_html(Path(out_dir) / "report.html", title or "Prediction-constrained mixture report",
-                      [p for p in _intro(est) if p], sections, fits=fits)
+    return write_fit_report(est, out_dir, title or "Prediction-constrained mixture report",
+                            [p for p in _intro(est) if p],
+                            [_clusters_section(est), _estimands_section(est, ci), _restarts_section(est)])
 
 
 def write_path_report(path, out_dir, *, y: np.ndarray | None = None, baseline: pd.DataFrame | None = None,

@@ -22,9 +22,9 @@ from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import check_ci
-from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_label, fit_method,
-                                   method_words, new_figure, variant_words, write_html)
+from bayes_wsc.report.criticism import write_fit_report
+from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_method, method_words,
+                                   new_figure, variant_words)
 
 FIT_COLOR = "#1f5fa8"
 #: features shown in the heat map of W (largest row norms)
@@ -137,10 +137,9 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
     sections = [_clusters_section(est, data, members, ci), _weights_section(est, ci)]
     if matrix is not None:
         sections.append(_scores_section(est, data, matrix, baselines, seed))
-    fits = {fit_label(est): est}
-    sections += [_summary_section(est, ci), *criticism_sections(fits), _diagnostics_section(est, fits)]
-    return write_html(Path(out_dir) / "report.html", title or "The user's clusters from seed sets and perceptions",
-                      _intro(est, data), sections, fits=fits)
+    return write_fit_report(est, out_dir, title or "The user's clusters from seed sets and perceptions",
+                            _intro(est, data), [*sections, _summary_section(est, ci)],
+                            lambda fits: _diagnostics_section(est, fits))
 
 
 def _intro(est, data) -> list[str]:

@@ -19,9 +19,8 @@ from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import check_ci, stacked
-from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (Section, diagnostics_section, fit_label, fit_method, laplace_words, new_figure,
-                                   variant_words, write_html)
+from bayes_wsc.report.criticism import write_fit_report
+from bayes_wsc.report.html import Section, estimands_section, fit_method, laplace_words, new_figure, variant_words
 
 #: at most this many features (the largest class differences) in the class-conditional figure
 MAX_FEATURES = 30
@@ -169,13 +168,7 @@ def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = No
             f"probabilities): {mse:.4f}."], figures=[plot_group_fit(est, table)],
             tables=[(table.sort_values("squared_error", ascending=False).head(10).round(3),
                      "The ten groups fitted worst")]),
-        Section("Estimands", paragraphs=["eta[class] (overall shares, eq. 2) and the emission's parameters; "
-                                         "a variant's own parameters.", *est.summary_notes()],
-                tables=[(est.summary(hdi_prob=ci).round(3),
-                         "The posterior mode: no intervals." if not inference.has_draws(est.idata_) else
-                         f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, ESS and R-hat.")]),
+        estimands_section(est, ci, "eta[class] (overall shares, eq. 2) and the emission's parameters; a variant's "
+                          "own parameters."),
     ]
-    fits = {fit_label(est): est}
-    sections += criticism_sections(fits)
-    sections.append(diagnostics_section(fits))
-    return write_html(Path(out_dir) / "report.html", title or "Label-proportions report", intro, sections, fits=fits)
+    return write_fit_report(est, out_dir, title or "Label-proportions report", intro, sections)
