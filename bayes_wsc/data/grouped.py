@@ -361,21 +361,18 @@ def _read_he(groups, he_col: str | None, he_prob_col: str | None) -> tuple[np.nd
             he_prob_col = "he_prob"
         else:
             raise InputError("groups has neither an 'he' (logit) nor an 'he_prob' (probability) column")
+    column = he_col if he_col is not None else he_prob_col
+    require_columns(groups, [column], "groups")
     if he_col is not None:
-        require_columns(groups, [he_col], "groups")
-        he = numeric_column(groups, he_col, "groups")
-        extreme = np.abs(he) > MAX_ABS_HE
-        if extreme.any():
-            row = int(np.flatnonzero(extreme)[0])
-            raise InputError(f"groups column {he_col!r} has value {float(he[row])!r} (row {row + 1}), not a plausible "
-                             f"logit (|he| <= {MAX_ABS_HE:g}); give probabilities as he_prob")
-        return he, he_col, None
-    require_columns(groups, [he_prob_col], "groups")
-    prob = numeric_column(groups, he_prob_col, "groups", lower=0.0, upper=1.0, lower_open=True, upper_open=True)
-    he = logit(prob)
+        given = he = numeric_column(groups, he_col, "groups")
+    else:
+        given = numeric_column(groups, he_prob_col, "groups", lower=0.0, upper=1.0, lower_open=True, upper_open=True)
+        he = logit(given)
     extreme = np.abs(he) > MAX_ABS_HE
     if extreme.any():
         row = int(np.flatnonzero(extreme)[0])
-        raise InputError(f"groups column {he_prob_col!r} has value {float(prob[row])!r} (row {row + 1}), a logit of "
-                         f"{float(he[row]):.4g}: closer to 0 or 1 than any estimate can be (|logit| <= {MAX_ABS_HE:g})")
-    return he, None, he_prob_col
+        why = (f"not a plausible logit (|he| <= {MAX_ABS_HE:g}); give probabilities as he_prob" if he_col is not None
+               else f"a logit of {float(he[row]):.4g}: closer to 0 or 1 than any estimate can be "
+                    f"(|logit| <= {MAX_ABS_HE:g})")
+        raise InputError(f"groups column {column!r} has value {float(given[row])!r} (row {row + 1}), {why}")
+    return he, he_col, he_prob_col
