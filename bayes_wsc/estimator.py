@@ -279,6 +279,17 @@ class Estimator(abc.ABC):
         None (the default): no program is cached."""
         return None
 
+    def variant_checks(self) -> list | None:
+        """A variant file's own checks, which replace the model's (`criticism.run`): its `CHECKS`,
+        functions (est, data, seed) -> list of `Check` (models/ecological_inference.py, which does not
+        model the bins given the class, declares its own). None without a variant file (`model_file`,
+        which a loaded fit keeps), when the file is no longer there, or when it declares none: then the
+        model's checks run where the fit's terms are the default's (`model_terms`)."""
+        if self.model_file is None or not Path(self.model_file).is_file():
+            return None
+        declared = getattr(load_variant(self.model_file), "CHECKS", None)
+        return None if declared is None else list(declared)
+
     def _laplace_local(self) -> tuple[str, ...]:
         """`laplace_local`, or a variant file's `LAPLACE_LOCAL`."""
         if self.model_file is None:
@@ -340,8 +351,12 @@ class Estimator(abc.ABC):
             draws, found = run_laplace(program, inputs, x_map, draws=self.draws, seed=self.seed, fixed=fixed,
                                        defer_log_likelihood=True)
             fit_info["laplace"] = draws.info
+            dims = {**(dims or {}), **self.complete_draws(draws, data)}  # nested: the locals from their conditionals
+            from bayes_wsc.nested_laplace import laplace_warnings
+
+            found += laplace_warnings(draws.info, self.model_name)
             messages += found + self.align_draws(draws, map_draws, data, free=fit_info["free_variables"], dims=dims)
-            if not recipe.start_nuts_at_map:
+            if not recipe.start_nuts_at_map and draws.info.get("form") != "nested":
                 messages.append("this model's file says its posterior mode is not a useful summary "
                                 "(START_NUTS_AT_MAP = False), and the Laplace approximation is a Gaussian at "
                                 "that mode: do not trust its intervals; fit with NUTS.")
@@ -615,8 +630,8 @@ class Estimator(abc.ABC):
         return {}
 
     def complete_draws(self, draws, data) -> dict:
-        """Add to NUTS's `draws.posterior`, in place, variables the sampled model integrated out
-        (drawn from their conditionals); returns their dims. None by default."""
+        """Add to the draws of NUTS or Laplace (`draws.posterior`), in place, variables the model
+        integrated out (drawn from their conditionals); returns their dims. None by default."""
         return {}
 
     def pointwise_log_likelihood(self, draws, data) -> str | None:
