@@ -117,10 +117,17 @@ def laplace_messages(info: dict) -> list[str]:
 
 
 # ---------------------------------------------------------------------- data that cannot identify the estimand
-def constant_features_message(features: np.ndarray, names, what: str) -> str | None:
+#: what a Gaussian emission does on a feature column that takes one value (`constant_features_message`)
+GAUSSIAN_ON_CONSTANT = ("they tell nothing apart, and every Gaussian sd on them shrinks to its floor (a point mass), "
+                        "which dominates the log density and can mislead the optimizer")
+
+
+def constant_features_message(features: np.ndarray, names, what: str, consequence: str | None = None) -> str | None:
     """Plain words when some feature columns take one value on every item (`features` as the model sees
-    them): a model that weighs features (`what`, e.g. "the cluster weights") learns nothing about those
-    columns' weights from the data, only their prior. None when every column varies."""
+    them; `data.tables.FeatureScaling` keeps such a column, as zeros): a model that weighs features
+    (`what`, e.g. "the cluster weights") learns nothing about those columns' weights from the data, only
+    their prior; a model that describes them otherwise says what happens in `consequence`. None when
+    every column varies."""
     features = np.asarray(features, dtype=float)
     if features.ndim != 2 or features.shape[0] == 0:
         return None
@@ -128,8 +135,9 @@ def constant_features_message(features: np.ndarray, names, what: str) -> str | N
     if not flat.any():
         return None
     which = ", ".join(repr(str(n)) for n in np.asarray(names)[flat][:3]) + (", ..." if flat.sum() > 3 else "")
-    return (f"{int(flat.sum())} of {flat.size} feature columns take one value on every item ({which}): the data "
-            f"say nothing about {what} for them, which stay at their prior. Leave such columns out.")
+    consequence = consequence or f"the data say nothing about {what} for them, which stay at their prior"
+    return (f"{int(flat.sum())} of {flat.size} feature columns take one value on every item ({which}): "
+            f"{consequence}. Leave such columns out.")
 
 
 def one_class_message(classes: np.ndarray, names, labelled: str, consequence: str) -> str | None:

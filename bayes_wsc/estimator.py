@@ -137,9 +137,7 @@ class Estimator(abc.ABC):
         if not (_is_real(self.target_accept) and 0 < self.target_accept < 1):
             raise InputError(f"target_accept must be in (0, 1), got {self.target_accept!r}")
         for name, lowest in (("draws", 1), ("tune", 0), ("chains", 1)):
-            value = getattr(self, name)
-            if not (_is_whole(value) and value >= lowest):
-                raise InputError(f"{name} must be a whole number >= {lowest}, got {value!r}")
+            check_whole(name, getattr(self, name), lowest)
         if self.seed is not None and not (_is_whole(self.seed) and self.seed >= 0):
             raise InputError(f"seed must be None or a whole number >= 0, got {self.seed!r}")
         if self.backend is not None and self.backend not in NUTS_BACKENDS:
@@ -221,10 +219,10 @@ class Estimator(abc.ABC):
                              f"model itself: give it with --{option} on the command line, or as the estimator's "
                              f"{clash[0]}= in Python")
         variant = load_variant(self.model_file)
-        settings = {**self.build_settings(), **own}
-        _check_accepts(variant.build_model, settings, self.model_file)
+        _check_accepts(variant.build_model, {**self.build_settings(), **own}, self.model_file)
 
         def build(data):
+            settings = {**self.settings_for(data), **own}
             with self.variant_errors("build_model"):
                 return variant.build_model(data, **settings)
 
@@ -247,6 +245,18 @@ class Estimator(abc.ABC):
     def build_settings(self) -> dict:
         """The model's own settings that `build_model` takes (a variant file receives them too)."""
         return {}
+
+    def settings_for(self, data) -> dict:
+        """The settings `build_model` takes for these data: `build_settings`, with any setting that the
+        model resolves against its data (proportions' bag likelihood "auto") resolved. What builds the
+        model, keys its cached program and reaches a variant's `build_model`."""
+        return self.build_settings()
+
+    def check_data(self, data) -> None:
+        """The model's own checks of `data` against its settings (a container validates itself when
+        built; an emission that needs numeric features, or a likelihood that needs whole counts, is the
+        model's to check): one `InputError` line. `fit` runs it after `check_data_type` and
+        `check_params`, before any work. Nothing by default."""
 
     @contextlib.contextmanager
     def variant_errors(self, stage: str):
@@ -298,6 +308,7 @@ class Estimator(abc.ABC):
 
         self.check_data_type(data)
         self.check_params()
+        self.check_data(data)
         recipe = self._recipe()
         self._model, self._model_recipe = None, (recipe.build, data)
         with self.variant_errors("initial_values"):
@@ -478,7 +489,7 @@ class Estimator(abc.ABC):
             known = self.model_inputs(data)
         if known is not None:
             coords, values = known
-            key = map_program.cache_key(f"{type(self).__module__}.{type(self).__qualname__}", self.build_settings(),
+            key = map_program.cache_key(f"{type(self).__module__}.{type(self).__qualname__}", self.settings_for(data),
                                         coords, {**values, **fixed}, sorted({k for s in starts for k in s}), laplace)
             program = map_program.load(key)
             if program is not None:
@@ -668,7 +679,10 @@ class Estimator(abc.ABC):
     def summary(self, var_names: list[str] | None = None, hdi_prob: float = DEFAULT_CI):
         """`az.summary` of the estimands and a variant's own variables (mean, sd, HDI, and R-hat/ESS
         after NUTS); `summary_notes` names what is too long for the table."""
+        from bayes_wsc.posterior import check_ci
+
         self._check_fitted()
+        check_ci(hdi_prob, "hdi_prob")
         with self.variant_errors("summary"):
             return inference.summary(self._fitted(), var_names or self.diagnosed_names(), hdi_prob)
 
@@ -902,6 +916,12 @@ def _is_check_rows(value) -> bool:
 def _is_fit_info(value) -> bool:
     """{"map": {...}, "nuts": {...}, "laplace": {...}, "free_variables": [...]}: each stage's record a mapping."""
     return isinstance(value, dict) and all(isinstance(value[k], dict) for k in ("map", "nuts", "laplace") if k in value)
+
+
+def check_whole(name: str, value, lowest: int = 1) -> None:
+    """A setting that counts something (draws, restarts): a whole number >= `lowest`, or one line naming it."""
+    if not (_is_whole(value) and value >= lowest):
+        raise InputError(f"{name} must be a whole number >= {lowest}, got {value!r}")
 
 
 def is_count(value) -> bool:

@@ -19,10 +19,11 @@ from bayes_wsc.errors import InputError
 CHUNK_FLOATS = 8_000_000
 
 
-def check_ci(ci) -> None:
-    """The credible level of an interval: a number in (0, 1), or one line naming the value."""
+def check_ci(ci, name: str = "ci") -> None:
+    """The credible level of an interval (the argument `name`): a number in (0, 1), or one line naming
+    the value. Every entry point that takes a level checks it with this rule, before any work."""
     if isinstance(ci, bool) or not isinstance(ci, (int, float, np.number)) or not 0 < ci < 1:
-        raise InputError(f"ci must be a number in (0, 1), got {ci!r}")
+        raise InputError(f"{name} must be a number in (0, 1), got {ci!r}")
 
 
 def stacked(idata, name: str) -> np.ndarray:
@@ -48,6 +49,23 @@ def summarize_columns(
         mean[cols] = values.mean(axis=0)
         bounds[cols] = inference.hdi(values, ci)
     return mean, bounds[:, 0], bounds[:, 1]
+
+
+def summarize_memberships(n_rows: int, n_clusters: int, probabilities_of: Callable[[np.ndarray], np.ndarray],
+                          n_draws: int, ci: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Posterior mean of every row's cluster probabilities (n, K), the most probable cluster of each row and
+    the HDI of its probability, from `probabilities_of(rows) -> (draws, len(rows), K)` (rows unique and
+    sorted); in chunks (`summarize_columns`), never stored per draw."""
+    def draws_of(cols):
+        rows, clusters = np.divmod(cols, n_clusters)
+        unique, inverse = np.unique(rows, return_inverse=True)
+        return probabilities_of(unique)[:, inverse, clusters]
+
+    mean, low, high = summarize_columns(n_rows * n_clusters, draws_of, n_draws, ci)
+    mean, low, high = (v.reshape(n_rows, n_clusters) for v in (mean, low, high))
+    chosen = mean.argmax(axis=1)
+    pick = np.arange(n_rows)
+    return mean, chosen, low[pick, chosen], high[pick, chosen]
 
 
 def append_predictions(items: pd.DataFrame, added) -> pd.DataFrame:

@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("maths", ("maths/",)),
     ("inference", ("inference.py", "posterior.py", "diagnostics.py", "map_program.py", "laplace.py", "nested_laplace.py",
                    "fit.py",
-                   "likelihoods.py", "model_terms.py", "comparison.py", "criticism.py")),
+                   "likelihoods.py", "graph_inputs.py", "model_terms.py", "comparison.py", "criticism.py")),
     ("baselines", ("baselines/",)),
     ("reports", ("report/",)),
     ("estimator", ("estimator.py", "sbc.py")),

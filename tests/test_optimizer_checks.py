@@ -196,6 +196,11 @@ def test_labels_of_one_class_and_constant_features_are_said():
     items = LabeledItems.from_frame(frame, features=["x"], label_col="y", classes=["a", "b"])
     [message] = PCMixture(components=2).data_messages(items)
     assert "every labelled item (6) has the same class, 'a'" in message
+    flat = LabeledItems.from_frame(frame.assign(y=["a", "b"] * 6, flat=3.0), label_col="y")  # kept, as zeros
+    np.testing.assert_array_equal(flat.x[:, 1], 0.0)
+    [message] = PCMixture(components=2).data_messages(flat)
+    assert "1 of 2 feature columns take one value on every item ('flat')" in message
+    assert "every Gaussian sd on them shrinks to its floor" in message
 
     points = pd.DataFrame({"id": list("abcdef"), "x": rng.normal(size=6), "flat": 1.0})
     links = pd.DataFrame({"expert": ["e1"] * 3, "i": ["a", "c", "e"], "j": ["b", "d", "f"], "link": [1, 1, 1]})
@@ -216,6 +221,31 @@ def test_a_constant_feature_of_the_perception_model_is_said():
     data = SeedSets.from_frames(items, seeds, perception)
     [message] = PerceptionClustering().data_messages(data)
     assert "1 of 3 feature columns take one value on every item ('flat')" in message
+
+
+def test_a_constant_feature_of_label_proportions_is_kept_and_said():
+    """The one standardization policy (`data.tables.FeatureScaling`): a constant column is kept as zeros,
+    from a table or from arrays, and the model says before the fit what it does with it."""
+    from bayes_wsc.data.proportions import LabelProportions
+    from bayes_wsc.models.proportions import ProportionsClassifier
+
+    rng = np.random.default_rng(0)
+    items = pd.DataFrame({"id": [f"i{j}" for j in range(8)], "group": ["g1", "g2"] * 4, "x": rng.normal(size=8),
+                          "flat": 7.0})
+    shares = pd.DataFrame({"group": ["g1", "g2"], "a": [0.25, 0.75], "b": [0.75, 0.25]})
+    data = LabelProportions.from_frames(items, shares, id_col="id")
+    arrays = LabelProportions.from_arrays(items[["x", "flat"]].to_numpy(), np.tile([0, 1], 4),
+                                          [[0.25, 0.75], [0.75, 0.25]])
+    for each in (data, arrays):
+        np.testing.assert_array_equal(each.x[:, 1], 0.0)
+        np.testing.assert_array_equal(each.scale[1], 1.0)
+    def constant_words(emission):
+        said = ProportionsClassifier(emission=emission).data_messages(data)
+        [words] = [m for m in said if "take one value on every item ('flat')" in m]
+        return words
+
+    assert "shrinks to its floor" in constant_words("gaussian")
+    assert "their weights in the classes' softmax" in constant_words("logistic")
 
 
 def test_proportions_that_cannot_tell_classes_apart_are_said_before_the_fit(monkeypatch):

@@ -97,11 +97,12 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
     from scipy.special import log_softmax
 
     from bayes_wsc.data.proportions import LOG_ZERO
+    from bayes_wsc.graph_inputs import declare
     from bayes_wsc.models import proportions as mp
 
     emission = _emission(params)
     concentration = None if emission == "logistic" else est.concentration
-    bag = getattr(est, "_bag_of_fit", None) or mp.resolve_bag_likelihood(est.bag_likelihood, concentration, data)
+    bag = est.settings_for(data)["bag_likelihood"]
     n_draws = next(iter(params.values())).shape[0]
     if "theta" in params:
         log_shares = np.log(np.asarray(params["theta"], dtype=float))
@@ -119,9 +120,9 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
         log_emission = log_softmax(np.einsum("nd,sld->snl", data.x, W) + b[:, None, :], axis=-1)
     shares, emissions = pt.matrix("log_shares"), pt.matrix("log_emission")
     with pm.Model(coords=mp.model_coords(data)):
-        mp._declare(mp.share_inputs(data, None))
+        declare(mp.share_inputs(data, None))
         if emission != "logistic":
-            mp._declare(mp.emission_inputs(data, emission, bag))
+            declare(mp.emission_inputs(data, emission, bag))
         terms = mp.add_bag_likelihood(data, emission, bag, shares, emissions, concentration)
     fn = pytensor.function([shares, emissions], terms, mode="FAST_COMPILE", on_unused_input="ignore")
     return np.stack([fn(log_shares[s], log_emission[s]) for s in range(n_draws)])

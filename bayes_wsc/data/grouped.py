@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import logit
 
-from bayes_wsc.data.tables import key_column, numeric_column, require_columns, require_rows, text_column
+from bayes_wsc.data.tables import (key_column, numeric_column, require_columns, require_rows, require_unique,
+                                   text_column)
 from bayes_wsc.errors import InputError
 
 MAX_BINS = 100_000
@@ -169,9 +170,7 @@ class GroupedCounts:
                              f"cap each group with max_group_weight (at most {MAX_GROUP_WEIGHT:g})")
         if self.counts.sum() <= 0:
             raise InputError("there are no items (all counts are zero)")
-        if len(set(self.group_ids)) != n_groups:
-            dup = pd.Index(self.group_ids)[pd.Index(self.group_ids).duplicated()][0]
-            raise InputError(f"group id {dup!r} appears more than once")
+        require_unique(self.group_ids, "group id")
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -282,9 +281,7 @@ class GroupedCounts:
         bin_labels = [str(k) for k in (range(n_bins) if bin_labels is None else bin_labels)]
         if len(bin_labels) != n_bins:
             raise InputError(f"there are {len(bin_labels)} bin labels but {n_bins} bins")
-        if len(set(bin_labels)) != n_bins:
-            dup = pd.Index(bin_labels)[pd.Index(bin_labels).duplicated()][0]
-            raise InputError(f"bin label {dup!r} appears more than once")
+        require_unique(bin_labels, "bin label")
         bins = BehaviorBins((behavior,), (tuple(bin_labels),))
         with np.errstate(invalid="ignore"):  # non-finite counts are rejected with a message by __post_init__
             n_items = np.rint(counts.sum(axis=1)).astype(np.int64)
@@ -364,21 +361,18 @@ def _read_he(groups, he_col: str | None, he_prob_col: str | None) -> tuple[np.nd
             he_prob_col = "he_prob"
         else:
             raise InputError("groups has neither an 'he' (logit) nor an 'he_prob' (probability) column")
+    column = he_col if he_col is not None else he_prob_col
+    require_columns(groups, [column], "groups")
     if he_col is not None:
-        require_columns(groups, [he_col], "groups")
-        he = numeric_column(groups, he_col, "groups")
-        extreme = np.abs(he) > MAX_ABS_HE
-        if extreme.any():
-            row = int(np.flatnonzero(extreme)[0])
-            raise InputError(f"groups column {he_col!r} has value {float(he[row])!r} (row {row + 1}), not a plausible "
-                             f"logit (|he| <= {MAX_ABS_HE:g}); give probabilities as he_prob")
-        return he, he_col, None
-    require_columns(groups, [he_prob_col], "groups")
-    prob = numeric_column(groups, he_prob_col, "groups", lower=0.0, upper=1.0, lower_open=True, upper_open=True)
-    he = logit(prob)
+        given = he = numeric_column(groups, he_col, "groups")
+    else:
+        given = numeric_column(groups, he_prob_col, "groups", lower=0.0, upper=1.0, lower_open=True, upper_open=True)
+        he = logit(given)
     extreme = np.abs(he) > MAX_ABS_HE
     if extreme.any():
         row = int(np.flatnonzero(extreme)[0])
-        raise InputError(f"groups column {he_prob_col!r} has value {float(prob[row])!r} (row {row + 1}), a logit of "
-                         f"{float(he[row]):.4g}: closer to 0 or 1 than any estimate can be (|logit| <= {MAX_ABS_HE:g})")
-    return he, None, he_prob_col
+        why = (f"not a plausible logit (|he| <= {MAX_ABS_HE:g}); give probabilities as he_prob" if he_col is not None
+               else f"a logit of {float(he[row]):.4g}: closer to 0 or 1 than any estimate can be "
+                    f"(|logit| <= {MAX_ABS_HE:g})")
+        raise InputError(f"groups column {column!r} has value {float(given[row])!r} (row {row + 1}), {why}")
+    return he, he_col, he_prob_col

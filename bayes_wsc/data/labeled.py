@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import (feature_columns, feature_moments, key_column, read_features, require_columns,
-                                   require_rows, standardize, text_column)
+from bayes_wsc.data.tables import (FeatureScaling, check_scaled_features, feature_columns, read_ids, require_columns,
+                                   require_id_column, require_rows, require_unique, standardize, text_column)
 from bayes_wsc.errors import InputError
 
 #: more distinct labels than this look like a continuous outcome, not classes
@@ -69,40 +69,23 @@ class LabeledItems:
     settings: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        self.x = np.asarray(self.x, dtype=float)
         self.y = np.asarray(self.y, dtype=np.int64)
         self.features = tuple(str(f) for f in self.features)
         self.classes = tuple(str(c) for c in self.classes)
-        self.center = np.asarray(self.center, dtype=float)
-        self.scale = np.asarray(self.scale, dtype=float)
         self.item_ids = np.asarray(self.item_ids).astype(str)
-        if self.x.ndim != 2:
-            raise InputError(f"features must be a 2-D items x features array, got shape {self.x.shape}")
-        n, d = self.x.shape
-        if d == 0:
-            raise InputError("there are no feature columns")
-        if len(self.features) != d or self.center.shape != (d,) or self.scale.shape != (d,):
-            raise InputError(f"{d} feature columns but {len(self.features)} names, "
-                             f"{self.center.size} centres and {self.scale.size} scales")
-        if len(set(self.features)) != d:
-            raise InputError(f"feature names repeat: {list(self.features)}")
+        self.x, self.center, self.scale = check_scaled_features(self.x, self.features, self.center, self.scale)
+        n = self.x.shape[0]
         if self.y.shape != (n,) or self.item_ids.shape != (n,):
             raise InputError(f"{n} items but {self.y.size} labels and {self.item_ids.size} ids")
         if n < 2:
             raise InputError(f"there are {n} items; a mixture needs at least 2")
-        if not np.isfinite(self.x).all():
-            raise InputError("features have a missing or non-finite value")
-        if not (np.isfinite(self.scale).all() and (self.scale > 0).all()):
-            raise InputError("feature scales must be positive and finite")
         if len(self.classes) < 2:
             raise InputError(f"labels need at least two classes, got {list(self.classes)}")
         if len(set(self.classes)) != len(self.classes):
             raise InputError(f"class names repeat: {list(self.classes)}")
         if ((self.y < -1) | (self.y >= len(self.classes))).any():
             raise InputError(f"label codes must be -1 (unlabeled) or 0..{len(self.classes) - 1}")
-        if len(set(self.item_ids)) != n:
-            dup = pd.Index(self.item_ids)[pd.Index(self.item_ids).duplicated()][0]
-            raise InputError(f"item id {dup!r} appears more than once")
+        require_unique(self.item_ids, "item id")
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -127,25 +110,13 @@ class LabeledItems:
         if len(frame) == 1:
             raise InputError(f"{what} has one row; a mixture needs at least 2 items")
         require_columns(frame, [label_col], what)
-        if id_col is not None:
-            require_columns(frame, [id_col], what)
-            if id_col == label_col:
-                raise InputError(f"the id column {id_col!r} is also the label column")
+        require_id_column(frame, id_col, what, label_col, "label")
         features, hint = feature_columns(frame, features, (label_col, id_col), what, role="label or id")
-        raw = read_features(frame, features, what, hint)
-        center, scale = feature_moments(raw, features, f"{what} feature")
-        for j, column in enumerate(features):
-            if not scale[j] > 1e-12 * max(1.0, abs(center[j])):
-                raise InputError(f"{what} feature column {column!r} is constant (every row is {raw[0, j]:g}): "
-                                 "it carries no information and cannot be standardized; leave it out")
+        scaling, x = FeatureScaling.read(frame, features, f"{what} feature", hint=hint)
         y, class_names = read_labels(frame, label_col, what, classes)
-        ids = (key_column(frame, id_col, what).to_numpy() if id_col is not None
-               else np.arange(len(frame)).astype(str))
-        if id_col is not None and pd.Index(ids).duplicated().any():
-            row = int(np.flatnonzero(pd.Index(ids).duplicated())[0])
-            raise InputError(f"{what} column {id_col!r} has a duplicate id {ids[row]!r} (row {row + 1})")
+        ids = read_ids(frame, id_col, what)
         settings = {"label_col": label_col, "features": features, "id_col": id_col}
-        return cls((raw - center) / scale, y, features, class_names, center, scale, ids, settings)
+        return cls(x, y, features, class_names, scaling.mean, scaling.scale, ids, settings)
 
     @classmethod
     def from_arrays(

@@ -25,58 +25,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import (check_standardized, feature_columns, feature_moments, key_column,
-                                   numeric_column, require_columns, require_rows)
+from bayes_wsc.data.tables import ItemFeatures, key_column, numeric_column, read_items, require_columns, require_rows
 from bayes_wsc.errors import InputError
 
 CONSTRAINT_COLUMNS = ("expert", "i", "j", "link")
 LABEL_COLUMNS = ("expert", "id", "label")
 
 
-@dataclass(frozen=True)
-class FeatureScaling:
-    """Which columns are the features, and the centre and scale applied to them.
-
-    A constant column gets scale 1 (it becomes all zeros rather than NaN).
-    """
-
-    names: tuple[str, ...]
-    mean: np.ndarray
-    scale: np.ndarray
-
-    @classmethod
-    def fit(cls, frame: pd.DataFrame, columns: Sequence[str], what: str, standardize: bool = True,
-            hint: str = ""):
-        """Read `columns` of `frame` as floats (one-line errors; `hint` says how to leave a default column
-        out) and learn the scaling; returns (scaling, standardized matrix)."""
-        raw = np.column_stack([numeric_column(frame, c, what, hint=hint) for c in columns])
-        if standardize:
-            mean, scale = feature_moments(raw, list(columns), what)
-            scale[scale <= 1e-12 * np.maximum(np.abs(mean), 1.0)] = 1.0
-        else:  # used as given: the same bound as a new item's standardized value
-            mean, scale = np.zeros(raw.shape[1]), np.ones(raw.shape[1])
-            check_standardized(raw, raw, list(columns), what, scaled=False)
-        scaling = cls(tuple(str(c) for c in columns), mean, scale)
-        return scaling, (raw - mean) / scale
-
-    def transform(self, frame: pd.DataFrame, what: str = "items") -> np.ndarray:
-        """The feature matrix of new items, scaled as in training; missing or bad columns are errors."""
-        require_columns(frame, self.names, what)
-        if len(frame) == 0:
-            raise InputError(f"{what} has no rows")
-        raw = np.column_stack([numeric_column(frame, c, what) for c in self.names])
-        return check_standardized((raw - self.mean) / self.scale, raw, self.names, what)
-
-
 @dataclass
-class PairwiseConstraints:
+class PairwiseConstraints(ItemFeatures):
     """Features of n items and the constraints of M experts on their pairs.
 
     Attributes
     ----------
-    item_ids : (n,) item ids as text.
-    features : (n, d) feature matrix, standardized unless asked otherwise.
-    scaling : the feature names and the centre and scale used (applied again to new items).
+    item_ids, features, scaling : the items (`ItemFeatures`).
     expert_names : (M,) expert names as text, in order of first appearance.
     pairs : (P, 2) item indices of each unique pair, i < j.
     cell_pair, cell_expert : (N,) the pair and the expert of each constraint (one per pair and expert).
@@ -84,9 +46,6 @@ class PairwiseConstraints:
     settings : how the tables were read (kept in the fit so that it can be rebuilt).
     """
 
-    item_ids: np.ndarray
-    features: np.ndarray
-    scaling: FeatureScaling
     expert_names: np.ndarray
     pairs: np.ndarray
     cell_pair: np.ndarray
@@ -95,24 +54,13 @@ class PairwiseConstraints:
     settings: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        self.item_ids = np.asarray(self.item_ids).astype(str)
-        self.features = np.asarray(self.features, dtype=float)
+        super().__post_init__()
         self.expert_names = np.asarray(self.expert_names).astype(str)
         self.pairs = np.asarray(self.pairs, dtype=np.int64).reshape(-1, 2)
         self.cell_pair = np.asarray(self.cell_pair, dtype=np.int64)
         self.cell_expert = np.asarray(self.cell_expert, dtype=np.int64)
         self.link = np.asarray(self.link, dtype=np.int8)
         n = self.item_ids.size
-        if self.features.ndim != 2 or self.features.shape[0] != n:
-            raise InputError(f"features must be an (items x features) matrix for {n} items, "
-                             f"got shape {self.features.shape}")
-        if self.features.shape[1] != len(self.scaling.names):
-            raise InputError(f"features have {self.features.shape[1]} columns but {len(self.scaling.names)} names")
-        if not np.isfinite(self.features).all():
-            raise InputError("features must be finite numbers")
-        if len(set(self.item_ids)) != n:
-            dup = pd.Index(self.item_ids)[pd.Index(self.item_ids).duplicated()][0]
-            raise InputError(f"item id {dup!r} appears more than once")
         if self.pairs.size == 0 or self.link.size == 0:
             raise InputError("there are no constraints")
         if (self.pairs < 0).any() or (self.pairs >= n).any() or (self.pairs[:, 0] >= self.pairs[:, 1]).any():
@@ -173,15 +121,7 @@ class PairwiseConstraints:
         return cls(item_ids, matrix, scaling, np.asarray(expert_names), pairs, cell_pair, expert_code, link,
                    settings)
 
-    # ------------------------------------------------------------------ views
-    @property
-    def n_items(self) -> int:
-        return self.item_ids.size
-
-    @property
-    def n_features(self) -> int:
-        return self.features.shape[1]
-
+    # ------------------------------------------------------------------ views (and `ItemFeatures`')
     @property
     def n_experts(self) -> int:
         return self.expert_names.size
@@ -193,10 +133,6 @@ class PairwiseConstraints:
     @property
     def n_constraints(self) -> int:
         return self.link.size
-
-    @property
-    def feature_names(self) -> list[str]:
-        return list(self.scaling.names)
 
     @property
     def linked_items(self) -> np.ndarray:
@@ -238,22 +174,6 @@ class PairwiseConstraints:
 
 
 # ---------------------------------------------------------------------- reading
-def read_items(items: pd.DataFrame, id_col: str, features, standardize: bool):
-    """Item ids, the feature scaling and the scaled feature matrix of an items table."""
-    require_rows(items, "items")
-    require_columns(items, [id_col], "items")
-    ids = key_column(items, id_col, "items")
-    duplicated = ids.duplicated()
-    if duplicated.any():
-        row = int(np.flatnonzero(duplicated.to_numpy())[0])
-        raise InputError(f"items has a duplicate id {ids.iloc[row]!r} (row {row + 1})")
-    features, hint = feature_columns(items, features, (id_col,), "items")
-    if len(items) < 2:
-        raise InputError("items has a single row: clustering needs at least two items")
-    scaling, matrix = FeatureScaling.fit(items, features, "items", standardize, hint)
-    return ids.to_numpy(), scaling, matrix
-
-
 def _item_index(frame: pd.DataFrame, column: str, index: pd.Index, what: str) -> np.ndarray:
     ids = key_column(frame, column, what)
     pos = index.get_indexer(ids)

@@ -28,8 +28,9 @@ import numpy as np
 import pandas as pd
 
 from bayes_wsc.data.grouped import BehaviorBins
-from bayes_wsc.data.tables import (feature_columns, feature_moments, key_column, numeric_column, read_features,
-                                   require_columns, require_rows, standardize)
+from bayes_wsc.data.tables import (FeatureScaling, check_scaled_features, feature_columns, key_column, numeric_column,
+                                   read_ids, require_columns, require_id_column, require_rows, require_unique,
+                                   standardize)
 from bayes_wsc.errors import InputError
 
 #: proportions of a group must sum to 1 within this
@@ -92,9 +93,7 @@ class LabelProportions:
             raise InputError(f"{n_groups} groups need {n_groups} distinct group ids, got {self.group_ids.size}")
         if self.item_ids.shape != (n,):
             raise InputError(f"{n} items but {self.item_ids.size} item ids")
-        if len(set(self.item_ids)) != n:
-            dup = pd.Index(self.item_ids)[pd.Index(self.item_ids).duplicated()][0]
-            raise InputError(f"item id {dup!r} appears more than once")
+        require_unique(self.item_ids, "item id")
         if n < 2:
             raise InputError(f"there are {n} items; learning from label proportions needs at least 2")
         if ((self.item_group < 0) | (self.item_group >= n_groups)).any():
@@ -118,23 +117,8 @@ class LabelProportions:
         if (self.x is None) == (self.bins is None):
             raise InputError("give either numeric features (x) or categorical bins, not both or neither")
         if self.x is not None:
-            self.x = np.asarray(self.x, dtype=float)
-            self.center = np.asarray(self.center, dtype=float)
-            self.scale = np.asarray(self.scale, dtype=float)
-            if self.x.ndim != 2 or self.x.shape[0] != n:
-                raise InputError(f"features must be an items x features array with {n} rows, got {self.x.shape}")
-            d = self.x.shape[1]
-            if d == 0:
-                raise InputError("there are no feature columns")
-            if len(self.features) != d or self.center.shape != (d,) or self.scale.shape != (d,):
-                raise InputError(f"{d} feature columns but {len(self.features)} names, {self.center.size} centres "
-                                 f"and {self.scale.size} scales")
-            if len(set(self.features)) != d:
-                raise InputError(f"feature names repeat: {list(self.features)}")
-            if not np.isfinite(self.x).all():
-                raise InputError("features have a missing or non-finite value")
-            if not (np.isfinite(self.scale).all() and (self.scale > 0).all()):
-                raise InputError("feature scales must be positive and finite")
+            self.x, self.center, self.scale = check_scaled_features(self.x, self.features, self.center, self.scale,
+                                                                    n)
         else:
             self.item_bin = np.asarray(self.item_bin, dtype=np.int64).reshape(-1)
             if self.item_bin.shape != (n,) or ((self.item_bin < 0) | (self.item_bin >= self.bins.n_bins)).any():
@@ -179,10 +163,7 @@ class LabelProportions:
         require_rows(proportions, proportions_what)
         require_columns(items, [group_col], items_what)
         require_columns(proportions, [group_col], proportions_what)
-        if id_col is not None:
-            require_columns(items, [id_col], items_what)
-            if id_col == group_col:
-                raise InputError(f"the id column {id_col!r} is also the group column")
+        require_id_column(items, id_col, items_what, group_col, "group")
         features, hint = feature_columns(items, features, (group_col, id_col), items_what, role="group or id")
 
         group_ids = key_column(proportions, group_col, proportions_what)
@@ -228,11 +209,7 @@ class LabelProportions:
                 raise InputError(f"{proportions_what} class column {name!r} is 0 in every row: no item can be "
                                  "learned to be of that class; leave the column out")
 
-        ids = (key_column(items, id_col, items_what).to_numpy() if id_col is not None
-               else np.arange(len(items)).astype(str))
-        if id_col is not None and pd.Index(ids).duplicated().any():
-            row = int(np.flatnonzero(pd.Index(ids).duplicated())[0])
-            raise InputError(f"{items_what} column {id_col!r} has a duplicate id {ids[row]!r} (row {row + 1})")
+        ids = read_ids(items, id_col, items_what)
         settings = {"group_col": group_col, "id_col": id_col, "features": list(features), "counts": bool(counts),
                     "categorical": bool(categorical)}
         common = dict(item_group=item_group, proportions=shares, group_ids=group_ids.to_numpy(),
@@ -241,13 +218,8 @@ class LabelProportions:
         if categorical:
             bins = BehaviorBins.from_frame(items, features, items_what)
             return cls(bins=bins, item_bin=bins.index(items, items_what), **common)
-        raw = read_features(items, features, items_what, hint)
-        center, scale = feature_moments(raw, features, f"{items_what} feature")
-        for j, column in enumerate(features):
-            if not scale[j] > 1e-12 * max(1.0, abs(center[j])):
-                raise InputError(f"{items_what} feature column {column!r} is constant (every row is {raw[0, j]:g}): "
-                                 "it carries no information and cannot be standardized; leave it out")
-        return cls(x=(raw - center) / scale, features=tuple(features), center=center, scale=scale, **common)
+        scaling, x = FeatureScaling.read(items, features, f"{items_what} feature", hint=hint)
+        return cls(x=x, features=scaling.names, center=scaling.mean, scale=scaling.scale, **common)
 
     @classmethod
     def from_arrays(
@@ -275,18 +247,14 @@ class LabelProportions:
         group_ids = [f"g{i}" for i in range(n_groups)] if group_ids is None else list(group_ids)
         classes = [str(c) for c in range(proportions.shape[-1])] if classes is None else list(classes)
         item_group = np.asarray(groups, dtype=np.int64)
-        if standardize:
-            center, scale = x.mean(axis=0), x.std(axis=0)
-            scale = np.where(scale > 0, scale, 1.0)
-        else:
-            center, scale = np.zeros(x.shape[1]), np.ones(x.shape[1])
+        scaling, z = FeatureScaling.fit(x, names, "feature", standardize)
         sizes = np.bincount(item_group, minlength=n_groups) if item_group.size and item_group.min() >= 0 else None
         if counts is None and sizes is not None and proportions.ndim == 2 and sizes.size == n_groups:
             counts = whole_counts(proportions, sizes)
         settings = {"group_col": "group", "id_col": None, "features": names, "counts": False, "categorical": False}
         return cls(item_group=item_group, proportions=proportions, group_ids=group_ids, classes=classes,
-                   item_ids=np.arange(item_group.size).astype(str), x=(x - center) / scale, features=names,
-                   center=center, scale=scale, counts=counts, settings=settings)
+                   item_ids=np.arange(item_group.size).astype(str), x=z, features=names,
+                   center=scaling.mean, scale=scaling.scale, counts=counts, settings=settings)
 
     @classmethod
     def from_bins(cls, item_bin: np.ndarray, groups: Sequence, proportions: np.ndarray, n_bins: int, *,

@@ -27,22 +27,19 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.pairwise import FeatureScaling, read_items
-from bayes_wsc.data.tables import key_column, numeric_column, require_columns, require_rows
+from bayes_wsc.data.tables import ItemFeatures, key_column, numeric_column, read_items, require_columns, require_rows
 from bayes_wsc.errors import InputError
 
 CLUSTER_COL = "cluster"
 
 
 @dataclass
-class SeedSets:
+class SeedSets(ItemFeatures):
     """Features of n items, K seed sets that may overlap, and their perception vectors.
 
     Attributes
     ----------
-    item_ids : (n,) item ids as text.
-    features : (n, d) feature matrix, standardized unless asked otherwise.
-    scaling : the feature names and the centre and scale used (applied again to new items).
+    item_ids, features, scaling : the items (`ItemFeatures`).
     clusters : (K,) the user's cluster names as text, in the order of the perception table.
     perception : (K, q) non-negative perception vector of each cluster.
     perception_names : (q,) the perception columns.
@@ -50,9 +47,6 @@ class SeedSets:
     settings : how the tables were read (kept in the fit so that it can be rebuilt).
     """
 
-    item_ids: np.ndarray
-    features: np.ndarray
-    scaling: FeatureScaling
     clusters: np.ndarray
     perception: np.ndarray
     perception_names: np.ndarray
@@ -61,24 +55,13 @@ class SeedSets:
     settings: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        self.item_ids = np.asarray(self.item_ids).astype(str)
-        self.features = np.asarray(self.features, dtype=float)
+        super().__post_init__()
         self.clusters = np.asarray(self.clusters).astype(str)
         self.perception = np.asarray(self.perception, dtype=float)
         self.perception_names = np.asarray(self.perception_names).astype(str)
         self.seed_item = np.asarray(self.seed_item, dtype=np.int64)
         self.seed_cluster = np.asarray(self.seed_cluster, dtype=np.int64)
         n, k = self.item_ids.size, self.clusters.size
-        if self.features.ndim != 2 or self.features.shape[0] != n:
-            raise InputError(f"features must be an (items x features) matrix for {n} items, "
-                             f"got shape {self.features.shape}")
-        if self.features.shape[1] != len(self.scaling.names):
-            raise InputError(f"features have {self.features.shape[1]} columns but {len(self.scaling.names)} names")
-        if not np.isfinite(self.features).all():
-            raise InputError("features must be finite numbers")
-        if len(set(self.item_ids)) != n:
-            dup = pd.Index(self.item_ids)[pd.Index(self.item_ids).duplicated()][0]
-            raise InputError(f"item id {dup!r} appears more than once")
         if k < 2:
             raise InputError(f"there are {k} clusters; give seeds and a perception vector for at least 2")
         if len(set(self.clusters)) != k:
@@ -124,15 +107,7 @@ class SeedSets:
         settings = {"id_col": id_col, "features": list(scaling.names), "standardize": bool(standardize)}
         return cls(item_ids, matrix, scaling, clusters, vectors, names, seed_item, seed_cluster, settings)
 
-    # ------------------------------------------------------------------ views
-    @property
-    def n_items(self) -> int:
-        return self.item_ids.size
-
-    @property
-    def n_features(self) -> int:
-        return self.features.shape[1]
-
+    # ------------------------------------------------------------------ views (and `ItemFeatures`')
     @property
     def n_clusters(self) -> int:
         return self.clusters.size
@@ -145,10 +120,6 @@ class SeedSets:
     def n_seeds(self) -> int:
         """(set, seed item) pairs: an item in two sets counts twice."""
         return self.seed_item.size
-
-    @property
-    def feature_names(self) -> list[str]:
-        return list(self.scaling.names)
 
     @property
     def seed_mask(self) -> np.ndarray:

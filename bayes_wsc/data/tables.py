@@ -7,6 +7,7 @@ column produces the same kind of message whatever the model.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -400,11 +401,9 @@ def read_features(frame: pd.DataFrame, features: Sequence[str], what: str, hint:
 
 def standardize(frame: pd.DataFrame, features: Sequence[str], center: np.ndarray, scale: np.ndarray,
                 what: str = "items") -> np.ndarray:
-    """New items' feature columns on the training scale: parsed as numbers, and refused beyond what the
-    models' arithmetic holds (`check_standardized`)."""
-    require_rows(frame, what)
-    raw = read_features(frame, features, what)
-    return check_standardized((raw - np.asarray(center)) / np.asarray(scale), raw, list(features), f"{what} feature")
+    """New items' feature columns on the training scale (`FeatureScaling.transform`), the cells named
+    as "<what> feature" columns."""
+    return FeatureScaling(tuple(features), center, scale).transform(frame, what, cells=f"{what} feature")
 
 
 def key_column(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
@@ -450,7 +449,13 @@ MAX_ABS_STANDARDIZED = 1e100
 
 def feature_moments(raw: np.ndarray, names: Sequence[str], what: str) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation of each column of `raw` (n, D), for standardizing. A column whose
-    moments overflow (values near 1e154 and beyond) is an error naming its largest value and row."""
+    moments overflow (values near 1e154 and beyond) is an error naming its largest value and row, as is
+    a value that is missing or not finite (arrays given directly; a table's cells are parsed first)."""
+    unusable = ~np.isfinite(raw)
+    if unusable.any():
+        row, j = (int(v) for v in np.argwhere(unusable)[0])
+        raise InputError(f"{what} column {names[j]!r} has a missing or non-finite value {float(raw[row, j])!r} "
+                         f"(row {row + 1})")
     with np.errstate(over="ignore", invalid="ignore"):
         center = raw.mean(axis=0)
         scale = raw.std(axis=0)
@@ -479,3 +484,181 @@ def check_standardized(z: np.ndarray, raw: np.ndarray, names: Sequence[str], wha
         raise InputError(f"{where}, beyond the {MAX_ABS_STANDARDIZED:g} that the model's arithmetic holds for "
                          "features used as given; rescale the column or standardize it")
     return z
+
+
+#: a column whose standard deviation is at most this share of its mean's magnitude (or of 1) is constant
+CONSTANT_COLUMN = 1e-12
+
+
+@dataclass(frozen=True)
+class FeatureScaling:
+    """The one standardization of numeric features: which columns, and the centre and scale applied to
+    them in training and again to new items.
+
+    Each column becomes (value - mean) / sd, with the training items' mean and standard deviation
+    (`feature_moments`: a column whose square overflows is refused by name). A constant column (sd at
+    most `CONSTANT_COLUMN` of its mean) gets scale 1: it becomes all zeros, so it adds nothing to any
+    model and a new item's value there is still scored; it carries no information, which every model
+    that weighs features says before its fit (`diagnostics.constant_features_message`). Features used
+    as given (`standardize=False`) keep centre 0 and scale 1. Training values and new items alike are
+    refused beyond `MAX_ABS_STANDARDIZED` (`check_standardized`).
+    """
+
+    names: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+
+    def __post_init__(self):
+        object.__setattr__(self, "names", tuple(str(n) for n in self.names))
+        object.__setattr__(self, "mean", np.asarray(self.mean, dtype=float))
+        object.__setattr__(self, "scale", np.asarray(self.scale, dtype=float))
+
+    @classmethod
+    def fit(cls, raw: np.ndarray, names: Sequence[str], what: str,
+            standardize: bool = True) -> tuple[FeatureScaling, np.ndarray]:
+        """The scaling learned from `raw` (n, D) and the scaled matrix; `what` names the columns in errors."""
+        raw = np.asarray(raw, dtype=float)
+        names = [str(n) for n in names]
+        if standardize:
+            mean, scale = feature_moments(raw, names, what)
+            scale[constant_columns(mean, scale)] = 1.0
+        else:  # used as given: the same bound as a new item's standardized value
+            mean, scale = np.zeros(raw.shape[1]), np.ones(raw.shape[1])
+            check_standardized(raw, raw, names, what, scaled=False)
+        return cls(tuple(names), mean, scale), (raw - mean) / scale
+
+    @classmethod
+    def read(cls, frame: pd.DataFrame, columns: Sequence[str], what: str, standardize: bool = True,
+             hint: str = "") -> tuple[FeatureScaling, np.ndarray]:
+        """`columns` of `frame` parsed as numbers (`numeric_column`; `hint` says how to leave a default
+        column out), then `fit`."""
+        raw = np.column_stack([numeric_column(frame, c, what, hint=hint) for c in columns])
+        return cls.fit(raw, columns, what, standardize)
+
+    @classmethod
+    def saved(cls, constant_data) -> FeatureScaling:
+        """The scaling a fit keeps in its constant data (coordinate `feature`, variables `feature_mean`
+        and `feature_scale`, as the clustering models save it)."""
+        return cls(tuple(str(f) for f in constant_data["feature"].values), constant_data["feature_mean"].values,
+                   constant_data["feature_scale"].values)
+
+    def transform(self, frame: pd.DataFrame, what: str = "items", *, cells: str | None = None) -> np.ndarray:
+        """The feature matrix of new items, scaled as in training: rows and columns required, each
+        parsed as numbers and refused beyond what the models' arithmetic holds (`check_standardized`).
+        `cells` names the columns in the errors about values (default `what`)."""
+        require_rows(frame, what)
+        require_columns(frame, list(self.names), what)
+        cells = cells or what
+        raw = np.column_stack([numeric_column(frame, c, cells) for c in self.names])
+        return check_standardized((raw - self.mean) / self.scale, raw, list(self.names), cells)
+
+
+def check_scaled_features(x, features: Sequence[str], center, scale,
+                          n_items: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A container's standardized features (n, D), with their D names, centres and scales, as float
+    arrays; one line for the first thing wrong (the shape, `n_items` rows when given, the names, a
+    missing value, a scale that is not positive)."""
+    x, center, scale = (np.asarray(v, dtype=float) for v in (x, center, scale))
+    if x.ndim != 2 or (n_items is not None and x.shape[0] != n_items):
+        rows = "" if n_items is None else f" with {n_items} rows"
+        raise InputError(f"features must be a 2-D items x features array{rows}, got shape {x.shape}")
+    d = x.shape[1]
+    if d == 0:
+        raise InputError("there are no feature columns")
+    if len(features) != d or center.shape != (d,) or scale.shape != (d,):
+        raise InputError(f"{d} feature columns but {len(features)} names, {center.size} centres and "
+                         f"{scale.size} scales")
+    if len(set(features)) != d:
+        raise InputError(f"feature names repeat: {list(features)}")
+    if not np.isfinite(x).all():
+        raise InputError("features have a missing or non-finite value")
+    if not (np.isfinite(scale).all() and (scale > 0).all()):
+        raise InputError("feature scales must be positive and finite")
+    return x, center, scale
+
+
+def constant_columns(mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """(D,) True where a column's standard deviation is at most `CONSTANT_COLUMN` of its mean (or of 1)."""
+    return ~(np.asarray(scale) > CONSTANT_COLUMN * np.maximum(np.abs(np.asarray(mean)), 1.0))
+
+
+@dataclass
+class ItemFeatures:
+    """Items with ids and standardized numeric features: what the clustering containers
+    (`PairwiseConstraints`, `SeedSets`) share, checked here once.
+
+    item_ids : (n,) item ids as text.
+    features : (n, d) feature matrix, standardized unless asked otherwise.
+    scaling : the feature names and the centre and scale used (applied again to new items).
+    """
+
+    item_ids: np.ndarray
+    features: np.ndarray
+    scaling: FeatureScaling
+
+    def __post_init__(self):
+        self.item_ids = np.asarray(self.item_ids).astype(str)
+        self.features = np.asarray(self.features, dtype=float)
+        n = self.item_ids.size
+        if self.features.ndim != 2 or self.features.shape[0] != n:
+            raise InputError(f"features must be an (items x features) matrix for {n} items, "
+                             f"got shape {self.features.shape}")
+        if self.features.shape[1] != len(self.scaling.names):
+            raise InputError(f"features have {self.features.shape[1]} columns but {len(self.scaling.names)} names")
+        if not np.isfinite(self.features).all():
+            raise InputError("features must be finite numbers")
+        require_unique(self.item_ids, "item id")
+
+    @property
+    def n_items(self) -> int:
+        return self.item_ids.size
+
+    @property
+    def n_features(self) -> int:
+        return self.features.shape[1]
+
+    @property
+    def feature_names(self) -> list[str]:
+        return list(self.scaling.names)
+
+
+def read_items(items: pd.DataFrame, id_col: str, features, standardize: bool):
+    """Item ids, the feature scaling and the scaled feature matrix of an items table (`ItemFeatures`)."""
+    require_rows(items, "items")
+    require_columns(items, [id_col], "items")
+    ids = read_ids(items, id_col, "items")
+    features, hint = feature_columns(items, features, (id_col,), "items")
+    if len(items) < 2:
+        raise InputError("items has a single row: clustering needs at least two items")
+    scaling, matrix = FeatureScaling.read(items, features, "items", standardize, hint)
+    return ids, scaling, matrix
+
+
+def require_unique(values, what: str) -> None:
+    """Ids or labels that may not repeat: one line naming the first that does (`what`, e.g. "item id")."""
+    index = pd.Index(values)
+    if index.has_duplicates:
+        raise InputError(f"{what} {index[index.duplicated()][0]!r} appears more than once")
+
+
+def require_id_column(frame: pd.DataFrame, id_col: str | None, what: str, other: str, role: str) -> None:
+    """An optional id column (`id_col` None: the rows are numbered) is present, and is not the `role`
+    column `other` (the label or group column)."""
+    if id_col is None:
+        return
+    require_columns(frame, [id_col], what)
+    if id_col == other:
+        raise InputError(f"the id column {id_col!r} is also the {role} column")
+
+
+def read_ids(frame: pd.DataFrame, id_col: str | None, what: str) -> np.ndarray:
+    """The rows' ids as text (`key_column`), or their row numbers without an id column; a repeated id is
+    refused by its row."""
+    if id_col is None:
+        return np.arange(len(frame)).astype(str)
+    ids = key_column(frame, id_col, what).to_numpy()
+    repeated = pd.Index(ids).duplicated()
+    if repeated.any():
+        row = int(np.flatnonzero(repeated)[0])
+        raise InputError(f"{what} column {id_col!r} has a duplicate id {ids[row]!r} (row {row + 1})")
+    return ids

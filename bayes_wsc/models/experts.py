@@ -57,12 +57,14 @@ from scipy.special import softmax
 
 from bayes_wsc import inference, relabel
 from bayes_wsc._lazy import LazyModule
-from bayes_wsc.data.pairwise import FeatureScaling, PairwiseConstraints
+from bayes_wsc.data.pairwise import PairwiseConstraints
+from bayes_wsc.data.tables import FeatureScaling
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator
+from bayes_wsc.estimator import Estimator, check_whole
+from bayes_wsc.graph_inputs import declare
 from bayes_wsc.maths.experts import constraint_informed_memberships
-from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, check_ci, stacked, summarize_columns
+from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, check_ci, stacked, summarize_memberships
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -121,7 +123,7 @@ def add_cluster_weights(data: PairwiseConstraints, n_clusters: int, *, prior_sd:
     (`feature_rotation`): the same model, in coordinates that NUTS with a diagonal mass matrix
     explores easily. The zero-sum W[feature, cluster] and b[cluster] are kept as Deterministics.
     """
-    rotation = pm.Data("feature_rotation", feature_rotation(data.features), dims=("feature", "component"))
+    rotation = declare(weight_inputs(data), DATA_DIMS)["feature_rotation"]
     chol_w = np.linalg.cholesky(reference_covariance(n_clusters, prior_sd))
     chol_b = np.linalg.cholesky(reference_covariance(n_clusters, intercept_sd))
     w_raw = pm.Normal("W_raw", 0.0, 1.0, dims=("component", "cluster_ref"))
@@ -155,10 +157,9 @@ def add_memberships(data: PairwiseConstraints, w_ref, b_ref):
     Memberships are computed once for the items that appear in a constraint (the only ones
     the likelihood sees), as a log-softmax, and gathered at the pair ends.
     """
-    features = pm.Data("linked_features", data.features[data.linked_items], dims=("linked_item", "feature"))
+    features, ends = declare(membership_inputs(data), DATA_DIMS).values()  # ends: pair items as rows of `log_probs`
     logits = pt.dot(features, w_ref) + b_ref
     log_probs = pt.special.log_softmax(pt.concatenate([pt.zeros((logits.shape[0], 1)), logits], axis=1), axis=-1)
-    ends = pm.Data("pair_ends", pair_ends(data), dims=("pair", "end"))  # pair items as rows of `log_probs`
     return log_probs[ends[:, 0]], log_probs[ends[:, 1]]
 
 
@@ -190,9 +191,7 @@ def add_constraint_likelihood(data: PairwiseConstraints, ends, alpha, beta):
     """The pairwise composite likelihood: one factor per unique pair, the pair's clusters summed
     out once for all the experts who rated it. Returns log gamma per pair."""
     log_same, log_different = likelihoods.pair_log_coclustering(*ends)
-    must, cannot = data.link_counts()
-    must = pm.Data("pair_must_links", must, dims=("pair", "expert"))
-    cannot = pm.Data("pair_cannot_links", cannot, dims=("pair", "expert"))
+    must, cannot = declare(constraint_inputs(data), DATA_DIMS).values()
     per_pair = likelihoods.pair_ratings_logp(log_same, log_different, must, cannot, alpha, beta)
     # kept per unique pair (`log_likelihood` group, variable `pairs`): LOO leaves out a pair with all its links
     pm.Potential("constraints", likelihoods.record_pointwise("pairs", per_pair, dims="pair").sum())
@@ -238,15 +237,36 @@ def model_coords(data: PairwiseConstraints, n_clusters: int) -> dict[str, list]:
             "pair": list(range(data.n_pairs))}
 
 
+#: the dims of every `pm.Data` the blocks declare (`graph_inputs.declare`)
+DATA_DIMS = {"feature_rotation": ("feature", "component"), "linked_features": ("linked_item", "feature"),
+             "pair_ends": ("pair", "end"), "pair_must_links": ("pair", "expert"),
+             "pair_cannot_links": ("pair", "expert")}
+
+
+def weight_inputs(data: PairwiseConstraints) -> dict[str, np.ndarray]:
+    """The values `add_cluster_weights` declares as `pm.Data`: the features' principal axes."""
+    return {"feature_rotation": feature_rotation(data.features)}
+
+
+def membership_inputs(data: PairwiseConstraints) -> dict[str, np.ndarray]:
+    """The values `add_memberships` declares as `pm.Data`: the linked items' features and the pairs' ends."""
+    return {"linked_features": data.features[data.linked_items], "pair_ends": pair_ends(data)}
+
+
+def constraint_inputs(data: PairwiseConstraints) -> dict[str, np.ndarray]:
+    """The values `add_constraint_likelihood` declares as `pm.Data`: each pair's must- and cannot-links
+    per expert."""
+    must, cannot = data.link_counts()
+    return {"pair_must_links": must, "pair_cannot_links": cannot}
+
+
 def model_data(data: PairwiseConstraints) -> dict[str, np.ndarray]:
     """Every data-derived value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy.
 
     A cached MAP program (`map_program`) takes them as runtime inputs, so one program serves every
     data set of the same shapes; building a program checks that this list and the model agree.
     """
-    must, cannot = data.link_counts()
-    return {"feature_rotation": feature_rotation(data.features), "linked_features": data.features[data.linked_items],
-            "pair_ends": pair_ends(data), "pair_must_links": must, "pair_cannot_links": cannot}
+    return {**weight_inputs(data), **membership_inputs(data), **constraint_inputs(data)}
 
 
 # ---------------------------------------------------------------------- estimator
@@ -310,8 +330,7 @@ class NoisyExperts(Estimator):
     def check_params(self) -> None:
         super().check_params()
         check_settings(**self.build_settings())
-        if isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral) or self.restarts < 1:
-            raise InputError(f"restarts must be a positive whole number, got {self.restarts!r}")
+        check_whole("restarts", self.restarts)
 
     def data_messages(self, data: PairwiseConstraints) -> list[str]:
         """Constant features (their cluster weights learn nothing) and links of one kind, must-links only
@@ -447,9 +466,7 @@ class NoisyExperts(Estimator):
     @property
     def scaling_(self) -> FeatureScaling:
         self._check_fitted()
-        const = self._fitted().constant_data
-        return FeatureScaling(tuple(str(f) for f in const["feature"].values), const["feature_mean"].values,
-                              const["feature_scale"].values)
+        return FeatureScaling.saved(self._fitted().constant_data)
 
     def data_from_fit(self) -> PairwiseConstraints:
         """The items and constraints the fit saw, rebuilt from the saved fit (for baselines and reports)."""
@@ -507,27 +524,20 @@ class NoisyExperts(Estimator):
         W, b = stacked(self._fitted(), "W"), stacked(self._fitted(), "b")
         if constraints is not None:
             alpha, beta = stacked(self._fitted(), "alpha"), stacked(self._fitted(), "beta")
-        n, k = features.shape[0], W.shape[-1]
+        k = W.shape[-1]
 
-        def draws_of(cols):
-            rows, clusters = np.divmod(cols, k)
-            uniq, inverse = np.unique(rows, return_inverse=True)
+        def probabilities_of(uniq):
             if constraints is None:
-                probs = membership_probabilities(features[uniq], W, b)  # (S, len(uniq), K)
-            else:  # the partners' arrays are (draws, pairs of these rows, K): bound them by blocks of draws
-                in_rows = np.isin(constraints.pairs, uniq).sum()
-                step = max(1, CHUNK_FLOATS // max(1, in_rows * k))
-                probs = np.concatenate([
-                    constraint_informed_memberships(features, W[s:s + step], b[s:s + step], alpha[s:s + step],
-                                                    beta[s:s + step], constraints, uniq)
-                    for s in range(0, W.shape[0], step)])
-            return probs[:, inverse, clusters]
+                return membership_probabilities(features[uniq], W, b)  # (S, len(uniq), K)
+            # the partners' arrays are (draws, pairs of these rows, K): bound them by blocks of draws
+            in_rows = np.isin(constraints.pairs, uniq).sum()
+            step = max(1, CHUNK_FLOATS // max(1, in_rows * k))
+            return np.concatenate([
+                constraint_informed_memberships(features, W[s:s + step], b[s:s + step], alpha[s:s + step],
+                                                beta[s:s + step], constraints, uniq)
+                for s in range(0, W.shape[0], step)])
 
-        mean, low, high = summarize_columns(n * k, draws_of, W.shape[0], ci)
-        mean, low, high = (v.reshape(n, k) for v in (mean, low, high))
-        cluster = mean.argmax(axis=1)
-        pick = np.arange(n)
-        return mean, cluster, low[pick, cluster], high[pick, cluster]
+        return summarize_memberships(features.shape[0], k, probabilities_of, W.shape[0], ci)
 
     def _membership_frame(self, features: np.ndarray, ci: float, index=None, constraints=None) -> pd.DataFrame:
         mean, cluster, low, high = self._membership_summary(features, ci, constraints)

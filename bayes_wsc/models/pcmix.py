@@ -50,8 +50,9 @@ from bayes_wsc.maths.pcmix import (Params, Priors, check_components, check_lam, 
 from bayes_wsc.data.labeled import LabeledItems, standardize
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator, is_count, is_labels
-from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
+from bayes_wsc.estimator import Estimator, check_whole, is_count, is_labels
+from bayes_wsc.graph_inputs import declare
+from bayes_wsc.posterior import append_predictions, check_ci, stacked, summarize_columns
 from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -144,15 +145,14 @@ def add_pc_objective(data: LabeledItems, pi, mean_z, sd_z, log_rho, lam: float =
     importance weights treat the draws as if they came from the joint model's posterior:
     an approximation, whose failures show in the Pareto k values.
     """
-    x = pm.Data("x", data.x, dims=("item", "feature"))
-    lam = pm.Data("lam", float(lam))
+    inputs = declare(objective_inputs(data, lam), DATA_DIMS)
+    x, lam = inputs["x"], inputs["lam"]
     log_weights = pt.log(pi)[None, :]
     x_logp = likelihoods.diag_normal_logp(x, mean_z, sd_z)
     log_px = likelihoods.mixture_logp(log_weights, x_logp)
     data_term = pt.sum(log_px)
     if data.n_labeled:
-        labeled = pm.Data("labeled_index", labeled_index(data))
-        labels = pm.Data("labels", data.onehot[data.labeled])  # (n labeled, C) indicators
+        labeled, labels = inputs["labeled_index"], inputs["labels"]  # labels: (n labeled, C) indicators
         y_logp = pt.sum(labels[:, None, :] * log_rho[None, :, :], axis=-1)  # (n labeled, K)
         log_py = likelihoods.predictive_mixture_logp(log_weights, x_logp[labeled], y_logp)[1]
         label_term = pt.sum(log_py)
@@ -169,14 +169,31 @@ def add_pc_objective(data: LabeledItems, pi, mean_z, sd_z, log_rho, lam: float =
 def add_estimands(data: LabeledItems, mean_z, sd_z):
     """mean and sd[component, feature] in the data's units (the features were standardized); every
     use of a fit reads these, so a variant may parameterize mean_z and sd_z as it likes."""
-    center = pm.Data("feature_center", data.center, dims="feature")
-    scale = pm.Data("feature_scale", data.scale, dims="feature")
+    center, scale = declare(estimand_inputs(data), DATA_DIMS).values()
     pm.Deterministic("mean", center + scale * mean_z, dims=("component", "feature"))
     pm.Deterministic("sd", scale * sd_z, dims=("component", "feature"))
 
 
 def labeled_index(data: LabeledItems) -> np.ndarray:
     return np.flatnonzero(data.labeled).astype(np.int64)
+
+
+#: the dims of the `pm.Data` the blocks declare with dims (`graph_inputs.declare`)
+DATA_DIMS = {"x": ("item", "feature"), "feature_center": "feature", "feature_scale": "feature"}
+
+
+def objective_inputs(data: LabeledItems, lam: float) -> dict[str, np.ndarray]:
+    """The values `add_pc_objective` declares as `pm.Data`: the features, lam, and the labeled items'
+    positions and class indicators."""
+    values = {"x": data.x, "lam": np.asarray(float(lam))}
+    if data.n_labeled:
+        values.update(labeled_index=labeled_index(data), labels=data.onehot[data.labeled])
+    return values
+
+
+def estimand_inputs(data: LabeledItems) -> dict[str, np.ndarray]:
+    """The values `add_estimands` declares as `pm.Data`: the standardization's centre and scale."""
+    return {"feature_center": data.center, "feature_scale": data.scale}
 
 
 def model_data(data: LabeledItems, lam: float) -> dict[str, np.ndarray]:
@@ -186,11 +203,7 @@ def model_data(data: LabeledItems, lam: float) -> dict[str, np.ndarray]:
     A cached MAP program (`map_program`) takes them as runtime inputs, so one program serves every
     data set of the same shapes; building a program checks that this list and the model agree.
     """
-    values = {"x": data.x, "lam": np.asarray(float(check_lam(lam))), "feature_center": data.center,
-              "feature_scale": data.scale}
-    if data.n_labeled:
-        values.update(labeled_index=labeled_index(data), labels=data.onehot[data.labeled])
-    return values
+    return {**objective_inputs(data, check_lam(lam)), **estimand_inputs(data)}
 
 
 def model_coords(data: LabeledItems, components: int) -> dict:
@@ -314,8 +327,7 @@ class PCMixture(Estimator):
                 or self.components < 1:
             raise InputError(f"components (K) must be a whole number >= 1, got {self.components!r}")
         self.lam = check_lam(self.lam)
-        if isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral) or self.restarts < 1:
-            raise InputError(f"restarts must be a whole number >= 1, got {self.restarts!r}")
+        check_whole("restarts", self.restarts)
         priors_from(self.sd_floor, self.mean_prior_sd, self.sd_prior_rate, self.concentration)
 
     @property
@@ -334,15 +346,17 @@ class PCMixture(Estimator):
         return super().fit(data)
 
     def data_messages(self, data: LabeledItems) -> list[str]:
-        """Labels of one class only: they cannot tell the components apart (before the fit)."""
-        from bayes_wsc.diagnostics import one_class_message
+        """Labels of one class only (they cannot tell the components apart) and constant features (every
+        component's sd on them shrinks to its floor), before the fit."""
+        from bayes_wsc.diagnostics import GAUSSIAN_ON_CONSTANT, constant_features_message, one_class_message
 
         labels = data.y[data.y >= 0]
-        message = one_class_message(labels, data.classes, "labelled item",
-                                    "the labels cannot tell one component from another, so the label term "
-                                    "(lam) only pushes every component's rho to that class, and the fit is an "
-                                    "unsupervised mixture of x. Label items of at least two classes.")
-        return [message] if message else []
+        found = [one_class_message(labels, data.classes, "labelled item",
+                                   "the labels cannot tell one component from another, so the label term "
+                                   "(lam) only pushes every component's rho to that class, and the fit is an "
+                                   "unsupervised mixture of x. Label items of at least two classes."),
+                 constant_features_message(data.x, data.features, "", GAUSSIAN_ON_CONSTANT)]
+        return [m for m in found if m]
 
     def build_model(self, data: LabeledItems) -> pm.Model:
         return build_model(data, **self.build_settings())
@@ -422,7 +436,7 @@ class PCMixture(Estimator):
             sd_z = post["sd"].mean(("chain", "draw")).values / idata.constant_data["scale"].values
             if (sd_z < 2 * float(self.sd_floor)).any():
                 k, j = np.argwhere(sd_z < 2 * float(self.sd_floor))[0]
-                messages.append(f"the sd of component {k} on feature {post['feature'].values[j]!r} sits at its "
+                messages.append(f"the sd of component {k} on feature {str(post['feature'].values[j])!r} sits at its "
                                 f"floor ({self.sd_floor} standardized units): the component has collapsed onto "
                                 "(nearly) one value. Use fewer components or check for repeated values.")
         n_items = idata.observed_data.sizes["item"]
@@ -501,8 +515,7 @@ class PCMixture(Estimator):
         per draw is kept (computed in chunks of items).
         """
         self._check_fitted()
-        if not 0 < ci < 1:
-            raise InputError(f"ci must be in (0, 1), got {ci!r}")
+        check_ci(ci)
         pi, mean_z, sd_z, rho = self._draws()
         n_draws, components, n_classes = pi.shape[0], pi.shape[1], rho.shape[2]
         width = n_classes + components

@@ -54,13 +54,14 @@ from scipy.special import log_softmax, logsumexp
 
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
-from bayes_wsc.data.pairwise import FeatureScaling
 from bayes_wsc.data.seeded import SeedSets
+from bayes_wsc.data.tables import FeatureScaling
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator
+from bayes_wsc.estimator import Estimator, check_whole
+from bayes_wsc.graph_inputs import declare
 from bayes_wsc.maths.perception import threshold_clusters
-from bayes_wsc.posterior import check_ci, stacked, summarize_columns
+from bayes_wsc.posterior import check_ci, stacked, summarize_memberships
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -122,6 +123,11 @@ def cluster_log_probabilities(features, W, b, perception):
     return pt.special.log_softmax(logits, axis=-1)
 
 
+#: the dims of every `pm.Data` the blocks declare (`graph_inputs.declare`)
+DATA_DIMS = {"perception": ("cluster", "perception_feature"), "seed_features": ("seed_item", "feature"),
+             "seed_sets": ("seed_item", "cluster"), "features": ("item", "feature")}
+
+
 def model_data(data: SeedSets) -> dict[str, np.ndarray]:
     """Every data-derived value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy.
 
@@ -135,7 +141,7 @@ def model_data(data: SeedSets) -> dict[str, np.ndarray]:
 
 def add_perception(data: SeedSets):
     """The perception vectors P[cluster, perception_feature], a `pm.Data` input."""
-    return pm.Data("perception", model_data(data)["perception"], dims=("cluster", "perception_feature"))
+    return declare(model_data(data), DATA_DIMS, only=["perception"])["perception"]
 
 
 def add_seed_likelihood(data: SeedSets, W, b, perception):
@@ -145,9 +151,7 @@ def add_seed_likelihood(data: SeedSets, W, b, perception):
     Its terms are kept per seeded item (`likelihoods.record_pointwise`, the fit's `log_likelihood`
     group `seed_items[seed_item]`): the unit LOO leaves out is one seeded item with all its sets, the
     model's only data (items that are no seed do not enter the likelihood)."""
-    values = model_data(data)
-    x = pm.Data("seed_features", values["seed_features"], dims=("seed_item", "feature"))
-    in_set = pm.Data("seed_sets", values["seed_sets"], dims=("seed_item", "cluster"))
+    x, in_set = declare(model_data(data), DATA_DIMS, only=["seed_features", "seed_sets"]).values()
     log_probs = cluster_log_probabilities(x, W, b, perception)
     per_seed = likelihoods.seed_sets_logp(log_probs, in_set)
     pm.Potential("seeds", likelihoods.record_pointwise("seed_items", per_seed, dims="seed_item").sum())
@@ -157,7 +161,7 @@ def add_seed_likelihood(data: SeedSets, W, b, perception):
 def add_estimands(data: SeedSets, W, b, perception):
     """pi[cluster]: the share of all items (seeded or not) that the model puts in each cluster, the
     mean of P(z_i = k | x_i) over the items."""
-    x = pm.Data("features", model_data(data)["features"], dims=("item", "feature"))
+    x = declare(model_data(data), DATA_DIMS, only=["features"])["features"]
     probs = pt.exp(cluster_log_probabilities(x, W, b, perception))
     return pm.Deterministic("pi", probs.mean(axis=0), dims="cluster")
 
@@ -262,8 +266,7 @@ class PerceptionClustering(Estimator):
         super().check_params()
         check_settings(**self.build_settings())
         check_threshold(self.overlap_threshold)
-        if isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral) or self.restarts < 1:
-            raise InputError(f"restarts must be a whole number >= 1, got {self.restarts!r}")
+        check_whole("restarts", self.restarts)
 
     # ------------------------------------------------------------------ hooks
     def data_messages(self, data: SeedSets) -> list[str]:
@@ -353,9 +356,7 @@ class PerceptionClustering(Estimator):
     @property
     def scaling_(self) -> FeatureScaling:
         self._check_fitted()
-        const = self._fitted().constant_data
-        return FeatureScaling(tuple(str(f) for f in const["feature"].values), const["feature_mean"].values,
-                              const["feature_scale"].values)
+        return FeatureScaling.saved(self._fitted().constant_data)
 
     @property
     def clusters_(self) -> list[str]:
@@ -398,22 +399,13 @@ class PerceptionClustering(Estimator):
         the sets it is known to be in (all True for none)."""
         params = self._parameter_draws()
         n_draws = next(iter(params.values())).shape[0]
-        m, k = features.shape[0], len(self.clusters_)
 
-        def draws_of(cols):
-            rows, clusters = np.divmod(cols, k)
-            unique, inverse = np.unique(rows, return_inverse=True)
+        def probabilities_of(unique):
             if in_set is None:
-                probs = self.draw_probabilities(features[unique], params)
-            else:
-                probs = condition_on_seeds(self.draw_log_probabilities(features[unique], params), in_set[unique])
-            return probs[:, inverse, clusters]
+                return self.draw_probabilities(features[unique], params)
+            return condition_on_seeds(self.draw_log_probabilities(features[unique], params), in_set[unique])
 
-        mean, low, high = summarize_columns(m * k, draws_of, n_draws, ci)
-        mean, low, high = (v.reshape(m, k) for v in (mean, low, high))
-        chosen = mean.argmax(axis=1)
-        pick = np.arange(m)
-        return mean, chosen, low[pick, chosen], high[pick, chosen]
+        return summarize_memberships(features.shape[0], len(self.clusters_), probabilities_of, n_draws, ci)
 
     def _membership_frame(self, features, ci, index, threshold, in_set=None) -> pd.DataFrame:
         mean, chosen, low, high = self._membership_summary(features, ci, in_set)
@@ -471,7 +463,7 @@ class PerceptionClustering(Estimator):
         return write_report(self, out_dir, **kwargs)
 
 
-# ============================================================ the seeded mixture (issue 29)
+# ============================================================ the seeded mixture
 #: groups of the features' own structure, by default (benchmarks/RESULTS.md: 3 lost a data set in each
 #: simulated study to the dominant structure, 5 none)
 DEFAULT_GROUPS = 5
@@ -564,7 +556,7 @@ def mixture_log_probabilities(features, A, B, sd, pi, pi_group, perception) -> n
 
 # ---------------------------------------------------------------------- estimator
 class PerceptionMixture(PerceptionClustering):
-    """The user's clusters from her seed sets and perception vectors, learned from every item (issue 29).
+    """The user's clusters from her seed sets and perception vectors, learned from every item.
 
     Parameters
     ----------
@@ -575,7 +567,7 @@ class PerceptionMixture(PerceptionClustering):
     After `fit(data)`: `idata_` with A[feature, perception_feature], B[group, feature], sd[feature],
     pi[cluster] and pi_group[group]; `memberships()` and `predict(items)` as `PerceptionClustering`.
 
-    Perception-guided clustering that learns from every item: a seeded mixture of X (seed 004, issue 29).
+    Perception-guided clustering that learns from every item: a seeded mixture of X (seed 004).
 
         z_i ~ Categorical(pi)                  the user's cluster          pi ~ Dirichlet(1.01)
         g_i ~ Categorical(pi_group)            a group she does not care about (G of them)

@@ -48,6 +48,7 @@ from bayes_wsc.data.proportions import LabelProportions, count_plan
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator, is_labels
+from bayes_wsc.graph_inputs import declare
 from bayes_wsc.posterior import check_ci, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -173,10 +174,6 @@ def model_data(data: LabelProportions, emission: str = DEFAULT_EMISSION, bag_lik
             **emission_inputs(data, emission, bag_likelihood), **bag_inputs(data, emission, bag_likelihood)}
 
 
-def _declare(values: dict[str, np.ndarray]) -> dict:
-    return {name: pm.Data(name, value) for name, value in values.items()}
-
-
 # ---------------------------------------------------------------------- blocks
 def model_coords(data: LabelProportions) -> dict:
     """group, class, and feature (numeric features) or bin (categorical)."""
@@ -187,7 +184,7 @@ def add_class_shares(data: LabelProportions, concentration: float | None = None)
     """log theta[group, class]: the known proportions (log 0 kept finite), or, with a concentration c,
     theta_i ~ Dirichlet(c Pi_i + 1) on stick-breaking coordinates (mode at Pi_i). Also eta[class],
     the overall class shares sum_i n_i theta_i / n (eq. 2)."""
-    inputs = _declare(share_inputs(data, concentration))
+    inputs = declare(share_inputs(data, concentration))
     sizes = inputs["group_sizes"]
     if concentration is None:
         proportions = inputs["proportions"]
@@ -206,7 +203,7 @@ def add_gaussian_emission(data: LabelProportions, *, mean_prior_sd: float = 3.0,
                           sd_floor: float = 1e-3):
     """mean_z[class, feature] ~ Normal(0, 3) and sd_z = floor + Gamma(2, 1) on standardized features;
     `mean` and `sd` in the data's units. Returns log f_l(x_j) for every item, (n, L)."""
-    inputs = _declare(emission_inputs(data, "gaussian", "independent"))
+    inputs = declare(emission_inputs(data, "gaussian", "independent"))
     mean_z = pm.Normal("mean_z", 0.0, mean_prior_sd, dims=("class", "feature"))
     sd_z = sd_floor + pm.Gamma("sd_excess", alpha=2.0, beta=sd_prior_rate, dims=("class", "feature"))
     pm.Deterministic("mean", inputs["center"] + inputs["scale"] * mean_z, dims=("class", "feature"))
@@ -228,7 +225,7 @@ def add_logistic_emission(data: LabelProportions, *, prior_sd: float = 1.0, inte
     """p(z = l | x) = softmax(x W + b): W_raw[feature, class] ~ Normal(0, prior_sd) and b_raw ~ Normal(0,
     intercept_sd) on standardized features. Adding a vector to every class leaves the softmax unchanged,
     so the reported W[class, feature] and b[class] are the zero-sum representative. Returns log p(z | x), (n, L)."""
-    x = _declare(emission_inputs(data, "logistic", "independent"))["x"]
+    x = declare(emission_inputs(data, "logistic", "independent"))["x"]
     w_raw = pm.Normal("W_raw", 0.0, prior_sd, dims=("feature", "class"))
     b_raw = pm.Normal("b_raw", 0.0, intercept_sd, dims="class")
     pm.Deterministic("W", (w_raw - w_raw.mean(axis=1, keepdims=True)).T, dims=("class", "feature"))
@@ -251,7 +248,7 @@ def add_bag_likelihood(data: LabelProportions, emission: str, bag_likelihood: st
     """
     n_groups = data.n_groups
     model = pm.modelcontext(None)
-    inputs = _declare(bag_inputs(data, emission, bag_likelihood))
+    inputs = declare(bag_inputs(data, emission, bag_likelihood))
     item_group = inputs.get("item_group")
     if emission == "logistic":
         if bag_likelihood == "exact-counts":
@@ -264,13 +261,13 @@ def add_bag_likelihood(data: LabelProportions, emission: str, bag_likelihood: st
                 terms = likelihoods.dirichlet_multinomial_logp(inputs["expected_counts"], float(concentration) * mean_q)
     elif bag_likelihood == "independent":
         if emission == "categorical":
-            counts = model["bin_counts"] if "bin_counts" in model else pm.Data("bin_counts", data.bin_counts)
+            counts = declare(emission_inputs(data, emission, bag_likelihood))["bin_counts"]
             terms = pt.sum(likelihoods.counts_mixture_logp(counts, log_shares, log_emission), axis=1)
         else:
             terms = likelihoods.independent_bag_logp(log_shares, log_emission, item_group, n_groups)
     else:
         if emission == "categorical":
-            item_bin = model["item_bin"] if "item_bin" in model else pm.Data("item_bin", data.item_bin)
+            item_bin = declare(emission_inputs(data, emission, bag_likelihood))["item_bin"]
             per_item = log_emission.T[item_bin]
         else:
             per_item = log_emission
@@ -318,7 +315,7 @@ def build_model(data: LabelProportions, *, emission: str = DEFAULT_EMISSION,
         if emission == "gaussian":
             log_emission = add_gaussian_emission(data, mean_prior_sd=mean_prior_sd, sd_prior_rate=sd_prior_rate)
         elif emission == "categorical":
-            _declare(emission_inputs(data, "categorical", bag_likelihood))
+            declare(emission_inputs(data, "categorical", bag_likelihood))
             log_emission = add_categorical_emission(data, w_concentration=w_concentration)
         else:
             log_emission = add_logistic_emission(data, prior_sd=prior_sd, intercept_sd=intercept_sd)
@@ -515,12 +512,11 @@ class ProportionsClassifier(Estimator):
         self.w_concentration = w_concentration
         self.prior_sd = prior_sd
         self.intercept_sd = intercept_sd
-        self._bag_of_fit = None  # bag_likelihood resolved against the data by `fit`
 
     # ------------------------------------------------------------------ settings
     def build_settings(self) -> dict:
-        """The settings, with the bag likelihood the fit in progress resolved ("auto" before any fit)."""
-        return {"emission": self.emission, "bag_likelihood": self._bag_of_fit or self.bag_likelihood,
+        """The settings as given (the bag likelihood may be "auto": `settings_for` resolves it)."""
+        return {"emission": self.emission, "bag_likelihood": self.bag_likelihood,
                 "concentration": None if self.concentration is None else float(self.concentration),
                 "mean_prior_sd": float(self.mean_prior_sd), "sd_prior_rate": float(self.sd_prior_rate),
                 "w_concentration": float(self.w_concentration), "prior_sd": float(self.prior_sd),
@@ -536,29 +532,36 @@ class ProportionsClassifier(Estimator):
                        sd_prior_rate=self.sd_prior_rate, w_concentration=self.w_concentration,
                        prior_sd=self.prior_sd, intercept_sd=self.intercept_sd)
 
+    def settings_for(self, data: LabelProportions) -> dict:
+        """The settings with the bag likelihood resolved against the data (`resolve_bag_likelihood`)."""
+        return {**self.build_settings(),
+                "bag_likelihood": resolve_bag_likelihood(self.bag_likelihood, self.concentration, data)}
+
     # ------------------------------------------------------------------ hooks
-    def fit(self, data: LabelProportions):
-        """MAP (from the soft-label estimate) or NUTS; checks the data against the settings first,
-        before anything is built."""
-        self.check_params()
+    def check_data(self, data: LabelProportions) -> None:
+        """Features of the emission's kind, and whole counts for the exact-counts likelihood."""
         check_data(data, self.emission)
-        self._bag_of_fit = resolve_bag_likelihood(self.bag_likelihood, self.concentration, data)
-        if self._bag_of_fit == "exact-counts":
+        if self.settings_for(data)["bag_likelihood"] == "exact-counts":
             data.whole_counts_or_fail()
-        return super().fit(data)
 
     def data_messages(self, data: LabelProportions) -> list[str]:
         """Proportions that cannot tell the classes apart (`identifiability_message`), or that differ too
-        little to carry their names (`names_message`), before the fit."""
+        little to carry their names (`names_message`), and constant numeric features, before the fit."""
+        from bayes_wsc.diagnostics import GAUSSIAN_ON_CONSTANT, constant_features_message
+
         unidentified = identifiability_message(data)
-        return [unidentified] if unidentified else [m for m in (names_message(data),) if m]
+        found = [unidentified] if unidentified else [names_message(data)]
+        if data.x is not None:
+            found.append(constant_features_message(data.x, data.features, "their weights in the classes' softmax",
+                                                   GAUSSIAN_ON_CONSTANT if self.emission == "gaussian" else None))
+        return [m for m in found if m]
 
     def build_model(self, data: LabelProportions) -> pm.Model:
-        return build_model(data, **self.build_settings())
+        return build_model(data, **self.settings_for(data))
 
     def model_inputs(self, data: LabelProportions):
         """(coords, values) of the model's graph, computed without PyMC (see `model_data`)."""
-        settings = self.build_settings()
+        settings = self.settings_for(data)
         check_data(data, settings["emission"])
         return model_coords(data), model_data(data, settings["emission"], settings["bag_likelihood"],
                                               settings["concentration"])
@@ -598,7 +601,7 @@ class ProportionsClassifier(Estimator):
         else:
             constant["item_bin"] = data.item_bin
             dims["item_bin"] = ["item"]
-        bag = resolve_bag_likelihood(self.bag_likelihood, self.concentration, data)
+        bag = self.settings_for(data)["bag_likelihood"]
         attrs = {"data_settings": dict(data.settings), "classes": list(data.classes), "data_kind": data.kind,
                  "counts_given": bool(data.counts_given), "bag_likelihood": bag,
                  # what the pointwise log-likelihood scores: `compare` refuses to rank fits that score different things
@@ -731,6 +734,7 @@ class ProportionsClassifier(Estimator):
         posterior draws are used (evenly spaced, a seeded choice beyond).
         """
         self._check_fitted()
+        check_ci(ci)
         data = self.data_from_fit()
         log_joint = self._log_joint_function()
         features = data.x if data.kind == "numeric" else data.item_bin

@@ -28,6 +28,7 @@ from bayes_wsc.data.tables import key_text
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import Estimator
+from bayes_wsc.graph_inputs import declare
 from bayes_wsc.maths.wsc import naive_emissions
 from bayes_wsc.posterior import append_predictions, check_ci, stacked, summarize_columns
 
@@ -89,13 +90,42 @@ def weak_wh_message(wh: float) -> str:
             "opposite orientations. Raise WH, or check the fit's orientation diagnostics.")
 
 
+# ---------------------------------------------------------------------- the data the graph reads
+#: the dims of every `pm.Data` the blocks declare (`graph_inputs.declare`)
+DATA_DIMS = {"he_data": "group", "counts": ("group", "bin"), "pooled_bin_frequencies": "bin", "group_totals": "group"}
+
+
+def he_inputs(data: GroupedCounts) -> dict[str, np.ndarray]:
+    """The values `add_group_quality` and `add_integrated_clicks` declare as `pm.Data`: HE per group."""
+    return {"he_data": data.he}
+
+
+def click_inputs(data: GroupedCounts) -> dict[str, np.ndarray]:
+    """The values the click blocks declare as `pm.Data`: the count table and the pooled bin frequencies."""
+    return {"counts": data.counts, "pooled_bin_frequencies": pooled_bin_frequencies(data.counts)}
+
+
+def estimand_inputs(data: GroupedCounts) -> dict[str, np.ndarray]:
+    """The values `add_estimands` declares as `pm.Data`: each group's clicks."""
+    return {"group_totals": data.group_totals}
+
+
+def model_data(data: GroupedCounts) -> dict[str, np.ndarray]:
+    """Every data-derived value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy.
+
+    A cached MAP program (`map_program`) takes them as runtime inputs, so one program serves every
+    data set of the same shapes; building a program checks that this list and the model agree.
+    """
+    return {**he_inputs(data), **click_inputs(data), **estimand_inputs(data)}
+
+
 # ---------------------------------------------------------------------- blocks
 def add_group_quality(data: GroupedCounts, *, wh: float = 10.0, mu_prior: str = "hierarchical"):
     """mu[group] with its prior F0, and the observed HE ~ Normal(mu, 1/sqrt(WH)).
 
     WH = inf fixes mu at HE (known proportions); WH = 0 drops the HE term.
     """
-    he = pm.Data("he_data", data.he, dims="group")
+    he = declare(he_inputs(data), DATA_DIMS)["he_data"]
     if math.isinf(wh):
         return pm.Deterministic("mu", he, dims="group")
     mu = group_quality_prior(mu_prior)
@@ -152,8 +182,7 @@ def add_click_likelihood(data: GroupedCounts, mu, w, *, he_logp=None):
     With down-weighted groups or item weights the clicks term is the weighted (pseudo-)
     log-likelihood the model is fitted with.
     """
-    counts = pm.Data("counts", data.counts, dims=("group", "bin"))
-    q = pm.Data("pooled_bin_frequencies", pooled_bin_frequencies(data.counts), dims="bin")
+    counts, q = declare(click_inputs(data), DATA_DIMS).values()
     per_group = likelihoods.binary_counts_mixture_logp(counts, mu, w[0] / q, w[1] / q).sum(axis=1)
     pm.Potential("clicks", per_group.sum())
     centring = pt.dot(counts, pt.log(q))  # the constant subtracted above, per group
@@ -173,7 +202,7 @@ def observed_he_logp():
 
 def add_estimands(data: GroupedCounts, mu, w):
     """pi (click-weighted mean of sigmoid(mu)) and rho[bin] = P(Z = 1 | X = k) by Bayes' rule."""
-    totals = pm.Data("group_totals", data.group_totals, dims="group")
+    totals = declare(estimand_inputs(data), DATA_DIMS)["group_totals"]
     pi = pm.Deterministic("pi", click_weighted_share(totals, pt.sigmoid(mu)))
     pm.Deterministic("rho", class1_share(pi, w[0], w[1]), dims="bin")
     return pi
@@ -189,16 +218,6 @@ def hierarchical_scale_fixed(data: GroupedCounts, wh: float, mu_prior: str = "hi
     spread = float(np.var(data.he))
     noise = 1.0 / float(wh) if float(wh) > 0 else 0.0
     return {"mu_scale": float(np.sqrt(max(spread - noise, 0.25 * spread, 0.01)))}
-
-
-def model_data(data: GroupedCounts) -> dict[str, np.ndarray]:
-    """Every data-derived value that `build_model`'s blocks declare as `pm.Data`, by name, in NumPy.
-
-    A cached MAP program (`map_program`) takes them as runtime inputs, so one program serves every
-    data set of the same shapes; building a program checks that this list and the model agree.
-    """
-    return {"he_data": data.he, "counts": data.counts,
-            "pooled_bin_frequencies": pooled_bin_frequencies(data.counts), "group_totals": data.group_totals}
 
 
 def build_model(
@@ -254,9 +273,8 @@ def add_integrated_clicks(data: GroupedCounts, w, *, wh: float = 10.0, mu_prior:
     that learns the rater noise)."""
     from bayes_wsc import group_quadrature as gq
 
-    he = pm.Data("he_data", data.he, dims="group")
-    counts = pm.Data("counts", data.counts, dims=("group", "bin"))
-    q = pm.Data("pooled_bin_frequencies", pooled_bin_frequencies(data.counts), dims="bin")
+    he = declare(he_inputs(data), DATA_DIMS)["he_data"]
+    counts, q = declare(click_inputs(data), DATA_DIMS).values()
     loc = scale = None
     if mu_prior == "hierarchical":
         loc, scale = pm.Normal("mu_loc", 0.0, 2.0), pm.HalfNormal("mu_scale", 2.0)

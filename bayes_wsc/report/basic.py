@@ -5,24 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.posterior import check_ci
-from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import Section, diagnostics_section, fit_label, variant_words, write_html
+from bayes_wsc.report.criticism import write_fit_report
+from bayes_wsc.report.html import estimands_section, fit_method, variant_words
 
 
 def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = None) -> Path:
     """Write `out_dir/report.html` for any fitted estimator."""
     check_ci(ci)
-    method = inference.get_attrs(est.idata_)["method"]
-    caption = ("The posterior mode: no intervals." if not inference.has_draws(est.idata_) else
-               f"Posterior mean, sd and {ci:.0%} HDI (with Monte Carlo errors, ESS and R-hat after NUTS).")
-    sections = [Section("Estimands", paragraphs=list(est.summary_notes()),
-                        tables=[(est.summary(hdi_prob=ci).round(3), caption)])]
-    fits = {fit_label(est): est}
-    sections += criticism_sections(fits)
-    sections.append(diagnostics_section(fits))
-    intro = [f"A {type(est).__name__} fit ({est.model_name} model) by {method}.", *variant_words(est)]
-    return write_html(Path(out_dir) / "report.html", title or f"{type(est).__name__} report", intro, sections,
-                      fits=fits)
+    intro = [f"A {type(est).__name__} fit ({est.model_name} model) by {fit_method(est)}.", *variant_words(est)]
+    return write_fit_report(est, out_dir, title or f"{type(est).__name__} report", intro, [estimands_section(est, ci)])

@@ -7,6 +7,7 @@ Every model's report adds `criticism_sections({label: fitted estimator})` before
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ from bayes_wsc import criticism
 from bayes_wsc import inference
 from bayes_wsc import status
 from bayes_wsc.errors import InputError
-from bayes_wsc.report.html import Section, new_figure
+from bayes_wsc.report.html import Section, diagnostics_section, fit_label, fit_method, new_figure, write_html
 
 #: rank-plot panels per fit (each costs a quarter of a second to draw): scalars, then the largest R-hat
 MAX_RANK_PANELS = 4
@@ -25,7 +26,7 @@ MAX_RANK_PANELS = 4
 def criticism_sections(fits: dict, *, draws: int = criticism.PPC_DRAWS, seed: int = 0) -> list[Section]:
     """Sections for labelled fits of the same data: convergence (rank plots, NUTS only), posterior predictive
     checks, LOO, and the checks."""
-    nuts = {label: est for label, est in fits.items() if _method(est) == "nuts"}
+    nuts = {label: est for label, est in fits.items() if fit_method(est) == "nuts"}
     sections = []
     if nuts:
         sections.append(rank_section(nuts))
@@ -33,8 +34,12 @@ def criticism_sections(fits: dict, *, draws: int = criticism.PPC_DRAWS, seed: in
     return sections
 
 
-def _method(est) -> str:
-    return inference.get_attrs(est.idata_)["method"]
+def write_fit_report(est, out_dir, title: str, intro: list[str], sections: list[Section], diagnostics=None) -> Path:
+    """`out_dir/report.html` of one fit: the model's own `sections`, then the criticism sections and the
+    diagnostics (`diagnostics_section`, or `diagnostics(fits)`, the model's own), under the fit's status line."""
+    fits = {fit_label(est): est}
+    sections = [*sections, *criticism_sections(fits), (diagnostics or diagnostics_section)(fits)]
+    return write_html(Path(out_dir) / "report.html", title, intro, sections, fits=fits)
 
 
 # ---------------------------------------------------------------------- rank plots

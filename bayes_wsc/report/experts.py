@@ -20,9 +20,10 @@ from sklearn.metrics import normalized_mutual_info_score
 from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
-                                   variant_words, write_html)
+from bayes_wsc.posterior import check_ci
+from bayes_wsc.report.criticism import write_fit_report
+from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_label, fit_method, method_words,
+                                   new_figure, variant_words)
 
 FIT_COLOR, TRUTH_COLOR = "#1f5fa8", "black"
 CLUSTER_CMAP = "tab10"
@@ -39,10 +40,6 @@ def _checked(est):
     if getattr(est, "idata_", None) is None or not hasattr(est, "expert_table"):
         raise InputError("the report needs a fitted NoisyExperts: call fit(data) first")
     return est
-
-
-def _method(est) -> str:
-    return inference.get_attrs(est.idata_)["method"]
 
 
 def _truth_values(truth, n_experts: int):
@@ -165,8 +162,7 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
         on the same data (seconds to a minute).
     """
     _checked(est)
-    if not 0 < ci < 1:
-        raise InputError(f"ci must be in (0, 1), got {ci!r}")
+    check_ci(ci)
     data = est.data_from_fit()
     if truth is not None and getattr(truth, "labels", None) is not None and len(truth.labels) != data.n_items:
         raise InputError(f"truth has labels for {len(truth.labels)} items but the fit has {data.n_items}")
@@ -177,18 +173,13 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
     ]
     if baselines:
         sections.append(_baselines_section(est, data, members, truth, seed))
-    fits = {fit_label(est): est}
-    sections += [_summary_section(est, ci), *criticism_sections(fits), _diagnostics_section(est, fits)]
-    return write_html(Path(out_dir) / "report.html", title or "Clustering from several uncertain experts",
-                      _intro(est, data), sections, fits=fits)
+    return write_fit_report(est, out_dir, title or "Clustering from several uncertain experts", _intro(est, data),
+                            [*sections, _summary_section(est, ci)], lambda fits: _diagnostics_section(est, fits))
 
 
 def _intro(est, data) -> list[str]:
     k = est.idata_.posterior.sizes["cluster"]
-    method = _method(est)
-    how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
-           "laplace": f"by {laplace_words(est)}"}.get(method, "by MAP (the posterior mode from random restarts; "
-                                                             "no intervals)")
+    how = method_words(est, "the posterior mode from random restarts; no intervals")
     first = (f"{data.n_items} items with {data.n_features} features ({data.linked_items.size} of them in at least "
              f"one constraint), {data.n_experts} experts, {data.n_constraints} must-link / cannot-link constraints on "
              f"{data.n_pairs} distinct pairs; K = {k} clusters, fitted {how}.")
@@ -211,7 +202,7 @@ def _intro(est, data) -> list[str]:
 def _experts_section(est, ci, truth) -> Section:
     table = est.expert_table(ci)
     shown = table.round(3)
-    if _method(est) == "map":
+    if fit_method(est) == "map":
         shown = shown[["alpha", "beta", "omega", "must_link", "cannot_link"]]
         caption = "Posterior mode of each expert's parameters (a MAP fit has no intervals), sorted by omega."
     else:
@@ -317,18 +308,10 @@ def _baselines_section(est, data, members, truth, seed) -> Section:
 
 
 def _summary_section(est, ci) -> Section:
-    table = est.summary(hdi_prob=ci).round(3)
-    if _method(est) == "map":
-        caption = "The posterior mode (a single point; no standard deviation or interval)."
-    elif _method(est) == "laplace":
-        caption = f"The {LAPLACE_SUMMARY}."
-    else:
-        caption = (f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat, after "
-                   "relabeling of the clusters.")
-    return Section("Estimands", paragraphs=[
-        "omega, alpha and beta per expert (sorted by omega), then the zero-sum clustering weights b[cluster] and "
-        "W[feature, cluster] on the standardized features, and a variant's own parameters.",
-        *est.summary_notes()], tables=[(table, caption)])
+    return estimands_section(
+        est, ci, "omega, alpha and beta per expert (sorted by omega), then the zero-sum clustering weights b[cluster] "
+        "and W[feature, cluster] on the standardized features, and a variant's own parameters.",
+        after_nuts=", after relabeling of the clusters")
 
 
 def _diagnostics_section(est, fits: dict) -> Section:

@@ -115,11 +115,16 @@ def write_html(
 METHOD_LABELS = {"map": "MAP", "nuts": "NUTS", "laplace": "Laplace"}
 
 
-def fit_label(est) -> str:
-    """The label of a fit in a report of one fit: its method, as every report writes it (MAP, NUTS, Laplace)."""
+def fit_method(est) -> str:
+    """How a fit was made, as its attrs keep it: "map", "nuts" or "laplace"."""
     from bayes_wsc import inference
 
-    method = inference.get_attrs(est._fitted())["method"]
+    return inference.get_attrs(est._fitted())["method"]
+
+
+def fit_label(est) -> str:
+    """The label of a fit in a report of one fit: its method, as every report writes it (MAP, NUTS, Laplace)."""
+    method = fit_method(est)
     return METHOD_LABELS.get(method, str(method).upper())
 
 
@@ -131,6 +136,13 @@ def written_by() -> str:
 
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return f"Written by bayes_wsc {package_version()} on {stamp}."
+
+
+def method_words(est, map_words: str = "the posterior mode; no intervals") -> str:
+    """How a fit was made, for a report's opening line: "by NUTS (...)", "by" the Laplace approximation's
+    words (`laplace_words`), or "by MAP (`map_words`)"."""
+    return {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
+            "laplace": f"by {laplace_words(est)}"}.get(fit_method(est), f"by MAP ({map_words})")
 
 
 def laplace_words(est) -> str:
@@ -200,6 +212,18 @@ def _value(value) -> str:
 
 
 LAPLACE_SUMMARY = "mean, sd and HDI of the Laplace approximation's draws (no R-hat or ESS: the draws are independent)"
+
+
+def estimands_section(est, ci: float, what: str | None = None, *, after_nuts: str = "") -> Section:
+    """The "Estimands" table of a report of one fit: `what` says which variables it holds, the caption
+    how the fit made them (the mode, the Laplace draws, or NUTS's draws, `after_nuts` adding e.g. the
+    relabeling), and the summary's notes follow (`summary_notes`)."""
+    table = est.summary(hdi_prob=ci).round(3)
+    caption = {"map": "The posterior mode (a single point; no standard deviation or interval).",
+               "laplace": f"The {LAPLACE_SUMMARY}."}.get(
+        fit_method(est), f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and "
+                         f"R-hat{after_nuts}.")
+    return Section("Estimands", paragraphs=[*([what] if what else []), *est.summary_notes()], tables=[(table, caption)])
 
 
 def fit_warnings(fits: Mapping[str, object]) -> tuple[list[str], list[str]]:

@@ -28,9 +28,10 @@ from bayes_wsc import inference
 from bayes_wsc.maths.pcmix import lam_text
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
-                                   variant_words, write_html)
+from bayes_wsc.posterior import check_ci
+from bayes_wsc.report.criticism import write_fit_report
+from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_method, laplace_words,
+                                   new_figure, variant_words, write_html)
 
 RHO_CMAP = "coolwarm"
 LABEL_COLORS = ("#4a7fc1", "#d6604d")  # class 0 (negative), class 1 (positive)
@@ -57,10 +58,6 @@ def _checked_fit(est, what: str = "the fit"):
 
 def _settings(est) -> dict:
     return dict(inference.get_attrs(est.idata_).get("settings", {}))
-
-
-def _method(est) -> str:
-    return inference.get_attrs(est.idata_)["method"]
 
 
 def cluster_table(est) -> pd.DataFrame:
@@ -287,10 +284,10 @@ def _fit_words(est, with_lam: bool = True) -> str:
     settings = _settings(est)
     lam = float(settings["lam"])
     lam_words = f", lam = {lam_text(lam)}" if with_lam else ""
-    if _method(est) == "map":
+    if fit_method(est) == "map":
         what = (f"the posterior mode (MAP), which is PC training: L-BFGS from {settings.get('restarts')} starts "
                 "(k-means, then random), the best objective kept")
-    elif _method(est) == "laplace":
+    elif fit_method(est) == "laplace":
         what = f"{laplace_words(est)}, at the best of {settings.get('restarts')} MAP restarts"
     else:
         what = (f"NUTS with {settings.get('chains')} chains of {settings.get('draws')} draws after "
@@ -317,7 +314,7 @@ def _intro(est) -> list[str]:
         f"The data have {data.n_items} items with {data.n_features} feature{'s' if data.n_features > 1 else ''} "
         f"({', '.join(data.features)}); {data.n_labeled} carry a label (classes {', '.join(data.classes)}).",
         _fit_words(est),
-        GENERALIZED_POSTERIOR_WORDS if _method(est) == "nuts" and lam != 1 else "",
+        GENERALIZED_POSTERIOR_WORDS if fit_method(est) == "nuts" and lam != 1 else "",
     ]
 
 
@@ -326,7 +323,7 @@ def _clusters_section(est) -> Section:
     scores = est.scores()
     words = (f"On the training items: -log p(x) / N = {scores['data_nll_per_item']:.3f}; error rate on the labeled "
              f"items {scores['error_rate']:.3f} (most probable class of y given x alone).")
-    point = "the posterior mode (MAP)" if _method(est) == "map" else "posterior means after relabeling"
+    point = "the posterior mode (MAP)" if fit_method(est) == "map" else "posterior means after relabeling"
     return Section("Fitted clusters", paragraphs=[
         f"Each cluster is drawn over the data at {point}; red clusters emit the positive label more often, blue "
         "ones the negative.", words], figures=[fig],
@@ -334,18 +331,9 @@ def _clusters_section(est) -> Section:
 
 
 def _estimands_section(est, ci: float) -> Section:
-    table = est.summary(hdi_prob=ci).round(3)
-    if _method(est) == "map":
-        caption = "The posterior mode: a single point, no interval."
-    elif _method(est) == "laplace":
-        caption = f"The {LAPLACE_SUMMARY}."
-    else:
-        caption = (f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat "
-                   "(after relabeling).")
-    return Section("Estimands", paragraphs=["pi[component], mean and sd[component, feature] in the data's units, "
-                                            "rho[component] (or rho[component, class]), and a variant's own "
-                                            "parameters.", *est.summary_notes()],
-                   tables=[(table, caption)])
+    return estimands_section(est, ci, "pi[component], mean and sd[component, feature] in the data's units, "
+                             "rho[component] (or rho[component, class]), and a variant's own parameters.",
+                             after_nuts=" (after relabeling)")
 
 
 def _restarts_section(est) -> Section:
@@ -365,13 +353,10 @@ def _restarts_section(est) -> Section:
 def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = None) -> Path:
     """Write `out_dir/report.html` for one fitted `PCMixture`."""
     est = _checked_fit(est)
-    if not 0 < ci < 1:
-        raise InputError(f"ci must be in (0, 1), got {ci!r}")
-    fits = {fit_label(est): est}
-    sections = [_clusters_section(est), _estimands_section(est, ci), _restarts_section(est),
-                *criticism_sections(fits), diagnostics_section(fits)]
-    return write_html(Path(out_dir) / "report.html", title or "Prediction-constrained mixture report",
-                      [p for p in _intro(est) if p], sections, fits=fits)
+    check_ci(ci)
+    return write_fit_report(est, out_dir, title or "Prediction-constrained mixture report",
+                            [p for p in _intro(est) if p],
+                            [_clusters_section(est), _estimands_section(est, ci), _restarts_section(est)])
 
 
 def write_path_report(path, out_dir, *, y: np.ndarray | None = None, baseline: pd.DataFrame | None = None,
@@ -417,7 +402,7 @@ def write_path_report(path, out_dir, *, y: np.ndarray | None = None, baseline: p
     intro = [p for p in _intro(first)[:2]]
     intro.append(f"Fitted at lam = {', '.join(f'{v:g}' for v in path.lams)}, each with "
                  + _fit_words(first, with_lam=False))
-    if _method(first) == "nuts" and any(v != 1 for v in path.lams):
+    if fit_method(first) == "nuts" and any(v != 1 for v in path.lams):
         intro.append(GENERALIZED_POSTERIOR_WORDS)
     return write_html(Path(out_dir) / "report.html", title or "Prediction-constrained mixture: lam path",
                       intro, [trade, clusters, estimands, basin_section, diag], fits=fits)

@@ -21,9 +21,10 @@ import pandas as pd
 from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
-                                   variant_words, write_html)
+from bayes_wsc.posterior import check_ci
+from bayes_wsc.report.criticism import write_fit_report
+from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_method, method_words,
+                                   new_figure, variant_words)
 
 FIT_COLOR = "#1f5fa8"
 #: features shown in the heat map of W (largest row norms)
@@ -34,10 +35,6 @@ def _checked(est):
     if getattr(est, "idata_", None) is None or not hasattr(est, "memberships"):
         raise InputError("the report needs a fitted PerceptionClustering: call fit(data) first")
     return est
-
-
-def _method(est) -> str:
-    return inference.get_attrs(est.idata_)["method"]
 
 
 def _probabilities(frame: pd.DataFrame, clusters) -> np.ndarray:
@@ -105,6 +102,7 @@ def _weights_name(est) -> str:
 
 def weights_away_from_zero(est, ci: float = DEFAULT_CI):
     """(features, perception features) booleans: W's `ci` HDI excludes zero; None for a fit without draws."""
+    check_ci(ci)
     if not inference.has_draws(est.idata_):
         return None
     draws = est.idata_.posterior[_weights_name(est)].values
@@ -138,23 +136,20 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
     baselines : with a truth, also score LPE + k-means (10 restarts), k-means on X and the seeded mixture.
     """
     _checked(est)
-    if not 0 < ci < 1:
-        raise InputError(f"ci must be in (0, 1), got {ci!r}")
+    check_ci(ci)
     data = est.data_from_fit()
     matrix = _truth_matrix(truth, data.n_items, data.n_clusters)
     members = est.memberships(ci)
     sections = [_clusters_section(est, data, members, ci), _weights_section(est, ci)]
     if matrix is not None:
         sections.append(_scores_section(est, data, matrix, baselines, seed))
-    fits = {fit_label(est): est}
-    sections += [_summary_section(est, ci), *criticism_sections(fits), _diagnostics_section(est, fits)]
-    return write_html(Path(out_dir) / "report.html", title or "The user's clusters from seed sets and perceptions",
-                      _intro(est, data), sections, fits=fits)
+    return write_fit_report(est, out_dir, title or "The user's clusters from seed sets and perceptions",
+                            _intro(est, data), [*sections, _summary_section(est, ci)],
+                            lambda fits: _diagnostics_section(est, fits))
 
 
 def _intro(est, data) -> list[str]:
-    how = {"nuts": "by NUTS (full posterior; intervals are credible intervals)",
-           "laplace": f"by {laplace_words(est)}"}.get(_method(est), "by MAP (the posterior mode; no intervals)")
+    how = method_words(est)
     first = (f"{data.n_items} items with {data.n_features} features; {data.n_clusters} user clusters with "
              f"{data.n_seeds} seeds ({data.n_overlapping_seeds} items are seeds of more than one cluster) and "
              f"perception vectors over {data.n_perception} perception features; fitted {how}.")
@@ -199,7 +194,7 @@ def _clusters_section(est, data, members, ci) -> Section:
             "mean P(chosen)": round(float(probs[in_k, k].mean()), 3) if in_k.any() else np.nan,
         })
     table = pd.DataFrame(rows)
-    if _method(est) == "map":
+    if fit_method(est) == "map":
         table = table.drop(columns=["pi_low", "pi_high"])
     in_two = int((overlap.str.len() > 1).sum())
     return Section(
@@ -289,15 +284,11 @@ def _scores_section(est, data, truth, baselines, seed) -> Section:
 
 
 def _summary_section(est, ci) -> Section:
-    table = est.summary(hdi_prob=ci).round(3)
-    caption = {"map": "The posterior mode (a single point; no standard deviation or interval).",
-               "laplace": LAPLACE_SUMMARY[0].upper() + LAPLACE_SUMMARY[1:] + "."}.get(
-        _method(est), f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat.")
     what = ("pi[cluster], then the embedding W[feature, perception_feature] and b[perception_feature] on the "
             "standardized features, and a variant's own parameters." if _weights_name(est) == "W" else
             "pi[cluster], the shifts A[feature, perception_feature], the features' sd, the groups' centres "
             "B[group, feature] and shares pi_group, on the standardized features.")
-    return Section("Estimands", paragraphs=[what, *est.summary_notes()], tables=[(table, caption)])
+    return estimands_section(est, ci, what)
 
 
 def _diagnostics_section(est, fits: dict) -> Section:

@@ -19,9 +19,8 @@ from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import check_ci, stacked
-from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (Section, diagnostics_section, fit_label, laplace_words, new_figure, variant_words,
-                                   write_html)
+from bayes_wsc.report.criticism import write_fit_report
+from bayes_wsc.report.html import Section, estimands_section, fit_method, laplace_words, new_figure, variant_words
 
 #: at most this many features (the largest class differences) in the class-conditional figure
 MAX_FEATURES = 30
@@ -44,6 +43,7 @@ def plot_classes(est, *, ci: float = DEFAULT_CI):
     softmax weights and P(class | bin) of one class are the mirror of the other's: the second class is shown
     against the first (the reference) alone."""
     _checked(est)
+    check_ci(ci)
     classes = list(est.classes_)
     post = est.idata_.posterior
     centre = None  # with one class shown: where its values say nothing (no weight, even odds)
@@ -110,7 +110,7 @@ def plot_group_fit(est, table=None):
 
 def _fit_words(est) -> str:
     settings = inference.get_attrs(est.idata_)["settings"]
-    method = inference.get_attrs(est.idata_)["method"]
+    method = fit_method(est)
     bag = est.bag_likelihood_
     shares = ("the proportions taken as known exactly" if settings.get("concentration") is None
               else f"noisy proportions, theta_i ~ Dirichlet({settings['concentration']:g} Pi_i + 1)")
@@ -168,13 +168,7 @@ def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = No
             f"probabilities): {mse:.4f}."], figures=[plot_group_fit(est, table)],
             tables=[(table.sort_values("squared_error", ascending=False).head(10).round(3),
                      "The ten groups fitted worst")]),
-        Section("Estimands", paragraphs=["eta[class] (overall shares, eq. 2) and the emission's parameters; "
-                                         "a variant's own parameters.", *est.summary_notes()],
-                tables=[(est.summary(hdi_prob=ci).round(3),
-                         "The posterior mode: no intervals." if not inference.has_draws(est.idata_) else
-                         f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, ESS and R-hat.")]),
+        estimands_section(est, ci, "eta[class] (overall shares, eq. 2) and the emission's parameters; a variant's "
+                          "own parameters."),
     ]
-    fits = {fit_label(est): est}
-    sections += criticism_sections(fits)
-    sections.append(diagnostics_section(fits))
-    return write_html(Path(out_dir) / "report.html", title or "Label-proportions report", intro, sections, fits=fits)
+    return write_fit_report(est, out_dir, title or "Label-proportions report", intro, sections)

@@ -27,10 +27,10 @@ from bayes_wsc.baselines.wsc import em_fit, half_sample_se, moments_rho, naive_r
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.posterior import stacked
+from bayes_wsc.posterior import check_ci, stacked
 from bayes_wsc.report.criticism import criticism_sections
-from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, laplace_words, new_figure,
-                                   variant_words, write_html)
+from bayes_wsc.report.html import (LAPLACE_SUMMARY, Section, diagnostics_section, fit_label, fit_method, laplace_words,
+                                   new_figure, variant_words, write_html)
 
 #: EM error bars are the estimate +- Z_SE standard errors: a normal 90% interval, to set beside a 90% HDI;
 #: a report at another credible level gives EM the normal interval of that level (`z_se`)
@@ -106,8 +106,7 @@ def write_report(
     of errors and interval coverage.
     """
     fits = _as_labelled(fits)
-    if not 0 < ci < 1:
-        raise InputError(f"ci must be in (0, 1), got {ci!r}")
+    check_ci(ci)
     if isinstance(half_sampling_reps, bool) or not isinstance(half_sampling_reps, numbers.Integral) \
             or half_sampling_reps < 2:
         raise InputError(f"half_sampling_reps must be an integer >= 2, got {half_sampling_reps!r}")
@@ -152,15 +151,11 @@ def _settings_or_fail(est, what: str) -> dict:
         raise InputError(f"{what} is not a fitted WSC: call fit(data) first")
     if "rho" not in est.idata_.posterior:
         raise InputError(f"{what} has no rho in its posterior: it is not a WSC fit")
-    return {**_settings(est), "method": inference.get_attrs(est.idata_)["method"]}
+    return {**_settings(est), "method": fit_method(est)}
 
 
 def _settings(est) -> dict:
     return dict(inference.get_attrs(est.idata_).get("settings", {}))
-
-
-def _method(est) -> str:
-    return inference.get_attrs(est.idata_)["method"]
 
 
 def _shared_data(fits: dict) -> GroupedCounts:
@@ -199,7 +194,7 @@ def compute_baselines(data: GroupedCounts, wh: float, reps: int, seed: int | Non
 def _fit_rho(label: str, est, ci: float, color: str) -> FitRho:
     draws = stacked(est.idata_, "rho")
     interval = inference.hdi(draws, ci) if draws.shape[0] > 1 else None
-    return FitRho(label, _method(est), draws.mean(axis=0), interval, color)
+    return FitRho(label, fit_method(est), draws.mean(axis=0), interval, color)
 
 
 def rmse(estimate: np.ndarray, truth: np.ndarray) -> float:
@@ -282,6 +277,7 @@ def plot_rho(fits, *, truth_rho=None, ci: float = DEFAULT_CI, half_sampling_reps
     `fits` is one fitted `WSC` or a dict label -> fitted `WSC` on the same data.
     Returns a matplotlib Figure (not registered with pyplot).
     """
+    check_ci(ci)
     fits = _as_labelled(fits)
     data = _shared_data(fits)
     base = compute_baselines(data, float(_settings(next(iter(fits.values())))["wh"]), half_sampling_reps, seed)
@@ -585,11 +581,11 @@ def _summary_section(fits: dict, ci: float) -> Section:
         for column in table.columns:
             if column.startswith("ess"):
                 table[column] = table[column].round(0)
-        if _method(est) == "map":
+        if fit_method(est) == "map":
             point = "map" if "map" in table.columns else "mean"
             table = table[[point]].rename(columns={point: "MAP estimate"})
             caption = f"{label}: the posterior mode, a single point (no standard deviation or interval)."
-        elif _method(est) == "laplace":
+        elif fit_method(est) == "laplace":
             caption = f"{label}: {LAPLACE_SUMMARY}."
         else:
             caption = (f"{label}: posterior mean, standard deviation, {ci:.0%} HDI, Monte Carlo standard errors, "

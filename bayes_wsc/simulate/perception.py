@@ -444,7 +444,7 @@ def sbc_case(
 
     Ranked: every entry of W and b, and pi (the share of the items in each cluster).
     """
-    from bayes_wsc.data.pairwise import FeatureScaling
+    from bayes_wsc.data.tables import FeatureScaling
     from bayes_wsc.data.seeded import SeedSets
     from bayes_wsc.models.perception import PerceptionClustering
     from bayes_wsc.sbc import SBCCase
