@@ -1,0 +1,104 @@
+"""Fixtures shared by the test files, and the table of models the contract suite runs on.
+
+`registry` below has the interface of `bayes_wsc.registry` (`MODELS`, `get`, and per model `name`,
+`estimator_class()`, `data_class()`, `example(seed=0)`): the contract suite (test_contract.py) reads
+only that, so that a model registered in the package is tested by registering it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+# the helper modules beside the tests (roundtrip.py, strategies.py, contract_cases.py) import as top-level modules
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model: its name, and where its estimator, data container and small example live."""
+
+    name: str
+    estimator: str  # "module:Class"
+    data: str  # "module:Class"
+    make_example: str  # "module:function", function(seed) -> the data container
+
+    def estimator_class(self):
+        return _resolve(self.estimator)
+
+    def data_class(self):
+        return _resolve(self.data)
+
+    def example(self, seed: int = 0):
+        """Small data simulated from the model's study: a fit in seconds."""
+        return _resolve(self.make_example)(seed)
+
+
+def _resolve(target: str):
+    module, name = target.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _wsc_example(seed):
+    from bayes_wsc.simulate import simulate_wsc
+
+    return simulate_wsc(n_groups=40, items_per_group=20, n_bins=5, seed=seed)[0]
+
+
+def _pcmix_example(seed):
+    from bayes_wsc.data.labeled import LabeledItems
+    from bayes_wsc.simulate.pcmix import simulate_intervals
+
+    table, _ = simulate_intervals(n_a=40, n_b=25, n_c=20, seed=seed)
+    return LabeledItems.from_frame(table, label_col="y")
+
+
+def _experts_example(seed):
+    from bayes_wsc.data.pairwise import PairwiseConstraints
+    from bayes_wsc.simulate.experts import simulate_experts_model
+
+    items, constraints, _ = simulate_experts_model(n_items=60, n_features=3, n_clusters=2, alpha=(0.9, 0.7),
+                                                   beta=(0.9, 0.7), pairs_per_expert=150, seed=seed)
+    return PairwiseConstraints.from_frames(items, constraints)
+
+
+def _proportions_example(seed):
+    from bayes_wsc.simulate.proportions import simulate_proportions
+
+    return simulate_proportions("gaussian", n_groups=24, group_size=5, n_classes=3, n_features=2, seed=seed)[0]
+
+
+def _perception_example(seed):
+    from bayes_wsc.simulate.perception import simulate_model
+
+    return simulate_model(n_items=200, n_features=3, seeds_per_cluster=15, seed=seed)[0].data()
+
+
+def _spec(name, estimator, data, example):
+    return ModelSpec(name, estimator, data, f"{__name__}:{example}")
+
+
+_MODELS = (
+    _spec("wsc", "bayes_wsc.models.wsc:WSC", "bayes_wsc.data.grouped:GroupedCounts", "_wsc_example"),
+    _spec("pcmix", "bayes_wsc.models.pcmix:PCMixture", "bayes_wsc.data.labeled:LabeledItems", "_pcmix_example"),
+    _spec("experts", "bayes_wsc.models.experts:NoisyExperts", "bayes_wsc.data.pairwise:PairwiseConstraints",
+          "_experts_example"),
+    _spec("proportions", "bayes_wsc.models.proportions:ProportionsClassifier",
+          "bayes_wsc.data.proportions:LabelProportions", "_proportions_example"),
+    _spec("perception", "bayes_wsc.models.perception:PerceptionClustering", "bayes_wsc.data.seeded:SeedSets",
+          "_perception_example"),
+)
+
+
+def _get(name: str) -> ModelSpec:
+    for spec in _MODELS:
+        if spec.name == name:
+            return spec
+    raise KeyError(name)
+
+
+#: stands in for `bayes_wsc.registry` until the package has it
+registry = types.SimpleNamespace(MODELS=_MODELS, get=_get)
