@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_wsc import diagnostics, inference
+import bayes_wsc
+from bayes_wsc import checks, diagnostics, inference
 from bayes_wsc.cli import main
 from bayes_wsc.errors import FitWarning, InputError
 from conftest import registry
@@ -170,14 +171,28 @@ def test_loo_waic_and_compare_from_draws_but_not_from_a_map(fits):
         assert np.isfinite(est.waic().elpd_waic)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        ranked = __import__("bayes_wsc").compare({"nuts": nuts, "laplace": laplace})
+        ranked = bayes_wsc.compare({"nuts": nuts, "laplace": laplace})
     assert sorted(ranked.index) == ["laplace", "nuts"] and ranked["elpd_diff"].min() == 0
+    with pytest.raises(InputError, match="MAP fit"):
+        bayes_wsc.compare({"nuts": nuts, "map": fits["map"]})
+
+
+@pytest.mark.parametrize("method", ["map", "laplace", "nuts"])
+def test_the_log_likelihood_is_one_value_per_unit_and_draw(fits, method):
+    group = fits[method].idata_.log_likelihood
+    [(name, values)] = group.data_vars.items()
+    assert values.dims[:2] == ("chain", "draw") and len(values.dims) == 3, values.dims
+    posterior = fits[method].idata_.posterior
+    assert values.shape[:2] == (posterior.sizes["chain"], posterior.sizes["draw"])
+    assert np.isfinite(values.values).all() and values.sizes[values.dims[2]] > 1
 
 
 @pytest.mark.parametrize("method", ["map", "nuts"])
 def test_replicated_data_have_the_datas_shape_and_vary_over_draws(fits, method):
     ppc = fits[method].posterior_predictive(draws=20, seed=1)
     replicated, observed = ppc.posterior_predictive, ppc.observed_data
+    assert set(ppc.groups()) == {"posterior_predictive", "observed_data"}
+    assert replicated.equals(fits[method].posterior_predictive(draws=20, seed=1).posterior_predictive)  # seeded
     assert list(replicated.data_vars) and set(replicated.data_vars) == set(observed.data_vars)
     for name, values in replicated.data_vars.items():
         assert values.dims[:2] == ("chain", "draw") and values.dims[2:] == observed[name].dims, name
@@ -191,10 +206,13 @@ def test_replicated_data_have_the_datas_shape_and_vary_over_draws(fits, method):
 def test_run_checks_repeats_the_fit_time_checks(fits, method):
     est = fits[method]
     table = est.run_checks(draws=40)
-    assert {"check", "statistic", "reference", "p_value", "flagged", "message"} <= set(table.columns)
+    assert list(table.columns) == list(checks.COLUMNS) == list(est.checks_.columns)
     assert list(table["check"]) == list(est.checks_["check"])
     assert ("loo_pareto_k" in set(table["check"])) == (method == "nuts")
     assert table["message"].map(lambda m: isinstance(m, str) and m != "").all()
+    # data simulated from the model: no check but LOO's (whose Pareto k at 120 draws may pass its threshold) flags
+    fit_time = est.checks_
+    assert not fit_time[fit_time["check"] != "loo_pareto_k"]["flagged"].any(), fit_time.to_string()
 
 
 # ---------------------------------------------------------------------- a variant with a parameter of its own
@@ -284,10 +302,19 @@ def test_every_command_on_a_fit_file(fits, tmp_path, capsys):
     assert len(pred) == len(fits.items) and {c for pair in interval_columns(pred) for c in pair}
     assert cli(["report", fit, "--out", tmp_path / "report"]) == 0
     html = (tmp_path / "report" / "report.html").read_text()
-    assert "Status" in html and "Leave-one-out" in html
+    assert "Status" in html
+    for heading in ("Convergence: rank plots", "Posterior predictive checks", "Leave-one-out cross-validation (LOO)",
+                    "Model checks"):
+        assert f"<h2>{heading}</h2>" in html, heading
+    assert "elpd_loo" in html
+    capsys.readouterr()
     assert cli(["check", fit, "--out", tmp_path / "checks.csv", "--draws", "40"]) == 0
-    assert list(pd.read_csv(tmp_path / "checks.csv")["check"]) == list(est.checks_["check"])
-    assert cli(["ppc", fit, "--out", tmp_path / "ppc.nc", "--draws", "20"]) == 0
+    table, out = pd.read_csv(tmp_path / "checks.csv"), capsys.readouterr().out
+    assert list(table.columns) == list(checks.COLUMNS) and list(table["check"]) == list(est.checks_["check"])
+    flagged = table[table["flagged"]]
+    assert ("No check is flagged" in out) == flagged.empty and all(f"{n}:" in out for n in flagged["check"])
+    assert cli(["ppc", fit, "--out", tmp_path / "ppc.nc", "--draws", "20", "--plot", tmp_path / "ppc.png"]) == 0
+    assert (tmp_path / "ppc.png").stat().st_size > 0
     assert set(az.from_netcdf(tmp_path / "ppc.nc").groups()) >= {"posterior_predictive", "observed_data"}
     capsys.readouterr()
     for command in (["summary", fit], ["report", fit, "--out", tmp_path / "other"],
