@@ -45,36 +45,34 @@ def _resolve(target: str):
 def _wsc_example(seed):
     from bayes_wsc.simulate import simulate_wsc
 
-    return simulate_wsc(n_groups=40, items_per_group=20, n_bins=5, seed=seed)[0]
+    return simulate_wsc(n_groups=40, items_per_group=30, n_bins=5, seed=seed)[0]
 
 
 def _pcmix_example(seed):
-    from bayes_wsc.data.labeled import LabeledItems
-    from bayes_wsc.simulate.pcmix import simulate_intervals
+    from bayes_wsc.simulate.pcmix import simulate_intervals, toy_items
 
-    table, _ = simulate_intervals(n_a=40, n_b=25, n_c=20, seed=seed)
-    return LabeledItems.from_frame(table, label_col="y")
+    return toy_items(simulate_intervals(70, 40, 30, seed=seed)[0])
 
 
 def _experts_example(seed):
     from bayes_wsc.data.pairwise import PairwiseConstraints
     from bayes_wsc.simulate.experts import simulate_experts_model
 
-    items, constraints, _ = simulate_experts_model(n_items=60, n_features=3, n_clusters=2, alpha=(0.9, 0.7),
-                                                   beta=(0.9, 0.7), pairs_per_expert=150, seed=seed)
+    accuracy = (0.9, 0.8, 0.7)
+    items, constraints, _ = simulate_experts_model(40, 2, 2, accuracy, accuracy, 80, seed=seed)
     return PairwiseConstraints.from_frames(items, constraints)
 
 
 def _proportions_example(seed):
     from bayes_wsc.simulate.proportions import simulate_proportions
 
-    return simulate_proportions("gaussian", n_groups=24, group_size=5, n_classes=3, n_features=2, seed=seed)[0]
+    return simulate_proportions("gaussian", n_groups=16, group_size=6, n_features=2, seed=seed)[0]
 
 
 def _perception_example(seed):
     from bayes_wsc.simulate.perception import simulate_model
 
-    return simulate_model(n_items=200, n_features=3, seeds_per_cluster=15, seed=seed)[0].data()
+    return simulate_model(80, n_features=3, seeds_per_cluster=10, seed=seed)[0].data()
 
 
 def _spec(name, estimator, data, example):
