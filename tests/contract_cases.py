@@ -64,7 +64,7 @@ WSC_VARIANT = """
         with pm.Model(coords=data.coords) as model:
             he_data = pm.Data("he_data", data.he, dims="group")
             mu = group_quality_prior(mu_prior)
-            nu = pm.Gamma("nu", alpha=2.0, beta=0.1)
+            nu = pm.Gamma("nu", alpha=4.0, beta=2.0)  # heavy tails: the t stays unlike the default's Normal
             he = pm.StudentT("he", nu=nu, mu=mu, sigma=1.0 / math.sqrt(wh), observed=he_data, dims="group")
             w = add_emissions(data, w_concentration=w_concentration)
             add_click_likelihood(data, mu, w, he_logp=pm.logp(he, he_data))

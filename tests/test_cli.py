@@ -1,4 +1,6 @@
-"""The command line end to end, and lossless save -> load -> predict."""
+"""The first model's command line end to end: crossed behavior columns, weights, HE as a probability, a
+variant file; `--help` without the libraries; outputs onto devices refused. (Every command on every
+model's fit file is in test_contract.py.)"""
 
 import subprocess
 import sys

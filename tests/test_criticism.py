@@ -1,4 +1,7 @@
-"""Model criticism: pointwise log-likelihoods, LOO, posterior predictive checks, the checks, `check` and `ppc`."""
+"""Model criticism (`bayes_wsc.checks`): pointwise log-likelihoods against the models' formulas, the
+first model's integrated LOO, replicated statistics that recover the generating ones, and the targeted
+checks flagging what they are for. (What every model's LOO, replicates, checks and `check`/`ppc`
+commands must do is in test_contract.py.)"""
 
 import itertools
 import warnings

@@ -1,5 +1,7 @@
-"""What every model owes its users whatever the data: save -> load -> predict loses nothing, an
-interrupted save leaves no broken file, and the edge cases of the reliability issue fit."""
+"""Awkward cases: an interrupted save leaves no broken file, the first model and the mixtures fit edge-case
+data (extreme HE, unused bins, a yes-saying expert, empty clusters), chains from different restarts are
+relabeled to one labeling, and repeated fits release their compiled code. (Save -> load -> predict of
+every model is in test_contract.py.)"""
 
 import os
 import warnings
