@@ -27,7 +27,7 @@ from bayes_wsc.models.pcmix import PCMixture
 from bayes_wsc.models.wsc import WSC, build_model, integrated_group_loglik, pooled_bin_frequencies
 from bayes_wsc.simulate import simulate_wsc
 from bayes_wsc.simulate.experts import simulate_experts_model
-from test_likelihood import brute_force_loglik
+from test_likelihoods import brute_force_loglik
 
 PREFIX = inference.LOG_LIKELIHOOD_PREFIX
 NUTS = dict(method="nuts", draws=100, tune=150, chains=2, seed=3, progressbar=False)

@@ -1,8 +1,8 @@
 """The label-proportions model (issue 14): recovery, agreement with the first model, the LLP baseline,
 the command line end to end, and every bad input as one line.
 
-The likelihoods against enumeration are in test_proportions_likelihood.py; NUTS recovery and SBC are
-in the slow tier (test_proportions_slow.py).
+The likelihoods against enumeration are in test_model_proportions_likelihood.py; NUTS recovery and SBC are
+in the slow tier (test_model_proportions_slow.py).
 """
 
 import warnings
