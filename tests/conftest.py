@@ -8,13 +8,8 @@ only that, so that a model registered in the package is tested by registering it
 from __future__ import annotations
 
 import importlib
-import sys
 import types
 from dataclasses import dataclass
-from pathlib import Path
-
-# the helper modules beside the tests (roundtrip.py, strategies.py, contract_cases.py) import as top-level modules
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 @dataclass(frozen=True)
