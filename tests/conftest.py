@@ -1,4 +1,5 @@
-"""Fixtures shared by the test files, and the table of models the contract suite runs on.
+"""Fixtures shared by the test files: the table of models the contract suite runs on, and each
+model's fits on its small example data, made once per session (`model_fits`).
 
 `registry` below has the interface of `bayes_wsc.registry` (`MODELS`, `get`, and per model `name`,
 `estimator_class()`, `data_class()`, `example(seed=0)`): the contract suite (test_contract.py) reads
@@ -7,8 +8,10 @@ only that, so that a model registered in the package is tested by registering it
 
 from __future__ import annotations
 
+import functools
 import importlib
 import types
+import warnings
 from dataclasses import dataclass
 
 
@@ -95,3 +98,36 @@ def _get(name: str) -> ModelSpec:
 
 #: stands in for `bayes_wsc.registry` until the package has it
 registry = types.SimpleNamespace(MODELS=_MODELS, get=_get)
+
+
+#: the short fits the tests of a model share: enough draws for LOO and intervals, not for inference
+FIT_SETTINGS = {"map": {}, "laplace": {"draws": 100}, "nuts": {"draws": 60, "tune": 60, "chains": 2}}
+
+
+class ModelFits:
+    """A model's example data, new items to predict (contract_cases.py) and its fits by method, each
+    made on first use."""
+
+    def __init__(self, spec):
+        from contract_cases import CASES
+
+        self.spec, self.case = spec, CASES[spec.name]
+        self.data = spec.example(seed=0)
+        self.items = self.case.new_items(self.data)
+
+    def estimator(self, method="map", **settings):
+        return self.spec.estimator_class()(method=method, progressbar=False, **{**FIT_SETTINGS[method], **settings})
+
+    @functools.cache
+    def __getitem__(self, method):
+        from bayes_wsc.errors import FitWarning
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)  # short chains: low ESS, said so in the fit
+            return self.estimator(method).fit(self.data)
+
+
+@functools.cache
+def model_fits(name: str) -> ModelFits:
+    """The fits of model `name`, shared by every test file of the session."""
+    return ModelFits(registry.get(name))

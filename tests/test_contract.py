@@ -5,7 +5,7 @@ checks; a variant with a parameter of its own scored by its own log-likelihood; 
 checked; a bad credible level refused; the default seed reproducible; every command of `bayes-wsc` on a
 fit file. A model gets all of it by registering (and giving its case in contract_cases.py).
 
-The fits of one model are made once and shared by its tests (`fits`)."""
+The fits of one model are made once and shared by its tests (`conftest.model_fits`)."""
 
 from __future__ import annotations
 
@@ -21,13 +21,12 @@ import bayes_wsc
 from bayes_wsc import checks, diagnostics, inference
 from bayes_wsc.cli import main
 from bayes_wsc.errors import FitWarning, InputError
-from conftest import registry
+from conftest import FIT_SETTINGS as SETTINGS
+from conftest import model_fits, registry
 from contract_cases import CASES, variant_source
 from roundtrip import assert_lossless_round_trip
 
 NAMES = [spec.name for spec in registry.MODELS]
-#: the short fits every test of a model shares: enough draws for LOO and intervals, not for inference
-SETTINGS = {"map": {}, "laplace": {"draws": 100}, "nuts": {"draws": 60, "tune": 60, "chains": 2}}
 BAD_CI = ["0.9", 0, 1.5]
 
 
@@ -44,25 +43,9 @@ def cli(argv) -> int:
         return exit_.code
 
 
-class Fits:
-    """A model's example data and its fits, each made on first use."""
-
-    def __init__(self, spec):
-        self.spec, self.case = spec, CASES[spec.name]
-        self.data = spec.example(seed=0)
-        self.items = self.case.new_items(self.data)
-
-    def estimator(self, method="map", **settings):
-        return self.spec.estimator_class()(method=method, progressbar=False, **{**SETTINGS[method], **settings})
-
-    @functools.cache
-    def __getitem__(self, method):
-        return quietly(self.estimator(method), self.data)
-
-
 @pytest.fixture(scope="module", params=NAMES)
 def fits(request):
-    return Fits(registry.get(request.param))
+    return model_fits(request.param)
 
 
 def test_every_model_has_a_contract_case():
