@@ -1,31 +1,28 @@
 """Bayesian weakly supervised clustering in PyMC: item-level latent classes from coarse supervision.
 
 The package imports nothing heavy here, so the command line starts at once;
-the public API loads on first use:
+the public API (every registered model's estimator and data container,
+`load`, `compare`, `InputError`, `FitWarning`; see `registry.py`) loads on
+first use:
 
     from bayes_wsc import GroupedCounts, WSC, load
 """
 
 from bayes_wsc._runtime import configure as _configure
+from bayes_wsc.registry import public_names as _public_names
 
 _configure()
 
-__all__ = ["GroupedCounts", "WSC", "compare", "load", "simulate_wsc"]
+_LAZY = {**_public_names(), "simulate_wsc": "bayes_wsc.simulate:simulate_wsc"}
 
-_LAZY = {
-    "GroupedCounts": "bayes_wsc.data.grouped",
-    "WSC": "bayes_wsc.models.wsc",
-    "load": "bayes_wsc.estimator",
-    "compare": "bayes_wsc.estimator",
-    "simulate_wsc": "bayes_wsc.simulate",
-}
+__all__ = sorted(_LAZY)
 
 
 def __getattr__(name):
     if name in _LAZY:
-        import importlib
+        from bayes_wsc.registry import resolve
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        return resolve(_LAZY[name])
     raise AttributeError(f"module 'bayes_wsc' has no attribute {name!r}")
 
 

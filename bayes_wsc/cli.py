@@ -8,7 +8,6 @@ command needs them, so `bayes-wsc --help` answers at once. Each model's
 from __future__ import annotations
 
 import argparse
-import importlib
 import io
 import os
 import sys
@@ -28,7 +27,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _fit_module(name: str):
-    return importlib.import_module(f"bayes_wsc.commands.{name}")
+    from bayes_wsc.registry import get
+
+    return get(name).module("commands")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -218,14 +219,7 @@ def cmd_predict(args) -> None:
         out = model.predict(items)
     else:
         est = load(args.fit)
-        options = {"ci": args.ci}
-        if args.overlap_threshold is not None:
-            if est.model_name != "perception":
-                from bayes_wsc.errors import InputError
-
-                raise InputError(f"--overlap-threshold is for perception fits; {args.fit!r} holds a "
-                                 f"{est.model_name!r} fit")
-            options["overlap_threshold"] = args.overlap_threshold
+        options = {"ci": args.ci, **_predict_options(args, est)}
         items = read_table(args.items, "items", sep=args.sep, text_columns=est.key_columns())
         out = est.predict(items, **options)
     check_probabilities(out, items)
@@ -233,6 +227,29 @@ def cmd_predict(args) -> None:
     print(f"wrote {len(out)} predictions to {args.out}")
     for note in out.attrs.get("notes", []):
         print(note)
+
+
+#: `predict` options of some models only: the setting of their `predict` -> its option
+MODEL_PREDICT_OPTIONS = {"overlap_threshold": "--overlap-threshold"}
+
+
+def _predict_options(args, est) -> dict:
+    """The model-specific options given to `predict`, each refused in one line by a model whose `predict`
+    does not take it (the estimator's declared `predict_options`)."""
+    from bayes_wsc.errors import InputError
+    from bayes_wsc.registry import MODELS
+
+    options = {}
+    for name, option in MODEL_PREDICT_OPTIONS.items():
+        value = getattr(args, name)
+        if value is None:
+            continue
+        if name not in est.predict_options:
+            takers = [spec.name for spec in MODELS if name in spec.estimator_class().predict_options]
+            raise InputError(f"{option} is for {' and '.join(takers)} fits; {args.fit!r} holds a "
+                             f"{est.model_name!r} fit")
+        options[name] = value
+    return options
 
 
 def _is_json(path) -> bool:
@@ -316,7 +333,7 @@ PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 def cmd_ppc(args) -> None:
     from pathlib import Path
 
-    from bayes_wsc import checks, inference
+    from bayes_wsc import criticism, inference
     from bayes_wsc.errors import InputError
     from bayes_wsc.estimator import load
 
@@ -324,7 +341,7 @@ def cmd_ppc(args) -> None:
         if Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
             raise InputError(f"--plot {args.plot!r} must end in one of {', '.join(PLOT_SUFFIXES)}")
     est = load(args.fit)
-    ppc = checks.posterior_predictive(est, draws=args.draws, seed=args.seed)  # ArviZ only for --plot
+    ppc = criticism.posterior_predictive(est, draws=args.draws, seed=args.seed)  # ArviZ only for --plot
     path = inference.save(ppc, args.out)
     names = ", ".join(ppc.posterior_predictive.data_vars)
     print(f"wrote {ppc.posterior_predictive.sizes['chain'] * ppc.posterior_predictive.sizes['draw']} replicates of "

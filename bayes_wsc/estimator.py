@@ -1,58 +1,62 @@
 """The lifecycle every model shares: settings in `__init__`, `fit`, `summary`, `save`, `load`.
 
-A model subclass supplies three things: `build_model(data)` (a `pm.Model`),
-`initial_values(data)` (where the MAP starts) and `data_groups(data)` (what
-of the data goes into the InferenceData). Constructing an estimator never
-touches data or samples; `fit` does, and sets the attributes with a trailing
-underscore (scikit-learn style). A variant file (`model_file`) replaces the
-model and its hooks; it never inherits the class's `initial_values` or
-`map_fixed` (see `Estimator._recipe`).
+`Estimator` is the contract of a model. A subclass must define what no
+default can give, declared here with `abc.abstractmethod`:
+`build_model(data)` (a `pm.Model`), `data_groups(data)` (what of the data
+goes into the fit, so that a saved fit can be reloaded, predicted from and
+checked), `data_from_fit()` (that data rebuilt from the fit, which the checks
+and reports read) and `predict(items, *, ci)` (per-item answers for new items,
+what `bayes-wsc predict` writes), and the class attributes `model_name`,
+`estimands` and `data_class` (`REQUIRED_ATTRIBUTES`). A class that lacks one fails when it is
+defined, naming what it lacks (`__init_subclass__`); a class meant as a base
+of models says `class Base(Estimator, abstract=True)`. Every other hook has
+a default that is right for any model.
+
+Constructing an estimator never touches data or samples; `fit` does, and
+sets the attributes with a trailing underscore (scikit-learn style). A
+variant file (`model_file`) replaces the model and its hooks; it never
+inherits the class's `initial_values` or `map_fixed` (see
+`Estimator._recipe`).
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import datetime
-import importlib
 import importlib.util
 import inspect
 import json
 import math
 import numbers
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
-from bayes_wsc import checks as criticism
-from bayes_wsc import diagnostics, inference
+from bayes_wsc import criticism
+from bayes_wsc import diagnostics, inference, registry
+from bayes_wsc.comparison import compare  # noqa: F401  (bayes_wsc.compare, kept importable from here)
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import FitWarning, InputError
+from bayes_wsc.version import package_version
 
 METHODS = ("map", "nuts", "laplace")
 #: where NUTS chains start: all at the best MAP, or chain c at the optimum of MAP restart c
 CHAIN_STARTS = ("map", "restarts")
-#: model name -> "module:Class", imported only when needed
-REGISTRY = {"wsc": "bayes_wsc.models.wsc:WSC"}
-REGISTRY["experts"] = "bayes_wsc.models.experts:NoisyExperts"
-REGISTRY["pcmix"] = "bayes_wsc.models.pcmix:PCMixture"
-REGISTRY["proportions"] = "bayes_wsc.models.proportions:ProportionsClassifier"
-REGISTRY["perception"] = "bayes_wsc.models.perception:PerceptionClustering"
+#: model name -> "module:Class", imported only when needed (from `registry.MODELS`)
+REGISTRY = {spec.name: spec.estimator for spec in registry.MODELS}
 #: the seed of a fit given none: identical data and settings give identical results (seed=None draws a fresh one)
 DEFAULT_SEED = 0
 
 
-def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("bayes-wsc")
-    except PackageNotFoundError:
-        return "unknown"
+#: the class attributes every model defines (`Estimator.__init_subclass__` checks them with the abstract methods)
+REQUIRED_ATTRIBUTES = ("model_name", "estimands", "data_class")
 
 
-class Estimator:
-    """Shared fit/summary/save/load; subclasses add the model and its predictions."""
+class Estimator(abc.ABC):
+    """Shared fit/summary/save/load; subclasses add the model and its predictions (the module docstring
+    says what a subclass must define)."""
 
     model_name: ClassVar[str]
     #: variables shown by `summary` and checked by the diagnostics
@@ -80,13 +84,19 @@ class Estimator:
     laplace_local: ClassVar[tuple[str, ...]] = ()
     #: the command-line option of a model setting whose option is not its name with dashes (`--set` errors)
     setting_options: ClassVar[dict[str, str]] = {}
+    #: settings of this model's `predict` beyond `ci` that `bayes-wsc predict` may pass (its model-specific options)
+    predict_options: ClassVar[tuple[str, ...]] = ()
     #: the data container `fit` takes (`GroupedCounts`...): anything else is refused before any work
     data_class: ClassVar[type | None] = None
 
-    def __init_subclass__(cls, **kwargs):
-        """A model's own `fit` checks what it is given before its first line, as the base `fit` does:
-        one place for every model (`check_data_type`)."""
+    def __init_subclass__(cls, abstract: bool = False, **kwargs):
+        """A model class is checked when it is defined: every abstract method and required class attribute
+        (`REQUIRED_ATTRIBUTES`) present, else a `TypeError` naming the class and what it lacks; a base
+        of models says `abstract=True`. A model's own `fit` checks what it is given before its first
+        line, as the base `fit` does: one place for every model (`check_data_type`)."""
         super().__init_subclass__(**kwargs)
+        if not abstract:
+            _check_contract(cls)
         if "fit" in vars(cls) and not getattr(cls.fit, "_checks_data", False):
             cls.fit = _checking_data(cls.fit)
         if "predict" in vars(cls) and not getattr(cls.predict, "_names_missing", False):
@@ -115,8 +125,7 @@ class Estimator:
         names = []
         for cls in type(self).__mro__:
             if "__init__" in vars(cls):
-                names += [p.name for p in inspect.signature(cls.__init__).parameters.values()
-                          if p.kind is p.KEYWORD_ONLY]
+                names += _keyword_names(cls.__init__)
         return {n: getattr(self, n) for n in dict.fromkeys(names)}
 
     def check_params(self) -> None:
@@ -165,15 +174,19 @@ class Estimator:
                 from None
 
     # ------------------------------------------------------------------ hooks
-    # build_model(data) -> pm.Model is defined by each subclass.
+    @abc.abstractmethod
+    def build_model(self, data):
+        """The model as a `pm.Model` with named dims, built on validated `data` (its `data_class`)."""
+
+    @abc.abstractmethod
+    def data_groups(self, data) -> dict:
+        """observed_data, constant_data, their dims, extra_coords and attrs describing the data: what
+        `data_from_fit` rebuilds the data from, so that a saved fit is checked, reported and predicted
+        from without the original files."""
 
     def initial_values(self, data) -> dict | list[dict]:
         """Where the MAP starts (constrained scale); a list of starts means random restarts,
         of which the best log density is kept (and starts NUTS)."""
-        return {}
-
-    def data_groups(self, data) -> dict:
-        """observed_data, constant_data, their dims, extra_coords and attrs describing the data."""
         return {}
 
     def map_fixed(self, data) -> dict:
@@ -658,6 +671,16 @@ class Estimator:
         return write_report(self, out_dir, **kwargs)
 
     # ------------------------------------------------------------------ predictions
+    @abc.abstractmethod
+    def data_from_fit(self):
+        """The data the fit saw (a `data_class` container), rebuilt from the fit's groups (`data_groups`):
+        what the checks replicate and the reports show."""
+
+    @abc.abstractmethod
+    def predict(self, items, *, ci: float = DEFAULT_CI):
+        """Per-item answers for new `items` (a DataFrame of the model's item columns), with intervals at
+        credible level `ci` where the fit has draws: what `bayes-wsc predict` writes."""
+
     def key_columns(self) -> list[str]:
         """The columns of new items that hold ids (the fit's group or id column), which readers
         keep as text: '001' stays '001' (`data.tables.read_table(text_columns=...)`)."""
@@ -756,7 +779,7 @@ class Estimator:
         if wrong:
             raise InputError(f"{source} ({written_by}) is damaged: {'; '.join(wrong)}")
         params = attrs["settings"]
-        known = set(inspect.signature(cls.__init__).parameters) | set(Estimator().get_params())
+        known = set(inspect.signature(cls.__init__).parameters) | set(_keyword_names(Estimator.__init__))
         unknown = set(params) - known
         if unknown:
             warnings.warn(f"{source} ({written_by}) has settings this version does not know and ignores: "
@@ -768,6 +791,22 @@ class Estimator:
             raise InputError(f"{source} ({written_by}) holds a setting this version refuses: {exc}") from None
         estimator.idata_ = _usable_draws(idata, cls.bounds, source)
         return estimator
+
+
+def _check_contract(cls) -> None:
+    """A model class lacking an abstract method of `Estimator` or a required class attribute: one
+    `TypeError` when the class is defined, naming the class and what it lacks."""
+    missing = [name for name in sorted(Estimator.__abstractmethods__)
+               if getattr(cls, name, None) is None or getattr(getattr(cls, name), "__isabstractmethod__", False)]
+    missing += [name for name in REQUIRED_ATTRIBUTES if getattr(cls, name, None) is None]
+    if missing:
+        raise TypeError(f"model class {cls.__qualname__} ({cls.__module__}) does not define "
+                        f"{', '.join(missing)}, which every model must (see bayes_wsc.estimator.Estimator); "
+                        f"a base class of models is declared with class {cls.__name__}(Estimator, abstract=True)")
+
+
+def _keyword_names(function) -> list[str]:
+    return [p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]
 
 
 def _checking_data(fit):
@@ -1029,50 +1068,14 @@ def _is_real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def compare(fits, ic: str = "loo"):
-    """`az.compare` of fitted estimators of the same data, {label: estimator}, best first (LOO by default)."""
-    if not isinstance(fits, Mapping) or len(fits) < 2:
-        raise InputError("compare needs a dict of at least two fitted estimators, {label: estimator}")
-    if ic not in ("loo", "waic"):
-        raise InputError(f"ic must be 'loo' or 'waic', got {ic!r}")
-    labels = list(fits)
-    for label, est in fits.items():
-        fitted = est._complete_log_likelihood() if isinstance(est, Estimator) else None
-        if fitted is None:
-            raise InputError(f"fit {label!r} is not a fitted bayes_wsc estimator")
-        reason = inference.loo_unavailable(fitted, f"fit {label!r}")
-        if reason:
-            raise InputError(reason)
-    first = fits[labels[0]]._fitted()
-    for label in labels[1:]:
-        other = fits[label]._fitted()
-        if not other["observed_data"].equals(first["observed_data"]):
-            raise InputError(f"fits {labels[0]!r} and {label!r} were made on different data; "
-                             "LOO compares fits of the same data")
-        scored = [inference.get_attrs(fits[name]._fitted()).get("log_likelihood_of") for name in (labels[0], label)]
-        if scored[0] != scored[1]:
-            raise InputError(f"fits {labels[0]!r} and {label!r} score different things (the log-likelihood of "
-                             f"{scored[0] or 'the data'} against that of {scored[1] or 'the data'}); LOO compares "
-                             "models of the same quantity")
-    holds = {label: str(inference.get_attrs(fits[label]._fitted()).get("log_likelihood_holds", "")) for label in labels}
-    integrated = {label for label, words in holds.items() if "integrated out over" in words}
-    if integrated and len(integrated) < len(labels):
-        other = next(label for label in labels if label not in integrated)
-        warnings.warn(f"fit {sorted(integrated)[0]!r} scores each unit with its local parameter integrated out and fit "
-                      f"{other!r} given it ({holds[other]}): LOO then compares a prediction of new units with one of "
-                      "the same units' data, and the ranking mixes the two", FitWarning, stacklevel=2)
-    return inference.compare({label: fits[label]._fitted() for label in labels}, ic=ic)
-
-
 def load(path):
     """Load any saved fit; the model named in the file picks the estimator class."""
     check_path(path, "load")
     idata = inference.load(path)
     name = idata.posterior.attrs["model"]
-    if not isinstance(name, str) or name not in REGISTRY:
+    if not isinstance(name, str) or name not in registry.NAMES:
         raise InputError(f"fit file {str(path)!r} holds a model {name!r} that this version does not know")
-    module_name, class_name = REGISTRY[name].split(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
+    cls = registry.get(name).estimator_class()
     return cls.from_idata(idata, source=f"fit file {str(path)!r}")
 
 

@@ -62,9 +62,9 @@ def likelihood_terms(est, posterior: dict, data, model=None) -> dict[str, str]:
     """{term: "default" | "own" | "unverified"} for a fit of `est` whose draws are `posterior`
     ((chain, draw, ...) arrays, the recorded log-likelihood under its prefixed names) and whose
     built model is `model` (None when it was not built)."""
-    from bayes_wsc import checks
+    from bayes_wsc import registry
 
-    module = checks.module_of(est)
+    module = registry.get(est.model_name).module("checks")  # the model's checks module, as `criticism.module_of`
     recorded = {k[len(LOG_LIKELIHOOD_PREFIX):]: v for k, v in compared_draws(posterior, posterior).items()
                 if k.startswith(LOG_LIKELIHOOD_PREFIX)}
     params = compared_draws(posterior, [k for k in posterior if not k.startswith(LOG_LIKELIHOOD_PREFIX)])

@@ -4,7 +4,7 @@
     python benchmarks/aggregation_check.py --parts cces,sims --alternatives
     python benchmarks/aggregation_check.py --parts cces --specs paper,religion,ideology \\
         --groupings state,state_gender,state_age,state_age_gender \\
-        --cces-out benchmarks/results/aggregation_check_cces_sweep.csv
+        --cces-out benchmarks/out/aggregation_check_cces_sweep.csv
     python benchmarks/aggregation_check.py --parts cost --repeats 3
 
 Parts:
@@ -27,7 +27,8 @@ cost    seconds of one MAP fit of the full data (its program built, as for new d
 
 Groups and HE (logit of each group's vote share) are built as in table1_real_data.py.
 
-Results go to benchmarks/results/aggregation_check_{cces,sims,cost}.csv; the figures are in
+Rows per split and per simulation go to benchmarks/out/aggregation_check_{cces,sims}.csv (git-ignored),
+the summary tables to benchmarks/results/aggregation_check_{cces_summary,cost}.csv; the figures are in
 benchmarks/RESULTS.md.
 """
 
@@ -47,9 +48,11 @@ import pandas as pd
 from bayes_wsc.checks.aggregation import PHI_MAX, aggregation_bias_check
 from bayes_wsc.data.grouped import GroupedCounts
 from bayes_wsc.errors import FitWarning
+from bayes_wsc.models.wsc import WSC
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import HERE, OUT, RESULTS  # noqa: E402
+
 CCES_SETTINGS = {"wh": float("inf"), "w_concentration": 2.0}
 
 
@@ -65,8 +68,6 @@ def table1():
 
 
 def fit_map(data: GroupedCounts, **settings):
-    from bayes_wsc.models.wsc import WSC
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         return WSC(method="map", seed=0, progressbar=False, **settings).fit(data)
@@ -117,7 +118,7 @@ def run_cces(specs, groupings, n_splits: int, seed: int, alternatives: bool, log
                 test = frame[frame["state"].isin(set(test_ids))]
                 data = table1().training_counts(train, behavior, grouping)
                 start = time.perf_counter()
-                row = aggregation_bias_check(data, dict(CCES_SETTINGS), seed=split)
+                row = aggregation_bias_check(data, model=WSC, settings=dict(CCES_SETTINGS), seed=split)
                 seconds = time.perf_counter() - start
                 # only now the held-out respondents' votes: what the flag foretold
                 rho = fit_map(data, **CCES_SETTINGS).idata_.posterior["rho"].values[0, 0]
@@ -138,7 +139,7 @@ def run_cces(specs, groupings, n_splits: int, seed: int, alternatives: bool, log
                     f"flagged {out['flagged']}; latent RMSE {out['latent_rmse']:.3f} vs null {out['null_rmse']:.3f}"
                     + (f"; flip {out['flip_share']:.3f} (x{out['flip_ratio']:.2f} the model's)" if alternatives else ""))
             # all 51 states at once: phi should not move with the number of groups
-            row = aggregation_bias_check(table1().training_counts(frame, behavior, grouping), dict(CCES_SETTINGS))
+            row = aggregation_bias_check(table1().training_counts(frame, behavior, grouping), model=WSC, settings=dict(CCES_SETTINGS))
             rows.append({"spec": spec, "grouping": grouping, "split": "all", "groups": frame[grouping].nunique(),
                          "phi": row["statistic"], "p_value": row["p_value"], "flagged": row["flagged"]})
             log(f"[{spec} {grouping}] all states: phi {row['statistic']:.2f} flagged {row['flagged']}")
@@ -154,7 +155,7 @@ def run_sims(n_sims: int, seed: int, log, wh: float = 10.0, n_groups: int = 500,
         data, _ = simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins, sigma_h=1 / np.sqrt(wh),
                                seed=seed * 1000 + rep)
         start = time.perf_counter()
-        row = aggregation_bias_check(data, {"wh": wh}, seed=rep)
+        row = aggregation_bias_check(data, model=WSC, settings={"wh": wh}, seed=rep)
         rows.append({"replicate": rep, "groups": n_groups, "items": items, "bins": n_bins, "wh": wh,
                      "phi": row["statistic"], "p_value": row["p_value"], "flagged": row["flagged"],
                      "check_seconds": time.perf_counter() - start})
@@ -176,11 +177,11 @@ def run_cost(sizes, repeats: int, log) -> pd.DataFrame:
             posterior = fit_map(data)._fitted().posterior
             fits.append(time.perf_counter() - start)
             start = time.perf_counter()
-            aggregation_bias_check(data, {"wh": 10.0}, seed=0)
+            aggregation_bias_check(data, model=WSC, settings={"wh": 10.0}, seed=0)
             checks.append(time.perf_counter() - start)
             point = {n: posterior[n].values[0, 0] for n in ("mu", "w0", "w1", "mu_scale")}
             start = time.perf_counter()
-            aggregation_bias_check(data, {"wh": 10.0}, map_point=point)
+            aggregation_bias_check(data, model=WSC, settings={"wh": 10.0}, map_point=point)
             given.append(time.perf_counter() - start)
         fit_s, check_s, given_s = (statistics.median(t) for t in (fits, checks, given))
         rows.append({"groups": n_groups, "items_per_group": items, "bins": n_bins, "map_seconds": fit_s,
@@ -203,13 +204,14 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--alternatives", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cces-out", type=Path, default=RESULTS / "aggregation_check_cces.csv")
+    parser.add_argument("--cces-out", type=Path, default=OUT / "aggregation_check_cces.csv")
     args = parser.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
 
     def log(message):
         print(message, flush=True)
 
+    OUT.mkdir(parents=True, exist_ok=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     if "cces" in parts:
         cces = run_cces(args.specs.split(","), args.groupings.split(","), args.splits, args.seed,
@@ -230,9 +232,13 @@ def main(argv=None) -> int:
             summary = summary.join(extra)
         log(f"\nCCES 2016, {args.splits} halvings of the states (flag: phi > {PHI_MAX:g}, p < 0.01)\n"
             + summary.round(3).to_string())
+        summary_csv = (RESULTS if args.cces_out.parent == OUT else args.cces_out.parent) / args.cces_out.name.replace(
+            ".csv", "_summary.csv")
+        summary.to_csv(summary_csv, float_format="%.4f")
+        log(f"wrote {args.cces_out} and {summary_csv}")
     if "sims" in parts:
         sims = run_sims(args.sims, args.seed, log)
-        sims.to_csv(RESULTS / "aggregation_check_sims.csv", index=False, float_format="%.4f")
+        sims.to_csv(OUT / "aggregation_check_sims.csv", index=False, float_format="%.4f")
         log(f"\nsimulated from the model: flagged {int(sims['flagged'].sum())} of {len(sims)}; phi "
             f"{sims['phi'].min():.3f}-{sims['phi'].max():.3f}; p < 0.05 in {int((sims['p_value'] < 0.05).sum())}")
     if "cost" in parts:

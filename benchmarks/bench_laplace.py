@@ -14,8 +14,9 @@ simulates a new data set (seeds 4, 5, ...) and times on it, in one process:
     python benchmarks/bench_laplace.py --timing --repeats 3
 
 --coverage: the Sec. 5 study (I = 500, K = 15, 50 replicates at J = 5 and J = 100) with the three
-models of coverage_sec5.py fitted by Laplace (results/coverage_sec5_laplace_J<J>.csv; resumable),
-compared with the NUTS fits of the same replicates (results/coverage_sec5_J<J>.csv):
+models of coverage_sec5.py fitted by Laplace (out/coverage_sec5_laplace_J<J>.csv; resumable),
+compared with the NUTS fits of the same replicates (out/coverage_sec5_J<J>.csv, made first by
+`python benchmarks/coverage_sec5.py --items <J> --reps 50 --resume --tune 500 --draws 500`):
 
     python benchmarks/bench_laplace.py --coverage --items 5 --reps 50
     python benchmarks/bench_laplace.py --coverage --items 100 --reps 50
@@ -27,13 +28,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, require  # noqa: E402
 
 
 def timed(fn):
@@ -94,12 +97,16 @@ def run_coverage(items: int, reps: int, summarize_only: bool) -> None:
 
     import coverage_sec5
 
-    out = HERE / "results" / f"coverage_sec5_laplace_J{items}.csv"
+    nuts_csv = require(OUT / f"coverage_sec5_J{items}.csv", f"python benchmarks/coverage_sec5.py --items {items} "
+                       f"--reps {reps} --resume --tune 500 --draws 500")
+    out = OUT / f"coverage_sec5_laplace_J{items}.csv"
+    if summarize_only:
+        require(out, f"python benchmarks/bench_laplace.py --coverage --items {items} --reps {reps}")
     argv = ["--items", str(items), "--reps", str(reps), "--fits", ",".join(coverage_sec5.LAPLACE_FITS),
             "--out", str(out), "--summarize" if summarize_only else "--resume"]
     coverage_sec5.main(argv)
     laplace = pd.read_csv(out)
-    nuts = pd.read_csv(HERE / "results" / f"coverage_sec5_J{items}.csv")
+    nuts = pd.read_csv(nuts_csv)
     rows = []
     for variant in ("wh10", "learned", "matched"):
         ours = laplace[laplace["fit"] == f"laplace_{variant}"]
@@ -117,9 +124,6 @@ def run_coverage(items: int, reps: int, summarize_only: bool) -> None:
 
 
 def main(argv=None):
-    import sys
-
-    sys.path.insert(0, str(HERE))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--timing", action="store_true")
     parser.add_argument("--coverage", action="store_true")

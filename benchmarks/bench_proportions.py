@@ -19,7 +19,7 @@
   fit, the logistic emission with the bag-mean likelihood and the gaussian emission with exact counts:
   sampler seconds, leapfrog steps per draw and milliseconds per leapfrog step.
 
-Appends rows to benchmarks/results/bench_proportions.csv.
+Appends rows to benchmarks/out/bench_proportions.csv (git-ignored).
 """
 
 from __future__ import annotations
@@ -37,13 +37,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "results" / "bench_proportions.csv"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT  # noqa: E402
+
+ROWS_CSV = OUT / "bench_proportions.csv"
 
 
 def record(rows: list[dict], command: str) -> None:
     frame = pd.DataFrame(rows).assign(command=command)
-    frame.to_csv(OUT, mode="a", header=not OUT.exists(), index=False)
+    ROWS_CSV.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(ROWS_CSV, mode="a", header=not ROWS_CSV.exists(), index=False)
     print(frame.drop(columns="command").to_string(index=False))
 
 

@@ -16,7 +16,7 @@ the model's default settings, on data of its paper's size:
 
 MAP (the default method) and NUTS (default chains, tune and draws). The
 reference for `--help` is `python -c pass` in the same run. Writes
-benchmarks/results/startup.csv and prints a table.
+the table, one row per command, to benchmarks/results/startup.csv and prints it.
 
     python benchmarks/bench_startup.py --read-only --rounds 2
 
@@ -27,7 +27,7 @@ draws but `--nuts-tune` shortens tuning, which the commands never see), then
 `report` of that file each run in a fresh process, with warm caches (the
 state a user is in after fitting). Each is timed from outside as a ratio to
 `python -c "import numpy, pandas"` and to `bayes-wsc --help`, both timed in
-the same round. Writes benchmarks/results/readonly.csv.
+the same round. Writes the rows of every round to benchmarks/out/readonly.csv (git-ignored).
 
     git archive 5c18b3b bayes_wsc | tar -x -C /tmp/before
     python benchmarks/bench_startup.py --read-only --rounds 1 --baseline /tmp/before
@@ -50,7 +50,9 @@ from pathlib import Path
 
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, RESULTS  # noqa: E402
+
 CLI = str(Path(sys.executable).with_name("bayes-wsc"))
 
 
@@ -177,7 +179,7 @@ def main(argv=None) -> pd.DataFrame:
     parser.add_argument("--methods", default="map,nuts")
     parser.add_argument("--help-runs", type=int, default=5)
     parser.add_argument("--out", default=None, help="CSV to write (default: benchmarks/results/startup.csv, or "
-                                                     "readonly.csv with --read-only)")
+                                                     "benchmarks/out/readonly.csv with --read-only)")
     parser.add_argument("--read-only", action="store_true",
                         help="time summary, predict, check, ppc and report of new fit files instead")
     parser.add_argument("--rounds", type=int, default=2, help="--read-only: rounds, each on new fit files")
@@ -186,7 +188,7 @@ def main(argv=None) -> pd.DataFrame:
     parser.add_argument("--nuts-tune", type=int, default=200,
                         help="--read-only: NUTS tuning steps of the fits (their draws stay the default 4 x 1000)")
     args = parser.parse_args(argv)
-    args.out = args.out or str(HERE / "results" / ("readonly.csv" if args.read_only else "startup.csv"))
+    args.out = args.out or str(OUT / "readonly.csv" if args.read_only else RESULTS / "startup.csv")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -196,7 +198,7 @@ def main(argv=None) -> pd.DataFrame:
         if args.read_only:
             table = pd.DataFrame(read_only(args, tmp, commands, env))
             out = Path(args.out)
-            out.parent.mkdir(exist_ok=True)
+            out.parent.mkdir(parents=True, exist_ok=True)
             table.to_csv(out, index=False)
             print(table.round(2).to_string(index=False))
             print(f"\n{out}")
@@ -220,7 +222,7 @@ def main(argv=None) -> pd.DataFrame:
     base = table.loc[table["what"] == "python -c pass", "seconds"].iloc[0]
     table["vs python -c pass"] = table["seconds"] / base
     out = Path(args.out)
-    out.parent.mkdir(exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False)
     print(table.round(2).to_string(index=False))
     print(f"\n{out}")

@@ -25,8 +25,8 @@ false alarm; on the planted data it is a hit for the checks aimed at that misfit
     split_cluster  cluster A's 20 seeds on both sides of B's (C apart), 100 unseeded items, 2 features:
                    a cluster no linear rule picks out                          -> seed_neighbours
 
-    python benchmarks/check_power.py --model wsc --sims 10      # results/check_power.csv (resumable)
-    python benchmarks/check_power.py --summarize
+    python benchmarks/check_power.py --model wsc --sims 10      # out/check_power.csv (resumable)
+    python benchmarks/check_power.py --summarize                # results/check_power_summary.csv
     python benchmarks/check_power.py --cces                     # the first model's group shares on CCES 2016
 
 `--cces` measures the statistic that was the first model's `ppc_group_share` row (each group's share of
@@ -48,8 +48,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "results" / "check_power.csv"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import HERE, OUT, RESULTS, require  # noqa: E402
+
 CASES = {"wsc": ("he_noise", "group_behavior"), "experts": ("adversarial",), "pcmix": ("skewed",),
          "proportions": ("wrong_counts",), "perception": ("split_cluster",)}
 #: which checks each planted misfit is aimed at (the hits that count as power)
@@ -179,7 +180,7 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
 
 def cces_group_shares(splits: int = 5) -> pd.DataFrame:
     """The group-share discrepancy ratio on CCES 2016 halvings (see the module docstring)."""
-    from bayes_wsc import checks
+    from bayes_wsc import criticism as checks
 
     agg = script("aggregation_check")
     table1 = agg.table1()
@@ -203,13 +204,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=sorted(CASES), action="append")
     parser.add_argument("--sims", type=int, default=10)
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, default=OUT / "check_power.csv", help="per-simulation rows")
     parser.add_argument("--summarize", action="store_true")
     parser.add_argument("--cces", action="store_true", help="the group-share ratio on CCES 2016 halvings")
     args = parser.parse_args(argv)
     if args.cces:
         print(cces_group_shares().to_string(index=False))
         return 0
+    if args.summarize:
+        require(args.out, "python benchmarks/check_power.py --model wsc --sims 20")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     done = pd.read_csv(args.out, keep_default_na=False, na_values=[""]) if args.out.exists() else pd.DataFrame(columns=["model", "sim"])
     if not args.summarize:
         for model in args.model or sorted(CASES):
@@ -223,7 +227,12 @@ def main(argv=None) -> int:
                 print(f"{model} sim {seed}: {time.perf_counter() - start:.1f} s; flagged "
                       f"{sorted(set(rows.loc[rows['flagged'], 'case'] + ':' + rows.loc[rows['flagged'], 'check']))}",
                       flush=True)
-    print(summarize(pd.read_csv(args.out, keep_default_na=False, na_values=[""])).to_string(index=False))
+    summary = summarize(pd.read_csv(args.out, keep_default_na=False, na_values=[""]))
+    print(summary.to_string(index=False))
+    if args.out == OUT / "check_power.csv":
+        RESULTS.mkdir(exist_ok=True)
+        summary.to_csv(RESULTS / "check_power_summary.csv", index=False)
+        print("wrote", RESULTS / "check_power_summary.csv")
     return 0
 
 

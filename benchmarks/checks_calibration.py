@@ -25,13 +25,14 @@ time) and records every check's row. The models and sizes:
     python benchmarks/checks_calibration.py --model proportions --sims 40   (also proportions_logistic, _categorical)
     python benchmarks/checks_calibration.py --model perception --sims 40
 
-Rows are appended to benchmarks/results/checks_<model>_<method>.csv as simulations finish (`--resume`
+Rows are appended to benchmarks/out/checks_<model>_<method>.csv (git-ignored) as simulations finish (`--resume`
 skips finished ones; `--summarize` prints the table of a file).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -39,7 +40,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, require  # noqa: E402
 
 
 def simulate(model: str, seed: int):
@@ -138,8 +140,10 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--summarize", action="store_true")
     args = parser.parse_args()
-    out = HERE / "results" / f"checks_{args.model}_{args.method}.csv"
+    out = OUT / f"checks_{args.model}_{args.method}.csv"
     if args.summarize:
+        require(out, f"python benchmarks/checks_calibration.py --model {args.model} --method {args.method} "
+                     f"--sims {args.sims}")
         print(summarize(pd.read_csv(out)))
         return
     done = set(pd.read_csv(out)["sim"]) if args.resume and out.exists() else set()

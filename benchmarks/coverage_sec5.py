@@ -20,7 +20,7 @@ The intervals of the NUTS and Laplace fits are 90% HDIs of the draws of rho(k).
     python benchmarks/coverage_sec5.py --reps 50 --items 100
     python benchmarks/coverage_sec5.py --reps 50 --items 5
 
-Rows are appended to benchmarks/results/coverage_sec5_J<items>.csv after
+Rows are appended to benchmarks/out/coverage_sec5_J<items>.csv (git-ignored) after
 every replicate (one row per replicate and fit, with the covered bins as a
 0/1 string), so an interrupted run keeps what it finished; `--resume` skips
 replicates already in the file. `--summarize` only prints the table of a
@@ -30,6 +30,7 @@ finished (or partial) file.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -37,7 +38,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import HERE, OUT, require  # noqa: E402
+
 FITS = ("nuts_wh10", "nuts_learned", "nuts_matched", "em")
 LAPLACE_FITS = ("laplace_wh10", "laplace_learned", "laplace_matched")
 LEVEL = 0.90
@@ -122,13 +125,15 @@ def main(argv=None):
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--fits", default=",".join(FITS))
-    parser.add_argument("--out", default=None, help="CSV (default results/coverage_sec5_J<items>.csv)")
+    parser.add_argument("--out", default=None, help="CSV (default out/coverage_sec5_J<items>.csv)")
     parser.add_argument("--resume", action="store_true", help="append, skipping replicates already in --out")
     parser.add_argument("--summarize", action="store_true", help="only print the summary of --out")
     args = parser.parse_args(argv)
-    out = Path(args.out) if args.out else HERE / "results" / f"coverage_sec5_J{args.items}.csv"
-    out.parent.mkdir(exist_ok=True)
+    out = Path(args.out) if args.out else OUT / f"coverage_sec5_J{args.items}.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
     done = set()
+    if args.summarize:
+        require(out, f"python benchmarks/coverage_sec5.py --items {args.items} --reps {args.reps} --resume")
     if args.summarize or args.resume:
         if out.exists():
             done = set(pd.read_csv(out)["rep"])

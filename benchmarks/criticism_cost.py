@@ -41,7 +41,7 @@ def run_map(rounds: int) -> None:
 def run_nuts() -> None:
     import numpy as np
 
-    from bayes_wsc import checks
+    from bayes_wsc import criticism as checks
     from bayes_wsc.models.wsc import WSC, integrated_group_loglik
     from bayes_wsc.simulate import simulate_wsc
 

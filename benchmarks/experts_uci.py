@@ -26,16 +26,18 @@ against the true omega (Fig. 3), with the 90% HDI for NUTS.
     python benchmarks/experts_uci.py --full           # the paper's grid: 100, 200, 500, 1000, 1500, 2000
                                                       # constraints, 10 repeats, NUTS at every size
 
-Rows are appended after every fit set to benchmarks/results/experts_uci_nmi.csv and
-experts_uci_omega.csv (`--resume` skips finished ones); `--timing` also times the issue's P4
-workload (breast_cancer, 2000 constraints x 5 experts: MAP with 20 restarts three times, NUTS once)
-into experts_uci_timing.csv. The figures experts_uci_nmi.png and experts_uci_omega.png and the
-Markdown tables printed at the end are made from the CSV files (`--summarize` only does that).
+Rows are appended after every fit set to benchmarks/out/experts_uci_nmi.csv and
+experts_uci_omega.csv (git-ignored; `--resume` skips finished ones); `--timing` also times the issue's
+P4 workload (breast_cancer, 2000 constraints x 5 experts: MAP with 20 restarts three times, NUTS once)
+into out/experts_uci_timing.csv. The figures out/experts_uci_nmi.png and out/experts_uci_omega.png,
+the summary tables results/experts_uci_nmi_summary.csv and results/experts_uci_omega_summary.csv and
+the Markdown tables printed at the end are made from the CSV files (`--summarize` only does that).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -43,8 +45,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, RESULTS, require  # noqa: E402
+
 DATASETS = ("breast_cancer", "wine", "iris")
 CASES = {1: (0.95, 0.85, 0.75, 0.65, 0.55), 2: (0.9, 0.9, 0.9, 0.9, 0.9)}
 METHODS = ("kmeans", "pckmeans", "paper", "bayes_map", "bayes_nuts", "paper+links", "bayes_map+links",
@@ -300,10 +303,14 @@ def plot_omega(omega: pd.DataFrame, n_constraints: int, path: Path) -> None:
 
 
 def summarize(omega_at: int) -> None:
-    nmi = pd.read_csv(RESULTS / "experts_uci_nmi.csv")
-    omega = pd.read_csv(RESULTS / "experts_uci_omega.csv")
-    plot_nmi(nmi, RESULTS / "experts_uci_nmi.png")
-    plot_omega(omega, omega_at, RESULTS / "experts_uci_omega.png")
+    make = "python benchmarks/experts_uci.py --resume"
+    nmi = pd.read_csv(require(OUT / "experts_uci_nmi.csv", make))
+    omega = pd.read_csv(require(OUT / "experts_uci_omega.csv", make))
+    plot_nmi(nmi, OUT / "experts_uci_nmi.png")
+    plot_omega(omega, omega_at, OUT / "experts_uci_omega.png")
+    RESULTS.mkdir(exist_ok=True)
+    nmi_table(nmi).to_csv(RESULTS / "experts_uci_nmi_summary.csv")
+    omega_table(omega, omega_at).to_csv(RESULTS / "experts_uci_omega_summary.csv", index=False)
     print("\nNMI against the true classes (mean ± sd over repeats, number of repeats):\n")
     print(markdown(nmi_table(nmi)))
     print("\nBayesian against the paper's eq. 8, per constraint set (ahead, within 0.005, behind):\n")
@@ -317,7 +324,7 @@ def summarize(omega_at: int) -> None:
     seconds = fits.groupby(["dataset", "method"])["seconds"].median().unstack()
     print("\nMedian seconds per fit (whole fit, including compilation):\n")
     print(markdown(seconds.round(1)))
-    timing_path = RESULTS / "experts_uci_timing.csv"
+    timing_path = OUT / "experts_uci_timing.csv"
     if timing_path.exists():
         print("\nP4 workload (breast_cancer, 2000 constraints x 5 experts):\n")
         print(markdown(pd.read_csv(timing_path).round(2), index=False))
@@ -346,11 +353,11 @@ def main(argv=None) -> None:
     if args.full:
         args.constraints, args.repeats = "100,200,500,1000,1500,2000", 10
         args.nuts_at, args.nuts_repeats = args.constraints, 10
-    RESULTS.mkdir(exist_ok=True)
-    nmi_path, omega_path = RESULTS / "experts_uci_nmi.csv", RESULTS / "experts_uci_omega.csv"
+    OUT.mkdir(parents=True, exist_ok=True)
+    nmi_path, omega_path = OUT / "experts_uci_nmi.csv", OUT / "experts_uci_omega.csv"
     if not args.summarize:
         if not args.resume:
-            for path in (nmi_path, omega_path, RESULTS / "experts_uci_timing.csv"):
+            for path in (nmi_path, omega_path, OUT / "experts_uci_timing.csv"):
                 path.unlink(missing_ok=True)
         done = set()
         if args.resume and nmi_path.exists():
@@ -372,7 +379,7 @@ def main(argv=None) -> None:
                         print(f"{dataset} case {case} n={n} rep {rep}: {scores} ({time.perf_counter() - t0:.0f} s)",
                               flush=True)
         if args.timing:
-            timing(args.draws, args.tune, args.chains, args.precision).to_csv(RESULTS / "experts_uci_timing.csv", index=False)
+            timing(args.draws, args.tune, args.chains, args.precision).to_csv(OUT / "experts_uci_timing.csv", index=False)
     summarize(args.omega_at)
 
 

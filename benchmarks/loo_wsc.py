@@ -8,7 +8,7 @@ each group's mu integrated out). Target: WH = 4 preferred in at least 9 of 10 re
 
     python benchmarks/loo_wsc.py --reps 10
 
-Rows (one per replicate) are appended to benchmarks/results/loo_wsc.csv as they finish; `--resume`
+Rows (one per replicate) are appended to benchmarks/out/loo_wsc.csv (git-ignored) as they finish; `--resume`
 skips finished replicates and `--summarize` prints the table of a finished file.
 
 With `--conditional`, each fit's LOO is also computed from each group's likelihood conditional on its
@@ -21,14 +21,15 @@ own mu_i (clicks and HE at the drawn mu_i), the quantity the package integrates 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "results" / "loo_wsc.csv"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, require  # noqa: E402
 
 
 def conditional_loo(est, data, wh: float):
@@ -107,13 +108,14 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--groups", type=int, default=500)
     parser.add_argument("--items", type=int, default=100)
-    parser.add_argument("--out", type=Path, default=None, help="default results/loo_wsc[_conditional].csv")
+    parser.add_argument("--out", type=Path, default=None, help="default out/loo_wsc[_conditional].csv")
     parser.add_argument("--conditional", action="store_true", help="also LOO conditional on each group's mu_i")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--summarize", action="store_true")
     args = parser.parse_args()
-    args.out = args.out or (OUT.with_name("loo_wsc_conditional.csv") if args.conditional else OUT)
+    args.out = args.out or OUT / ("loo_wsc_conditional.csv" if args.conditional else "loo_wsc.csv")
     if args.summarize:
+        require(args.out, f"python benchmarks/loo_wsc.py --reps {args.reps}" + (" --conditional" * args.conditional))
         print(summarize(pd.read_csv(args.out)))
         return
     done = set(pd.read_csv(args.out)["rep"]) if args.resume and args.out.exists() else set()

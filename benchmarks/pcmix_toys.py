@@ -23,12 +23,14 @@ value of every solution the optimizer can land in is on the record. Nothing
 here is tuned to the paper's figures: priors, restarts and seeds are the
 package defaults (seed 0).
 
-Writes CSV and PNG files under benchmarks/results/ (pcmix_*).
+Writes the per-lam tables pcmix_sec32.csv, pcmix_sec33.csv and pcmix_nuts.csv under benchmarks/results/,
+and the basins, per-draw, timing and PNG files (pcmix_*) under benchmarks/out/ (git-ignored).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -45,7 +47,9 @@ from bayes_wsc.report.html import new_figure
 from bayes_wsc.report.pcmix import Mixture, plot_mixture
 from bayes_wsc.simulate import simulate_intervals, simulate_two_blobs, toy_items
 
-RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, RESULTS  # noqa: E402
+
 SEC32_LAMS = [1.0, 4.0, 16.0, 64.0]
 SEC33_LAMS = [1.0, 4.0, 16.0, 64.0, 256.0]
 SEC33_FRACTIONS = [0.03, 0.10, 0.20, 0.50, 1.00]
@@ -136,7 +140,7 @@ def pc_path(data, lams, y_true, restarts: int = 10, seed: int = 0):
 
 
 def save_figure(fig, name: str) -> Path:
-    path = RESULTS / name
+    path = OUT / name
     fig.savefig(path, dpi=110)
     return path
 
@@ -158,7 +162,7 @@ def study_intervals(n_seeds: int, restarts: int, landscape_restarts: int) -> Non
               f"ML+rep error {summary['error_rate']:.3f}", flush=True)
     table = pd.concat([pc_table, pd.DataFrame(ml_rows)], ignore_index=True)
     table.to_csv(RESULTS / "pcmix_sec32.csv", index=False)
-    pd.concat(basins, ignore_index=True).to_csv(RESULTS / "pcmix_sec32_basins.csv", index=False)
+    pd.concat(basins, ignore_index=True).to_csv(OUT / "pcmix_sec32_basins.csv", index=False)
 
     fig, axes = new_figure(2, len(SEC32_LAMS), width=4.2 * len(SEC32_LAMS), height=7.4)
     for j, lam in enumerate(SEC32_LAMS):
@@ -183,7 +187,7 @@ def study_intervals(n_seeds: int, restarts: int, landscape_restarts: int) -> Non
                          "ml_rep_error": error_rate(data, ml.params, truth.y),
                          "ml_rep_data_nll": data_nll_per_item(data, ml.params)})
         print(f"Sec. 3.2 data seed {seed} done", flush=True)
-    pd.DataFrame(rows).to_csv(RESULTS / "pcmix_sec32_seeds.csv", index=False)
+    pd.DataFrame(rows).to_csv(OUT / "pcmix_sec32_seeds.csv", index=False)
 
 
 # ---------------------------------------------------------------------- Sec. 3.3
@@ -208,7 +212,7 @@ def study_blobs(restarts: int, basin_fractions) -> None:
     table = pd.concat(rows, ignore_index=True)
     table.to_csv(RESULTS / "pcmix_sec33.csv", index=False)
     if basins:
-        pd.concat(basins, ignore_index=True).to_csv(RESULTS / "pcmix_sec33_basins.csv", index=False)
+        pd.concat(basins, ignore_index=True).to_csv(OUT / "pcmix_sec33_basins.csv", index=False)
 
     fig, axes = new_figure(2, len(SEC33_FRACTIONS), width=3.3 * len(SEC33_FRACTIONS), height=6.0, sharey="row")
     for j, b in enumerate(SEC33_FRACTIONS):
@@ -267,7 +271,7 @@ def timing(repeats: int) -> None:
         rows.append({"workload": "ML+rep EM, 10 restarts, lam = 16 (reference)", "repeat": repeat,
                      "seconds": time.perf_counter() - t0, "optimizer_seconds": np.nan})
         print(rows[-3:], flush=True)
-    pd.DataFrame(rows).to_csv(RESULTS / "pcmix_timing.csv", index=False)
+    pd.DataFrame(rows).to_csv(OUT / "pcmix_timing.csv", index=False)
 
 
 # ---------------------------------------------------------------------- the generalized posterior
@@ -317,6 +321,7 @@ def main() -> None:
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
     args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
     RESULTS.mkdir(exist_ok=True)
     if args.study in ("all", "timing"):
         timing(args.timing_repeats)

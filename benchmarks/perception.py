@@ -20,14 +20,17 @@ Methods, each scored on the items that are no seed:
   bayes_laplace the perception model, Laplace approximation (1000 draws), overlap rule
 
 F-score per user cluster (the paper's metric) averaged over the clusters; Brier score of the membership
-probabilities (hard assignments count as 0/1). Rows are appended to benchmarks/results/perception_*.csv
-as they finish (--resume skips the (data set, method) pairs already there; --redo M,... drops method M's
-rows first); the reliability plot pools the (item, cluster) cells.
+probabilities (hard assignments count as 0/1). Rows are appended to benchmarks/out/perception_*.csv
+(git-ignored) as they finish (--resume skips the (data set, method) pairs already there; --redo M,... drops
+method M's rows first); the reliability plot (out/perception_reliability.png) pools the (item, cluster)
+cells. --summarize writes the summary tables results/perception_{simulated,digits}_summary.csv and
+results/perception_reliability.csv.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -35,8 +38,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import HERE, OUT, RESULTS, require  # noqa: E402
+
 VARIANT = HERE.parent / "models" / "perception_nonnegative.py"
 THRESHOLD = 0.3
 LABELS = {"kmeans": "k-means on X", "seeded_gmm": "seeded mixture on X", "lpe_kmeans": "LPE + k-means",
@@ -158,7 +162,7 @@ def save_probs(path: Path, dataset: str, probs: np.ndarray, truth: np.ndarray, r
 def part_simulated(args) -> None:
     from bayes_wsc.simulate.perception import simulate_study
 
-    path = RESULTS / "perception_simulated.csv"
+    path = OUT / "perception_simulated.csv"
     drop_methods(path, args.redo)
     done = finished(path, args.resume)
     for s in range(args.datasets):
@@ -174,7 +178,7 @@ def part_simulated(args) -> None:
         for row, probs in results:
             if probs is not None and row["method"] in ("bayes_map", "bayes_nuts", "bayes_laplace", "seeded_gmm",
                                                          "lpe_overlap"):
-                save_probs(RESULTS / f"perception_cells_{row['method']}.csv", name, probs, study.membership,
+                save_probs(OUT / f"perception_cells_{row['method']}.csv", name, probs, study.membership,
                            data.unseeded_items)
         append(path, [{"dataset": name, **row} for row, _ in results])
         print(name, {row["method"]: round(row["f_mean"], 3) for row, _ in results}, flush=True)
@@ -183,7 +187,7 @@ def part_simulated(args) -> None:
 def part_digits(args) -> None:
     from bayes_wsc.simulate.perception import digits_example
 
-    path = RESULTS / "perception_digits.csv"
+    path = OUT / "perception_digits.csv"
     drop_methods(path, args.redo)
     done = finished(path, args.resume)
     for s in range(args.seed_draws):
@@ -229,7 +233,7 @@ def part_timing(args) -> None:
             rows.append({"run": run, "method": method, "seconds": time.perf_counter() - t0, **info})
             print(rows[-1], flush=True)
     frame = pd.DataFrame(rows)
-    frame.to_csv(RESULTS / "perception_timing.csv", index=False)
+    frame.to_csv(OUT / "perception_timing.csv", index=False)
 
 
 def part_nuts_digits(args) -> None:
@@ -250,7 +254,7 @@ def part_nuts_digits(args) -> None:
            "max_rhat": float(summary["r_hat"].max()), "min_ess_bulk": float(summary["ess_bulk"].min()),
            "divergences": int(est.idata_.sample_stats["diverging"].values.sum()),
            "warnings": " | ".join(str(w.message) for w in caught if issubclass(w.category, FitWarning))}
-    pd.DataFrame([row]).to_csv(RESULTS / "perception_nuts_digits.csv", index=False)
+    pd.DataFrame([row]).to_csv(OUT / "perception_nuts_digits.csv", index=False)
     print(row)
 
 
@@ -258,13 +262,14 @@ def summarize() -> None:
     from bayes_wsc.baselines.perception import reliability_table
 
     for part in ("simulated", "digits"):
-        path = RESULTS / f"perception_{part}.csv"
+        path = OUT / f"perception_{part}.csv"
         if not path.exists():
             continue
         table = pd.read_csv(path)
         by = table.groupby("method").agg(f_mean=("f_mean", "mean"), f_sd=("f_mean", "std"), brier=("brier", "mean"),
                                          seconds=("seconds", "median"), datasets=("dataset", "nunique"))
         by = by.reindex([m for m in LABELS if m in by.index]).rename(index=LABELS)
+        by.to_csv(RESULTS / f"perception_{part}_summary.csv", float_format="%.4f")
         print(f"\n{part}: mean over data sets of the mean F-score per user cluster")
         print(by.round(3).to_string())
         wide = table.pivot_table(index="dataset", columns="method", values="f_mean")
@@ -278,7 +283,7 @@ def summarize() -> None:
                   f" ahead in {(diff > 0).sum()} of {diff.count()}")
     curves = {}
     for method in ("bayes_map", "bayes_nuts", "bayes_laplace", "seeded_gmm"):
-        path = RESULTS / f"perception_cells_{method}.csv"
+        path = OUT / f"perception_cells_{method}.csv"
         if path.exists():
             cells = pd.read_csv(path)
             name = LABELS[method].split(" (")[0]
@@ -290,11 +295,13 @@ def summarize() -> None:
         from bayes_wsc.report.perception import plot_reliability
 
         fig = plot_reliability(curves)
-        fig.savefig(RESULTS / "perception_reliability.png", dpi=110)
+        fig.savefig(OUT / "perception_reliability.png", dpi=110)
+        pd.concat({name: table for name, table in curves.items()}, names=["curve"]).to_csv(
+            RESULTS / "perception_reliability.csv", float_format="%.4f")
         for name, table in curves.items():
             print(f"\nreliability, {name}")
             print(table.round(3).to_string(index=False))
-    timing = RESULTS / "perception_timing.csv"
+    timing = OUT / "perception_timing.csv"
     if timing.exists():
         frame = pd.read_csv(timing)
         print("\ntiming")
@@ -330,8 +337,12 @@ def main(argv=None) -> None:
                              "(with --resume: compute just them again)")
     parser.add_argument("--summarize", action="store_true", help="only print the tables and draw the figure")
     args = parser.parse_args(argv)
+    OUT.mkdir(parents=True, exist_ok=True)
     RESULTS.mkdir(exist_ok=True)
-    if not args.summarize:
+    if args.summarize:
+        require(OUT / "perception_simulated.csv", "python benchmarks/perception.py --part simulated --datasets 20 "
+                                                  "--nuts --resume")
+    else:
         parts = ("simulated", "digits", "timing", "nuts_digits") if args.part == "all" else (args.part,)
         for part in parts:
             globals()[f"part_{part}"](args)

@@ -23,12 +23,15 @@ Scored on the items that are not seeds: mean F-score per user cluster of the mos
 cluster (hard) and of the overlap rule (every cluster with probability >= 0.3, and the most
 probable), Brier score of the membership probabilities, the share of items in the largest
 cluster and, for (a), sigma (a collapse shows as sigma -> 0 with one cluster taking the items).
-LPE + k-means is scored beside them. Writes benchmarks/results/perception_formulations.csv.
+LPE + k-means is scored beside them. Writes the rows per data set and candidate to
+benchmarks/out/perception_formulations.csv (git-ignored) and their means per kind of data to
+benchmarks/results/perception_formulations_summary.csv.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -42,7 +45,9 @@ from bayes_wsc.simulate.perception import digits_example, simulate_study
 
 #: the conditional (seeds-only) candidates
 C_FAMILY = ("c", "cs", "cw", "cn", "ch", "d1", "d10", "d100", "dh", "cw1", "cw5", "cw10", "cn5", "cn10")
-RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, RESULTS  # noqa: E402
+
 OVERLAP = 0.3
 LOG_2PI = np.log(2 * np.pi)
 
@@ -237,7 +242,7 @@ def main(argv=None):
     parser.add_argument("--no-digits", action="store_true")
     parser.add_argument("--restarts", type=int, default=4)
     parser.add_argument("--candidates", default="a,a+,b,c,cw,cw5,cw10,cs,cn,ch,d10,dh")
-    parser.add_argument("--out", default=str(RESULTS / "perception_formulations.csv"))
+    parser.add_argument("--out", default=str(OUT / "perception_formulations.csv"))
     args = parser.parse_args(argv)
     candidates = args.candidates.split(",")
     rows = []
@@ -250,6 +255,9 @@ def main(argv=None):
     table.to_csv(args.out, index=False)
     summary = table.assign(kind=np.where(table["dataset"] == "digits", "digits", "simulated")).groupby(
         ["kind", "method"])[["f_hard", "f_overlap", "brier", "largest_share", "seconds"]].mean()
+    if Path(args.out) == OUT / "perception_formulations.csv":
+        RESULTS.mkdir(exist_ok=True)
+        summary.to_csv(RESULTS / "perception_formulations_summary.csv", float_format="%.4f")
     with pd.option_context("display.width", 140):
         print(summary.round(3).to_string())
 

@@ -6,21 +6,25 @@ counts wrong (the three groups with the largest class, that class's count moved 
 as in `tests/test_model_proportions.py::test_group_misfit_flags_wrong_proportions`), and records whether
 `group_misfit` flagged and whether the group it names is one of the planted ones.
 
-    python benchmarks/planted_misfit.py --sims 10          # results/planted_misfit.csv (resumable)
-    python benchmarks/planted_misfit.py --summarize
+    python benchmarks/planted_misfit.py --sims 10          # out/planted_misfit.csv (resumable)
+    python benchmarks/planted_misfit.py --summarize        # results/planted_misfit_summary.csv
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-OUT = Path(__file__).resolve().parent / "results" / "planted_misfit.csv"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, RESULTS, require  # noqa: E402
+
+ROWS_CSV = OUT / "planted_misfit.csv"
 EMISSIONS = ("gaussian", "logistic", "categorical")
 
 
@@ -50,11 +54,13 @@ def one(emission: str, seed: int) -> list[dict]:
 
 
 def summarize() -> pd.DataFrame:
-    table = pd.read_csv(OUT)
+    table = pd.read_csv(require(ROWS_CSV, "python benchmarks/planted_misfit.py --sims 10"))
     out = (table.groupby(["emission", "case"])
            .agg(simulations=("seed", "count"), flagged=("flagged", "sum"), median_p=("p_value", "median"),
                 named_planted=("names_a_planted_group", "sum")).reset_index())
     print(out.to_string(index=False))
+    RESULTS.mkdir(exist_ok=True)
+    out.to_csv(RESULTS / "planted_misfit_summary.csv", index=False)
     return out
 
 
@@ -68,14 +74,15 @@ def main() -> None:
         summarize()
         return
     done = set()
-    if OUT.exists():
-        done = set(zip(*pd.read_csv(OUT)[["emission", "seed"]].to_numpy().T)) if len(pd.read_csv(OUT)) else set()
+    ROWS_CSV.parent.mkdir(parents=True, exist_ok=True)
+    if ROWS_CSV.exists():
+        done = set(zip(*pd.read_csv(ROWS_CSV)[["emission", "seed"]].to_numpy().T)) if len(pd.read_csv(ROWS_CSV)) else set()
     for seed in range(args.sims):
         for emission in args.emissions.split(","):
             if (emission, seed) in done:
                 continue
             frame = pd.DataFrame(one(emission, seed))
-            frame.to_csv(OUT, mode="a", header=not OUT.exists(), index=False)
+            frame.to_csv(ROWS_CSV, mode="a", header=not ROWS_CSV.exists(), index=False)
             print(frame.to_string(index=False, header=False), flush=True)
     summarize()
 

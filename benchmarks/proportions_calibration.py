@@ -14,9 +14,9 @@ wider priors.
 
     nice -n 10 python benchmarks/proportions_calibration.py --reps 40 --configs gaussian/exact-counts,gaussian/independent,logistic/exact-counts
 
-Every replicate is appended to benchmarks/results/proportions_calibration.csv at once (rerunning continues);
+Every replicate is appended to benchmarks/out/proportions_calibration.csv (git-ignored) at once (rerunning continues);
 the summary (coverage per configuration and parameter, with its binomial standard error) is printed and
-written to proportions_calibration_summary.csv.
+written to benchmarks/results/proportions_calibration_summary.csv.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, RESULTS  # noqa: E402
+
 ESTIMANDS = {"gaussian": ("mean", "sd"), "categorical": ("w",), "logistic": ("W",)}
 
 
@@ -82,9 +83,11 @@ def main(argv=None) -> int:
     parser.add_argument("--groups", type=int, default=40)
     parser.add_argument("--group-size", type=int, default=6)
     parser.add_argument("--draws", type=int, default=600)
-    parser.add_argument("--out", default=str(RESULTS / "proportions_calibration.csv"))
+    parser.add_argument("--out", default=str(OUT / "proportions_calibration.csv"))
     args = parser.parse_args(argv)
     out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.mkdir(exist_ok=True)
     done = set()
     if out.exists():
         previous = pd.read_csv(out)
@@ -99,7 +102,9 @@ def main(argv=None) -> int:
             print(f"{config} rep {rep}: {np.mean([r['covered'] for r in rows]):.2f} covered, "
                   f"R-hat {rows[0]['rhat_max']}", flush=True)
     summary = summarize(pd.read_csv(out))
-    summary.to_csv(RESULTS / "proportions_calibration_summary.csv", index=False)
+    summary_csv = (RESULTS / "proportions_calibration_summary.csv" if out == OUT / "proportions_calibration.csv"
+                   else out.with_name(out.stem + "_summary.csv"))  # rows of another run: their summary beside them
+    summary.to_csv(summary_csv, index=False)
     print("command: python benchmarks/proportions_calibration.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv)))
     print(summary.round(3).to_string(index=False))
     return 0

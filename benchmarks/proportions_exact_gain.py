@@ -9,8 +9,8 @@ emission. The same replicate's data serve every method (paired differences).
 
     nice -n 10 python benchmarks/proportions_exact_gain.py --reps 20
 
-Appends to benchmarks/results/proportions_exact_gain.csv; prints the mean paired gains with their
-standard errors and writes proportions_exact_gain_summary.csv.
+Appends to benchmarks/out/proportions_exact_gain.csv (git-ignored); prints the mean paired gains with their
+standard errors and writes benchmarks/results/proportions_exact_gain_summary.csv.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, RESULTS  # noqa: E402
+
 SIGMAS = (2, 4, 8, 16, 32, 64)
 
 
@@ -71,9 +72,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--classes", default="2,3")
-    parser.add_argument("--out", default=str(RESULTS / "proportions_exact_gain.csv"))
+    parser.add_argument("--out", default=str(OUT / "proportions_exact_gain.csv"))
     args = parser.parse_args(argv)
     out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.mkdir(exist_ok=True)
     done = set()
     if out.exists():
         previous = pd.read_csv(out)
@@ -96,7 +99,9 @@ def main(argv=None) -> int:
                          gain_l.groupby(["classes", "sigma"]).agg(["mean", "sem"]).add_prefix("logistic gain ")], axis=1)
     errors = table.pivot_table(index=["classes", "sigma"], columns="method", values="mean_error").add_prefix("mean error ")
     summary = summary.join(errors)
-    summary.to_csv(RESULTS / "proportions_exact_gain_summary.csv")
+    summary_csv = (RESULTS / "proportions_exact_gain_summary.csv" if out == OUT / "proportions_exact_gain.csv"
+                   else out.with_name(out.stem + "_summary.csv"))  # rows of another run: their summary beside them
+    summary.to_csv(summary_csv)
     print("command: python benchmarks/proportions_exact_gain.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv)))
     with pd.option_context("display.width", 220, "display.max_columns", 20):
         print(summary.round(4).to_string())

@@ -22,9 +22,9 @@ on the held-out fold's individual labels:
     python benchmarks/proportions_sec4.py --report                                        # table and plot
 
 Every finished (data set, sigma, fold, method) is appended to
-benchmarks/results/proportions_sec4_<dataset>.csv at once (rerunning continues where it stopped; one
-process per data set can run side by side); --report reads them all and writes
-proportions_sec4_summary.csv and proportions_sec4.png.
+benchmarks/out/proportions_sec4_<dataset>.csv (git-ignored) at once (rerunning continues where it
+stopped; one process per data set can run side by side); --report reads them all and writes
+benchmarks/results/proportions_sec4_summary.csv and benchmarks/out/proportions_sec4.png.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, RESULTS, require  # noqa: E402
+
 SIGMAS = (2, 4, 8, 16, 32, 64, 128)
 BAYES = [("gaussian", "independent"), ("gaussian", "exact-counts"), ("categorical", "independent"),
          ("categorical", "exact-counts"), ("logistic", "independent"), ("logistic", "exact-counts")]
@@ -157,11 +158,16 @@ def report(args) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    table = pd.concat([pd.read_csv(p) for p in sorted(Path(args.out).glob("proportions_sec4_*.csv"))
-                       if not p.name.endswith("_summary.csv")])
+    parts = [p for p in sorted(Path(args.out).glob("proportions_sec4_*.csv")) if not p.name.endswith("_summary.csv")]
+    if not parts:
+        require(Path(args.out) / "proportions_sec4_<dataset>.csv",
+                "python benchmarks/proportions_sec4.py --datasets breast_cancer,wine")
+    table = pd.concat([pd.read_csv(p) for p in parts])
     summary = (table.groupby(["dataset", "method", "sigma"])["accuracy"]
                .agg(mean="mean", se=lambda a: a.std(ddof=1) / np.sqrt(len(a)), folds="count").reset_index())
-    summary.to_csv(RESULTS / "proportions_sec4_summary.csv", index=False)
+    summary_csv = RESULTS / "proportions_sec4_summary.csv" if Path(args.out) == OUT else Path(args.out) / "summary.csv"
+    summary_csv.parent.mkdir(exist_ok=True)
+    summary.to_csv(summary_csv, index=False)
     datasets = list(dict.fromkeys(table["dataset"]))
     fig = Figure(figsize=(6.5 * len(datasets), 4.8), layout="constrained")
     FigureCanvasAgg(fig)
@@ -179,11 +185,11 @@ def report(args) -> None:
         ax.set_ylabel("held-out accuracy (mean over folds, +- 1 SE)")
         ax.set_title(name)
         ax.legend(fontsize=7, ncol=2)
-    fig.savefig(RESULTS / "proportions_sec4.png", dpi=110)
+    fig.savefig(Path(args.out) / "proportions_sec4.png", dpi=110)
     wide = summary.pivot_table(index=["dataset", "method"], columns="sigma", values="mean").round(3)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(wide.to_string())
-    print("wrote", RESULTS / "proportions_sec4_summary.csv", "and", RESULTS / "proportions_sec4.png")
+    print("wrote", summary_csv, "and", Path(args.out) / "proportions_sec4.png")
 
 
 def main(argv=None) -> int:
@@ -195,7 +201,7 @@ def main(argv=None) -> int:
     parser.add_argument("--methods", default=",".join(FAMILIES),
                         help="families to run: bayes, llp, baselines (direct and oracle); the groups and LLP's "
                              "seeds do not depend on which, so a later run fills in the rest")
-    parser.add_argument("--out", default=str(RESULTS), help="folder of the per-data-set CSV files")
+    parser.add_argument("--out", default=str(OUT), help="folder of the per-data-set CSV files")
     parser.add_argument("--report", action="store_true", help="summarize the CSV into a table and a plot")
     args = parser.parse_args(argv)
     print("command: python benchmarks/proportions_sec4.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv)))

@@ -18,11 +18,13 @@ at lam = 4, K = 3.
 
     python benchmarks/reproducibility.py      # about 10 minutes on 2 busy cores
 
-writes benchmarks/results/reproducibility.csv and prints the table.
+writes benchmarks/out/reproducibility.csv (git-ignored) and prints the table.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -39,7 +41,9 @@ from bayes_wsc.models.pcmix import PCMixture
 from bayes_wsc.simulate import simulate_intervals, simulate_two_blobs, toy_items
 from bayes_wsc.simulate.experts import CASE_1, load_uci, simulate_uci_experts
 
-RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT  # noqa: E402
+
 RUNS = [("no seed", {}), ("no seed, again", {}), *((f"seed {s}", {"seed": s}) for s in range(1, 5))]
 
 
@@ -75,7 +79,8 @@ def workloads():
             pcmix_workload(intervals, "intervals (350 items)", 3, 4.0)]
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     rows = []
     canonical = {cls: cls.order_clusters for cls in (NoisyExperts, PCMixture)}
     for workload, fit in workloads():
@@ -101,8 +106,8 @@ def main() -> None:
     for cls, method in canonical.items():
         cls.order_clusters = method
     table = pd.DataFrame(rows)
-    RESULTS.mkdir(exist_ok=True)
-    table.to_csv(RESULTS / "reproducibility.csv", index=False)
+    OUT.mkdir(parents=True, exist_ok=True)
+    table.to_csv(OUT / "reproducibility.csv", index=False)
     print(table.drop(columns="seconds").round(3).to_string(index=False))
 
 

@@ -33,8 +33,9 @@ report:
     python benchmarks/sbc.py --model pcmix --seed 2019 --tag seed2019 --resume --shard 1/2
     python benchmarks/sbc.py --model pcmix --seed 2019 --tag seed2019 --resume
 
-Writes benchmarks/results/sbc_<model>[_<tag>]_{ranks,uniformity}.csv, the rank
-histograms and ECDF plots as PNG and an HTML report; every finished
+Writes benchmarks/out/sbc_<model>[_<tag>]_{ranks,uniformity}.csv, the rank
+histograms and ECDF plots as PNG and an HTML report (git-ignored), and the
+uniformity table again to benchmarks/results/ (committed); every finished
 simulation is appended to the ranks CSV at once (`--resume` continues).
 Exit status 1 when some quantity fails the Bonferroni chi-square test.
 """
@@ -46,7 +47,9 @@ import shlex
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, RESULTS  # noqa: E402
+
 MODELS = ("wsc", "experts", "pcmix", "proportions", "perception")
 
 
@@ -105,7 +108,7 @@ def main(argv=None, program: str = "benchmarks/sbc.py", prefix: str | None = Non
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--seed", type=int, default=2018)
     parser.add_argument("--tag", default="", help="suffix of the output files")
-    parser.add_argument("--out", default=str(HERE / "results"))
+    parser.add_argument("--out", default=str(OUT), help="folder of the ranks, figures and report")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--shard", default="0/1", metavar="I/N",
                         help="run simulations I, I+N, I+2N, ... only (with --resume; N processes share one run)")
@@ -136,6 +139,10 @@ def main(argv=None, program: str = "benchmarks/sbc.py", prefix: str | None = Non
     command = f"python {program} " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     paths = result.write(args.out, prefix=prefix, command=command)
     table = result.uniformity()
+    if Path(args.out) == OUT:
+        RESULTS.mkdir(exist_ok=True)
+        paths["summary"] = RESULTS / f"{prefix}_uniformity.csv"
+        table.to_csv(paths["summary"], index=False)
     print(f"\n{case.description}; {result.n_sims} simulations")
     print(table.round(4).to_string(index=False))
     for line in result.problems():

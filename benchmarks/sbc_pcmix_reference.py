@@ -9,8 +9,11 @@ the joint model at lam = 1 written by hand in NumPyro (its own likelihood,
 priors and transforms), 4 chains started from the prior, 500 warm-up and
 1000 draws each, target acceptance 0.9. Per simulation it writes the
 reference's rank of every sorted quantity next to the package's rank from
-the SBC ranks CSV, the reference's R-hat and divergences, and at the end the
-reference's own uniformity tests and the correlation of the two rankings.
+the SBC ranks CSV (benchmarks/out/sbc_pcmix[_tag]_ranks.csv, made first by
+`sbc.py --model pcmix`), the reference's R-hat and divergences, to
+benchmarks/out/sbc_pcmix[_tag]_reference.csv (git-ignored), and at the end the
+reference's own uniformity tests and the correlation of the two rankings, to
+benchmarks/results/sbc_pcmix[_tag]_reference_summary.csv.
 
     python benchmarks/sbc_pcmix_reference.py --seed 2018 --sims 100 --resume
 """
@@ -25,7 +28,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+from output_paths import OUT, RESULTS, require  # noqa: E402
+
 #: the package's quantities this reference ranks too (all functions of the parameters alone)
 QUANTITIES = ("pi_max", "sorted_pi[0]", "sorted_mean[0]", "sorted_mean[1]", "sorted_sd[0]", "sorted_sd[1]",
               "sorted_rho[0]", "sorted_rho[1]")
@@ -87,7 +92,7 @@ def main(argv=None) -> int:
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--draws", type=int, default=1000)
-    parser.add_argument("--out", default=str(HERE / "results"))
+    parser.add_argument("--out", default=str(OUT), help="folder of the SBC ranks and of the reference's rows")
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args(argv)
 
@@ -101,7 +106,9 @@ def main(argv=None) -> int:
     sd_floor = 0.001
     prefix = "sbc_pcmix" + (f"_{args.tag}" if args.tag else "")
     package_csv = Path(args.out) / f"{prefix}_ranks.csv"
-    package = pd.read_csv(package_csv).set_index("sim") if package_csv.exists() else None
+    require(package_csv, f"python benchmarks/sbc.py --model pcmix --sims {args.sims} --seed {args.seed}"
+                         + (f" --tag {args.tag}" if args.tag else "") + " --resume")
+    package = pd.read_csv(package_csv).set_index("sim")
     out_csv = Path(args.out) / f"{prefix}_reference.csv"
     done = set(pd.read_csv(out_csv)["sim"]) if args.resume and out_csv.exists() else set()
     if out_csv.exists() and not args.resume:
@@ -123,7 +130,7 @@ def main(argv=None) -> int:
         rank_rng = np.random.default_rng([args.seed, sim, 4])
         for q, values in post.items():
             row[f"reference:{q}"] = rank_of(float(truth[q]), values.reshape(-1)[keep], rank_rng)
-            if package is not None and sim in package.index:
+            if sim in package.index:
                 row[f"package:{q}"] = int(package.loc[sim, f"rank:{q}"])
         append_row(out_csv, row)
         print(f"sim {sim + 1}/{args.sims}: {row['seconds']:.0f} s, R-hat {row['rhat_max']:.3f}, "
@@ -143,8 +150,11 @@ def main(argv=None) -> int:
             row["package mean rank / L"] = both[f"package:{q}"].mean() / N_RANK_DRAWS
             row["rank correlation"] = stats.pearsonr(both.iloc[:, 0], both.iloc[:, 1])[0]
         rows.append(row)
-    print(pd.DataFrame(rows).round(4).to_string(index=False))
-    print("wrote", out_csv)
+    summary = pd.DataFrame(rows)
+    print(summary.round(4).to_string(index=False))
+    RESULTS.mkdir(exist_ok=True)
+    summary.to_csv(RESULTS / f"{prefix}_reference_summary.csv", index=False, float_format="%.4f")
+    print("wrote", out_csv, "and", RESULTS / f"{prefix}_reference_summary.csv")
     return 0
 
 

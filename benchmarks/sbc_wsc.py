@@ -11,8 +11,9 @@ thinned from the chains.
 
 is `python benchmarks/sbc.py --model wsc ...` (here `--model FILE` is a
 variant file from models/, `--variant FILE` there). Writes
-benchmarks/results/sbc_wsc[_<tag>]_{ranks,uniformity}.csv, the rank
-histograms and ECDF plots as PNG and an HTML report; every finished
+benchmarks/out/sbc_wsc[_<tag>]_{ranks,uniformity}.csv, the rank
+histograms and ECDF plots as PNG and an HTML report (git-ignored), and the
+uniformity table to benchmarks/results/ (committed); every finished
 simulation is appended to the ranks CSV at once (`--resume` continues).
 Exit status 1 when some quantity fails the Bonferroni chi-square test.
 """

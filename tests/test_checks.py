@@ -13,7 +13,8 @@ from scipy.integrate import quad
 from scipy.special import expit, logsumexp
 from scipy.stats import norm
 
-from bayes_wsc import checks, inference
+from bayes_wsc import criticism as checks
+from bayes_wsc import inference
 from bayes_wsc.checks.wsc import aggregation_rows
 from bayes_wsc.cli import main
 from bayes_wsc.data.labeled import LabeledItems
@@ -296,8 +297,9 @@ def test_aggregation_check_is_wired_and_its_refits_do_not_check(wsc_data, wsc_fi
     data, _ = wsc_data
     calls = []
 
-    def stand_in(data, settings, *, seed=0, map_point=None):
-        refit = WSC(method="map", seed=seed, **settings).fit(data)  # the real check refits without a map_point
+    def stand_in(data, settings, *, model, seed=0, map_point=None):
+        assert model is WSC
+        refit = model(method="map", seed=seed, **settings).fit(data)  # the real check refits without a map_point
         calls.append((settings, refit.checks_.shape[0], checks.running(), sorted(map_point)))
         return {"check": "aggregation_bias", "statistic": 0.2, "reference": 0.1, "p_value": 0.001, "flagged": True,
                 "message": "behavior depends on the group beyond the class"}

@@ -38,7 +38,7 @@ def grouped_behavior(n_groups=60, items=200, n_bins=6, concentration=None, seed=
 
 
 def test_flags_group_dependent_behavior_and_names_groups():
-    row = aggregation_bias_check(grouped_behavior(concentration=30.0), {"wh": float("inf")})
+    row = aggregation_bias_check(grouped_behavior(concentration=30.0), {"wh": float("inf")}, model=WSC)
     assert set(row) == KEYS
     assert row["check"] == "aggregation_bias" and row["reference"] == PHI_MAX
     assert row["flagged"] is True and row["statistic"] > PHI_MAX and row["p_value"] < 1e-6
@@ -47,19 +47,19 @@ def test_flags_group_dependent_behavior_and_names_groups():
 
 def test_does_not_flag_data_from_the_model_and_takes_a_fits_map():
     data = grouped_behavior(seed=4)
-    row = aggregation_bias_check(data, {"wh": 10.0})
+    row = aggregation_bias_check(data, {"wh": 10.0}, model=WSC)
     assert set(row) == KEYS
     assert row["flagged"] is False and 0.8 < row["statistic"] < 1.2  # 0.83-1.17 over seeds 1-10
     assert 0 < row["p_value"] < 1 and row["message"].startswith("no sign of aggregation bias")
     posterior = WSC(wh=10.0, method="map").fit(data).idata_.posterior
     given = {n: posterior[n].values[0, 0] for n in ("mu", "w0", "w1", "mu_scale")}
-    assert aggregation_bias_check(data, {"wh": 10.0}, map_point=given) == row
+    assert aggregation_bias_check(data, {"wh": 10.0}, model=WSC, map_point=given) == row
 
 
 def test_too_few_groups_is_said_not_flagged():
     data = grouped_behavior(n_groups=2, items=30, n_bins=3)
     point = {"mu": data.he, "w0": np.full(3, 1 / 3), "w1": np.full(3, 1 / 3)}
-    row = aggregation_bias_check(data, {"wh": float("inf")}, map_point=point)
+    row = aggregation_bias_check(data, {"wh": float("inf")}, model=WSC, map_point=point)
     assert row["flagged"] is False and math.isnan(row["statistic"]) and math.isnan(row["p_value"])
     assert row["message"].startswith("aggregation bias not checked")
 
@@ -83,13 +83,13 @@ def test_dispersion_is_zero_at_the_expected_counts_and_ignores_down_weighting():
 ])
 def test_bad_settings_are_one_line(settings, named):
     with pytest.raises(InputError) as caught:
-        aggregation_bias_check(grouped_behavior(n_groups=4, items=5), settings)
+        aggregation_bias_check(grouped_behavior(n_groups=4, items=5), settings, model=WSC)
     assert named in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_bad_seed_is_one_line():
     with pytest.raises(InputError, match="seed"):
-        aggregation_bias_check(grouped_behavior(n_groups=4, items=5), {"wh": 10.0}, seed=-1)
+        aggregation_bias_check(grouped_behavior(n_groups=4, items=5), {"wh": 10.0}, model=WSC, seed=-1)
 
 
 # ---------------------------------------------------------------------- slow: CCES 2016

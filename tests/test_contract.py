@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import bayes_wsc
-from bayes_wsc import checks, diagnostics, inference
+from bayes_wsc import criticism, diagnostics, inference
 from bayes_wsc.cli import main
 from bayes_wsc.errors import FitWarning, InputError
 from conftest import FIT_SETTINGS as SETTINGS
@@ -189,7 +189,7 @@ def test_replicated_data_have_the_datas_shape_and_vary_over_draws(fits, method):
 def test_run_checks_repeats_the_fit_time_checks(fits, method):
     est = fits[method]
     table = est.run_checks(draws=40)
-    assert list(table.columns) == list(checks.COLUMNS) == list(est.checks_.columns)
+    assert list(table.columns) == list(criticism.COLUMNS) == list(est.checks_.columns)
     assert list(table["check"]) == list(est.checks_["check"])
     assert ("loo_pareto_k" in set(table["check"])) == (method == "nuts")
     assert table["message"].map(lambda m: isinstance(m, str) and m != "").all()
@@ -293,7 +293,7 @@ def test_every_command_on_a_fit_file(fits, tmp_path, capsys):
     capsys.readouterr()
     assert cli(["check", fit, "--out", tmp_path / "checks.csv", "--draws", "40"]) == 0
     table, out = pd.read_csv(tmp_path / "checks.csv"), capsys.readouterr().out
-    assert list(table.columns) == list(checks.COLUMNS) and list(table["check"]) == list(est.checks_["check"])
+    assert list(table.columns) == list(criticism.COLUMNS) and list(table["check"]) == list(est.checks_["check"])
     flagged = table[table["flagged"]]
     assert ("No check is flagged" in out) == flagged.empty and all(f"{n}:" in out for n in flagged["check"])
     assert cli(["ppc", fit, "--out", tmp_path / "ppc.nc", "--draws", "20", "--plot", tmp_path / "ppc.png"]) == 0

@@ -319,7 +319,7 @@ def test_pointwise_log_likelihood_is_the_seed_likelihood():
 
 
 def test_seed_items_are_scored_and_seed_counts_replicated(model_fits):
-    from bayes_wsc import checks
+    from bayes_wsc import criticism as checks
 
     study, _, fits = model_fits
     data = study.data()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bayes_wsc import inference
-from bayes_wsc.checks import pareto_row, plural, unit_label
+from bayes_wsc.criticism import pareto_row, plural, unit_label
 from bayes_wsc.cli import build_parser, main
 from bayes_wsc.data.pairwise import PairwiseConstraints
 from bayes_wsc.defaults import DEFAULT_CI

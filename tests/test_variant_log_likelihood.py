@@ -505,7 +505,7 @@ def test_own_term_variant_checks_do_not_replicate_the_default_model(own_term_map
 def test_the_default_formula_is_what_each_model_records(own_term_map):
     """The NumPy formula that decides whether a variant's terms are the default's is exactly what the
     model itself records (so a variant that only reparameterizes keeps its checks)."""
-    from bayes_wsc import checks
+    from bayes_wsc import criticism as checks
 
     model, data, _, default, _, names, unit = own_term_map
     params = {k: flat(default, k) for k in default.idata_.posterior.data_vars}

@@ -208,7 +208,7 @@ class PointEstimate:
     def linked_memberships(self, data: PairwiseConstraints) -> np.ndarray:
         """(n, K) memberships of the items of `data` conditioned also on their own pairs' links, at this
         estimate: the rule of `NoisyExperts.memberships()`, for a like-for-like comparison."""
-        from bayes_wsc.models.experts import constraint_informed_memberships
+        from bayes_wsc.maths.experts import constraint_informed_memberships
 
         return constraint_informed_memberships(data.features, self.W[None], self.b[None], self.alpha[None],
                                                self.beta[None], data, np.arange(data.n_items))[0]

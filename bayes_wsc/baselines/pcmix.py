@@ -8,12 +8,13 @@
 * `pc_objective` and `log_prior`: the prediction-constrained objective
   (eq. 9, 22-23) and the priors, evaluated directly; the tests and the
   benchmarks score any set of parameters with them.
-* `random_starts`: where both ML+rep and PC training start: one k-means
-  solution and random draws from reasonable ranges (Sec. 3.1).
+* `random_starts` (`maths/pcmix.py`, shared with the model): where both
+  ML+rep and PC training start: one k-means solution and random draws from
+  reasonable ranges (Sec. 3.1).
 
 Everything works on the standardized features of `LabeledItems`, where the
 weakly informative priors are set. The priors are those of the PyMC model
-(`Priors`), so that ML+rep and PC differ in their objective only.
+(`maths.pcmix.Priors`), so that ML+rep and PC differ in their objective only.
 """
 
 from __future__ import annotations
@@ -24,54 +25,10 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from bayes_wsc.data.labeled import LabeledItems
-from bayes_wsc.errors import InputError
-
-LOG_2PI = float(np.log(2 * np.pi))
-
-
-@dataclass(frozen=True)
-class Priors:
-    """The regularization R(xi) of both objectives.
-
-    pi ~ Dirichlet(pi_concentration) and rho_k ~ Beta / Dirichlet(rho_concentration): eq. 25 (1.01).
-    mean_kj ~ Normal(0, mean_sd) and sd_kj = sd_floor + e_kj, e_kj ~ Gamma(sd_shape, sd_rate): weakly
-    informative on standardized features. The Gamma's shape 2 makes its density vanish at e = 0, which
-    keeps a component from collapsing onto a single point; the floor is the paper's 0.001.
-    """
-
-    pi_concentration: float = 1.01
-    rho_concentration: float = 1.01
-    mean_sd: float = 3.0
-    sd_shape: float = 2.0
-    sd_rate: float = 1.0
-    sd_floor: float = 0.001
-
-
-@dataclass
-class Params:
-    """Mixture parameters on the standardized scale: pi (K,), mean and sd (K, D), rho (K, C)."""
-
-    pi: np.ndarray
-    mean: np.ndarray
-    sd: np.ndarray
-    rho: np.ndarray
-
-    def copy(self) -> Params:
-        return Params(self.pi.copy(), self.mean.copy(), self.sd.copy(), self.rho.copy())
+from bayes_wsc.maths.pcmix import LOG_2PI, Params, Priors, check_lam, component_logp, label_logp, random_starts
 
 
 # ---------------------------------------------------------------------- densities
-def component_logp(x: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
-    """(n, K) log f(x_d | k) for diagonal Gaussians."""
-    z = (x[:, None, :] - mean[None]) / sd[None]
-    return -0.5 * np.sum(z**2, axis=-1) - np.sum(np.log(sd), axis=-1)[None] - 0.5 * LOG_2PI * x.shape[1]
-
-
-def label_logp(onehot: np.ndarray, rho: np.ndarray) -> np.ndarray:
-    """(n, K) log g(y_d | k); zero rows for unlabeled items."""
-    return onehot @ np.log(rho).T
-
-
 def item_logps(data: LabeledItems, params: Params) -> tuple[np.ndarray, np.ndarray]:
     """Per-item log p(x_d) and log p(y_d | x_d) (0 for unlabeled items), eq. 22-23."""
     joint = np.log(params.pi)[None] + component_logp(data.x, params.mean, params.sd)
@@ -131,71 +88,6 @@ def error_rate(data: LabeledItems, params: Params, y: np.ndarray | None = None) 
         return float("nan")
     _, proba = predict_proba(data.x[known], params)
     return float(np.mean(proba.argmax(axis=1) != y[known]))
-
-
-# ---------------------------------------------------------------------- starts
-def kmeans_start(data: LabeledItems, components: int, seed: int | None) -> Params:
-    """k-means clusters (scikit-learn) turned into mixture parameters, with +1 smoothing."""
-    from sklearn.cluster import KMeans
-
-    assign = KMeans(n_clusters=components, n_init=3, random_state=seed).fit_predict(data.x)
-    counts = np.bincount(assign, minlength=components).astype(float)
-    pi = (counts + 1.0) / (counts.sum() + components)
-    mean = np.stack([data.x[assign == k].mean(axis=0) if counts[k] else data.x.mean(axis=0)
-                     for k in range(components)])
-    sd = np.stack([data.x[assign == k].std(axis=0) if counts[k] > 1 else np.ones(data.n_features)
-                   for k in range(components)])
-    sd = np.maximum(sd, 0.05)
-    labels = np.zeros((components, data.n_classes))
-    np.add.at(labels, assign, data.onehot)
-    rho = (labels + 1.0) / (labels.sum(axis=1, keepdims=True) + data.n_classes)
-    return Params(pi, mean, sd, rho)
-
-
-def random_start(data: LabeledItems, components: int, rng: np.random.Generator) -> Params:
-    """Means at distinct random items, sds log-uniform in [0.1, 2], weights and label probabilities
-    drawn from flat Dirichlets (kept away from 0 and 1)."""
-    rows = rng.choice(data.n_items, size=components, replace=False)
-    mean = data.x[rows] + 0.05 * rng.standard_normal((components, data.n_features))
-    sd = np.exp(rng.uniform(np.log(0.1), np.log(2.0), size=(components, data.n_features)))
-    pi = np.clip(rng.dirichlet(np.ones(components)), 0.05, None)
-    rho = np.clip(rng.dirichlet(np.ones(data.n_classes), size=components), 0.02, None)
-    return Params(pi / pi.sum(), mean, sd, rho / rho.sum(axis=1, keepdims=True))
-
-
-def random_starts(data: LabeledItems, components: int, n_starts: int, seed: int | None) -> list[Params]:
-    """`n_starts` starts: k-means first, then random ones, reproducible from `seed`."""
-    check_components(data, components)
-    if n_starts < 1:
-        raise InputError(f"restarts must be at least 1, got {n_starts!r}")
-    rng = np.random.default_rng(seed)
-    kmeans_seed = int(rng.integers(2**31))
-    return [kmeans_start(data, components, kmeans_seed)] + [random_start(data, components, rng)
-                                                           for _ in range(n_starts - 1)]
-
-
-def check_components(data: LabeledItems, components) -> None:
-    if isinstance(components, bool) or not isinstance(components, (int, np.integer)) or components < 1:
-        raise InputError(f"components (K) must be a whole number >= 1, got {components!r}")
-    if components > data.n_items:
-        raise InputError(f"components (K = {components}) exceeds the number of items ({data.n_items})")
-
-
-def lam_text(lam: float) -> str:
-    """lam as short text that reads back as the same number ('4', '0.5', '1.0000001'): file names and
-    labels of a path, distinct for distinct lams (`:g` alone keeps 6 digits, so 1 and 1.0000001 met)."""
-    short = f"{lam:g}"
-    return short if float(short) == lam else repr(float(lam))
-
-
-def check_lam(lam) -> float:
-    try:
-        value = float(lam)
-    except (TypeError, ValueError):
-        raise InputError(f"lam must be a number >= 0, got {lam!r}") from None
-    if not np.isfinite(value) or value < 0:
-        raise InputError(f"lam must be a finite number >= 0, got {lam!r}")
-    return value
 
 
 # ---------------------------------------------------------------------- ML+rep by EM

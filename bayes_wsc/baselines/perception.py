@@ -35,7 +35,7 @@
 * Final clusters from an embedding F: `embedding_kmeans` (k-means on the directions of the rows of F,
   its clusters matched to the seed sets by the Hungarian method on seed counts) for hard clusters,
   `perception_memberships` (the non-negative weights of the perception vectors that best rebuild F_i)
-  and `threshold_clusters` for overlapping ones.
+  and `threshold_clusters` (the overlap rule the model uses too, `maths/perception.py`) for overlapping ones.
 * Plain baselines: `kmeans_clusters` (k-means on X, matched to the seed sets likewise) and
   `seeded_gmm` (a diagonal Gaussian mixture on X fitted by EM with the seeds as labelled items: a seed's
   responsibilities are confined to its sets; no perception).
@@ -54,6 +54,7 @@ from threadpoolctl import threadpool_limits
 
 from bayes_wsc.data.seeded import SeedSets
 from bayes_wsc.errors import InputError
+from bayes_wsc.maths.perception import threshold_clusters  # noqa: F401  (the overlap rule, beside LPE and NPE)
 
 #: floor of every denominator of a multiplicative update
 EPS = 1e-12
@@ -322,17 +323,6 @@ def perception_memberships(F: np.ndarray, perception: np.ndarray) -> np.ndarray:
     """
     basis = np.asarray(perception, dtype=float).T  # (q, K)
     return np.clip(np.array([nnls(basis, row)[0] for row in np.asarray(F, dtype=float)]), 0.0, 1.0)
-
-
-def threshold_clusters(memberships: np.ndarray, threshold: float) -> np.ndarray:
-    """(n, K) overlapping assignment: every cluster whose membership reaches `threshold`, and always
-    the most probable one (so that every item is in at least one cluster)."""
-    if not 0 < threshold <= 1:
-        raise InputError(f"the overlap threshold must be in (0, 1], got {threshold!r}")
-    memberships = np.asarray(memberships, dtype=float)
-    assigned = memberships >= threshold
-    assigned[np.arange(memberships.shape[0]), memberships.argmax(axis=1)] = True
-    return assigned
 
 
 def one_hot(labels: np.ndarray, n_clusters: int) -> np.ndarray:

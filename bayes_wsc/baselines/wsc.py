@@ -14,6 +14,7 @@ import numpy as np
 from scipy.special import expit
 
 from bayes_wsc.data.grouped import GroupedCounts
+from bayes_wsc.maths.wsc import naive_emissions
 
 
 def naive_rho(data: GroupedCounts, mu: np.ndarray | None = None) -> np.ndarray:
@@ -21,16 +22,6 @@ def naive_rho(data: GroupedCounts, mu: np.ndarray | None = None) -> np.ndarray:
     with one pseudo-observation per bin. `mu` defaults to HE."""
     p = expit(data.he if mu is None else mu)
     return (1.0 + p @ data.counts) / (2.0 + data.counts.sum(axis=0))
-
-
-def naive_emissions(data: GroupedCounts, pseudo_count: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """w0, w1 of the naive solution (eq. 4.1-4.4): the paper's initialization of EM."""
-    z = expit(data.he)[:, None]
-    happy = (z * data.counts).sum(axis=0)
-    sad = ((1.0 - z) * data.counts).sum(axis=0)
-    return (pseudo_count + sad) / (pseudo_count * data.n_bins + sad.sum()), (
-        pseudo_count + happy
-    ) / (pseudo_count * data.n_bins + happy.sum())
 
 
 def moments_rho(data: GroupedCounts) -> np.ndarray:

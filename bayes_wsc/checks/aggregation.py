@@ -38,24 +38,24 @@ SETTINGS = ("wh", "mu_prior", "w_concentration")
 N_NAMED = 3
 
 
-def aggregation_bias_check(data: GroupedCounts, settings: dict, *, seed: int = 0,
+def aggregation_bias_check(data: GroupedCounts, settings: dict, *, model, seed: int = 0,
                            map_point: dict | None = None) -> dict:
     """One row `check, statistic, reference, p_value, effect, tolerance, flagged, message`: phi against
     `PHI_MAX`.
 
-    `settings` are the WSC model settings (`wh`, `mu_prior`, `w_concentration`); the check fits the
+    `model` is the first model's estimator class (`WSC`), or an estimator of it, whose class is used;
+    `settings` are its model settings (`wh`, `mu_prior`, `w_concentration`). The check fits that
     model's MAP to `data` with them and measures the bin counts' dispersion around it. A caller that
     holds that MAP already (a fit's `mu`, `w0`, `w1`, and `mu_scale` under the hierarchical prior)
     passes it as `map_point`, and the check costs no fit.
     """
-    from bayes_wsc.models.wsc import WSC
-
+    estimator_class = model if isinstance(model, type) else type(model)
     if not isinstance(settings, dict):
         raise InputError(f"settings must be a dict of WSC model settings {SETTINGS}, got {settings!r}")
     unknown = sorted(set(settings) - set(SETTINGS))
     if unknown:
         raise InputError(f"settings has {unknown[0]!r}, which is not a WSC model setting {SETTINGS}")
-    estimator = WSC(method="map", seed=seed, progressbar=False, **settings)
+    estimator = estimator_class(method="map", seed=seed, progressbar=False, **settings)
     estimator.check_params()  # every setting and the seed, one line each, before any fit
     if map_point is None:
         map_point = _map_point(estimator, data)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
-from bayes_wsc.checks import Check, Replicates, p_value_two_sided, worst_element
+from bayes_wsc.criticism import Check, Replicates, p_value_two_sided, worst_element
 from bayes_wsc.posterior import CHUNK_FLOATS
 
 #: `expert_agreement` flags an expert whose share of links agreeing with the clustering is further than this

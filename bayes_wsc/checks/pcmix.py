@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from bayes_wsc.checks import Check, Replicates, omnibus, p_value_upper, worst_element
+from bayes_wsc.criticism import Check, Replicates, omnibus, p_value_upper, worst_element
 
 #: `feature_marginal` flags a feature whose Kolmogorov-Smirnov distance to the mixture exceeds its replicates'
 #: by more than this (a share of items: the CDFs differ by that much somewhere)
@@ -52,7 +52,7 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
     NumPy, the model these checks replicate from (`model_terms`)."""
     from scipy.special import logsumexp
 
-    from bayes_wsc.models.pcmix import component_logp_draws
+    from bayes_wsc.maths.pcmix import component_logp_draws
 
     pi, mean_z, sd_z, rho = _standardized(data, params)
     with np.errstate(divide="ignore"):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayes_wsc.checks import Check, Replicates, p_value_upper, worst_element
+from bayes_wsc.criticism import Check, Replicates, p_value_upper, worst_element
 from bayes_wsc.posterior import CHUNK_FLOATS
 
 #: `seed_neighbours` flags a cluster whose seeds' share of same-cluster neighbours exceeds its replicates' by this

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
-from bayes_wsc.checks import Check, Replicates, p_value_upper, worst_element
+from bayes_wsc.criticism import Check, Replicates, p_value_upper, worst_element
 
 #: `group_misfit` flags a group whose discrepancy is more than this many times its replicates' mean (ten planted
 #: wrong groups of 100 were 6-19 times off; on data from the model the worst group reaches 12 by chance, which

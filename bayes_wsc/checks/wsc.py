@@ -34,11 +34,11 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from bayes_wsc.checks import COLUMNS, Check, Replicates
-from bayes_wsc.checks import likelihood_terms as fit_terms
+from bayes_wsc.criticism import COLUMNS, Check, Replicates
+from bayes_wsc.criticism import likelihood_terms as fit_terms
 from bayes_wsc.model_terms import DEFAULT
 
-#: the replicates feed `ppc` only: `checks.run` skips them at fit time
+#: the replicates feed `ppc` only: `criticism.run` skips them at fit time
 REPLICATE_ROWS = False
 #: the first model's terms that `likelihood_terms` tells apart (the fit's attrs `likelihood_terms`)
 TERMS = ("clicks", "he", "group_quality")
@@ -202,7 +202,7 @@ def _own_he(est, n_rep: int, rng: np.random.Generator) -> tuple[np.ndarray | Non
     same draws as the other replicates, or None and why not: the model is not at hand (a loaded fit),
     declares no observed `he`, or its `he` cannot be sampled."""
     from bayes_wsc import model_terms
-    from bayes_wsc.checks import subsample
+    from bayes_wsc.criticism import subsample
 
     model = getattr(est, "_model", None)
     if model is None:
@@ -232,8 +232,9 @@ def targeted() -> list:
 def aggregation_rows(est, data, seed: int, check=None) -> list[Check]:
     """`checks.aggregation.aggregation_bias_check` as a row; `check` replaces it in tests.
 
-    It gets the model settings it knows (wh, mu_prior, w_concentration) and, from a MAP fit of the
-    package's own model, the fit's point, so that it needs no refit.
+    It gets the estimator's class (what it refits when it must), the model settings it knows (wh,
+    mu_prior, w_concentration) and, from a MAP fit of the package's own model, the fit's point, so that
+    it needs no refit.
     """
     from bayes_wsc.checks.aggregation import SETTINGS, aggregation_bias_check
     from bayes_wsc.model_terms import replaced
@@ -245,7 +246,7 @@ def aggregation_rows(est, data, seed: int, check=None) -> list[Check]:
                       f"{'is' if len(own) == 1 else 'are'} not known to be the default's.")]
     check = aggregation_bias_check if check is None else check
     settings = {k: v for k, v in est.build_settings().items() if k in SETTINGS}
-    result = check(data, settings, seed=seed, map_point=map_point(est))
+    result = check(data, settings, model=type(est), seed=seed, map_point=map_point(est))
     return [Check(**{k: result.get(k, float("nan")) for k in COLUMNS})]
 
 

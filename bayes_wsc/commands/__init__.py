@@ -2,7 +2,10 @@
 
 These modules import only argparse at the top, so building the whole parser
 stays instant; a command imports PyMC and the model when it runs. A new model
-adds its module here.
+names its module in `registry.py`.
 """
 
-FIT_COMMANDS = ("wsc", "pcmix", "experts", "proportions", "perception")
+from bayes_wsc.registry import MODELS
+
+#: the models with a `bayes-wsc fit` command, in the order the command line lists them
+FIT_COMMANDS = tuple(spec.name for spec in MODELS)

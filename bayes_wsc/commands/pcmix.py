@@ -118,7 +118,7 @@ def run_path(args) -> None:
     import pandas as pd
 
     from bayes_wsc.errors import FitWarning
-    from bayes_wsc.baselines.pcmix import lam_text
+    from bayes_wsc.maths.pcmix import lam_text
 
     data, est = _data_and_estimator(args, args.lams[0])
     with warnings.catch_warnings():

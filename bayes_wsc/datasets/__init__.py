@@ -107,6 +107,7 @@ CCES2016_COLUMNS = {
 
 def load_cces2016() -> pd.DataFrame:
     """The CCES 2016 presidential-vote extract: one row per respondent (see the module docstring)."""
-    with resources.files(__name__).joinpath("cces2016.csv").open("r", encoding="utf-8") as handle:
-        frame = pd.read_csv(handle, dtype=CCES2016_COLUMNS, keep_default_na=False, na_values=[""])
+    with resources.files(__name__).joinpath("cces2016.csv.gz").open("rb") as handle:
+        frame = pd.read_csv(handle, compression="gzip", encoding="utf-8", dtype=CCES2016_COLUMNS,
+                            keep_default_na=False, na_values=[""])
     return frame

@@ -45,8 +45,8 @@ from scipy.special import logsumexp
 
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
-from bayes_wsc.baselines.pcmix import (LOG_2PI, Params, Priors, check_components, check_lam, component_logp, lam_text,
-                                       random_starts)
+from bayes_wsc.maths.pcmix import (Params, Priors, check_components, check_lam, component_logp,
+                                   component_logp_draws, lam_text, random_starts)
 from bayes_wsc.data.labeled import LabeledItems, standardize
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
@@ -230,17 +230,6 @@ def point_to_params(point: dict, sd_floor: float) -> Params:
         rho = np.stack([1 - rho, rho], axis=-1)
     return Params(np.asarray(point["pi"], float), np.asarray(point["mean_z"], float),
                   sd_floor + np.asarray(point["sd_excess"], float), rho)
-
-
-def component_logp_draws(x: np.ndarray, mean_z: np.ndarray, sd_z: np.ndarray) -> np.ndarray:
-    """log f(x_d | k) for many draws at once: x (m, D), mean_z and sd_z (S, K, D) -> (S, m, K).
-
-    The square is expanded so that no (S, m, K, D) array is formed.
-    """
-    precision = 1.0 / sd_z**2
-    quad = (np.einsum("md,skd->smk", x**2, precision) - 2 * np.einsum("md,skd->smk", x, mean_z * precision)
-            + np.sum(mean_z**2 * precision, axis=-1)[:, None, :])
-    return -0.5 * np.maximum(quad, 0.0) - np.sum(np.log(sd_z), axis=-1)[:, None, :] - 0.5 * LOG_2PI * x.shape[1]
 
 
 def memberships(x: np.ndarray, pi: np.ndarray, mean_z: np.ndarray, sd_z: np.ndarray) -> np.ndarray:

@@ -51,12 +51,12 @@ from scipy.special import log_softmax
 
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
-from bayes_wsc.baselines.perception import threshold_clusters
 from bayes_wsc.data.pairwise import FeatureScaling
 from bayes_wsc.data.seeded import SeedSets
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator
+from bayes_wsc.maths.perception import threshold_clusters
 from bayes_wsc.posterior import check_ci, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -205,7 +205,7 @@ def condition_on_seeds(log_probs: np.ndarray, in_set: np.ndarray) -> np.ndarray:
 
 
 def overlap_clusters(probabilities: np.ndarray, names, threshold: float) -> list[str]:
-    """The overlap rule (`baselines.perception.threshold_clusters`: every cluster whose probability
+    """The overlap rule (`maths.perception.threshold_clusters`: every cluster whose probability
     reaches `threshold`, and always the most probable) as names joined by ';', most probable first."""
     names = np.asarray(names).astype(str)
     probabilities = np.asarray(probabilities, dtype=float)
@@ -241,6 +241,7 @@ class PerceptionClustering(Estimator):
     bounds = {"pi": (0.0, 1.0)}
     estimands = ["pi", "W", "b"]
     unit_dims = ("item", "seed_item")
+    predict_options = ("overlap_threshold",)
 
     def __init__(self, *, weight_scale=3.0, intercept_sd=1.0, overlap_threshold=OVERLAP_THRESHOLD, restarts=3,
                  **kwargs):

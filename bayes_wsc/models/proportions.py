@@ -336,7 +336,7 @@ def soft_label_start(data: LabelProportions, emission: str, sd_floor: float = 1e
 
 def gaussian_logp_draws(x: np.ndarray, mean_z: np.ndarray, sd_z: np.ndarray) -> np.ndarray:
     """log N(x | mean_l, sd_l) for many draws: x (m, D), mean_z and sd_z (S, L, D) -> (S, m, L)."""
-    from bayes_wsc.models.pcmix import component_logp_draws
+    from bayes_wsc.maths.pcmix import component_logp_draws
 
     return component_logp_draws(x, mean_z, sd_z)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_wsc import checks as criticism
+from bayes_wsc import criticism
 from bayes_wsc import inference
 from bayes_wsc import status
 from bayes_wsc.errors import InputError
@@ -217,7 +217,7 @@ def loo_section(fits: dict) -> Section:
         if row.flagged:
             problems.append(_problem(fits, label, row))
     if len(usable) > 1:
-        from bayes_wsc.estimator import compare
+        from bayes_wsc.comparison import compare
 
         tables.append((compare(usable).round(2), "az.compare of the fits, best first."))
     return Section("Leave-one-out cross-validation (LOO)", paragraphs=paragraphs, tables=tables, warnings=warnings,

@@ -127,7 +127,7 @@ def written_by() -> str:
     """The package version and the time of writing, for a report's footer."""
     import datetime
 
-    from bayes_wsc.estimator import package_version
+    from bayes_wsc.version import package_version
 
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return f"Written by bayes_wsc {package_version()} on {stamp}."

@@ -25,7 +25,7 @@ from matplotlib.patches import Ellipse
 from matplotlib.text import Text
 
 from bayes_wsc import inference
-from bayes_wsc.baselines.pcmix import lam_text
+from bayes_wsc.maths.pcmix import lam_text
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.report.criticism import criticism_sections
@@ -105,7 +105,7 @@ class Mixture:
 
     @classmethod
     def of_params(cls, params, data) -> Mixture:
-        """Parameters on the standardized scale (`baselines.pcmix.Params`) put in the data's units."""
+        """Parameters on the standardized scale (`maths.pcmix.Params`) put in the data's units."""
         return cls(params.pi, data.center + data.scale * params.mean, data.scale * params.sd, params.rho)
 
     def colors(self) -> list:

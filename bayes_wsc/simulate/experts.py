@@ -219,6 +219,17 @@ def simulate_experts_model(
     return items, pd.concat(frames, ignore_index=True), truth
 
 
+def example(seed: int | None = 0):
+    """Small data of the model: 40 items with 2 features in 2 clusters, three experts (alpha = beta =
+    0.9, 0.8, 0.7) rating 80 pairs each. The registry's example of the model
+    (`registry.ModelSpec.example`), for tests and trials."""
+    from bayes_wsc.data.pairwise import PairwiseConstraints
+
+    accuracy = (0.9, 0.8, 0.7)
+    items, constraints, _ = simulate_experts_model(40, 2, 2, accuracy, accuracy, 80, seed=seed)
+    return PairwiseConstraints.from_frames(items, constraints)
+
+
 def sbc_case(
     n_items: int = 30,
     n_features: int = 2,

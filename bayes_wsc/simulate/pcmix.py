@@ -105,6 +105,12 @@ def toy_items(frame: pd.DataFrame) -> LabeledItems:
     return LabeledItems.from_frame(frame, label_col="y", classes=[0, 1])
 
 
+def example(seed: int | None = 0) -> LabeledItems:
+    """Small data of the model: Sec. 3.2's three intervals at 70 + 40 + 30 labeled points. The
+    registry's example of the model (`registry.ModelSpec.example`), for tests and trials."""
+    return toy_items(simulate_intervals(70, 40, 30, seed=seed)[0])
+
+
 def sbc_case(
     n_items: int = 40,
     n_features: int = 1,

@@ -284,6 +284,13 @@ def simulate_model(
     return PerceptionStudy(items, seeds, frame, membership, z, names), ModelTruth(W, b, z)
 
 
+def example(seed: int | None = 0):
+    """Small data of the model: 80 items with 3 features, 3 clusters over 3 perception features, 10
+    seeds per cluster (`simulate_model`). The registry's example of the model
+    (`registry.ModelSpec.example`), for tests and trials."""
+    return simulate_model(80, n_features=3, seeds_per_cluster=10, seed=seed)[0].data()
+
+
 def sbc_case(
     n_items: int = 60,
     n_features: int = 2,

@@ -70,6 +70,12 @@ def simulate_proportions(emission: str = "gaussian", *, n_groups: int = 50, grou
     return data, ProportionsTruth(draw["z"], draw["theta"], draw["params"])
 
 
+def example(seed: int = 0) -> LabelProportions:
+    """Small data of the model: 16 groups of 6 items, two classes, 2 Gaussian features. The registry's
+    example of the model (`registry.ModelSpec.example`), for tests and trials."""
+    return simulate_proportions("gaussian", n_groups=16, group_size=6, n_features=2, seed=seed)[0]
+
+
 def simulate_proportion_tables(emission: str = "gaussian", *, n_groups: int = 50, group_size: int = 8,
                                n_classes: int = 2, n_features: int = 3, n_bins: int = 6,
                                share_concentration: float = 0.5, separation: float = 2.0, seed: int = 0):

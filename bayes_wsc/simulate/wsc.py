@@ -68,6 +68,12 @@ def simulate_wsc(
     return data, WSCTruth(mu=mu, w0=w0, w1=w1, pi=pi, rho=rho)
 
 
+def example(seed: int | None = 0) -> GroupedCounts:
+    """Small data of the model (40 groups of 30 clicks in 5 bins, Sec. 5's rho): a fit takes seconds.
+    The registry's example of the model (`registry.ModelSpec.example`), for tests and trials."""
+    return simulate_wsc(n_groups=40, items_per_group=30, n_bins=5, seed=seed)[0]
+
+
 def simulate_counts(mu, w0, w1, sizes, rng: np.random.Generator) -> np.ndarray:
     """The I x K click counts given the parameters: Z_ij ~ Bernoulli(sigmoid(mu_i)), X_ij ~ w_Z."""
     sizes = np.broadcast_to(np.asarray(sizes), np.shape(mu)).astype(np.int64)

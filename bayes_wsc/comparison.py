@@ -1,0 +1,49 @@
+"""`compare`: fits of the same data ranked by LOO (or WAIC), with the checks that make the ranking mean something.
+
+It sits below the reports and the estimator (a report compares fits; `bayes_wsc.compare` is this
+function): it reads a fitted estimator only through `_complete_log_likelihood` and `_fitted`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+
+from bayes_wsc import inference
+from bayes_wsc.errors import FitWarning, InputError
+
+
+def compare(fits, ic: str = "loo"):
+    """`az.compare` of fitted estimators of the same data, {label: estimator}, best first (LOO by default)."""
+    if not isinstance(fits, Mapping) or len(fits) < 2:
+        raise InputError("compare needs a dict of at least two fitted estimators, {label: estimator}")
+    if ic not in ("loo", "waic"):
+        raise InputError(f"ic must be 'loo' or 'waic', got {ic!r}")
+    labels = list(fits)
+    for label, est in fits.items():
+        complete = getattr(est, "_complete_log_likelihood", None)  # an estimator of bayes_wsc (estimator.py)
+        fitted = complete() if callable(complete) else None
+        if fitted is None:
+            raise InputError(f"fit {label!r} is not a fitted bayes_wsc estimator")
+        reason = inference.loo_unavailable(fitted, f"fit {label!r}")
+        if reason:
+            raise InputError(reason)
+    first = fits[labels[0]]._fitted()
+    for label in labels[1:]:
+        other = fits[label]._fitted()
+        if not other["observed_data"].equals(first["observed_data"]):
+            raise InputError(f"fits {labels[0]!r} and {label!r} were made on different data; "
+                             "LOO compares fits of the same data")
+        scored = [inference.get_attrs(fits[name]._fitted()).get("log_likelihood_of") for name in (labels[0], label)]
+        if scored[0] != scored[1]:
+            raise InputError(f"fits {labels[0]!r} and {label!r} score different things (the log-likelihood of "
+                             f"{scored[0] or 'the data'} against that of {scored[1] or 'the data'}); LOO compares "
+                             "models of the same quantity")
+    holds = {label: str(inference.get_attrs(fits[label]._fitted()).get("log_likelihood_holds", "")) for label in labels}
+    integrated = {label for label, words in holds.items() if "integrated out over" in words}
+    if integrated and len(integrated) < len(labels):
+        other = next(label for label in labels if label not in integrated)
+        warnings.warn(f"fit {sorted(integrated)[0]!r} scores each unit with its local parameter integrated out and fit "
+                      f"{other!r} given it ({holds[other]}): LOO then compares a prediction of new units with one of "
+                      "the same units' data, and the ranking mixes the two", FitWarning, stacklevel=2)
+    return inference.compare({label: fits[label]._fitted() for label in labels}, ic=ic)

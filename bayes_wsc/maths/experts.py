@@ -1,0 +1,57 @@
+"""The noisy-experts model's maths that its estimator and the paper's baselines share (seed 002), in NumPy.
+
+`constraint_informed_memberships`, a training item's cluster given its features and the links on
+its own pairs, serves the estimator's memberships (`models/experts.py`) and the paper's point
+estimate (`baselines/experts.py`) alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from bayes_wsc.data.pairwise import PairwiseConstraints
+
+
+def pair_log_likelihoods(alpha: np.ndarray, beta: np.ndarray, data: PairwiseConstraints, pairs=slice(None)):
+    """log P(the pair's links | same cluster) and log P(... | different clusters) per pair, for a stack
+    of draws (alpha, beta: (S, M) -> two (S, P)): every expert who rated the pair, eq. 2-3."""
+    must, cannot = (counts[pairs].T for counts in data.link_counts())  # (M, P)
+    same = np.log(alpha) @ must + np.log1p(-alpha) @ cannot
+    different = np.log1p(-beta) @ must + np.log(beta) @ cannot
+    return same, different
+
+
+def constraint_informed_memberships(features: np.ndarray, W: np.ndarray, b: np.ndarray, alpha: np.ndarray,
+                                    beta: np.ndarray, data: PairwiseConstraints, rows: np.ndarray) -> np.ndarray:
+    """P(z_i = k | x, theta, the links on i) of training items `rows`, per draw: (S, len(rows), K).
+
+    The item's softmax membership times, for each pair it is in, that pair's likelihood with
+    the partner's cluster summed out under the partner's own P(z_j | x_j):
+
+        P(z_i = k | ...) prop. to p_ik prod_{pairs (i, j)} [p_jk L_same + (1 - p_jk) L_different]
+
+    It is the conditional of z_i in the same one-pair-at-a-time (composite) factorization as
+    the likelihood: the partners' other links are not used, so it is not the intractable joint
+    posterior over all z. Items in no pair get their softmax membership.
+    """
+    logits = np.einsum("nd,sdk->snk", features[rows], W) + b[:, None, :]
+    log_probs = logits - logsumexp(logits, axis=-1, keepdims=True)
+    position = np.full(data.n_items, -1)
+    position[rows] = np.arange(len(rows))
+    for end, partner in ((0, 1), (1, 0)):
+        mine = np.flatnonzero(position[data.pairs[:, end]] >= 0)
+        if mine.size == 0:
+            continue
+        same, different = pair_log_likelihoods(alpha, beta, data, mine)
+        other = np.einsum("nd,sdk->snk", features[data.pairs[mine, partner]], W) + b[:, None, :]
+        lp_other = other - logsumexp(other, axis=-1, keepdims=True)
+        factor = np.logaddexp(lp_other + same[..., None], log1mexp(lp_other) + different[..., None])
+        np.add.at(log_probs, (slice(None), position[data.pairs[mine, end]]), factor)
+    return np.exp(log_probs - logsumexp(log_probs, axis=-1, keepdims=True))
+
+
+def log1mexp(x: np.ndarray) -> np.ndarray:
+    """log(1 - exp(x)) for x <= 0, accurate at both ends (-inf at x = 0)."""
+    with np.errstate(divide="ignore"):
+        return np.where(x > -np.log(2), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))

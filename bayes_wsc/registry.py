@@ -1,0 +1,102 @@
+"""Every model of the package, registered once: its name and where each of its parts lives.
+
+The loader (`estimator.load`), the checks (`criticism.MODULES`), the command
+line (`bayes-wsc fit | path | simulate | baseline`), `bayes_wsc.__all__` and
+the tests that every model must pass all read this table, so a new model is
+known everywhere by one entry in `MODELS`.
+
+Parts are named as "module" or "module:attribute" text and imported on first
+use: reading the table imports nothing, so `import bayes_wsc` and the command
+line's start-up stay free of PyMC.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+
+def resolve(target: str):
+    """The object that "module:attribute" names (a module when there is no attribute)."""
+    module, _, attribute = target.partition(":")
+    loaded = importlib.import_module(module)
+    return getattr(loaded, attribute) if attribute else loaded
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model: its name (as `bayes-wsc fit NAME` and a fit file's `model` attribute say it) and its parts.
+
+    estimator, data : "module:Class" of the `Estimator` subclass and of the data container its `fit` takes.
+    commands : the module of `bayes-wsc fit NAME` (`add_parser`, `run`; optionally the path, simulate and
+        baseline commands).
+    checks : the module of the model's checks (`replicate`, `rows`; see `criticism.py`).
+    report : the module of the model's HTML report (`write_report`).
+    simulate : the module of its paper's simulation study.
+    example_data : "module:function" of `function(seed)`, a small simulated data container of the model.
+    """
+
+    name: str
+    estimator: str
+    data: str
+    commands: str
+    checks: str
+    report: str
+    simulate: str
+    example_data: str
+
+    def estimator_class(self) -> type:
+        """The model's `Estimator` subclass (imports its model file, not PyMC)."""
+        return resolve(self.estimator)
+
+    def data_class(self) -> type:
+        """The data container the model's `fit` takes."""
+        return resolve(self.data)
+
+    def example(self, seed: int = 0):
+        """A small data container simulated from the model's study (a fit takes seconds), reproducible by `seed`."""
+        return resolve(self.example_data)(seed=seed)
+
+    def module(self, part: str):
+        """One of the model's modules, imported: `part` is "commands", "checks", "report" or "simulate"."""
+        return importlib.import_module(getattr(self, part))
+
+
+def _spec(name: str, estimator: str, data: str) -> ModelSpec:
+    """A model whose parts follow the package's layout: `<part>/<name>.py` for each part."""
+    return ModelSpec(name=name, estimator=estimator, data=data, commands=f"bayes_wsc.commands.{name}",
+                     checks=f"bayes_wsc.checks.{name}", report=f"bayes_wsc.report.{name}",
+                     simulate=f"bayes_wsc.simulate.{name}", example_data=f"bayes_wsc.simulate.{name}:example")
+
+
+#: every model, in the order the command line lists them
+MODELS: tuple[ModelSpec, ...] = (
+    _spec("wsc", "bayes_wsc.models.wsc:WSC", "bayes_wsc.data.grouped:GroupedCounts"),
+    _spec("pcmix", "bayes_wsc.models.pcmix:PCMixture", "bayes_wsc.data.labeled:LabeledItems"),
+    _spec("experts", "bayes_wsc.models.experts:NoisyExperts", "bayes_wsc.data.pairwise:PairwiseConstraints"),
+    _spec("proportions", "bayes_wsc.models.proportions:ProportionsClassifier",
+          "bayes_wsc.data.proportions:LabelProportions"),
+    _spec("perception", "bayes_wsc.models.perception:PerceptionClustering", "bayes_wsc.data.seeded:SeedSets"),
+)
+
+NAMES: tuple[str, ...] = tuple(spec.name for spec in MODELS)
+
+
+def get(name: str) -> ModelSpec:
+    """The model registered as `name`; a `KeyError` naming the known ones otherwise."""
+    for spec in MODELS:
+        if spec.name == name:
+            return spec
+    raise KeyError(f"no model {name!r} is registered (known: {', '.join(NAMES)})")
+
+
+def public_names() -> dict[str, str]:
+    """What `bayes_wsc` exports, name -> "module:attribute": every estimator and data container, and the
+    package's own functions and errors."""
+    names = {}
+    for spec in MODELS:
+        for target in (spec.estimator, spec.data):
+            names[target.partition(":")[2]] = target
+    names.update({"load": "bayes_wsc.estimator:load", "compare": "bayes_wsc.comparison:compare",
+                  "InputError": "bayes_wsc.errors:InputError", "FitWarning": "bayes_wsc.errors:FitWarning"})
+    return names
