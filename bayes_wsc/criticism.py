@@ -224,8 +224,12 @@ def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
     if draws is None:
         draws = int(min(PPC_DRAWS, max(MIN_DRAWS, FIT_TIME_VARIATES // max(1, module.variates(data)))))
     replaced = _replicates_default_only(est, module)
+    # a variant file's own checks (`Estimator.variant_checks`: its `CHECKS`) replace the model's
+    own = est.variant_checks() if targeted is None and hasattr(est, "variant_checks") else None
     with _checks_running():
-        if replaced:  # one row says why, instead of checks of a model that was not fitted
+        if own is not None:  # the variant says what to check: none of the default model's checks apply
+            rows = [row for check in own for row in check(est, data, seed)]
+        elif replaced:  # one row says why, instead of checks of a model that was not fitted
             rows = [Check("ppc", float("nan"), float("nan"), float("nan"), False,
                           "The posterior predictive and targeted checks were " + replaced_message(est, replaced))]
         else:

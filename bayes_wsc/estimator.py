@@ -269,6 +269,17 @@ class Estimator(abc.ABC):
         None (the default): no program is cached."""
         return None
 
+    def variant_checks(self) -> list | None:
+        """A variant file's own checks, which replace the model's (`criticism.run`): its `CHECKS`,
+        functions (est, data, seed) -> list of `Check` (models/ecological_inference.py, which does not
+        model the bins given the class, declares its own). None without a variant file (`model_file`,
+        which a loaded fit keeps), when the file is no longer there, or when it declares none: then the
+        model's checks run where the fit's terms are the default's (`model_terms`)."""
+        if self.model_file is None or not Path(self.model_file).is_file():
+            return None
+        declared = getattr(load_variant(self.model_file), "CHECKS", None)
+        return None if declared is None else list(declared)
+
     def _laplace_local(self) -> tuple[str, ...]:
         """`laplace_local`, or a variant file's `LAPLACE_LOCAL`."""
         if self.model_file is None:

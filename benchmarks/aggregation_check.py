@@ -139,7 +139,8 @@ def run_cces(specs, groupings, n_splits: int, seed: int, alternatives: bool, log
                     f"flagged {out['flagged']}; latent RMSE {out['latent_rmse']:.3f} vs null {out['null_rmse']:.3f}"
                     + (f"; flip {out['flip_share']:.3f} (x{out['flip_ratio']:.2f} the model's)" if alternatives else ""))
             # all 51 states at once: phi should not move with the number of groups
-            row = aggregation_bias_check(table1().training_counts(frame, behavior, grouping), model=WSC, settings=dict(CCES_SETTINGS))
+            counts = table1().training_counts(frame, behavior, grouping)
+            row = aggregation_bias_check(counts, model=WSC, settings=dict(CCES_SETTINGS))
             rows.append({"spec": spec, "grouping": grouping, "split": "all", "groups": frame[grouping].nunique(),
                          "phi": row["statistic"], "p_value": row["p_value"], "flagged": row["flagged"]})
             log(f"[{spec} {grouping}] all states: phi {row['statistic']:.2f} flagged {row['flagged']}")

@@ -16,6 +16,22 @@ on the held-out fold's individual labels:
   test accuracy was highest, as the paper's Fig. 2 reports its best models (optimistic: chosen on the test labels).
 * direct: logistic regression on soft labels (the group's proportions); oracle: logistic regression on
   the true training labels.
+* llp-learn/em-lr, llp-learn/alter-svm, llp-learn/dllp: the methods of the `llp-learn` library (PyPI, the
+  optional `bench` extra) at their defaults: EM with scikit-learn's LogisticRegression (random initial
+  labels), alter-SVM (linear, 10 restarts) and DLLP (the library's README example: simple MLP (100, 100),
+  lr 1e-4, but 100 epochs (`DLLP_EPOCHS`) where the example has 1000; it has no defaults of its own). EM and alter-SVM take two classes only.
+* bayes/default: `ProportionsClassifier()` as a user fits it (every default, the fit-time checks
+  included), with the warnings it gave and whether the `class_collapse` check flagged.
+
+Data sets: breast_cancer, wine, and digits (1797 items, 64 features) as two classes, >= 5 against < 5.
+Splits 0-9 are the folds of one shuffled 10-fold split; splits 10-19 the folds of a second one (another
+shuffle), so `--folds 20` gives 20 train/test splits.
+
+    nice -n 10 python benchmarks/proportions_sec4.py --datasets breast_cancer,wine,digits --sigmas 2,8,32,128 \
+        --folds 5 --methods default,llp-learn
+    nice -n 10 python benchmarks/proportions_sec4.py --datasets breast_cancer,wine,digits --sigmas 128 \
+        --folds 20 --methods default,llp-learn
+    python benchmarks/proportions_sec4.py --report      # also the table against llp-learn
 
     nice -n 10 python benchmarks/proportions_sec4.py --datasets breast_cancer,wine          # all, resumable
     nice -n 10 python benchmarks/proportions_sec4.py --methods bayes,baselines             # the fast ones first
@@ -23,8 +39,9 @@ on the held-out fold's individual labels:
 
 Every finished (data set, sigma, fold, method) is appended to
 benchmarks/out/proportions_sec4_<dataset>.csv (git-ignored) at once (rerunning continues where it
-stopped; one process per data set can run side by side); --report reads them all and writes
-benchmarks/results/proportions_sec4_summary.csv and benchmarks/out/proportions_sec4.png.
+stopped; one process per data set can run side by side); --report reads every proportions_sec4_*.csv
+there and writes benchmarks/results/proportions_sec4_summary.csv, proportions_sec4_llp_learn.csv,
+proportions_sec4_collapse.csv and benchmarks/out/proportions_sec4.png.
 """
 
 from __future__ import annotations
@@ -45,15 +62,28 @@ from output_paths import OUT, RESULTS, require  # noqa: E402
 SIGMAS = (2, 4, 8, 16, 32, 64, 128)
 BAYES = [("gaussian", "independent"), ("gaussian", "exact-counts"), ("categorical", "independent"),
          ("categorical", "exact-counts"), ("logistic", "independent"), ("logistic", "exact-counts")]
-FAMILIES = ("bayes", "llp", "baselines")
-COLUMNS = ["dataset", "sigma", "fold", "method", "accuracy", "seconds", "k", "err_pi", "warnings"]
+FAMILIES = ("bayes", "llp", "baselines", "default", "llp-learn")
+LLP_LEARN = ("em-lr", "alter-svm", "dllp")
+#: DLLP has no default number of epochs; its README example takes 1000, which at batch size one bag costs
+#: 1000 x (number of bags) steps: 100 here, so that the sweep runs on a shared machine
+DLLP_EPOCHS = 100
+COLUMNS = ["dataset", "sigma", "fold", "method", "accuracy", "seconds", "k", "err_pi", "warnings", "flagged",
+           "predicted_classes", "program", "restarts"]
+DATASETS = ("breast_cancer", "wine", "digits")
 
 
 def scaled_dataset(name: str):
-    from bayes_wsc.simulate.proportions import load_uci
+    """Features scaled to [0, 1] and the classes; digits as two classes (>= 5 against < 5)."""
+    if name == "digits":
+        from sklearn.datasets import load_digits
 
-    items, labels = load_uci(name)
-    x = items.drop(columns=["id"]).to_numpy(dtype=float)
+        bunch = load_digits()
+        x, labels = bunch.data.astype(float), (bunch.target >= 5).astype(np.int64)
+    else:
+        from bayes_wsc.simulate.proportions import load_uci
+
+        items, labels = load_uci(name)
+        x = items.drop(columns=["id"]).to_numpy(dtype=float)
     low, high = x.min(axis=0), x.max(axis=0)
     return (x - low) / np.where(high > low, high - low, 1.0), labels
 
@@ -73,7 +103,55 @@ def pca_bins(x_train: np.ndarray, x_test: np.ndarray, components: int = 2, per_c
     return np.ravel_multi_index(codes_train, shape), np.ravel_multi_index(codes_test, shape), int(np.prod(shape))
 
 
+def llp_learn_predict(method: str, x_train, groups, proportions, x_test, seed: int) -> np.ndarray:
+    """Fit one of llp-learn's methods at its defaults and return its classes (0..L-1) for x_test.
+
+    llp-learn 1.6 imports torchvision at module load (for a ResNet that the MLP of DLLP does not use); where
+    no torchvision matching the installed torch is at hand, a module whose `resnet18` refuses stands in for
+    it, so that DLLP's MLP runs. Its per-epoch printing and progress bar go to a null stream."""
+    import contextlib
+    import io
+
+    if method == "em-lr":
+        from llp_learn.em import EM
+        from sklearn.linear_model import LogisticRegression
+
+        model = EM(LogisticRegression(), init_y="random", random_state=seed)
+        model.fit(x_train, groups, proportions[:, 1])
+        return (np.asarray(model.predict(x_test)) > 0).astype(np.int64)
+    if method == "alter-svm":
+        from llp_learn.alter import alterSVM
+
+        model = alterSVM(random_state=seed)
+        model.fit(x_train, groups, proportions[:, 1])
+        return (np.asarray(model.predict(x_test)) > 0).astype(np.int64)
+    import torch
+
+    torch.set_num_threads(1)
+    try:
+        import torchvision.models  # noqa: F401
+    except (ImportError, RuntimeError):
+        import types
+
+        def resnet18(*args, **kwargs):
+            raise RuntimeError("torchvision is not installed: llp-learn's ResNet models are not available")
+
+        stand_in = types.ModuleType("torchvision")
+        stand_in.models = types.ModuleType("torchvision.models")
+        stand_in.models.resnet18 = resnet18
+        sys.modules["torchvision"], sys.modules["torchvision.models"] = stand_in, stand_in.models
+    from llp_learn.dllp import DLLP
+
+    model = DLLP(lr=1e-4, n_epochs=DLLP_EPOCHS, model_type="simple-mlp", hidden_layer_sizes=(100, 100), n_jobs=0,
+                 random_state=seed)
+    target = proportions[:, 1] if proportions.shape[1] == 2 else proportions
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        model.fit(x_train.astype(np.float32), np.asarray(groups), np.asarray(target, dtype=np.float32))
+        return np.asarray(model.predict(x_test.astype(np.float32)), dtype=np.int64)
+
+
 def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, families=FAMILIES):
+    from bayes_wsc import inference
     from bayes_wsc.baselines.proportions import K_RANGE, direct_classifier, fit_llp, oracle_classifier
     from bayes_wsc.data.proportions import LabelProportions
     from bayes_wsc.errors import FitWarning
@@ -92,7 +170,8 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, fam
                "seconds": round(seconds, 3), **extra}
         pd.DataFrame([row], columns=COLUMNS).to_csv(out_csv, mode="a", header=not out_csv.exists(), index=False)
         done.add((name, sigma, fold, method))
-        print(f"{name} sigma={sigma} fold={fold} {method}: {accuracy:.3f} ({seconds:.1f} s)", flush=True)
+        print(f"{name} sigma={sigma} fold={fold} {method}: {accuracy:.3f} ({seconds:.1f} s) {extra.get('flagged') or ''}",
+              flush=True)
 
     numeric = LabelProportions.from_arrays(x_train, groups, proportions, counts=counts)
     bins_train, bins_test, n_bins = pca_bins(x_train, x_test)
@@ -126,6 +205,34 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, fam
         record(method, chosen[3], seconds, k=chosen[2], err_pi=chosen[0])
         best = max(runs, key=lambda r: r[3])
         record(f"llp-best-k/{labeling}", best[3], seconds, k=best[2], err_pi=best[0])
+    if "default" in families and (name, sigma, fold, "bayes/default") not in done:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FitWarning)
+            est = ProportionsClassifier(progressbar=False).fit(numeric)
+        seconds = time.perf_counter() - t0
+        predicted = est.class_probabilities((x_test - numeric.center) / numeric.scale)["mean"].argmax(axis=1)
+        checks = est.checks_
+        flagged = ";".join(checks.loc[checks["flagged"].astype(bool), "check"].astype(str)) if len(checks) else ""
+        info = inference.get_attrs(est._fitted())["fit_info"]["map"]
+        record("bayes/default", float(np.mean(predicted == y_test)), seconds,
+               warnings=sum(issubclass(w.category, FitWarning) for w in caught), flagged=flagged,
+               predicted_classes=int(np.unique(predicted).size), program=info.get("compiled_program"),
+               restarts=len(info.get("restart_log_densities") or [0]))
+    for method in LLP_LEARN if "llp-learn" in families else ():
+        if (name, sigma, fold, f"llp-learn/{method}") in done:
+            continue
+        if method != "dllp" and n_classes > 2:
+            continue  # EM and alter-SVM take two classes only
+        t0 = time.perf_counter()
+        own_seed = int(np.random.default_rng([seed, sigma, fold, 7 + LLP_LEARN.index(method)]).integers(2**31))
+        try:
+            predicted = llp_learn_predict(method, x_train, groups, proportions, x_test, seed=own_seed)
+        except ValueError as exc:  # alter-SVM: "This combination of (C, C_p) does not converge!"
+            record(f"llp-learn/{method}", float("nan"), time.perf_counter() - t0, flagged=f"failed: {exc}")
+            continue
+        record(f"llp-learn/{method}", float(np.mean(predicted == y_test)), time.perf_counter() - t0,
+               predicted_classes=int(np.unique(predicted).size))
     for method in ("direct", "oracle") if "baselines" in families else ():
         if (name, sigma, fold, method) in done:
             continue
@@ -146,12 +253,104 @@ def run(args) -> None:
             previous = pd.read_csv(out_csv)
             done = set(zip(previous["dataset"], previous["sigma"], previous["fold"], previous["method"]))
         x, labels = scaled_dataset(name)
-        folds = list(StratifiedKFold(10, shuffle=True, random_state=args.seed).split(x, labels))
+        folds = [fold for repeat in range(-(-args.folds // 10))
+                 for fold in StratifiedKFold(10, shuffle=True, random_state=args.seed + repeat).split(x, labels)]
         for sigma in [int(s) for s in args.sigmas.split(",")]:
             for fold in range(args.folds):
                 train, test = folds[fold]
                 run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, args.seed,
                          families=args.methods.split(","))
+
+
+def names_chi_square(name: str, sigma: int, fold: int, seed: int) -> float:
+    """The between-group chi-square of a split's grouping (`models.proportions.between_group_chi_square`)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from bayes_wsc.data.proportions import LabelProportions
+    from bayes_wsc.models.proportions import between_group_chi_square
+    from bayes_wsc.simulate.proportions import class_counts, random_groups
+
+    x, labels = scaled_dataset(name)
+    train = list(StratifiedKFold(10, shuffle=True, random_state=seed + fold // 10).split(x, labels))[fold % 10][0]
+    groups = random_groups(train.size, sigma, np.random.default_rng([seed, sigma, fold]))
+    counts = class_counts(labels[train], groups, int(labels.max()) + 1)
+    data = LabelProportions.from_arrays(x[train], groups, counts / counts.sum(axis=1, keepdims=True), counts=counts)
+    return between_group_chi_square(data)
+
+
+def llp_learn_report(args) -> None:
+    """The table against llp-learn (and the paper's LLP, `--methods llp`, where it ran on the same splits), the
+    targets split by split, and how often the default fit collapsed and its check and data message fired."""
+    from bayes_wsc.models.proportions import NAMES_CHI_SQUARE
+
+    frames = [pd.read_csv(p) for p in sorted(Path(args.out).glob("proportions_sec4_*.csv"))
+              if not p.name.endswith("_summary.csv")]
+    everything = pd.concat(frames) if frames else pd.DataFrame(columns=COLUMNS)
+    # two runs that filled the same cells side by side: the first row of each counts
+    everything = everything.drop_duplicates(["dataset", "sigma", "fold", "method"], keep="first")
+    table = everything[everything["method"].isin(["bayes/default", *(f"llp-learn/{m}" for m in LLP_LEARN)])]
+    llp = everything[everything["method"] == "llp/exhaustive"]
+    wide = table.pivot_table(index=["dataset", "sigma", "fold"], columns="method", values="accuracy", aggfunc="first")
+    seconds = table.pivot_table(index=["dataset", "sigma", "fold"], columns="method", values="seconds", aggfunc="first")
+    rows = []
+    for (name, sigma), part in wide.groupby(level=[0, 1]):
+        bayes = part.get("bayes/default")
+        if bayes is None or bayes.notna().sum() == 0:
+            continue
+        part = part[bayes.notna()]
+        others = part[[c for c in part.columns if c.startswith("llp-learn/")]]
+        best = others.max(axis=1)
+        row = {"dataset": name, "sigma": sigma, "splits": int(len(part)),
+               "bayes_mean": part["bayes/default"].mean(), "bayes_sd": part["bayes/default"].std(ddof=1)}
+        for method in LLP_LEARN:
+            column = part.get(f"llp-learn/{method}")
+            row[f"{method}_mean"] = np.nan if column is None else column.mean()
+            row[f"{method}_sd"] = np.nan if column is None else column.std(ddof=1)
+            failed = table[(table["dataset"] == name) & (table["sigma"] == sigma)
+                           & (table["method"] == f"llp-learn/{method}")
+                           & table["flagged"].astype(str).str.startswith("failed")]
+            row[f"{method}_failed"] = int(len(failed))
+        folds = part.index.get_level_values("fold")
+        paper = llp[(llp["dataset"] == name) & (llp["sigma"] == sigma) & llp["fold"].isin(folds)]["accuracy"]
+        row["paper_llp_mean"], row["paper_llp_folds"] = (paper.mean(), int(paper.size)) if paper.size else (np.nan, 0)
+        compared = best.notna()  # splits where an llp-learn method ran and did not fail
+        row["splits_compared"] = int(compared.sum())
+        row["splits_within_0.02_of_best_llp_learn"] = int((part["bayes/default"] >= best - 0.02)[compared].sum())
+        secs = seconds.loc[part.index]
+        row["bayes_median_seconds"] = secs["bayes/default"].median()
+        for method in LLP_LEARN:
+            row[f"{method}_median_seconds"] = secs[f"llp-learn/{method}"].median() if f"llp-learn/{method}" in secs else np.nan
+        rows.append(row)
+    summary = pd.DataFrame(rows).round(4)
+    summary.to_csv(RESULTS / "proportions_sec4_llp_learn.csv", index=False)
+    with pd.option_context("display.width", 250, "display.max_columns", 40):
+        print(summary.to_string(index=False))
+
+    # the collapses: the default fit's held-out accuracy at or below the majority class's share of the test
+    # fold, or more than 0.1 below the best llp-learn method on the same split; the check and the data message
+    defaults = table[table["method"] == "bayes/default"].set_index(["dataset", "sigma", "fold"])
+    collapse = []
+    for (name, sigma, fold), row in defaults.iterrows():
+        x, labels = scaled_dataset(name)
+        majority = np.bincount(labels).max() / labels.size
+        best = wide.loc[(name, sigma, fold)].filter(like="llp-learn/").max()
+        collapse.append({"dataset": name, "sigma": sigma, "fold": fold, "accuracy": row["accuracy"],
+                         "collapsed": bool(row["accuracy"] <= majority),
+                         "poor": bool(np.isfinite(best) and row["accuracy"] < best - 0.1),
+                         "check_flagged": "class_collapse" in str(row["flagged"]),
+                         "chi_square": round(names_chi_square(name, sigma, fold, args.seed), 3)})
+    collapse = pd.DataFrame(collapse)
+    collapse["names_message"] = collapse["chi_square"] < NAMES_CHI_SQUARE
+    counts = collapse.groupby(["dataset", "sigma"]).agg(
+        splits=("fold", "size"), collapsed=("collapsed", "sum"), poor=("poor", "sum"),
+        check_flagged=("check_flagged", "sum"),
+        check_hits=("check_flagged", lambda f: int((f & (collapse.loc[f.index, "collapsed"]
+                                                         | collapse.loc[f.index, "poor"])).sum())),
+        names_message=("names_message", "sum"),
+        message_on_poor=("names_message", lambda f: int((f & (collapse.loc[f.index, "collapsed"]
+                                                              | collapse.loc[f.index, "poor"])).sum()))).reset_index()
+    counts.to_csv(RESULTS / "proportions_sec4_collapse.csv", index=False)
+    print(counts.to_string(index=False))
 
 
 def report(args) -> None:
@@ -162,7 +361,9 @@ def report(args) -> None:
     if not parts:
         require(Path(args.out) / "proportions_sec4_<dataset>.csv",
                 "python benchmarks/proportions_sec4.py --datasets breast_cancer,wine")
+    llp_learn_report(args)
     table = pd.concat([pd.read_csv(p) for p in parts])
+    table = table[~table["method"].isin(["bayes/default", *(f"llp-learn/{m}" for m in LLP_LEARN)])]
     summary = (table.groupby(["dataset", "method", "sigma"])["accuracy"]
                .agg(mean="mean", se=lambda a: a.std(ddof=1) / np.sqrt(len(a)), folds="count").reset_index())
     summary_csv = RESULTS / "proportions_sec4_summary.csv" if Path(args.out) == OUT else Path(args.out) / "summary.csv"
@@ -194,13 +395,15 @@ def report(args) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", default="breast_cancer,wine")
+    parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--sigmas", default=",".join(map(str, SIGMAS)))
-    parser.add_argument("--folds", type=int, default=10, help="folds to run of the 10 (fewer for a pilot)")
+    parser.add_argument("--folds", type=int, default=10,
+                        help="splits to run: the 10 folds of one shuffled split, then those of another shuffle")
     parser.add_argument("--seed", type=int, default=2011)
     parser.add_argument("--methods", default=",".join(FAMILIES),
-                        help="families to run: bayes, llp, baselines (direct and oracle); the groups and LLP's "
-                             "seeds do not depend on which, so a later run fills in the rest")
+                        help="families to run: bayes (every emission and bag likelihood), llp, baselines (direct and "
+                             "oracle), default (the package's default fit), llp-learn; the groups and the "
+                             "methods' seeds do not depend on which, so a later run fills in the rest")
     parser.add_argument("--out", default=str(OUT), help="folder of the per-data-set CSV files")
     parser.add_argument("--report", action="store_true", help="summarize the CSV into a table and a plot")
     args = parser.parse_args(argv)

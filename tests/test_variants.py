@@ -154,7 +154,7 @@ def test_variant_from_the_api(variant_fits, files, name):
     table = est.summary()
     # the variant's own free variables sit beside the model's estimands
     own = {"learned_rater_noise": ["sigma_h"], "product_emissions": ["w0_speed[fast]", "w1_colour[red]"],
-           "ecological_inference": ["a0", "sigma_a", "phi"],
+           "ecological_inference": ["tau"],
            "experts_symmetric": ["accuracy_raw[expert1]"], "pcmix_tied_variances": ["sd_tied_excess[x]"],
            "proportions_shared_sd": ["sd_shared_excess[x1]"], "perception_nonnegative": ["W[x1, a1]", "b[a1]"]}[name]
     assert set(own) <= set(table.index), table.index
@@ -188,7 +188,7 @@ def test_variant_from_the_command_line(files, tmp_path, capsys, name):
     code = cli([*cli_fit_args(model, path), "--model", VARIANTS[name], "--out", tmp_path / "fit.nc", *report])
     out = capsys.readouterr().out
     assert code == 0, out
-    own = {"learned_rater_noise": "sigma_h", "product_emissions": "w0_speed[fast]", "ecological_inference": "phi",
+    own = {"learned_rater_noise": "sigma_h", "product_emissions": "w0_speed[fast]", "ecological_inference": "tau",
            "experts_symmetric": "accuracy_raw[expert1]", "pcmix_tied_variances": "sd_tied_excess[x]",
            "proportions_shared_sd": "sd_shared_excess[x1]", "perception_nonnegative": "W[x1, a1]"}[name]
     assert own in out and "Diagnostics" in out

@@ -28,6 +28,21 @@ distribution depends on the group: aggregation bias). Per group, the discrepancy
 (its feature means, bin shares or class shares) from the replicates (`group_discrepancy`), observed and
 replicated; the worst group is flagged when its observed discrepancy is out of line with its replicates
 (Bonferroni over groups). The `ppc_group_*` omnibus row judges all groups together.
+
+The check of a collapsed fit, `class_collapse`: with few groups the class names rest on small differences
+between the groups' proportions, and a fit can settle where its predicted classes no longer follow the
+items' features: one class predicted for (nearly) every item, a class never predicted, or the classes
+swapped. Such a fit still reproduces each group's proportions (its class probabilities stay near the
+overall shares, and their means near each group's; measured on breast_cancer in four groups,
+benchmarks/proportions_restarts.py), so no statistic of the groups tells it apart. What gives it away is
+the classes it predicts: the share of the training items whose most probable class is l, against the
+overall share eta_l the proportions give. Replicated under the fit, the items' classes drawn from their
+class probabilities, the share of class l moves only by the classifier's own uncertainty; a fit whose
+predicted classes are off from the proportions' shares by more than `COLLAPSE_TOLERANCE` (total variation
+over the classes), beyond what its replicates reach, is flagged; so is one whose class probabilities give
+other overall shares than the proportions (the classes swapped). A fit whose classes overlap so much that
+its most probable class is wrong for many items is flagged too: its item-level predictions are then not
+worth trusting either.
 """
 
 from __future__ import annotations
@@ -41,6 +56,10 @@ from bayes_wsc.criticism import Check, Replicates, p_value_upper, worst_element
 #: wrong groups of 100 were 6-19 times off; on data from the model the worst group reaches 12 by chance, which
 #: the Bonferroni-corrected p-value mostly rules out: 1 flag in 20 simulations, benchmarks/check_power.py)
 MISFIT_TOLERANCE = 5.0
+
+#: `class_collapse` flags a fit whose predicted classes' shares differ from the proportions' overall shares by more
+#: than this total variation (good fits of breast_cancer in four groups: at most 0.05; the swapped ones: 0.3)
+COLLAPSE_TOLERANCE = 0.15
 
 #: replicated data sets per group for `group_misfit` with discrete data: enough that the worst group's p-value,
 #: Bonferroni-corrected, comes from counts rather than from a tail fitted beyond the replicates
@@ -108,7 +127,68 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
     return np.stack([fn(log_shares[s], log_emission[s]) for s in range(n_draws)])
 
 
+def class_probabilities(data, params: dict) -> np.ndarray:
+    """P(z = l | x) of every training item under each draw, from its features alone (S, n, L): the softmax
+    for the logistic emission, eta_l f_l(x) normalized for the others (eta the proportions' overall shares,
+    or the draw's theta's when the proportions are noisy)."""
+    from scipy.special import log_softmax
+
+    emission = _emission(params)
+    if emission == "logistic":
+        W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
+        return softmax(np.einsum("nd,sld->snl", data.x, W) + b[:, None, :], axis=-1)
+    sizes = data.group_sizes.astype(float)
+    if "theta" in params:
+        eta = np.einsum("i,sil->sl", sizes, np.asarray(params["theta"], dtype=float)) / sizes.sum()
+    else:
+        eta = np.broadcast_to(data.eta, (next(iter(params.values())).shape[0], data.n_classes))
+    with np.errstate(divide="ignore"):
+        log_eta = np.log(eta)
+    if emission == "categorical":
+        w = np.asarray(params["w"], dtype=float)  # (S, L, K)
+        with np.errstate(divide="ignore"):
+            joint = log_eta[:, None, :] + np.log(np.transpose(w[:, :, data.item_bin], (0, 2, 1)))
+    else:
+        from bayes_wsc.models.proportions import gaussian_logp_draws
+
+        mean_z = (np.asarray(params["mean"], dtype=float) - data.center) / data.scale
+        joint = log_eta[:, None, :] + gaussian_logp_draws(data.x, mean_z, np.asarray(params["sd"], float) / data.scale)
+    return np.exp(log_softmax(joint, axis=-1))
+
+
+def collapse_discrepancy(data, probs: np.ndarray, rng: np.random.Generator) -> dict:
+    """`class_collapse`'s discrepancies per draw, each (observed (S,), replicated (S,)), and the predicted
+    classes' shares (S, L). Each draw's classes are drawn once for every item from its class probabilities
+    (the replicate). Total variations over the classes:
+
+    * "predicted": the shares of the classes the fit predicts (each training item's most probable class)
+      from the proportions' overall shares eta, against the drawn classes' shares from eta: a fit that
+      predicts the majority for every item although it gives the others their share of probability;
+    * "shares": eta from the shares the fit's class probabilities give on average, against the drawn
+      classes' shares from the same: a fit whose probabilities contradict the proportions (classes swapped).
+    """
+    n_draws, n, n_classes = probs.shape
+    predicted = np.stack([np.bincount(p.argmax(axis=1), minlength=n_classes) for p in probs]) / n
+    drawn = np.stack([np.bincount(_draw(p, rng), minlength=n_classes) for p in probs]) / n
+    expected = probs.mean(axis=1)
+    eta = data.eta[None, :]
+
+    def tv(a, b):
+        return 0.5 * np.abs(a - b).sum(axis=1)
+
+    return {"predicted": (tv(predicted, eta), tv(drawn, eta)), "shares": (tv(eta, expected), tv(drawn, expected)),
+            "predicted_shares": predicted}
+
+
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
+    replicates = _replicate(est, data, params, rng)
+    found = collapse_discrepancy(data, class_probabilities(data, params), rng)
+    replicates.realized.update({"class_collapse": found["predicted"], "class_collapse_shares": found["shares"],
+                                "predicted_shares": (found["predicted_shares"], found["predicted_shares"])})
+    return replicates
+
+
+def _replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     emission = _emission(params)
     n_rep = next(iter(params.values())).shape[0]
     sizes = data.group_sizes.astype(float)
@@ -247,7 +327,7 @@ def group_discrepancy(observed: np.ndarray, replicated: np.ndarray, shares: bool
 
 
 def rows(est, data, replicates: Replicates) -> list[Check]:
-    """One row, `group_misfit`. No row judges the pooled statistics (means, sds, bin or class shares): the
+    """Two rows, `group_misfit` and `class_collapse` (`collapse_row`). No row judges the pooled statistics (means, sds, bin or class shares): the
     classes' free parameters reproduce them on every fit (p near 1). None judges the groups' statistics as
     a whole either: spread over every group, ten groups of 100 with wrong counts moved it by 1.4 times
     the replicates' discrepancy and it flagged 0 of 8 times, where `group_misfit` flagged 5 of the same 8
@@ -264,7 +344,37 @@ def rows(est, data, replicates: Replicates) -> list[Check]:
     # beyond the replicates, the p-value comes from a normal fit to them (`checks._tail`)
     p_values = p_value_upper(np.cbrt(d_obs), np.cbrt(d_rep))
     return [worst_element("group_misfit", p_values, d_obs, d_rep.mean(axis=0), list(data.group_ids), "group",
-                          what + ", their discrepancy", _GROUP_ADVICE, tolerance=MISFIT_TOLERANCE, relative=True)]
+                          what + ", their discrepancy", _GROUP_ADVICE, tolerance=MISFIT_TOLERANCE, relative=True),
+            collapse_row(data, replicates)]
+
+
+def collapse_row(data, replicates: Replicates) -> Check:
+    """`class_collapse`: the predicted classes' shares against the proportions' (see the module docstring).
+    The effect is the total variation between the predicted classes' shares (posterior mean) and eta; the
+    p-value the smaller of the two discrepancies' (`collapse_discrepancy`), doubled."""
+    from bayes_wsc.criticism import ALPHA
+
+    predicted = replicates.realized["predicted_shares"][0].mean(axis=0)
+    effect = float(0.5 * np.abs(predicted - data.eta).sum())
+    # either way of being off (`collapse_discrepancy`), Bonferroni for the two
+    p = float(min(1.0, 2 * min(p_value_upper(*replicates.realized[name])
+                               for name in ("class_collapse", "class_collapse_shares"))))
+    flagged = bool(p < ALPHA and effect > COLLAPSE_TOLERANCE)
+    shares = ", ".join(f"{c!r} {predicted[l]:.0%} (proportions {data.eta[l]:.0%})" for l, c in enumerate(data.classes))
+    never = [c for l, c in enumerate(data.classes) if predicted[l] == 0]
+    if flagged:
+        what = (f"the fit never predicts class {', '.join(map(repr, never))}" if never else
+                "the classes the fit predicts are not the classes the proportions hold")
+        message = (f"{what}: the training items' predicted classes are {shares}, off by {effect:.2f} (total "
+                   f"variation; tolerance {COLLAPSE_TOLERANCE:g}, p = {p:.2g}). The predicted classes do not follow "
+                   "the features as the proportions say they should: the fit may have settled in a poor mode, with "
+                   "classes merged or swapped, which happens when the groups' proportions differ too little to tell "
+                   "the classes apart. Do not trust its predictions item by item; refit with more restarts "
+                   "(restarts=...), or group the items so that the proportions differ more between groups.")
+    else:
+        message = (f"The predicted classes' shares of the training items ({shares}) are within "
+                   f"{COLLAPSE_TOLERANCE:g} of the proportions' (off by {effect:.2f}, p = {p:.2g}).")
+    return Check("class_collapse", effect, 0.0, p, flagged, message, effect, COLLAPSE_TOLERANCE)
 
 
 _GROUP_ADVICE = ("A group's items do not look like the classes mixed in its proportions: its proportions may be "

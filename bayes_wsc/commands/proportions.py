@@ -62,6 +62,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                        help="categorical: Dirichlet concentration of each class's bin probabilities (default 1)")
     model.add_argument("--prior-sd", type=positive_float, default=1.0,
                        help="logistic: sd of the Normal prior on the weights of standardized features (default 1)")
+    model.add_argument("--restarts", type=positive_int, default=None,
+                       help="MAP starts: the soft-label one, then random ones; the best wins (default 4 for logistic, "
+                            "1 for the others)")
     add_variant_options(parser)
     add_sampling_options(parser)
 
@@ -100,7 +103,7 @@ def run(args) -> None:
     est = ProportionsClassifier(emission=args.emission, bag_likelihood=args.bag_likelihood,
                                 concentration=args.concentration, mean_prior_sd=args.mean_prior_sd,
                                 sd_prior_rate=args.sd_prior_rate, w_concentration=args.w_concentration,
-                                prior_sd=args.prior_sd, **sampling_settings(args))
+                                prior_sd=args.prior_sd, restarts=args.restarts, **sampling_settings(args))
     fit_save_report(est, data, args)
 
 

@@ -63,8 +63,17 @@ BAG_LIKELIHOODS = ("independent", "exact-counts")
 DEFAULT_EMISSION = "logistic"
 #: exact-counts when the data hold whole class counts and the proportions are known exactly, else independent
 DEFAULT_BAG_LIKELIHOOD = "auto"
+#: MAP starts by default per emission (`ProportionsClassifier(restarts=None)`): with four groups of breast_cancer,
+#: one start left the logistic fit in a poor mode in 4 of 20 splits (one with held-out accuracy 0.25), two or more
+#: in none below the majority share (benchmarks/proportions_restarts.py); the other emissions start once from the
+#: soft-label estimate (random starts of a Gaussian mixture can reach a degenerate mode of higher density)
+DEFAULT_RESTARTS = {"logistic": 4, "gaussian": 1, "categorical": 1}
 #: NUTS chains start with every simplex share at least this (`nuts_start`)
 SIMPLEX_FLOOR = 1e-4
+#: the groups' proportions carry the classes' names when their chi-square (`between_group_chi_square`) is at
+#: least this: breast_cancer in four random groups (chi-square 0.1-7.6) held poor modes within 2 nats of the
+#: best in 9 of 20 splits (benchmarks/proportions_restarts.py, RESULTS.md)
+NAMES_CHI_SQUARE = 10.0
 #: Pi's smallest singular value relative to its largest below this: the classes are not identified
 RANK_TOLERANCE = 1e-8
 
@@ -334,6 +343,27 @@ def soft_label_start(data: LabelProportions, emission: str, sd_floor: float = 1e
     return {"W_raw": np.zeros((data.n_features, data.n_classes)), "b_raw": np.zeros(data.n_classes)}
 
 
+def random_starts(data: LabelProportions, emission: str, count: int, rng: np.random.Generator, *,
+                  prior_sd: float = 1.0, intercept_sd: float = 2.0) -> list[dict]:
+    """`count` random MAP starts: the logistic weights and intercepts drawn from their priors; for the
+    gaussian emission each class's means at a random item's features (sds at the soft-label start's); for
+    the categorical emission each class's bin shares from Dirichlet(1)."""
+    starts = []
+    for _ in range(count):
+        if emission == "logistic":
+            starts.append({"W_raw": rng.normal(0.0, prior_sd, (data.n_features, data.n_classes)),
+                           "b_raw": rng.normal(0.0, intercept_sd, data.n_classes)})
+        elif emission == "gaussian":
+            start = soft_label_start(data, emission)
+            start["mean_z"] = data.x[rng.choice(data.n_items, data.n_classes, replace=data.n_items < data.n_classes)]
+            starts.append(start)
+        elif data.n_bins > 1:
+            starts.append({"w": rng.dirichlet(np.ones(data.n_bins), data.n_classes)})
+        else:
+            starts.append({})
+    return starts
+
+
 def gaussian_logp_draws(x: np.ndarray, mean_z: np.ndarray, sd_z: np.ndarray) -> np.ndarray:
     """log N(x | mean_l, sd_l) for many draws: x (m, D), mean_z and sd_z (S, L, D) -> (S, m, L)."""
     from bayes_wsc.maths.pcmix import component_logp_draws
@@ -353,6 +383,33 @@ def identifiability_message(data: LabelProportions) -> str | None:
     return (f"the proportions of the {data.n_groups} groups vary along fewer than {data.n_classes} directions "
             "(the groups x classes matrix has rank below the number of classes), so some classes are mixed up "
             "in every group alike and cannot be told apart. More groups, with proportions that differ, fix this.")
+
+
+def between_group_chi_square(data: LabelProportions) -> float:
+    """Pearson's chi-square of the groups x classes counts against the overall shares, sum over groups and
+    classes of (n_i Pi_il - n_i eta_l)^2 / (n_i eta_l): how far the groups' proportions are apart, in units
+    of the scatter that putting the items into groups at random gives ((I - 1)(L - 1) on average)."""
+    expected = data.group_sizes[:, None] * data.eta[None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        terms = np.where(expected > 0, (data.expected_counts - expected) ** 2 / expected, 0.0)
+    return float(terms.sum())
+
+
+def names_message(data: LabelProportions) -> str | None:
+    """Plain words when the groups' proportions differ too little to carry the classes' names: their
+    chi-square (`between_group_chi_square`) below `NAMES_CHI_SQUARE`. Then the fit learns which items go
+    together from the features, and which group of items is which class from small differences between the
+    groups: the MAP landscape has modes nearly as probable as the best whose classes are wrong."""
+    chi2 = between_group_chi_square(data)
+    if chi2 >= NAMES_CHI_SQUARE:
+        return None
+    return (f"the {data.n_groups} groups' class proportions differ little (chi-square {chi2:.3g} over groups and "
+            f"classes, below {NAMES_CHI_SQUARE:g}; items put into groups at random give "
+            f"{(data.n_groups - 1) * (data.n_classes - 1)} on average), so little tells which class is which: fits "
+            "whose classes are wrong (merged, swapped, or split along another direction of the features) are nearly "
+            "as probable as the right one, and the fit may have found one. Predictions item by item may be wrong "
+            "even when the groups' proportions are reproduced; more groups, or groups whose proportions differ "
+            "more, carry the classes' names.")
 
 
 def count_conditional(log_q: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -417,6 +474,9 @@ class ProportionsClassifier(Estimator):
     mean_prior_sd, sd_prior_rate : priors of the gaussian emission on standardized features.
     w_concentration : Dirichlet concentration of the categorical emission.
     prior_sd, intercept_sd : Normal prior sds of the logistic emission's weights and intercepts.
+    restarts : MAP starts: the soft-label start, then random ones (`random_starts`); the highest log
+        density wins and starts NUTS. With few groups the landscape has several modes
+        (benchmarks/proportions_restarts.py); None (the default) takes the emission's `DEFAULT_RESTARTS`.
     method, draws, tune, chains, seed, backend, target_accept, precision : fitting (MAP or NUTS).
     model_file, model_settings : a variant file (see `models/`) and its own settings.
 
@@ -443,8 +503,10 @@ class ProportionsClassifier(Estimator):
               "sd_excess": (0.0, float("inf"))}
 
     def __init__(self, *, emission=DEFAULT_EMISSION, bag_likelihood=DEFAULT_BAG_LIKELIHOOD, concentration=None,
-                 mean_prior_sd=3.0, sd_prior_rate=1.0, w_concentration=1.0, prior_sd=1.0, intercept_sd=2.0, **kwargs):
+                 mean_prior_sd=3.0, sd_prior_rate=1.0, w_concentration=1.0, prior_sd=1.0, intercept_sd=2.0,
+                 restarts=None, **kwargs):
         super().__init__(**kwargs)
+        self.restarts = restarts
         self.emission = emission
         self.bag_likelihood = bag_likelihood
         self.concentration = concentration
@@ -466,6 +528,10 @@ class ProportionsClassifier(Estimator):
 
     def check_params(self) -> None:
         super().check_params()
+        if self.restarts is not None and (isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral)
+                                          or self.restarts < 1):
+            raise InputError(f"restarts must be None (the emission's default) or a positive whole number, got "
+                             f"{self.restarts!r}")
         check_settings(self.emission, self.bag_likelihood, self.concentration, mean_prior_sd=self.mean_prior_sd,
                        sd_prior_rate=self.sd_prior_rate, w_concentration=self.w_concentration,
                        prior_sd=self.prior_sd, intercept_sd=self.intercept_sd)
@@ -482,8 +548,10 @@ class ProportionsClassifier(Estimator):
         return super().fit(data)
 
     def data_messages(self, data: LabelProportions) -> list[str]:
-        """Proportions that cannot tell the classes apart (`identifiability_message`), before the fit."""
-        return [m for m in (identifiability_message(data),) if m]
+        """Proportions that cannot tell the classes apart (`identifiability_message`), or that differ too
+        little to carry their names (`names_message`), before the fit."""
+        unidentified = identifiability_message(data)
+        return [unidentified] if unidentified else [m for m in (names_message(data),) if m]
 
     def build_model(self, data: LabelProportions) -> pm.Model:
         return build_model(data, **self.build_settings())
@@ -495,12 +563,17 @@ class ProportionsClassifier(Estimator):
         return model_coords(data), model_data(data, settings["emission"], settings["bag_likelihood"],
                                               settings["concentration"])
 
-    def initial_values(self, data: LabelProportions) -> dict:
-        start = soft_label_start(data, self.emission)
+    def initial_values(self, data: LabelProportions) -> dict | list[dict]:
+        """The soft-label start, then `restarts - 1` random ones (`random_starts`, seeded by `seed`)."""
+        starts = [soft_label_start(data, self.emission)]
+        restarts = DEFAULT_RESTARTS.get(self.emission, 1) if self.restarts is None else int(self.restarts)
+        starts += random_starts(data, self.emission, restarts - 1, np.random.default_rng(self.seed),
+                                prior_sd=self.prior_sd, intercept_sd=self.intercept_sd)
         if self.concentration is not None and self.emission != "logistic":
             theta = np.clip(data.proportions, 1e-3, None)
-            start["theta"] = theta / theta.sum(axis=1, keepdims=True)
-        return start
+            for start in starts:
+                start["theta"] = theta / theta.sum(axis=1, keepdims=True)
+        return starts[0] if len(starts) == 1 else starts
 
     def nuts_start(self, start: dict) -> dict:
         """The MAP's simplexes (theta, w) moved off their boundary: a MAP share of a class with

@@ -617,6 +617,10 @@ class WSC(Estimator):
     def model_checks(self, idata) -> list[str]:
         """Warn about a weak WH, and when chains disagree on which class is 'happy' (the orientation
         set by HE)."""
+        model = getattr(self, "_model", None)
+        if self.model_file is not None and model is not None and not (
+                "he" in model.named_vars and model["he"] in model.observed_RVs):
+            return empty_groups_messages(idata)  # a variant that reads HE as exact: WH orients nothing
         weak = [weak_wh_message(self.wh)] if float(self.wh) < WEAK_WH else []
         weak += empty_groups_messages(idata)
         if (self.method != "nuts" or "he" not in idata.observed_data or "mu" not in idata.posterior
@@ -762,15 +766,21 @@ class WSC(Estimator):
                           attrs={"ci": ci})
 
     def _group_bin_summary(self, cells: np.ndarray, ci: float):
-        mu, w0, w1 = (stacked(self._fitted(), n) for n in ("mu", "w0", "w1"))
-        n_bins = w0.shape[1]
-        log_w0, log_w1 = np.log(w0), np.log(w1)  # once per (draw, bin), not per cell
+        """P(Z = 1 | X = k, group i) = sigmoid(group_i + bin_k): mu_i and log w1_k - log w0_k, or a variant's
+        own split of that logit (`group_logit[group]`, `bin_logit[bin]`; models/ecological_inference.py)."""
+        posterior = self._fitted().posterior
+        if "group_logit" in posterior and "bin_logit" in posterior:
+            group, per_bin = stacked(self._fitted(), "group_logit"), stacked(self._fitted(), "bin_logit")
+        else:
+            group, w0, w1 = (stacked(self._fitted(), n) for n in ("mu", "w0", "w1"))
+            per_bin = np.log(w1) - np.log(w0)  # once per (draw, bin), not per cell
+        n_bins = per_bin.shape[1]
 
-        def draws_of(cols):  # class1_probability, with the logs taken above
+        def draws_of(cols):  # class1_probability, with the per-bin logits taken above
             g, k = np.divmod(cells[cols], n_bins)
-            return expit(mu[:, g] + log_w1[:, k] - log_w0[:, k])
+            return expit(group[:, g] + per_bin[:, k])
 
-        return summarize_columns(len(cells), draws_of, mu.shape[0], ci)
+        return summarize_columns(len(cells), draws_of, group.shape[0], ci)
 
     def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI, group_col: str | None = None) -> pd.DataFrame:
         """Every input column plus `prob`, `prob_low`, `prob_high`: P(Z = 1 | behavior).

@@ -1,0 +1,161 @@
+"""Where the first MAP of a new shape spends its time, and what later fits of new data cost (issue 30).
+
+breast_cancer (features scaled to [0, 1]) in random groups of sigma items with their counts, the default
+`ProportionsClassifier()` MAP (fit-time checks included), each sigma in a fresh process with an empty cache
+folder (XDG_CACHE_HOME: no compiled MAP program, no XLA cache). In that process: importing PyMC, then the
+cold fit, its phases timed by wrapping the functions that run them (building the PyMC model, PyTensor's
+rewrites and conversion of the graph to JAX, JAX's tracing and lowering for export, XLA's compilation,
+the optimizer with the first calls that compile, the checks), then `--rounds` fits of new groupings of the same sizes (the program reused:
+warm, new data) each beside llp-learn's EM with logistic regression on the same data, timed in the same
+process. Wall and CPU seconds (the process's, every thread's): on a machine shared by many processes the
+wall time measures the others; the CPU time is what the fit costs, close to its wall time on a quiet machine.
+
+    nice -n 10 python benchmarks/proportions_cold.py --sigmas 2,8,32,128 --rounds 3
+
+Rows go to benchmarks/results/proportions_cold.csv (one per sigma and fit; each run replaces the last).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+#: phase -> (module, attribute) of the function whose time is that phase's (the time of each call summed)
+PHASES = {
+    "build_model": ("bayes_wsc.models.proportions", "build_model"),
+    "pytensor_to_jax": ("pymc.sampling.jax", "get_jaxified_graph"),
+    "xla_compile": ("jax._src.compiler", "backend_compile_and_load"),
+    "optimizer_and_first_calls": ("bayes_wsc.map_program", "run_map"),
+    "checks": ("bayes_wsc.estimator", "Estimator._fit_time_checks"),
+}
+
+
+class PhaseTimer:
+    """Wraps the functions of `PHASES` (and JAX's export, whose traced function is a closure) to sum the
+    process's CPU seconds spent in each (every thread's; on a shared machine the wall time mostly measures the
+    other processes); a phase that runs inside another counts in both."""
+
+    def __init__(self):
+        self.seconds = {name: 0.0 for name in (*PHASES, "jax_trace_export")}
+
+    def timed(self, name, function):
+        def wrapper(*args, **kwargs):
+            t0 = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds[name] += time.process_time() - t0
+        return wrapper
+
+    def install(self) -> None:
+        import importlib
+
+        import jax
+
+        for name, (module, attribute) in PHASES.items():
+            owner = importlib.import_module(module)
+            path = attribute.split(".")
+            for part in path[:-1]:
+                owner = getattr(owner, part)
+            setattr(owner, path[-1], self.timed(name, getattr(owner, path[-1])))
+        export = jax.export.export
+        jax.export.export = lambda *a, **k: self.timed("jax_trace_export", export(*a, **k))
+
+
+def grouping(sigma: int, seed: int):
+    from bayes_wsc.data.proportions import LabelProportions
+    from bayes_wsc.simulate.proportions import class_counts, random_groups
+    from proportions_sec4 import scaled_dataset
+
+    x, labels = scaled_dataset("breast_cancer")
+    groups = random_groups(len(labels), sigma, np.random.default_rng(seed))
+    counts = class_counts(labels, groups, 2)
+    data = LabelProportions.from_arrays(x, groups, counts / counts.sum(axis=1, keepdims=True), counts=counts)
+    return x, groups, counts, data
+
+
+def child(sigma: int, rounds: int) -> None:
+    t_start = time.perf_counter()
+    from llp_learn.em import EM
+    from sklearn.linear_model import LogisticRegression
+
+    _, _, _, data = grouping(sigma, 0)
+    t0, c0 = time.perf_counter(), time.process_time()
+    import pymc  # noqa: F401  (what a first fit imports, timed apart)
+
+    imports, imports_cpu = time.perf_counter() - t0, time.process_time() - c0
+    timer = PhaseTimer()
+    timer.install()
+    from bayes_wsc.models.proportions import ProportionsClassifier
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = ProportionsClassifier(progressbar=False).fit(data)
+    cold, cold_cpu = time.perf_counter() - t0, time.process_time() - c0
+    info = est._mode.info
+    rows = [{"sigma": sigma, "fit": "cold (empty cache, first in process)", "seconds": round(cold, 2),
+             "cpu_seconds": round(cold_cpu, 2), "import_pymc_seconds": round(imports, 2),
+             "import_pymc_cpu": round(imports_cpu, 2), "program": info.get("compiled_program"),
+             **{f"{k}_cpu": round(v, 2) for k, v in timer.seconds.items()}}]
+    for r in range(1, rounds + 1):
+        x, groups, counts, data = grouping(sigma, r)
+        t0, c0 = time.perf_counter(), time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = ProportionsClassifier(progressbar=False).fit(data)
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        t0, c0 = time.perf_counter(), time.process_time()
+        EM(LogisticRegression(), init_y="random", random_state=r).fit(x, groups, counts[:, 1] / counts.sum(axis=1))
+        em, em_cpu = time.perf_counter() - t0, time.process_time() - c0
+        rows.append({"sigma": sigma, "fit": "warm (new grouping, same sizes)", "seconds": round(seconds, 3),
+                     "cpu_seconds": round(cpu, 3), "program": est._mode.info.get("compiled_program"),
+                     "em_lr_seconds": round(em, 3), "em_lr_cpu": round(em_cpu, 3),
+                     "ratio_to_em_lr": round(seconds / em, 2), "cpu_ratio_to_em_lr": round(cpu / em_cpu, 2)})
+    print(json.dumps({"rows": rows, "process_seconds": round(time.perf_counter() - t_start, 2)}))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sigmas", default="2,8,32,128")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child is not None:
+        child(args.child, args.rounds)
+        return 0
+    command = "python benchmarks/proportions_cold.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
+    print("command:", command, flush=True)
+    rows = []
+    for sigma in [int(s) for s in args.sigmas.split(",")]:
+        with tempfile.TemporaryDirectory(prefix="cold-cache-") as cache:
+            done = subprocess.run([sys.executable, __file__, "--child", str(sigma), "--rounds", str(args.rounds)],
+                                  capture_output=True, text=True, env={**os.environ, "XDG_CACHE_HOME": cache})
+        if done.returncode:
+            raise SystemExit(done.stderr[-3000:])
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        for row in result["rows"]:
+            print(row, flush=True)
+        rows += result["rows"]
+    load = os.getloadavg()[0]
+    frame = pd.DataFrame(rows).assign(load=round(load, 1), date=time.strftime("%Y-%m-%d %H:%M"), command=command)
+    out = HERE / "results" / "proportions_cold.csv"
+    frame.to_csv(out, index=False)  # one current table: the latest run
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
