@@ -340,8 +340,12 @@ class Estimator(abc.ABC):
             draws, found = run_laplace(program, inputs, x_map, draws=self.draws, seed=self.seed, fixed=fixed,
                                        defer_log_likelihood=True)
             fit_info["laplace"] = draws.info
+            dims = {**(dims or {}), **self.complete_draws(draws, data)}  # nested: the locals from their conditionals
+            from bayes_wsc.nested_laplace import laplace_warnings
+
+            found += laplace_warnings(draws.info, self.model_name)
             messages += found + self.align_draws(draws, map_draws, data, free=fit_info["free_variables"], dims=dims)
-            if not recipe.start_nuts_at_map:
+            if not recipe.start_nuts_at_map and draws.info.get("form") != "nested":
                 messages.append("this model's file says its posterior mode is not a useful summary "
                                 "(START_NUTS_AT_MAP = False), and the Laplace approximation is a Gaussian at "
                                 "that mode: do not trust its intervals; fit with NUTS.")
@@ -615,8 +619,8 @@ class Estimator(abc.ABC):
         return {}
 
     def complete_draws(self, draws, data) -> dict:
-        """Add to NUTS's `draws.posterior`, in place, variables the sampled model integrated out
-        (drawn from their conditionals); returns their dims. None by default."""
+        """Add to the draws of NUTS or Laplace (`draws.posterior`), in place, variables the model
+        integrated out (drawn from their conditionals); returns their dims. None by default."""
         return {}
 
     def pointwise_log_likelihood(self, draws, data) -> str | None:

@@ -200,9 +200,11 @@ def fit_laplace(
     map_draws, x_map = run_map(program, starts, inputs, maxiter=maxiter, tol=tol, fixed=fixed)
     from bayes_wsc.laplace import run_laplace
 
+    from bayes_wsc.nested_laplace import laplace_warnings
+
     draws, messages = run_laplace(program, inputs, x_map, draws=draws, seed=seed, maxiter=maxiter, tol=tol,
                                   fixed=fixed)
-    return draws, map_draws, messages
+    return draws, map_draws, messages + laplace_warnings(draws.info)
 
 
 def _forward_graph(model: pm.Model):

@@ -56,7 +56,8 @@ from threadpoolctl import threadpool_limits
 from bayes_wsc.diagnostics import laplace_messages
 from bayes_wsc.draws import Draws
 from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
-from bayes_wsc.map_program import MapProgram, minimize
+from bayes_wsc.map_program import MapProgram, degenerate_values, minimize
+from bayes_wsc.nested_laplace import CHECK_DRAWS, importance_check
 
 #: floats of data times draws held at once when the draws are pushed through the model
 DRAW_CHUNK_FLOATS = 16_000_000
@@ -85,6 +86,8 @@ def laplace_functions(jax, density, values, x, inputs: Mapping, local: list[int]
 
     functions = {
         "laplace_value_and_grad": (jax.value_and_grad(density), (x, inputs)),
+        # the density at a few draws, against the Gaussian's (`nested_laplace.importance_check`)
+        "laplace_log_density": (jax.vmap(density, in_axes=(0, None)), (np.zeros((chunk, n)), inputs)),
         # the pointwise log-likelihood apart: a fit may leave it for first use (`run_laplace`)
         "draw_values": (jax.vmap(reported, in_axes=(0, None)), (np.zeros((chunk, n)), inputs)),
     }
@@ -148,7 +151,11 @@ def run_laplace(program: MapProgram, inputs: Mapping[str, np.ndarray], x_map: np
             "centre_iterations": int(result.nit), "centre_converged": bool(result.success),
             "centre_relative_gradient": float(result.relative_gradient),
             "log_density_at_centre": float(-result.fun), "structure": spec["structure"], "draws": int(draws),
-            "seed": seed}
+            "seed": seed,
+            # a model that integrated its locals out says so after the draws (`nested_laplace.mark_nested`)
+            "form": "joint" if spec["structure"] == "arrow" else "all free variables",
+            "form_words": "joint Laplace: one Gaussian over the globals and the local parameters, at their joint mode"
+            if spec["structure"] == "arrow" else "one Gaussian over every free variable, at their mode"}
     # small BLAS calls: threads only contend (a 59 x 10,000 Schur complement took 0.8 s with them, 0.02 s without)
     with threadpool_limits(1, user_api="blas"):
         if spec["structure"] == "arrow":
@@ -156,7 +163,10 @@ def run_laplace(program: MapProgram, inputs: Mapping[str, np.ndarray], x_map: np
         else:
             hessian = np.asarray(program.laplace_hessian(centre, given))
             deviations, curvature = _dense_draws(0.5 * (hessian + hessian.T), draws, rng)
+    half_square = curvature.pop("half_square")
     info.update(curvature)
+    info.update(_checks(program, given, centre, np.asarray(x_map, dtype=float), np.asarray(result.jac), deviations,
+                        half_square, -float(result.fun)))
     messages += laplace_messages(info)
     if not curvature["positive_definite"]:
         messages.append(
@@ -187,6 +197,7 @@ def _dense_draws(hessian: np.ndarray, draws: int, rng) -> tuple[np.ndarray, dict
     curvatures, vectors = np.linalg.eigh(hessian)
     fixed_up, report = _positive(curvatures)
     z = rng.standard_normal((draws, curvatures.size))
+    report["half_square"] = 0.5 * (z**2).sum(axis=1)  # -log of the Gaussian's density at each draw, + const
     return (z / np.sqrt(fixed_up)) @ vectors.T, report
 
 
@@ -205,14 +216,17 @@ def _arrow_draws(program, centre, given, spec, draws, rng, info) -> tuple[np.nda
     schur = block - coupling.T @ scaled
     curvatures, vectors = np.linalg.eigh(0.5 * (schur + schur.T))
     curvatures_ok, report_global = _positive(curvatures)
-    global_dev = (rng.standard_normal((draws, glob.size)) / np.sqrt(curvatures_ok)) @ vectors.T
+    z_global = rng.standard_normal((draws, glob.size))
+    global_dev = (z_global / np.sqrt(curvatures_ok)) @ vectors.T
     local_dev = rng.standard_normal((draws, local.size))
+    half_square = 0.5 * ((z_global**2).sum(axis=1) + (local_dev**2).sum(axis=1))
     local_dev /= np.sqrt(diagonal_ok)
     local_dev -= global_dev @ scaled.T
     deviations = np.empty((draws, centre.size))
     deviations[:, glob], deviations[:, local] = global_dev, local_dev
     report = {"positive_definite": report_local["positive_definite"] and report_global["positive_definite"],
-              "min_curvature": min(report_local["min_curvature"], report_global["min_curvature"])}
+              "min_curvature": min(report_local["min_curvature"], report_global["min_curvature"]),
+              "condition_number": report_global["condition_number"], "half_square": half_square}
     return deviations, report
 
 
@@ -220,9 +234,29 @@ def _positive(curvatures: np.ndarray) -> tuple[np.ndarray, dict]:
     """Curvatures made positive for sampling (absolute values, floored), and whether they were."""
     curvatures = np.asarray(curvatures, dtype=float)
     floor = EIGEN_FLOOR * max(float(np.max(np.abs(curvatures), initial=0.0)), 1e-300)
+    largest = float(np.max(np.abs(curvatures), initial=0.0))
     report = {"positive_definite": bool(np.all(curvatures > floor)),
-              "min_curvature": float(np.min(curvatures, initial=np.inf))}
+              "min_curvature": float(np.min(curvatures, initial=np.inf)),
+              "condition_number": largest / max(float(np.min(np.abs(curvatures), initial=np.inf)), 1e-300)}
     return np.maximum(np.abs(curvatures), floor), report
+
+
+def _checks(program, given, centre, x_map, gradient, deviations, half_square, log_density_centre) -> dict:
+    """What `nested_laplace.reliability` reads: the importance ratios of the density against the Gaussian
+    at the first `CHECK_DRAWS` draws, the centre's shift from the MAP in posterior sd, values at a bound."""
+    report = {}
+    sd = deviations.std(axis=0)
+    moved = np.abs(centre - x_map) / np.where(sd > 0, sd, np.inf)
+    report["mode_shift_sd"] = float(np.max(moved, initial=0.0))
+    report["at_bound"] = degenerate_values(program.layout, centre, x_map, gradient)
+    if "laplace_log_density" in program.exported:
+        n = min(CHECK_DRAWS, deviations.shape[0])
+        xs = centre[None] + deviations[:n]
+        log_density = -_pushed_through(lambda x, g: {"v": program.laplace_log_density(x, g)},
+                                       program.laplace["chunk"], given, xs)["v"][0]
+        # both relative to the centre, where the Gaussian's log density is its maximum
+        report.update(importance_check(log_density - log_density_centre, -half_square[:n]))
+    return report
 
 
 def _pushed_through(function, chunk: int, given, xs: np.ndarray) -> dict[str, np.ndarray]:

@@ -11,9 +11,13 @@ the 15 bins have a 90% interval that contains the truth:
   em             the paper's EM, WH = 10, with its grouped half-sampling
                  interval EM +- 1.64 SE (50 half-samples)
   laplace_wh10, laplace_learned, laplace_matched
-                 the same three models fitted with method="laplace" (a Gaussian
-                 at the mode, `bayes_wsc.laplace`; not run unless asked for with
-                 --fits, see benchmarks/bench_laplace.py)
+                 the same three models fitted with method="laplace" (nested: the
+                 globals' marginal mode with every mu_i integrated out, mu_i drawn
+                 from its conditional, `bayes_wsc.nested_laplace`; not run unless
+                 asked for with --fits, see benchmarks/bench_laplace.py)
+  joint_wh10, joint_learned, joint_matched
+                 method="laplace" with mu="sampled": one Gaussian at the joint mode
+                 of globals and mu_i (`bayes_wsc.laplace`)
 
 The intervals of the NUTS and Laplace fits are 90% HDIs of the draws of rho(k).
 
@@ -43,12 +47,16 @@ from output_paths import HERE, OUT, require  # noqa: E402
 
 FITS = ("nuts_wh10", "nuts_learned", "nuts_matched", "em")
 LAPLACE_FITS = ("laplace_wh10", "laplace_learned", "laplace_matched")
+JOINT_FITS = ("joint_wh10", "joint_learned", "joint_matched")
+#: what a Laplace fit's record says about itself (`nested_laplace.reliability`), kept per replicate
+LAPLACE_CHECKS = ("pareto_k", "pareto_k_method", "importance_ess_share", "mode_shift_sd", "condition_number",
+                  "positive_definite")
 LEVEL = 0.90
 Z_SE = 1.64  # the paper's bars are +- 1 SE; +- 1.64 SE is the normal 90% interval
 
 
 def one_replicate(rep: int, items: int, draws: int, tune: int, chains: int, fits, sigma_h: float = 0.5,
-                  n_groups: int = 500, n_bins: int = 15, half_samples: int = 50) -> list[dict]:
+                  n_groups: int = 500, n_bins: int = 15, half_samples: int = 50, checks: bool = True) -> list[dict]:
     from bayes_wsc import inference
     from bayes_wsc.baselines.wsc import em_fit, half_sample_se
     from bayes_wsc.errors import FitWarning
@@ -65,7 +73,7 @@ def one_replicate(rep: int, items: int, draws: int, tune: int, chains: int, fits
                      "rmse": float(np.sqrt(np.mean((mean - truth.rho) ** 2))),
                      "covered": int(covered.sum()), "bins": int(covered.size),
                      "coverage90": float(np.mean(covered)), "covered_bins": "".join("01"[int(c)] for c in covered),
-                     "mean_width": float(np.mean(high - low)), "seconds": seconds, **(extra or {})})
+                     "mean_width": float(np.mean(high - low)), "seconds": seconds, "checks": checks, **(extra or {})})
 
     settings = {"wh10": {"wh": 10.0}, "matched": {"wh": 1.0 / sigma_h**2},
                 "learned": {"model_file": str(HERE.parent / "models" / "learned_rater_noise.py")}}
@@ -77,16 +85,24 @@ def one_replicate(rep: int, items: int, draws: int, tune: int, chains: int, fits
             score(name, em.rho, em.rho - Z_SE * se, em.rho + Z_SE * se, time.perf_counter() - t0)
             continue
         method, variant = name.split("_")
-        est = WSC(method=method, draws=draws, tune=tune, chains=chains, seed=rep, progressbar=False,
+        extra = {"mu": "sampled", "method": "laplace"} if method == "joint" else {"method": method}
+        est = WSC(draws=draws, tune=tune, chains=chains, seed=rep, progressbar=False, checks=checks, **extra,
                   **settings[variant])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FitWarning)
             est.fit(data)
         rho = est.idata_.posterior["rho"].values.reshape(-1, truth.rho.size)
         bounds = inference.hdi(rho, LEVEL)
-        if method == "laplace":
+        if method in ("laplace", "joint"):
+            from bayes_wsc.nested_laplace import laplace_warnings
+
+            info = inference.get_attrs(est._fitted())["fit_info"]["laplace"]
             score(name, rho.mean(axis=0), bounds[:, 0], bounds[:, 1], time.perf_counter() - t0,
-                  {"warnings": len(est.diagnostics_), "draws": draws})
+                  {"warnings": len(est.diagnostics_), "draws": draws, "form": info.get("form"),
+                   "laplace_warns": bool(laplace_warnings(info)),
+                   **{k: info.get(k) for k in LAPLACE_CHECKS}, "at_bound": len(info.get("at_bound") or []),
+                   "mu_acceptance": (info.get("mu_draws") or {}).get("acceptance_rate"),
+                   "laplace_seconds": info.get("seconds")})
             continue
         conv = inference.convergence(est.idata_, ["rho"])["rho"]
         n_div = int(np.asarray(est.idata_.sample_stats["diverging"]).sum())

@@ -11,7 +11,11 @@ same posterior as HE_i ~ N(mu_i, sigma_H), but without its funnel: written
 that way, mu = HE with sigma_H -> 0 is a spike of unbounded density that
 traps both the MAP and NUTS chains.
 
-Fit it with NUTS. A posterior mode is not a useful summary here: in either
+method="laplace" is nested: each group's quality integrated out, the Gaussian at the marginal mode
+of sigma_H, F0 and the emissions. On the Sec. 5 study its 90% intervals of rho(k) covered 0.879 at
+100 clicks a group (NUTS 0.883), but 0.837 at 5 (NUTS 0.919), where most of its fits warn.
+
+Fit it with NUTS. A joint posterior mode is not a useful summary here: in either
 parameterization the mode sits where the posterior mass is not (sigma_H at 0,
 or inflated), so chains start from the initial values below, not the MAP. A
 MAP fit holds mu_scale at the spread of HE (`map_fixed`), where the joint mode
@@ -23,15 +27,26 @@ would put it at 0.
 import numpy as np
 import pymc as pm
 
-from bayes_wsc.models.wsc import add_click_likelihood, add_emissions, add_estimands, check_settings
+from bayes_wsc.models.wsc import (add_click_likelihood, add_emissions, add_estimands, add_integrated_clicks,
+                                  check_settings)
 
 START_NUTS_AT_MAP = False
-#: each group's rater error is coupled to the others only through the globals (method="laplace")
+#: each group's rater error is coupled to the others only through the globals (method="laplace", mu="sampled")
 LAPLACE_LOCAL = ("rater_error",)
 
 
-def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0):
+def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0, mu="sampled"):
+    """mu="integrated" (the default of method="laplace": nested Laplace; or NUTS with --mu integrated)
+    integrates each group's quality out, mu_i = HE_i + sigma_H e_i with e_i ~ N(0, 1): the integral over
+    e_i is the default model's over mu_i with sigma_H learned. The fit then draws mu_i from its
+    conditional; rater_error is not reported."""
     check_settings(10.0, mu_prior, w_concentration)
+    if mu == "integrated":
+        with pm.Model(coords=data.coords) as model:
+            sigma_h = pm.HalfNormal("sigma_h", 1.0)
+            w = add_emissions(data, w_concentration=w_concentration)
+            add_integrated_clicks(data, w, mu_prior=mu_prior, sigma_h=sigma_h)
+        return model
     with pm.Model(coords=data.coords) as model:
         sigma_h = pm.HalfNormal("sigma_h", 1.0)
         rater_error = pm.Normal("rater_error", 0.0, 1.0, dims="group")
@@ -55,6 +70,9 @@ def initial_values(data):
     return {"sigma_h": 0.5, "w0": w0, "w1": w1}
 
 
-def map_fixed(data):
-    """The joint mode puts mu_scale at 0 (every mu at mu_loc); a MAP holds it at the sd of HE, floored at 0.1."""
+def map_fixed(data, estimator):
+    """The joint mode puts mu_scale at 0 (every mu at mu_loc); a MAP holds it at the sd of HE, floored at 0.1.
+    With every mu_i integrated out the marginal mode is not degenerate: nothing held."""
+    if getattr(estimator, "mu_used", "sampled") == "integrated":
+        return {}
     return {"mu_scale": max(float(np.std(data.he)), 0.1)}

@@ -133,7 +133,7 @@ def test_integrated_settings_refused_or_trivial(tiny):
     data, _ = tiny
     with pytest.raises(InputError, match="mu must be one of"):
         WSC(mu="marginal").check_params()
-    with pytest.raises(InputError, match="NUTS setting"):
+    with pytest.raises(InputError, match="NUTS or Laplace setting"):
         WSC(mu="integrated", method="map").check_params()
     # WH = inf: mu = HE, nothing to integrate; the model is the default one
     model = build_model(data, wh=math.inf, mu="integrated")

@@ -66,9 +66,9 @@ def wh_limit_message(wh: float) -> str:
 
 
 def check_settings(wh: float, mu_prior: str, w_concentration: float, *, warn: bool = True,
-                   mu: str = "sampled") -> None:
+                   mu: str | None = "sampled") -> None:
     """Fail early, naming the setting, before any model is built; warn about a weak WH."""
-    if mu not in MU_METHODS:
+    if mu is not None and mu not in MU_METHODS:
         raise InputError(f"mu must be one of {MU_METHODS}, got {mu!r}")
     if isinstance(wh, bool) or not isinstance(wh, (int, float, np.number)) or math.isnan(wh) or wh < 0:
         raise InputError(f"wh must be >= 0 or inf, got {wh!r}")
@@ -244,13 +244,14 @@ MODEL_NEWTON_STEPS = {True: 2, False: 4}  # by whether HE is modelled
 
 
 def add_integrated_clicks(data: GroupedCounts, w, *, wh: float = 10.0, mu_prior: str = "hierarchical",
-                          nodes: int = MODEL_GH_NODES):
+                          nodes: int = MODEL_GH_NODES, sigma_h=None):
     """F0's hyperparameters and the clicks and HE of every group with its mu_i integrated out
     (`group_quadrature`): NUTS then samples 2K + 2 dimensions instead of I + 2K + 2, without the
     funnel between mu_scale and the mu_i. The click term is centred as in `add_click_likelihood`;
     the pointwise log-likelihood per group is the integral itself (what LOO leaves out under the
     hierarchical F0). Returns (mu_loc, mu_scale), None for a flat F0; mu_i is drawn after NUTS
-    (`draw_group_qualities`)."""
+    (`draw_group_qualities`). `sigma_h`, a variable of the model, replaces 1 / sqrt(wh) (a variant
+    that learns the rater noise)."""
     from bayes_wsc import group_quadrature as gq
 
     he = pm.Data("he_data", data.he, dims="group")
@@ -259,7 +260,7 @@ def add_integrated_clicks(data: GroupedCounts, w, *, wh: float = 10.0, mu_prior:
     loc = scale = None
     if mu_prior == "hierarchical":
         loc, scale = pm.Normal("mu_loc", 0.0, 2.0), pm.HalfNormal("mu_scale", 2.0)
-    sigma = 1.0 / math.sqrt(wh) if wh > 0 else None
+    sigma = sigma_h if sigma_h is not None else (1.0 / math.sqrt(wh) if wh > 0 else None)
     g = gq.Integrand(counts, he, w[0] / q, w[1] / q, loc, scale, sigma)
     ops = gq.pytensor_ops()
     per_group = gq.integrated_loglik(ops, g, gq.gaussian_start(g), nodes=nodes,
@@ -292,32 +293,35 @@ PROPOSAL_INFLATION = 1.2
 def draw_group_qualities(counts, he, w0, w1, mu_loc=None, mu_scale=None, sigma_h=None, *, seed: int = 0):
     """mu_i from p(mu_i | clicks_i, HE_i, w0, w1, mu_loc, mu_scale), per draw: (S, I), and the mean
     acceptance rate of the Metropolis-Hastings steps (`MH_STEPS`). w0, w1 (S, K); mu_loc, mu_scale
-    (S,) or None (flat F0); sigma_h a number, or None when HE is not modelled (WH = 0)."""
+    (S,) or None (flat F0); sigma_h a number, one per draw (S,) (a learned rater noise), or None when
+    HE is not modelled (WH = 0)."""
     from bayes_wsc.jax_setup import jax_runtime
 
     jax = jax_runtime()
     # float64: in float32, XLA's CPU code for this loop (JAX 0.10.2) got the log integrand wrong by tens of
     # nats once a vector held 8 or more groups, and the draws drifted off the conditional with every step
     per_draw = {"w0": w0, "w1": w1, "loc": mu_loc, "scale": mu_scale}
+    n_draws = np.shape(w0)[0]
+    if sigma_h is not None:
+        per_draw["sigma"] = np.broadcast_to(np.asarray(sigma_h, dtype=np.float64), (n_draws,))
     per_draw = {k: np.asarray(v, dtype=np.float64) for k, v in per_draw.items() if v is not None}
-    n_draws = per_draw["w0"].shape[0]
     keys = np.asarray(jax.random.split(jax.random.PRNGKey(seed), n_draws))
-    fn = _draw_fn(jax, tuple(per_draw), sigma_h is not None)
-    mu, rates = _in_blocks(fn, {"key": keys, **per_draw}, np.asarray(counts, np.float64),
-                           np.asarray(he, np.float64), *([np.float64(sigma_h)] if sigma_h is not None else []))
+    fn = _draw_fn(jax, tuple(per_draw))
+    mu, rates = _in_blocks(fn, {"key": keys, **per_draw}, np.asarray(counts, np.float64), np.asarray(he, np.float64))
     return mu, float(np.mean(rates))
 
 
 @functools.cache
-def _draw_fn(jax, names: tuple, with_he: bool):
+def _draw_fn(jax, names: tuple):
     from bayes_wsc import group_quadrature as gq
 
     jnp, ops = jax.numpy, gq.jax_ops(jax)
+    with_he = "sigma" in names
 
     def one_draw(counts, he, *rest):
-        sigma = rest[-1] if with_he else None
-        values = dict(zip(("key", *names), rest[:len(names) + 1]))
-        g = gq.Integrand(counts, he, values["w0"], values["w1"], values.get("loc"), values.get("scale"), sigma)
+        values = dict(zip(("key", *names), rest))
+        g = gq.Integrand(counts, he, values["w0"], values["w1"], values.get("loc"), values.get("scale"),
+                         values.get("sigma"))
         mode, curvature = gq.newton_mode(ops, g, gq.gaussian_start(g), MODEL_NEWTON_STEPS[with_he])
         spread = PROPOSAL_INFLATION / jnp.sqrt(-curvature)
 
@@ -341,8 +345,7 @@ def _draw_fn(jax, names: tuple, with_he: bool):
         current, _, accepted = jax.lax.fori_loop(0, MH_STEPS, step, (first, log_ratio(first), jnp.zeros((), mode.dtype)))
         return current, accepted / MH_STEPS
 
-    axes = (None, None, *[0] * (len(names) + 1), *([None] if with_he else []))
-    return jax.jit(jax.vmap(one_draw, in_axes=axes))
+    return jax.jit(jax.vmap(one_draw, in_axes=(None, None, *[0] * (len(names) + 1))))
 
 
 def _in_blocks(fn, per_draw: dict, *shared) -> list[np.ndarray]:
@@ -509,14 +512,17 @@ class WSC(Estimator):
     wh : weight of the human evaluation, 1 / sigma_H^2 (10 as in the paper; inf fixes mu at HE).
     mu_prior : "hierarchical" (Normal with learned location and scale) or "flat" (the paper's).
     w_concentration : Dirichlet concentration c of w0 and w1 (2 reproduces the paper's +1 smoothing).
-    method : "map" (posterior mode, started from the paper's naive solution), "nuts", or "laplace" (a
-        Gaussian at the mode, `bayes_wsc.laplace`: intervals in seconds, `draws` draws).
+    method : "map" (posterior mode, started from the paper's naive solution), "nuts", or "laplace"
+        (intervals in seconds, `draws` draws: by default nested, a Gaussian at the mode of the emissions
+        and F0 with every mu_i integrated out, and each mu_i drawn from its conditional,
+        `bayes_wsc.nested_laplace`; with mu="sampled", a Gaussian at the joint mode, `bayes_wsc.laplace`).
     draws, tune, chains, seed, backend, target_accept : NUTS settings.
     precision : NumPyro's arithmetic; default float32 here, which halves the cost per gradient
         and keeps the posterior (the click term is centred; see `add_click_likelihood`).
-    mu : "sampled" (NUTS samples every mu_i) or "integrated" (NUTS samples the emissions and F0 with
-        every mu_i integrated out by quadrature, then each mu_i is drawn from its conditional; NUTS
-        only, and no variant file unless its build_model takes `mu`). The posterior is the same.
+    mu : "sampled" (NUTS samples every mu_i) or "integrated" (NUTS, or Laplace, takes the emissions and
+        F0 with every mu_i integrated out by quadrature, then each mu_i is drawn from its conditional;
+        not for a MAP, and no variant file unless its build_model takes `mu`). The posterior is the
+        same. None (the default): "integrated" for a Laplace fit that can integrate, else "sampled".
     model_file : a variant file (see `models/`) whose `build_model(data, **settings)` replaces the default.
     model_settings : the variant's own settings, passed to its `build_model` with the ones above.
 
@@ -539,7 +545,7 @@ class WSC(Estimator):
     required_variables = {"posterior": ("rho", "pi", "mu", "w0", "w1"), "observed_data": ("counts", "he"),
                           "constant_data": ("n_items", "group_scale")}
 
-    def __init__(self, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0, mu="sampled", **kwargs):
+    def __init__(self, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0, mu=None, **kwargs):
         super().__init__(**kwargs)
         self.wh = wh
         self.mu_prior = mu_prior
@@ -550,10 +556,31 @@ class WSC(Estimator):
         """The settings `build_model` takes; `mu` only when not the default, so that a variant file
         written for the default model keeps working (and one that cannot integrate mu says so)."""
         settings = {"wh": self.wh_used, "mu_prior": self.mu_prior, "w_concentration": float(self.w_concentration)}
-        return settings if self.mu == "sampled" else {**settings, "mu": self.mu}
+        return settings if self.mu_used == "sampled" else {**settings, "mu": self.mu_used}
+
+    @property
+    def mu_used(self) -> str:
+        """How the fit treats the group qualities: `mu` when given; by default "integrated" for a Laplace
+        fit whose model can integrate them (nested Laplace: WH finite, and a variant file's build_model
+        takes `mu`), "sampled" otherwise."""
+        if self.mu is not None:
+            return self.mu
+        if self.method == "laplace" and not math.isinf(effective_wh(float(self.wh))) and self._variant_takes_mu():
+            return "integrated"
+        return "sampled"
+
+    def _variant_takes_mu(self) -> bool:
+        if self.model_file is None:
+            return True
+        import inspect
+
+        from bayes_wsc.estimator import load_variant
+
+        build = getattr(load_variant(self.model_file), "build_model", None)
+        return build is not None and "mu" in inspect.signature(build).parameters
 
     def _integrates_mu(self) -> bool:
-        return self.mu == "integrated" and not math.isinf(self.wh_used) and self.model_file is None
+        return self.mu_used == "integrated" and not math.isinf(self.wh_used) and self._variant_takes_mu()
 
     @property
     def wh_used(self) -> float:
@@ -580,9 +607,9 @@ class WSC(Estimator):
             except ValueError:
                 raise InputError(f"wh must be a number or inf, got {self.wh!r}") from None
         check_settings(self.wh, self.mu_prior, self.w_concentration, warn=False, mu=self.mu)
-        if self.mu == "integrated" and self.method != "nuts":
-            raise InputError(f"mu='integrated' is a NUTS setting (method='nuts'); a {self.method} fit keeps "
-                             "every mu_i as a parameter (mu='sampled')")
+        if self.mu_used == "integrated" and self.method == "map":
+            raise InputError("mu='integrated' is a NUTS or Laplace setting (method='nuts' or 'laplace'); a map "
+                             "fit keeps every mu_i as a parameter (mu='sampled')")
 
     def build_model(self, data: GroupedCounts) -> pm.Model:
         with warnings.catch_warnings():  # a weak WH is reported by model_checks, with or without a build
@@ -599,7 +626,10 @@ class WSC(Estimator):
                 "mu_scale": max(float(np.std(data.he)), 0.1), "w0": w0, "w1": w1}
 
     def map_fixed(self, data: GroupedCounts) -> dict:
-        """mu_scale held at its moment estimate (`hierarchical_scale_fixed`): the joint mode is degenerate."""
+        """mu_scale held at its moment estimate (`hierarchical_scale_fixed`): the joint mode is degenerate.
+        With every mu_i integrated out it is not (the marginal density of mu_scale is bounded): nothing held."""
+        if self._integrates_mu():
+            return {}
         return hierarchical_scale_fixed(data, self.wh_used, self.mu_prior)
 
     def data_groups(self, data: GroupedCounts) -> dict:
@@ -645,23 +675,29 @@ class WSC(Estimator):
 
     def complete_draws(self, draws, data: GroupedCounts) -> dict:
         """With mu integrated out: draw mu[group] from its conditional per draw
-        (`draw_group_qualities`), then pi and rho from them, as the default model defines them."""
+        (`draw_group_qualities`), then pi and rho from them, as the default model defines them. A
+        variant's learned rater noise `sigma_h` is used per draw. For a Laplace fit this makes it
+        nested (`bayes_wsc.nested_laplace`), and its record says so."""
         if not self._integrates_mu():
             return {}
         post = draws.posterior
         shape = post["w0"].shape[:2]
         flat = {n: np.asarray(post[n]).reshape(-1, *np.shape(post[n])[2:])
-                for n in ("w0", "w1", "mu_loc", "mu_scale") if n in post}
+                for n in ("w0", "w1", "mu_loc", "mu_scale", "sigma_h") if n in post}
         wh = self.wh_used
+        sigma_h = flat["sigma_h"] if "sigma_h" in flat else (1.0 / math.sqrt(wh) if wh > 0 else None)
         mu, rate = draw_group_qualities(data.counts, data.he, flat["w0"], flat["w1"], flat.get("mu_loc"),
-                                        flat.get("mu_scale"), 1.0 / math.sqrt(wh) if wh > 0 else None,
-                                        seed=int(draws.info.get("seed") or 0))
+                                        flat.get("mu_scale"), sigma_h, seed=int(draws.info.get("seed") or 0))
         mu = mu.astype(float)
         pi = click_weighted_share(data.group_totals, expit(mu))
         rho = class1_share(pi[:, None], flat["w0"], flat["w1"])
         post["mu"], post["pi"], post["rho"] = mu.reshape(*shape, -1), pi.reshape(shape), rho.reshape(*shape, -1)
         draws.info["mu_draws"] = {"method": "independence Metropolis-Hastings from the 1-D conditional",
                                   "steps": MH_STEPS, "acceptance_rate": rate}
+        if self.method == "laplace":
+            from bayes_wsc.nested_laplace import mark_nested
+
+            mark_nested(draws.info, "mu")
         return {"mu": ["group"], "rho": ["bin"]}
 
     def pointwise_log_likelihood(self, draws, data: GroupedCounts) -> str | None:
