@@ -1,5 +1,6 @@
 """Feature-level supervision (seed 004, issue 15): the perception model against the paper's baselines.
 
+    python benchmarks/perception.py --part distractor --datasets 20    # the distractor study (issue 29)
     python benchmarks/perception.py --part simulated --datasets 20     # the simulated study
     python benchmarks/perception.py --part digits --seed-draws 10 --nuts
     python benchmarks/perception.py --part timing                      # MAP at 10,000 x 50 against LPE
@@ -18,13 +19,17 @@ Methods, each scored on the items that are no seed:
   nonneg_map    the non-negative variant (models/perception_nonnegative.py), MAP, the overlap rule
   bayes_nuts    the perception model, NUTS (4 x 1000 after 1000), posterior mean memberships, overlap rule
   bayes_laplace the perception model, Laplace approximation (1000 draws), overlap rule
+  mixture_gG    the seeded mixture of X (PerceptionMixture, models/perception.py) with G groups, MAP, overlap rule
+  mixture_g5_pc10  the same with 5 groups and the PC weight 10 on the seeds
+  mixture_laplace  the seeded mixture (5 groups), Laplace approximation (1000 draws), overlap rule
 
 F-score per user cluster (the paper's metric) averaged over the clusters; Brier score of the membership
 probabilities (hard assignments count as 0/1). Rows are appended to benchmarks/out/perception_*.csv
-(git-ignored) as they finish (--resume skips the (data set, method) pairs already there; --redo M,... drops
-method M's rows first); the reliability plot (out/perception_reliability.png) pools the (item, cluster)
-cells. --summarize writes the summary tables results/perception_{simulated,digits}_summary.csv and
-results/perception_reliability.csv.
+as they finish (--resume skips the (data set, method) pairs already there; --redo M,... drops method M's
+rows first; --methods M,... runs only those); the reliability plot (out/perception_reliability.png) pools
+the (item, cluster) cells. `--summarize` writes the summary tables results/perception_{distractor,simulated,
+digits}_summary.csv, results/perception_studies_reliability.csv (the distractor and simulated studies,
+conditional model against mixture) and results/perception_reliability.csv (the simulated study's curves).
 """
 
 from __future__ import annotations
@@ -47,7 +52,16 @@ LABELS = {"kmeans": "k-means on X", "seeded_gmm": "seeded mixture on X", "lpe_km
           "lpe_overlap": "LPE, thresholded memberships", "npe_kmeans": "NPE + k-means",
           "bayes_map": "Bayesian, MAP (overlap rule)", "bayes_map_top": "Bayesian, MAP (most probable)",
           "nonneg_map": "non-negative variant, MAP (overlap rule)",
-          "bayes_nuts": "Bayesian, NUTS (overlap rule)", "bayes_laplace": "Bayesian, Laplace (overlap rule)"}
+          "bayes_nuts": "Bayesian, NUTS (overlap rule)", "bayes_laplace": "Bayesian, Laplace (overlap rule)",
+          "mixture_g1": "seeded mixture, 1 group, MAP", "mixture_g3": "seeded mixture, 3 groups, MAP",
+          "mixture_g5": "seeded mixture, 5 groups, MAP", "mixture_g5_pc10": "seeded mixture, 5 groups, PC 10, MAP",
+          "mixture_laplace": "seeded mixture, 5 groups, Laplace"}
+#: the seeded-mixture candidates: method -> PerceptionMixture settings
+MIXTURES = {"mixture_g1": {"groups": 1}, "mixture_g3": {"groups": 3}, "mixture_g5": {"groups": 5},
+            "mixture_g5_pc10": {"groups": 5, "seed_weight": 10.0},
+            "mixture_laplace": {"groups": 5, "method": "laplace"}}
+#: methods whose probabilities are kept per (item, cluster) cell for the reliability tables
+CELLS = ("bayes_map", "bayes_nuts", "bayes_laplace", "seeded_gmm", "lpe_overlap", "mixture_g5", "mixture_laplace")
 
 
 def score(method, assigned, probs, truth, rows, seconds, **extra) -> tuple[dict, np.ndarray | None]:
@@ -59,9 +73,10 @@ def score(method, assigned, probs, truth, rows, seconds, **extra) -> tuple[dict,
     return row, probs
 
 
-def expected_methods(*, nuts: bool, npe: bool = True) -> list[str]:
-    """The methods a data set gets, in the order they run."""
-    return [m for m in LABELS if (m != "bayes_nuts" or nuts) and (m != "npe_kmeans" or npe)]
+def expected_methods(*, nuts: bool, npe: bool = True, methods: str | None = None) -> list[str]:
+    """The methods a data set gets, in the order they run (`methods`: only these, comma-separated)."""
+    chosen = [m for m in LABELS if (m != "bayes_nuts" or nuts) and (m != "npe_kmeans" or npe)]
+    return chosen if not methods else [m for m in chosen if m in methods.split(",")]
 
 
 def run_methods(study, *, seed: int, nuts: bool = False, npe: bool = True, nuts_settings=None,
@@ -99,16 +114,20 @@ def run_methods(study, *, seed: int, nuts: bool = False, npe: bool = True, nuts_
         result = bp.npe(data, seed=seed)
         out.append(score("npe_kmeans", bp.one_hot(bp.embedding_kmeans(result, data, seed=seed), k), None, truth,
                          rows, time.perf_counter() - t0, converged=result.converged))
-    fits = {"bayes_map": {}, "bayes_laplace": {"method": "laplace"}, "nonneg_map": {"model_file": str(VARIANT)}}
+    from bayes_wsc.models.perception import PerceptionMixture
+
+    fits = {"bayes_map": (PerceptionClustering, {}), "bayes_laplace": (PerceptionClustering, {"method": "laplace"}),
+            "nonneg_map": (PerceptionClustering, {"model_file": str(VARIANT)}),
+            **{name: (PerceptionMixture, settings) for name, settings in MIXTURES.items()}}
     if nuts:
-        fits["bayes_nuts"] = {"method": "nuts", "progressbar": False, **(nuts_settings or {})}
-    for name, settings in fits.items():
+        fits["bayes_nuts"] = (PerceptionClustering, {"method": "nuts", "progressbar": False, **(nuts_settings or {})})
+    for name, (model, settings) in fits.items():
         if name not in want and not (name == "bayes_map" and "bayes_map_top" in want):
             continue
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FitWarning)
-            est = PerceptionClustering(seed=seed, **settings).fit(data)
+            est = model(seed=seed, **settings).fit(data)
         seconds = time.perf_counter() - t0
         probs = est.memberships(use_seeds=False)[[f"prob_{c}" for c in data.clusters]].to_numpy()
         extra = {"warnings": sum(issubclass(w.category, FitWarning) for w in caught)}
@@ -159,49 +178,50 @@ def save_probs(path: Path, dataset: str, probs: np.ndarray, truth: np.ndarray, r
     frame.to_csv(path, mode="a", header=not path.exists(), index=False)
 
 
-def part_simulated(args) -> None:
-    from bayes_wsc.simulate.perception import simulate_study
+def study_of(part: str, index: int, args):
+    """Data set `index` of a study."""
+    from bayes_wsc.simulate.perception import digits_example, simulate_distractor_study, simulate_study
 
-    path = OUT / "perception_simulated.csv"
+    if part == "digits":
+        return digits_example(seeds_per_cluster=args.digit_seeds, seed=index)
+    return simulate_study(seed=index) if part == "simulated" else simulate_distractor_study(seed=index)
+
+
+def run_study(part: str, prefix: str, count: int, args) -> None:
+    """Every method on `count` data sets of a study, rows appended to out/perception_<part>.csv."""
+    path = OUT / f"perception_{part}.csv"
     drop_methods(path, args.redo)
     done = finished(path, args.resume)
-    for s in range(args.datasets):
-        name = f"sim{s}"
+    for s in range(count):
+        name = f"{prefix}{s}"
         nuts = args.nuts and s < args.nuts_datasets
-        missing = [m for m in expected_methods(nuts=nuts) if m not in done.get(name, set())]
+        missing = [m for m in expected_methods(nuts=nuts, npe=not args.no_npe, methods=args.methods)
+                   if m not in done.get(name, set())]
         if not missing:
             continue
-        study = simulate_study(seed=s)
+        study = study_of(part, s, args)
         results = run_methods(study, seed=s, nuts=nuts, only=missing,
                               nuts_settings={"draws": args.draws, "tune": args.tune, "chains": args.chains})
         data = study.data()
         for row, probs in results:
-            if probs is not None and row["method"] in ("bayes_map", "bayes_nuts", "bayes_laplace", "seeded_gmm",
-                                                         "lpe_overlap"):
-                save_probs(OUT / f"perception_cells_{row['method']}.csv", name, probs, study.membership,
+            if probs is not None and row["method"] in CELLS:
+                save_probs(OUT / f"perception_cells_{part}_{row['method']}.csv", name, probs, study.membership,
                            data.unseeded_items)
-        append(path, [{"dataset": name, **row} for row, _ in results])
-        print(name, {row["method"]: round(row["f_mean"], 3) for row, _ in results}, flush=True)
-
-
-def part_digits(args) -> None:
-    from bayes_wsc.simulate.perception import digits_example
-
-    path = OUT / "perception_digits.csv"
-    drop_methods(path, args.redo)
-    done = finished(path, args.resume)
-    for s in range(args.seed_draws):
-        name = f"digits{s}"
-        nuts = args.nuts and s < args.nuts_datasets
-        missing = [m for m in expected_methods(nuts=nuts) if m not in done.get(name, set())]
-        if not missing:
-            continue
-        study = digits_example(seeds_per_cluster=args.digit_seeds, seed=s)
-        results = run_methods(study, seed=s, nuts=nuts, only=missing,
-                              nuts_settings={"draws": args.draws, "tune": args.tune, "chains": args.chains})
         append(path, [{"dataset": name, **row} for row, _ in results])
         print(name, {row["method"]: round(row["f_mean"], 3) for row, _ in results},
               {row["method"]: round(row["seconds"], 1) for row, _ in results}, flush=True)
+
+
+def part_distractor(args) -> None:
+    run_study("distractor", "distractor", args.datasets, args)
+
+
+def part_simulated(args) -> None:
+    run_study("simulated", "sim", args.datasets, args)
+
+
+def part_digits(args) -> None:
+    run_study("digits", "digits", args.seed_draws, args)
 
 
 def part_timing(args) -> None:
@@ -217,7 +237,7 @@ def part_timing(args) -> None:
     rows = []
     for run in range(args.repeats):
         for method in args.timing_methods.split(","):
-            if method == "map_cached" and run > 0:
+            if method.endswith("_cached") and run > 0:
                 continue
             t0 = time.perf_counter()
             if method.startswith("lpe"):
@@ -226,7 +246,12 @@ def part_timing(args) -> None:
             else:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    est = PerceptionClustering(seed=run).fit(data)
+                    if method.startswith("mixture"):
+                        from bayes_wsc.models.perception import PerceptionMixture
+
+                        est = PerceptionMixture(seed=run, **MIXTURES["mixture_g5"]).fit(data)
+                    else:
+                        est = PerceptionClustering(seed=run).fit(data)
                 map_info = inference.get_attrs(est.idata_)["fit_info"]["map"]
                 info = {"iterations": map_info["iterations"], "converged": map_info["converged"],
                         "program": map_info.get("compiled_program")}
@@ -259,31 +284,42 @@ def part_nuts_digits(args) -> None:
 
 
 def summarize() -> None:
+    """Print the tables and write the summary tables of the module docstring (small)."""
     from bayes_wsc.baselines.perception import reliability_table
 
-    for part in ("simulated", "digits"):
+    for part in ("distractor", "simulated", "digits"):
         path = OUT / f"perception_{part}.csv"
         if not path.exists():
             continue
         table = pd.read_csv(path)
         by = table.groupby("method").agg(f_mean=("f_mean", "mean"), f_sd=("f_mean", "std"), brier=("brier", "mean"),
                                          seconds=("seconds", "median"), datasets=("dataset", "nunique"))
-        by = by.reindex([m for m in LABELS if m in by.index]).rename(index=LABELS)
-        by.to_csv(RESULTS / f"perception_{part}_summary.csv", float_format="%.4f")
+        by = by.reindex([m for m in LABELS if m in by.index])
+        by.rename(index=LABELS).to_csv(RESULTS / f"perception_{part}_summary.csv", float_format="%.4f")
         print(f"\n{part}: mean over data sets of the mean F-score per user cluster")
-        print(by.round(3).to_string())
+        print(by.rename(index=LABELS).round(3).to_string())
         wide = table.pivot_table(index="dataset", columns="method", values="f_mean")
-        if {"bayes_map", "lpe_kmeans"} <= set(wide.columns):
-            diff = wide["bayes_map"] - wide["lpe_kmeans"]
-            print(f"bayes_map - lpe_kmeans: mean {diff.mean():+.3f} (sd {diff.std():.3f}, se "
-                  f"{diff.std() / np.sqrt(diff.count()):.3f}), ahead in {(diff > 0).sum()} of {diff.count()}")
-        if {"nonneg_map", "lpe_kmeans"} <= set(wide.columns):
-            diff = wide["nonneg_map"] - wide["lpe_kmeans"]
-            print(f"nonneg_map - lpe_kmeans: mean {diff.mean():+.3f} (se {diff.std() / np.sqrt(diff.count()):.3f}),"
-                  f" ahead in {(diff > 0).sum()} of {diff.count()}")
+        for new in ("bayes_map", "mixture_g5", "mixture_g3"):
+            for reference in ("lpe_kmeans", "seeded_gmm", "bayes_map"):
+                if new != reference and {new, reference} <= set(wide.columns):
+                    diff = (wide[new] - wide[reference]).dropna()
+                    print(f"{new} - {reference}: mean {diff.mean():+.3f} (se {diff.std() / np.sqrt(diff.count()):.3f}),"
+                          f" ahead in {(diff > 0).sum()} of {diff.count()}")
+    tables = []
+    for part in ("distractor", "simulated"):
+        for method in ("bayes_map", "mixture_g5", "mixture_laplace", "seeded_gmm"):
+            path = OUT / f"perception_cells_{part}_{method}.csv"
+            if path.exists():
+                cells = pd.read_csv(path)
+                table = reliability_table(cells["p"].to_numpy(), cells["member"].to_numpy())
+                tables.append(table.assign(study=part, method=method))
+                print(f"\nreliability, {part}, {LABELS[method]}")
+                print(table.round(3).to_string(index=False))
+    if tables:
+        pd.concat(tables).round(4).to_csv(RESULTS / "perception_studies_reliability.csv", index=False)
     curves = {}
     for method in ("bayes_map", "bayes_nuts", "bayes_laplace", "seeded_gmm"):
-        path = OUT / f"perception_cells_{method}.csv"
+        path = OUT / f"perception_cells_simulated_{method}.csv"
         if path.exists():
             cells = pd.read_csv(path)
             name = LABELS[method].split(" (")[0]
@@ -294,20 +330,16 @@ def summarize() -> None:
     if curves:
         from bayes_wsc.report.perception import plot_reliability
 
-        fig = plot_reliability(curves)
-        fig.savefig(OUT / "perception_reliability.png", dpi=110)
+        plot_reliability(curves).savefig(OUT / "perception_reliability.png", dpi=110)
         pd.concat({name: table for name, table in curves.items()}, names=["curve"]).to_csv(
             RESULTS / "perception_reliability.csv", float_format="%.4f")
-        for name, table in curves.items():
-            print(f"\nreliability, {name}")
-            print(table.round(3).to_string(index=False))
     timing = OUT / "perception_timing.csv"
     if timing.exists():
         frame = pd.read_csv(timing)
         print("\ntiming")
         print(frame.round(2).to_string(index=False))
         lpe = frame[frame["method"].str.startswith("lpe")].groupby("method")["seconds"].median().min()
-        for method in ("map_first", "map_cached"):
+        for method in ("map_first", "map_cached", "mixture_first", "mixture_cached"):
             if (frame["method"] == method).any():
                 ratio = frame.loc[frame["method"] == method, "seconds"].median() / lpe
                 print(f"{method} / best LPE median: {ratio:.3f}")
@@ -315,7 +347,10 @@ def summarize() -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=("simulated", "digits", "timing", "nuts_digits", "all"), default="all")
+    parser.add_argument("--part", choices=("distractor", "simulated", "digits", "timing", "nuts_digits", "all"),
+                        default="all")
+    parser.add_argument("--methods", default=None, metavar="METHOD,...", help="run only these methods")
+    parser.add_argument("--no-npe", action="store_true", help="leave NPE + k-means out (minutes per digits set)")
     parser.add_argument("--datasets", type=int, default=20, help="simulated data sets")
     parser.add_argument("--seed-draws", type=int, default=10, help="digits: random draws of the seeds")
     parser.add_argument("--digit-seeds", type=int, default=5, help="digits: seeds per concept")
@@ -327,9 +362,9 @@ def main(argv=None) -> None:
     parser.add_argument("--timing-items", type=int, default=10_000)
     parser.add_argument("--timing-features", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--timing-methods", default="lpe_1thread,lpe_threads,map_first,map_cached",
+    parser.add_argument("--timing-methods", default="lpe_1thread,map_first,map_cached,mixture_first,mixture_cached",
                         help="timing: which of lpe_1thread, lpe_threads (the BLAS library's threads), map_first, "
-                             "map_cached to run, in this order")
+                             "map_cached, mixture_first, mixture_cached to run, in this order")
     parser.add_argument("--resume", action="store_true",
                         help="keep the rows in the results files; compute only the methods a data set lacks")
     parser.add_argument("--redo", default=None, metavar="METHOD,...",
@@ -337,13 +372,13 @@ def main(argv=None) -> None:
                              "(with --resume: compute just them again)")
     parser.add_argument("--summarize", action="store_true", help="only print the tables and draw the figure")
     args = parser.parse_args(argv)
-    OUT.mkdir(parents=True, exist_ok=True)
     RESULTS.mkdir(exist_ok=True)
+    OUT.mkdir(parents=True, exist_ok=True)
     if args.summarize:
         require(OUT / "perception_simulated.csv", "python benchmarks/perception.py --part simulated --datasets 20 "
                                                   "--nuts --resume")
     else:
-        parts = ("simulated", "digits", "timing", "nuts_digits") if args.part == "all" else (args.part,)
+        parts = ("distractor", "simulated", "digits", "timing", "nuts_digits") if args.part == "all" else (args.part,)
         for part in parts:
             globals()[f"part_{part}"](args)
     summarize()

@@ -42,8 +42,15 @@ def variates(data) -> int:
     return int(2 * data.seed_items.size)
 
 
+#: the seeded mixture's parameters (`PerceptionMixture`), which the checks replicate from in its fits
+MIXTURE_PARAMETERS = ("A", "B", "sd", "pi", "pi_group")
+
+
 def parameters(posterior) -> list[str]:
-    return ["W", "b"]
+    """W and b of the conditional model; the seeded mixture's parameters in a fit of that formulation."""
+    if "W" in posterior or "A" not in posterior:
+        return ["W", "b"]
+    return [name for name in MIXTURE_PARAMETERS if name in posterior]
 
 
 def _draw(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -69,6 +76,33 @@ def neighbour_agreement(z: np.ndarray, near: np.ndarray, n_clusters: int) -> np.
 
 
 def default_log_likelihood(est, data, params: dict) -> np.ndarray:
+    """The fitted formulation's pointwise log-likelihood at the draws `params`: `conditional_log_likelihood`
+    or, in a fit of the seeded mixture, `mixture_log_likelihood`."""
+    if "W" not in params and "A" in params:
+        return mixture_log_likelihood(est, data, params)
+    return conditional_log_likelihood(est, data, params)
+
+
+def mixture_log_likelihood(est, data, params: dict) -> np.ndarray:
+    """The seeded mixture's per-item log-likelihood (S, n): log p(x_i) for an item that is no seed,
+    log p(x_i) + lam (log p(x_i, z_i in S_i) - log p(x_i)) for a seed, in NumPy (lam = `seed_weight`;
+    1: log p(x_i, z_i in S_i))."""
+    from scipy.special import logsumexp
+
+    from bayes_wsc.models.perception import joint_log_density_np
+
+    A = np.asarray(params["A"], dtype=float)
+    pi_group = np.asarray(params["pi_group"], dtype=float) if "pi_group" in params else np.ones((A.shape[0], 1))
+    joint = joint_log_density_np(data.features, A, np.asarray(params["B"], dtype=float),
+                                 np.asarray(params["sd"], dtype=float), np.asarray(params["pi"], dtype=float),
+                                 pi_group, data.perception)
+    log_x = logsumexp(joint, axis=-1)
+    log_seeds = logsumexp(np.where(data.seed_mask[None], joint, -np.inf), axis=-1)
+    lam = float(est.seed_weight)
+    return np.where(data.seeded[None], log_x + lam * (log_seeds - log_x), log_x)
+
+
+def conditional_log_likelihood(est, data, params: dict) -> np.ndarray:
     """The default model's per-seed log-likelihood at draws of W, b (S, m): log P(z_i in S_i | x_i)
     (`likelihoods.seed_sets_logp`), in NumPy, the model these checks replicate from (`model_terms`)."""
     from scipy.special import logsumexp
@@ -82,10 +116,10 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
 
 
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
-    from bayes_wsc.models.perception import condition_on_seeds, membership_log_probabilities
+    from bayes_wsc.models.perception import condition_on_seeds
 
-    W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
-    n_rep, n_clusters = W.shape[0], data.n_clusters
+    params = {name: np.asarray(value, dtype=float) for name, value in params.items()}
+    n_rep, n_clusters = next(iter(params.values())).shape[0], data.n_clusters
     rows = data.seed_items
     features, in_set = data.features[rows], data.seed_mask[rows]
     near = neighbours(features)
@@ -96,7 +130,8 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     step = max(1, CHUNK_FLOATS // max(1, rows.size * n_clusters))
     for start in range(0, n_rep, step):
         chunk = slice(start, min(start + step, n_rep))
-        log_probs = membership_log_probabilities(features, W[chunk], b[chunk], data.perception)  # (s, m, K)
+        log_probs = est.draw_log_probabilities(features, {k: v[chunk] for k, v in params.items()},
+                                             data.perception)  # (s, m, K)
         completed = condition_on_seeds(log_probs, in_set)  # P(z_i = k | x_i, z_i in S_i)
         replicated = _draw(np.exp(log_probs), rng)  # (s, m), drawn anew
         observed = _draw(completed, rng)  # the seeds' clusters; an overlapping seed's drawn from its sets

@@ -50,6 +50,14 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                        help="prior sd of W's entries is this / sqrt(features) (default 3)")
     model.add_argument("--intercept-sd", type=positive_float, default=1.0, help="prior sd of b (default 1)")
     model.add_argument("--restarts", type=positive_int, default=3, help="MAP starts (default 3)")
+    model.add_argument("--formulation", choices=("conditional", "mixture"), default="conditional",
+                       help="conditional (default): a model of the seed sets given the features, fitted on the seeds; "
+                            "mixture: a seeded mixture of the features of every item (PerceptionMixture, models/perception.py), "
+                            "the better one when the user's clusters shift the features (README, Perception)")
+    model.add_argument("--groups", type=positive_int, default=None,
+                       help="--formulation mixture: groups of the features' own structure (default 5)")
+    model.add_argument("--seed-weight", type=positive_float, default=None, metavar="LAM",
+                       help="--formulation mixture: PC weight on the seeds, >= 1 (default 1: the joint model)")
     add_variant_options(parser)
     add_sampling_options(parser)
 
@@ -76,8 +84,22 @@ def run(args) -> None:
     from bayes_wsc.models.perception import OVERLAP_THRESHOLD, PerceptionClustering  # PyMC loads after the data
 
     threshold = OVERLAP_THRESHOLD if args.overlap_threshold is None else args.overlap_threshold
-    est = PerceptionClustering(weight_scale=args.weight_scale, intercept_sd=args.intercept_sd,
-                               overlap_threshold=threshold, restarts=args.restarts, **sampling_settings(args))
+    if args.formulation == "mixture":
+        from bayes_wsc.errors import InputError
+        from bayes_wsc.models.perception import DEFAULT_GROUPS, PerceptionMixture
+
+        if args.weight_scale != 3.0 or args.intercept_sd != 1.0:
+            raise InputError("--weight-scale and --intercept-sd are settings of --formulation conditional")
+        est = PerceptionMixture(groups=args.groups or DEFAULT_GROUPS,
+                                seed_weight=1.0 if args.seed_weight is None else args.seed_weight,
+                                overlap_threshold=threshold, restarts=args.restarts, **sampling_settings(args))
+    else:
+        if args.groups is not None or args.seed_weight is not None:
+            from bayes_wsc.errors import InputError
+
+            raise InputError("--groups and --seed-weight are settings of --formulation mixture")
+        est = PerceptionClustering(weight_scale=args.weight_scale, intercept_sd=args.intercept_sd,
+                                   overlap_threshold=threshold, restarts=args.restarts, **sampling_settings(args))
     fit_save_report(est, data, args)
 
 

@@ -77,7 +77,8 @@ def plot_weights(est, *, top: int = TOP_FEATURES, ci: float = DEFAULT_CI):
     """Heat map of W (posterior mean) on the standardized features: rows are the `top` features with
     the largest weights, columns the perception features. With draws, a dot marks each entry whose `ci`
     HDI excludes zero (the sign of that weight is settled)."""
-    W = est.idata_.posterior["W"].mean(("chain", "draw"))
+    name = _weights_name(est)
+    W = est.idata_.posterior[name].mean(("chain", "draw"))
     values = W.values
     rows = np.argsort(-np.linalg.norm(values, axis=1), kind="stable")[:top]
     settled = weights_away_from_zero(est, ci)
@@ -93,15 +94,20 @@ def plot_weights(est, *, top: int = TOP_FEATURES, ci: float = DEFAULT_CI):
         ax.scatter(x, y, s=14, c="black", marker="o", linewidths=0,
                    label=f"{ci:.0%} HDI excludes 0")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.12 if rows.size < 8 else -0.04), frameon=False)
-    fig.colorbar(image, ax=ax, label="W (per standardized unit)")
+    fig.colorbar(image, ax=ax, label=f"{name} (per standardized unit)")
     return fig
+
+
+def _weights_name(est) -> str:
+    """W of the conditional model, A (the perception features' shifts of the features) of the mixture."""
+    return "W" if "W" in est.idata_.posterior else "A"
 
 
 def weights_away_from_zero(est, ci: float = DEFAULT_CI):
     """(features, perception features) booleans: W's `ci` HDI excludes zero; None for a fit without draws."""
     if not inference.has_draws(est.idata_):
         return None
-    draws = est.idata_.posterior["W"].values
+    draws = est.idata_.posterior[_weights_name(est)].values
     bounds = inference.hdi(draws.reshape(-1, *draws.shape[2:]), ci)
     return (bounds[..., 0] > 0) | (bounds[..., 1] < 0)
 
@@ -157,6 +163,8 @@ def _intro(est, data) -> list[str]:
     variant = variant_words(est)
     if variant:  # the default model's prose describes the default model only
         return [first, *variant, overlap]
+    if _weights_name(est) == "A":
+        return [first, MIXTURE_WORDS, overlap]
     return [
         first,
         "Model (after Cheng et al. 2016): every item has a place in perception space, e = x W + b, and belongs "
@@ -208,8 +216,23 @@ def _clusters_section(est, data, members, ci) -> Section:
         tables=[(table, "One row per user cluster.")])
 
 
+MIXTURE_WORDS = (
+    "Model (a seeded mixture of the features, PerceptionMixture): every item, seeded or not, is in one "
+    "of the user's clusters k and in one of G groups she does not care about; its features are normal around "
+    "A p_k plus the group's centre. Clusters that share perception features share shifts A. A seed is known to "
+    "be in its set. Every item enters the likelihood, so the clusters are learned from all of them; the groups "
+    "take the features' own structure.")
+
+
 def _weights_section(est, ci: float) -> Section:
     settled = weights_away_from_zero(est, ci)
+    if _weights_name(est) == "A":
+        words = ("A is how far each perception feature shifts each standardized feature: the mean of cluster k "
+                 "is A p_k plus the centre of the item's group.")
+        dots = (f" Each dot marks an entry whose {ci:.0%} HDI excludes zero." if settled is not None
+                else " A MAP fit has no intervals, so no entry is marked as settled.")
+        return Section("The perception shifts", paragraphs=[words], figures=[(
+            plot_weights(est, ci=ci), f"Posterior mean of A, the {TOP_FEATURES} features with the largest shifts.{dots}")])
     marks = (" Each dot marks an entry whose {:.0%} HDI excludes zero ({} of {}); the others may have either "
              "sign.".format(ci, int(settled.sum()), settled.size) if settled is not None else
              " A MAP fit has no intervals, so no entry is marked as settled.")
@@ -270,9 +293,11 @@ def _summary_section(est, ci) -> Section:
     caption = {"map": "The posterior mode (a single point; no standard deviation or interval).",
                "laplace": LAPLACE_SUMMARY[0].upper() + LAPLACE_SUMMARY[1:] + "."}.get(
         _method(est), f"Posterior mean, sd, {ci:.0%} HDI, Monte Carlo errors, effective sample sizes and R-hat.")
-    return Section("Estimands", paragraphs=[
-        "pi[cluster], then the embedding W[feature, perception_feature] and b[perception_feature] on the "
-        "standardized features, and a variant's own parameters.", *est.summary_notes()], tables=[(table, caption)])
+    what = ("pi[cluster], then the embedding W[feature, perception_feature] and b[perception_feature] on the "
+            "standardized features, and a variant's own parameters." if _weights_name(est) == "W" else
+            "pi[cluster], the shifts A[feature, perception_feature], the features' sd, the groups' centres "
+            "B[group, feature] and shares pi_group, on the standardized features.")
+    return Section("Estimands", paragraphs=[what, *est.summary_notes()], tables=[(table, caption)])
 
 
 def _diagnostics_section(est, fits: dict) -> Section:

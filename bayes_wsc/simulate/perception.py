@@ -19,7 +19,12 @@ user's clusters are concepts that unite digits: "closed loop" (0, 6, 8, 9),
 "straight strokes only" (1, 4, 7) and "open curves" (2, 3, 5), described by
 the perception features loop, curve, straight and open.
 
-Both return tables in the form a user would have (items, seeds, perception),
+**Distractor study** (`simulate_distractor_study`): a few hundred items whose
+strongest structure (well-separated groups) lives in features of its own and
+is independent of the user's three clusters, which live in other features,
+two of them overlapping; 5 seeds per cluster.
+
+All three return tables in the form a user would have (items, seeds, perception),
 with the true memberships.
 """
 
@@ -177,6 +182,71 @@ def simulate_study(
     return PerceptionStudy(items, seeds, perception, membership, dominant, names)
 
 
+def simulate_distractor_study(
+    n_items: int = 400,
+    *,
+    n_distractor_features: int = 10,
+    n_noise_features: int = 30,
+    n_dominant: int = 4,
+    dominant_separation: float = 8.0,
+    user_separation: float = 2.5,
+    features_per_attribute: int = 2,
+    overlap: float = 0.2,
+    seeds_per_cluster: int = 5,
+    seed: int | None = 0,
+) -> PerceptionStudy:
+    """The distractor study: a strong structure the user does not care about, in features of its own.
+
+    Three user clusters over four perception attributes: c0 = {a1, a2}, c1 = {a2, a3}, c2 = {a4}; c0
+    and c1 overlap (a share `overlap` of their items is in both and carries a1, a2, a3). Attribute j
+    raises its own `features_per_attribute` features by `user_separation` (unit noise). The other
+    `n_distractor_features` features hold `n_dominant` groups whose centres are `dominant_separation`
+    apart in random directions of those features only, independent of the user's clusters (the
+    structure k-means on X finds); `n_noise_features` more are pure noise. `seeds_per_cluster` seeds
+    per cluster, drawn from its members (an item of c0 and c1 is a seed of the set it was drawn for).
+    `dominant` holds the distractor group. Issue 29's situation: hundreds of items, few seeds.
+    """
+    n_items = _check_whole("n_items", n_items, 10)
+    n_distractor = _check_whole("n_distractor_features", n_distractor_features, 1)
+    n_noise = _check_whole("n_noise_features", n_noise_features, 0)
+    n_dominant = _check_whole("n_dominant", n_dominant, 1)
+    if n_dominant > n_distractor:
+        raise InputError(f"n_dominant ({n_dominant}) exceeds n_distractor_features ({n_distractor})")
+    per_attribute = _check_whole("features_per_attribute", features_per_attribute, 1)
+    seeds_per_cluster = _check_whole("seeds_per_cluster", seeds_per_cluster, 1)
+    if not 0 <= overlap <= 1:
+        raise InputError(f"overlap must be in [0, 1], got {overlap!r}")
+    rng = np.random.default_rng(seed)
+    vectors = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    n_clusters, n_perception = vectors.shape
+    primary = rng.integers(0, n_clusters, n_items)
+    membership = np.zeros((n_items, n_clusters), dtype=bool)
+    membership[np.arange(n_items), primary] = True
+    both = (primary < 2) & (rng.uniform(size=n_items) < overlap)
+    membership[both, 1 - primary[both]] = True
+    attributes = (membership.astype(float) @ vectors > 0).astype(float)
+    n_user = n_perception * per_attribute
+    loadings = np.zeros((n_perception, n_user))
+    for j in range(n_perception):
+        loadings[j, j * per_attribute:(j + 1) * per_attribute] = user_separation
+    basis, _ = np.linalg.qr(rng.standard_normal((n_distractor, n_distractor)))
+    centres = dominant_separation / np.sqrt(2.0) * basis[:, :n_dominant].T  # pairwise distance = separation
+    dominant = rng.integers(0, n_dominant, n_items)
+    x = np.hstack([attributes @ loadings, centres[dominant], np.zeros((n_items, n_noise))])
+    x += rng.standard_normal(x.shape)
+    columns = [f"u{f + 1}" for f in range(n_user)] + [f"g{f + 1}" for f in range(n_distractor)] \
+        + [f"n{f + 1}" for f in range(n_noise)]
+    names = [f"c{k}" for k in range(n_clusters)]
+    ids = [f"item{i}" for i in range(n_items)]
+    items = pd.DataFrame(x, columns=columns)
+    items.insert(0, "id", ids)
+    rows = _draw_seeds(membership, seeds_per_cluster, seeds_per_cluster, 0.0, rng)
+    seeds = pd.DataFrame({"cluster": [names[k] for k, _ in rows], "id": [ids[i] for _, i in rows]})
+    perception = pd.DataFrame(vectors, columns=[f"a{j + 1}" for j in range(n_perception)])
+    perception.insert(0, "cluster", names)
+    return PerceptionStudy(items, seeds, perception, membership, dominant, names)
+
+
 def digits_example(seeds_per_cluster: int = 5, *, seed: int | None = 0) -> PerceptionStudy:
     """scikit-learn's digits with the concepts of `DIGIT_CONCEPTS` as the user's clusters and
     `seeds_per_cluster` random seeds per concept; `dominant` holds the digit."""
@@ -282,6 +352,63 @@ def simulate_model(
     membership = np.zeros((n_items, n_clusters), dtype=bool)
     membership[np.arange(n_items), z] = True
     return PerceptionStudy(items, seeds, frame, membership, z, names), ModelTruth(W, b, z)
+
+
+@dataclass
+class MixtureTruth:
+    """The parameters that generated `simulate_mixture_model`'s data (on the features as simulated)."""
+
+    A: np.ndarray
+    B: np.ndarray
+    sd: np.ndarray
+    z: np.ndarray
+    g: np.ndarray
+
+
+def simulate_mixture_model(
+    n_items: int = 600,
+    *,
+    n_features: int = 6,
+    groups: int = 2,
+    perception: np.ndarray | None = None,
+    seeds_per_cluster: int = 10,
+    shift: float = 2.5,
+    seed: int | None = 0,
+) -> tuple[PerceptionStudy, MixtureTruth]:
+    """Data from the seeded mixture itself (`PerceptionMixture` in `bayes_wsc.models.perception`), for recovery tests.
+
+    z_i uniform over the K clusters, g_i uniform over the groups, x_i ~ Normal(A p_k + B_g, diag(sd^2))
+    with A's entries ~ Normal(0, shift^2 / q), B's ~ Normal(0, shift^2), sd ~ U(0.5, 1.5);
+    `seeds_per_cluster` items of each cluster are its seeds (one set each). perception defaults to
+    3 clusters over 3 features, each pair sharing one.
+    """
+    n_items = _check_whole("n_items", n_items, 10)
+    n_features = _check_whole("n_features", n_features, 1)
+    groups = _check_whole("groups", groups, 1)
+    seeds_per_cluster = _check_whole("seeds_per_cluster", seeds_per_cluster, 1)
+    P = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0]]) if perception is None \
+        else np.asarray(perception, dtype=float)
+    n_clusters, n_perception = P.shape
+    rng = np.random.default_rng(seed)
+    A = rng.normal(0.0, shift / np.sqrt(n_perception), (n_features, n_perception))
+    B = rng.normal(0.0, shift, (groups, n_features))
+    sd = rng.uniform(0.5, 1.5, n_features)
+    z, g = rng.integers(0, n_clusters, n_items), rng.integers(0, groups, n_items)
+    x = P[z] @ A.T + B[g] + sd * rng.standard_normal((n_items, n_features))
+    rows = []
+    for k in range(n_clusters):
+        members = np.flatnonzero(z == k)
+        rows += [(k, int(i)) for i in rng.choice(members, min(seeds_per_cluster, members.size), replace=False)]
+    names = [f"c{k}" for k in range(n_clusters)]
+    ids = [f"item{i}" for i in range(n_items)]
+    items = pd.DataFrame(x, columns=[f"x{f + 1}" for f in range(n_features)])
+    items.insert(0, "id", ids)
+    seeds = pd.DataFrame({"cluster": [names[k] for k, _ in sorted(rows)], "id": [ids[i] for _, i in sorted(rows)]})
+    frame = pd.DataFrame(P, columns=[f"a{j + 1}" for j in range(n_perception)])
+    frame.insert(0, "cluster", names)
+    membership = np.zeros((n_items, n_clusters), dtype=bool)
+    membership[np.arange(n_items), z] = True
+    return PerceptionStudy(items, seeds, frame, membership, g, names), MixtureTruth(A, B, sd, z, g)
 
 
 def example(seed: int | None = 0):
