@@ -3,7 +3,7 @@
 Each simulation draws data from the model (`simulate_proportions`: 60 groups of 6 items, 3 classes,
 2 features or 6 bins), fits the exact-counts MAP twice, on the data as drawn and with three groups'
 counts wrong (the three groups with the largest class, that class's count moved on to the next class,
-as in `tests/test_proportions.py::test_group_misfit_flags_wrong_proportions`), and records whether
+as in `tests/test_model_proportions.py::test_group_misfit_flags_wrong_proportions`), and records whether
 `group_misfit` flagged and whether the group it names is one of the planted ones.
 
     python benchmarks/planted_misfit.py --sims 10          # out/planted_misfit.csv (resumable)

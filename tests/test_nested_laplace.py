@@ -18,7 +18,7 @@ from bayes_wsc.models.wsc import WSC, build_model, draw_group_qualities
 from bayes_wsc.nested_laplace import importance_check, laplace_warnings, pareto_k, reliability
 from bayes_wsc.simulate import simulate_wsc
 
-from test_integrated_mu import log_integrand
+from test_model_wsc_integrated_mu import log_integrand
 
 VARIANT = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "models" / "learned_rater_noise.py")
 

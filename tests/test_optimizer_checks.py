@@ -101,50 +101,6 @@ def test_the_laplace_centre_is_checked_like_a_map():
     assert "laplace_messages" in vars(laplace)  # run_laplace adds them to its warnings
 
 
-def _five_models():
-    """Tiny data of each model (its tests' simulations, smaller); a few seconds each."""
-    from bayes_wsc.data.pairwise import PairwiseConstraints
-    from bayes_wsc.models.experts import NoisyExperts
-    from bayes_wsc.models.pcmix import PCMixture
-    from bayes_wsc.models.perception import PerceptionClustering
-    from bayes_wsc.models.proportions import ProportionsClassifier
-    from bayes_wsc.models.wsc import WSC
-    from bayes_wsc.simulate import simulate_intervals, toy_items
-    from bayes_wsc.simulate.experts import simulate_experts_model
-    from bayes_wsc.simulate.perception import simulate_study
-    from bayes_wsc.simulate.proportions import simulate_proportions
-
-    yield "wsc", WSC(checks=False), simulate_wsc(n_groups=40, items_per_group=20, n_bins=4, seed=1)[0]
-    yield ("proportions", ProportionsClassifier(checks=False),
-           simulate_proportions("gaussian", n_groups=20, group_size=6, n_classes=2, n_features=2, seed=3)[0])
-    yield ("pcmix", PCMixture(components=2, lam=4.0, restarts=2, seed=1, checks=False),
-           toy_items(simulate_intervals(n_a=40, n_b=20, n_c=20, seed=0)[0]))
-    items, constraints, _ = simulate_experts_model(n_items=60, n_features=2, n_clusters=2, pairs_per_expert=200,
-                                                   seed=5)
-    yield ("experts", NoisyExperts(n_clusters=2, seed=1, restarts=2, checks=False),
-           PairwiseConstraints.from_frames(items, constraints))
-    yield "perception", PerceptionClustering(checks=False), simulate_study(n_items=120, seed=6).data()
-
-
-@pytest.mark.slow
-def test_good_fits_of_every_model_pass_the_gradient_check():
-    """The relative gradients of good fits stay far below the alarm (diagnostics.RELATIVE_GRADIENT_MAX
-    records the measured ranges); these tiny fits of the five models must not raise it."""
-    for name, est, data in _five_models():
-        fit_quietly(est, data)
-        info = map_info(est)
-        assert info["relative_gradient"] < diagnostics.RELATIVE_GRADIENT_MAX / 3, (name, info["relative_gradient"])
-        assert diagnostics.map_messages(info) == [], name
-
-
-def test_a_good_wsc_fit_passes_the_gradient_check(small_wsc):
-    from bayes_wsc.models.wsc import WSC
-
-    est = fit_quietly(WSC(checks=False), small_wsc)
-    assert map_info(est)["relative_gradient"] < diagnostics.RELATIVE_GRADIENT_MAX / 3
-    assert est.diagnostics_ == []
-
-
 # ---------------------------------------------------------------------- rule 2: a WH the arithmetic cannot hold
 def test_a_huge_wh_is_fitted_as_its_limit_with_a_note(small_wsc):
     from bayes_wsc.models.wsc import WH_LIMIT, WSC

@@ -322,43 +322,27 @@ def test_a_failing_variant_is_one_line_naming_its_file(files, tmp_path):
 
 
 # ---------------------------------------------------------------------- summaries of the models themselves
-@pytest.mark.parametrize("model", ["wsc", "experts", "pcmix"])
-def test_base_models_summarize_their_estimands_only(base_fits, model):
-    """`internal_variables` lists every other variable of each model, so the summary of a model itself
-    holds its estimands and no note: what a variant adds is what shows beyond them."""
-    est = base_fits[model][0]
-    shown = {r.split("[")[0] for r in est.summary().index}
-    assert shown == {n for n in est.estimands if n in est.idata_.posterior}
-    assert est.summary_notes() == []
 
 
 # ---------------------------------------------------------------------- reproducible, canonical order
 @pytest.fixture(scope="module")
 def base_fits(files):
-    """Each model fitted with no seed given; experts and pcmix twice more: again, and with another seed."""
+    """Each model fitted with no seed given; experts and pcmix once more with another seed."""
     _, data = files
-    fits = {model: (quietly(estimator(model), data[model]), quietly(estimator(model), data[model]),
-                    quietly(estimator(model, seed=11), data[model])) for model in ("experts", "pcmix")}
+    fits = {model: (quietly(estimator(model), data[model]), quietly(estimator(model, seed=11), data[model]))
+            for model in ("experts", "pcmix")}
     return {"wsc": (WSC().fit(data["wsc"]),), **fits}
-
-
-@pytest.mark.parametrize("model", ["experts", "pcmix"])
-def test_unseeded_runs_are_identical(base_fits, model):
-    first, second, _ = base_fits[model]
-    assert inference.get_attrs(first.idata_)["settings"]["seed"] == 0
-    for name, values in first.idata_.posterior.data_vars.items():
-        np.testing.assert_array_equal(values.values, second.idata_.posterior[name].values, err_msg=name)
 
 
 def test_clusters_come_in_the_canonical_order(base_fits, files):
     """Largest cluster first, whichever seed (and so whichever restart) found the mode."""
     _, data = files
-    first, _, other_seed = base_fits["experts"]
+    first, other_seed = base_fits["experts"]
     a, b = first.memberships(), other_seed.memberships()
     assert np.mean(a["cluster"].to_numpy() == b["cluster"].to_numpy()) > 0.95
     shares = a[[f"prob_{k}" for k in range(3)]].mean().to_numpy()
     assert np.all(np.diff(shares) <= 0.02)
-    first, _, other_seed = base_fits["pcmix"]
+    first, other_seed = base_fits["pcmix"]
     pi = first.idata_.posterior["pi"].values[0, 0]
     assert pi[0] > pi[1]
     np.testing.assert_allclose(other_seed.idata_.posterior["pi"].values[0, 0], pi, atol=0.05)

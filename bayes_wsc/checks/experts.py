@@ -25,7 +25,7 @@ from bayes_wsc.criticism import Check, Replicates, p_value_two_sided, worst_elem
 from bayes_wsc.posterior import CHUNK_FLOATS
 
 #: `expert_agreement` flags an expert whose share of links agreeing with the clustering is further than this
-#: from its replicates' (an expert who links against the clusters is 0.17 off in tests/test_criticism.py)
+#: from its replicates' (an expert who links against the clusters is 0.17 off in tests/test_checks.py)
 AGREEMENT_TOLERANCE = 0.1
 
 

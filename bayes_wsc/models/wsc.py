@@ -257,7 +257,7 @@ def build_model(
 #: WH = 10; 0.0065 nats in all; 3 nodes: 1e-3 and 0.58); on tiny data with 3 sharply different
 #: bins, to 4e-6 with HE (WH = 10), 4e-4 without it (WH = 0) and 2e-4 under the flat F0 (WH = 4),
 #: and 15 nodes bring all three within 1e-7
-#: (tests/test_integrated_mu.py). Without HE, Newton starts at mu_loc and takes 4 steps.
+#: (tests/test_model_wsc_integrated_mu.py). Without HE, Newton starts at mu_loc and takes 4 steps.
 MODEL_GH_NODES = 5
 MODEL_NEWTON_STEPS = {True: 2, False: 4}  # by whether HE is modelled
 
@@ -302,7 +302,7 @@ def class1_share(pi, w0, w1):
 #: started at a proposal draw, with a Student-t proposal (4 degrees of freedom) centred at the Newton
 #: mode and 1.2 times the Laplace scale wide. Where its heavier tails bound the target over the
 #: proposal, every step brings the draw's law geometrically closer to the conditional (acceptance
-#: 0.82 on the Sec. 5 data; tests/test_integrated_mu.py checks the draws against the conditional).
+#: 0.82 on the Sec. 5 data; tests/test_model_wsc_integrated_mu.py checks the draws against the conditional).
 MH_STEPS = 6
 PROPOSAL_DF = 4.0
 PROPOSAL_INFLATION = 1.2
@@ -396,7 +396,7 @@ NEWTON_STEPS = 4
 #: Gauss-Legendre nodes of `integrated_own_loglik` (a variant's own term, against a Cauchy): with a
 #: Student-t HE (2 d.f.) and a rater 13 sigma_H off, so that the integrand has a second bump far from
 #: the first, 48 nodes were off by 0.04 nats, 64 by 0.009 and 96 by 3e-4 (scipy's adaptive quadrature;
-#: elsewhere all agree to 3e-4; tests/test_variant_loglik.py)
+#: elsewhere all agree to 3e-4; tests/test_variant_log_likelihood.py)
 OWN_TERM_NODES = 96
 
 

@@ -1,8 +1,8 @@
 """The label-proportions model (issue 14): recovery, agreement with the first model, the LLP baseline,
 the command line end to end, and every bad input as one line.
 
-The likelihoods against enumeration are in test_proportions_likelihood.py; NUTS recovery and SBC are
-in the slow tier (test_proportions_slow.py).
+The likelihoods against enumeration are in test_model_proportions_likelihood.py; NUTS recovery and SBC are
+in the slow tier (test_model_proportions_slow.py).
 """
 
 import warnings
@@ -23,7 +23,6 @@ from bayes_wsc.models.proportions import ProportionsClassifier, build_model, ide
 from bayes_wsc.models.wsc import WSC
 from bayes_wsc.simulate.proportions import simulate_proportions
 from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX as PREFIX
-from roundtrip import assert_lossless_round_trip
 
 
 def cli(argv):
@@ -186,11 +185,9 @@ def nuts_fit(files):
         return est.fit(data), items
 
 
-def test_save_load_predict_round_trip(nuts_fit, tmp_path):
-    est, items = nuts_fit
-    back = assert_lossless_round_trip(est, items.drop(columns=["group", "id"]), tmp_path / "fit.nc")
-    pred = back.predict(items.head(3))
-    assert (pred["prob_low"] <= pred["prob_high"]).all()
+def test_noisy_proportions_name_each_groups_theta_outside_the_summary(nuts_fit, tmp_path):
+    est, _ = nuts_fit
+    back = load(est.save(tmp_path / "fit.nc"))
     assert any("theta[group, class]" in note for note in back.summary_notes())
 
 
@@ -301,33 +298,20 @@ def test_pointwise_loglik_is_the_data_loglik(emission, bag):
     assert abs(pointwise.sum() - (total - priors)) < 1e-8
 
 
-def test_loo_compare_ppc_checks_and_report_on_a_nuts_fit(nuts_fit, tmp_path):
+def test_noisy_proportions_keep_their_groups_and_checks(nuts_fit):
+    """With a concentration (theta a parameter of each group) LOO scores groups, the replicates are the
+    groups' feature means, and group_misfit runs (what the contract suite asserts of the default settings)."""
     est, _ = nuts_fit
     group = est.idata_.log_likelihood
     assert list(group.data_vars) == ["groups"] and group["groups"].dims == ("chain", "draw", "group")
-    assert np.isfinite(est.loo().elpd_loo)
-    assert len(bayes_wsc.compare({"a": est, "b": est})) == 2
     ppc = est.posterior_predictive(draws=40, seed=1)
     assert set(ppc.posterior_predictive.data_vars) == set(ppc.observed_data.data_vars) == {
         "feature_mean", "feature_sd", "group_mean"}
     replicated, observed = ppc.posterior_predictive["group_mean"], ppc.observed_data["group_mean"]
-    assert replicated.dims[2:] == observed.dims == ("group", "feature") and replicated.shape[2:] == observed.shape
-    assert replicated.values.reshape(-1, *observed.shape).std(axis=0).min() > 0  # drawn anew, not copied
+    assert replicated.dims[2:] == observed.dims == ("group", "feature")
     table = est.checks_
     assert {"group_misfit", "loo_pareto_k"} <= set(table["check"])
     assert not table[table["check"] != "loo_pareto_k"]["flagged"].any(), table.to_string()
-    html = est.report(tmp_path / "report").read_text()
-    for heading in ("Convergence: rank plots", "Posterior predictive checks", "Leave-one-out cross-validation (LOO)",
-                    "Model checks"):
-        assert f"<h2>{heading}</h2>" in html, heading
-
-
-def test_check_and_ppc_commands_on_a_proportions_fit(nuts_fit, tmp_path, capsys):
-    fit = nuts_fit[0].save(tmp_path / "fit.nc")
-    assert cli(["check", fit, "--out", tmp_path / "checks.csv", "--draws", "40"]) == 0
-    assert "group_misfit" in set(pd.read_csv(tmp_path / "checks.csv")["check"])
-    assert cli(["ppc", fit, "--out", tmp_path / "ppc.nc", "--draws", "40"]) == 0
-    assert (tmp_path / "ppc.nc").stat().st_size > 0
 
 
 @pytest.mark.parametrize("emission", ["gaussian", "logistic"])
@@ -345,16 +329,6 @@ def test_group_misfit_flags_wrong_proportions(emission):
             est.fit(data.with_proportions(counts / counts.sum(axis=1, keepdims=True), counts))
     row = est.checks_.set_index("check").loc["group_misfit"]
     assert row["flagged"] and any(f"group {data.group_ids[g]} " in row["message"] for g in wrong)
-
-
-def test_map_fit_says_why_there_is_no_loo():
-    data, _ = simulate_proportions("logistic", n_groups=20, group_size=4, n_classes=2, n_features=2, seed=1)
-    est = ProportionsClassifier(emission="logistic").fit(data)
-    assert est.idata_.log_likelihood["groups"].shape == (1, 1, 20)
-    with pytest.raises(InputError, match="MAP fit"):
-        est.loo()
-    ppc = est.posterior_predictive(draws=30).posterior_predictive["group_class_share"]
-    assert ppc.shape[2:] == (20, 2) and ppc.values.std(axis=(0, 1)).max() > 0
 
 
 def test_the_basic_report_of_a_model_without_its_own(nuts_fit, tmp_path):

@@ -1,0 +1,325 @@
+"""What the contract suite (test_contract.py) needs of a model beyond the registry: new items to predict,
+small sizes for `bayes-wsc simulate`, and a variant file with a parameter of its own together with that
+variant's log-likelihood written out independently in NumPy and SciPy.
+
+A model added to the registry without a case here fails `test_every_model_has_a_contract_case`.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from scipy import integrate, stats
+from scipy.special import expit, logsumexp
+
+
+@dataclass(frozen=True)
+class Case:
+    """new_items(data) -> items to predict; simulate: `bayes-wsc simulate MODEL` options for small data;
+    predict_file: which simulated table `predict --items` reads; variant: a variant file's source whose
+    own free parameter is `own`; density(data, posterior, estimator, own=True) -> (draws, units): the
+    variant's log-likelihood per unit at the posterior's draws (own=False: the default model's), in NumPy."""
+
+    new_items: Callable
+    simulate: tuple[str, ...]
+    predict_file: str
+    variant: str
+    own: str
+    density: Callable
+
+
+def variant_source(case: Case) -> str:
+    return textwrap.dedent(case.variant)
+
+
+def _features(names, standardized, centre, scale) -> pd.DataFrame:
+    """Items with the data's feature columns, on the scale the user gave them (what predict reads)."""
+    return pd.DataFrame(np.asarray(standardized[:12]) * scale + centre, columns=list(names))
+
+
+def log_softmax(a):
+    return a - logsumexp(a, axis=-1, keepdims=True)
+
+
+# ---------------------------------------------------------------------- wsc: Student-t rater noise, nu learned
+WSC_VARIANT = """
+    '''The first model with Student-t rater noise whose degrees of freedom nu are learned.'''
+    import math
+
+    import pymc as pm
+
+    from bayes_wsc.models.wsc import (add_click_likelihood, add_emissions, add_estimands, check_settings,
+                                      group_quality_prior, hierarchical_scale_fixed)
+
+    LAPLACE_LOCAL = ("mu",)
+
+
+    def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0):
+        check_settings(wh, mu_prior, w_concentration)
+        with pm.Model(coords=data.coords) as model:
+            he_data = pm.Data("he_data", data.he, dims="group")
+            mu = group_quality_prior(mu_prior)
+            nu = pm.Gamma("nu", alpha=4.0, beta=2.0)  # heavy tails: the t stays unlike the default's Normal
+            he = pm.StudentT("he", nu=nu, mu=mu, sigma=1.0 / math.sqrt(wh), observed=he_data, dims="group")
+            w = add_emissions(data, w_concentration=w_concentration)
+            add_click_likelihood(data, mu, w, he_logp=pm.logp(he, he_data))
+            add_estimands(data, mu, w)
+        return model
+
+
+    def initial_values(data, estimator):
+        return estimator.initial_values(data)
+
+
+    def map_fixed(data, estimator):
+        return hierarchical_scale_fixed(data, estimator.wh, estimator.mu_prior)
+"""
+
+
+def wsc_items(data) -> pd.DataFrame:
+    labels = list(data.bins.labels)
+    groups = [str(data.group_ids[i % data.n_groups]) for i in range(len(labels))]
+    return pd.DataFrame({"group": [*groups, "not-a-group"], data.bins.columns[0]: [*labels, labels[0]]})
+
+
+def wsc_density(data, post, est, own=True, draws=(0, -1), groups=(0, 1, 2)):
+    """log of the integral over m of N(m | mu_loc, mu_scale) prod_k mix_k(m)^n_ik p(HE_i | m) (SciPy
+    quadrature), p the Student-t with the draw's nu (own) or the default model's Normal; a few draws and
+    groups (NaN elsewhere)."""
+    sigma = 1.0 / math.sqrt(est.wh)
+    out = np.full((post["w0"].shape[0], data.n_groups), np.nan)
+    for s in draws:
+        w0, w1, loc, scale = (post[k][s] for k in ("w0", "w1", "mu_loc", "mu_scale"))
+        for i in groups:
+            n, he = data.counts[i], data.he[i]
+
+            def log_integrand(m, n=n, he=he, s=s):
+                m = np.asarray(m, dtype=float)
+                clicks = np.sum(n * np.log(expit(-m)[..., None] * w0 + expit(m)[..., None] * w1), axis=-1)
+                rater = stats.t.logpdf(he, post["nu"][s], m, sigma) if own else stats.norm.logpdf(he, m, sigma)
+                return stats.norm.logpdf(m, loc, scale) + clicks + rater
+
+            peak = float(np.max(log_integrand(np.linspace(-15, 15, 3001))))
+            value, _ = integrate.quad(lambda m: math.exp(float(log_integrand(m)) - peak), -15, 15,
+                                      points=[he, loc], limit=200)
+            out[s, i] = math.log(value) + peak
+    return out
+
+
+# ---------------------------------------------------------------------- pcmix: Student-t components, nu learned
+PCMIX_VARIANT = """
+    '''Student-t components whose degrees of freedom nu are learned: the PC objective with log f(x | k) a
+    product of t densities.'''
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    from bayes_wsc import likelihoods
+    from bayes_wsc.models.pcmix import (add_component_means, add_component_sds, add_estimands, add_label_probabilities,
+                                        add_mixture_weights, labeled_index, model_coords, priors_from)
+
+
+    def build_model(data, *, components=2, lam=1.0, sd_floor=0.001, mean_prior_sd=3.0, sd_prior_rate=1.0,
+                    concentration=1.01):
+        priors = priors_from(sd_floor, mean_prior_sd, sd_prior_rate, concentration)
+        with pm.Model(coords=model_coords(data, components)) as model:
+            pi, mean_z, sd_z = add_mixture_weights(priors), add_component_means(priors), add_component_sds(priors)
+            log_rho = add_label_probabilities(data.n_classes, priors)
+            nu = pm.Gamma("nu", alpha=2.0, beta=0.1)
+            x = pm.Data("x", data.x, dims=("item", "feature"))
+            x_logp = pm.logp(pm.StudentT.dist(nu, mu=mean_z[None], sigma=sd_z[None]), x[:, None, :]).sum(axis=-1)
+            log_weights = pt.log(pi)[None, :]
+            log_px = likelihoods.mixture_logp(log_weights, x_logp)
+            labeled = pm.Data("labeled_index", labeled_index(data))
+            labels = pm.Data("labels", data.onehot[data.labeled])
+            y_logp = pt.sum(labels[:, None, :] * log_rho[None, :, :], axis=-1)
+            log_py = likelihoods.predictive_mixture_logp(log_weights, x_logp[labeled], y_logp)[1]
+            likelihoods.record_pointwise("items", pt.inc_subtensor(log_px[labeled], log_py), dims="item")
+            pm.Potential("pc_objective", pt.sum(log_px) + lam * pt.sum(log_py))
+            add_estimands(data, mean_z, sd_z)
+        return model
+
+
+    def initial_values(data, estimator):
+        return estimator.initial_values(data)
+"""
+
+
+def pcmix_items(data) -> pd.DataFrame:
+    return _features(data.features, data.x, data.center, data.scale)
+
+
+def pcmix_density(data, post, est, own=True):
+    mean_z = (post["mean"] - data.center) / data.scale
+    sd_z = post["sd"] / data.scale
+    rho = np.stack([1 - post["rho"], post["rho"]], axis=-1)
+    x = data.x[None, :, None, :]
+    if own:
+        comp = stats.t.logpdf(x, post["nu"][:, None, None, None], mean_z[:, None], sd_z[:, None]).sum(axis=-1)
+    else:
+        comp = stats.norm.logpdf(x, mean_z[:, None], sd_z[:, None]).sum(axis=-1)
+    joint = np.log(post["pi"])[:, None, :] + comp
+    out = logsumexp(joint, axis=-1)
+    for d in np.flatnonzero(data.labeled):
+        out[:, d] = logsumexp(joint[:, d] + np.log(rho[:, :, data.y[d]]), axis=-1)
+    return out
+
+
+# ---------------------------------------------------------------------- experts: a learned share of junk pairs
+EXPERTS_VARIANT = """
+    '''A learned share `junk` of the pairs was answered at random by every expert who rated them.'''
+    import numpy as np
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    from bayes_wsc import likelihoods
+    from bayes_wsc.models.experts import add_cluster_weights, add_experts, add_memberships, model_coords
+
+
+    def build_model(data, *, n_clusters=2, prior_sd=1.0, intercept_sd=2.0, accuracy_a=2.0, accuracy_b=2.0):
+        with pm.Model(coords=model_coords(data, n_clusters)) as model:
+            w_ref, b_ref = add_cluster_weights(data, n_clusters, prior_sd=prior_sd, intercept_sd=intercept_sd)
+            alpha, beta = add_experts(accuracy_a=accuracy_a, accuracy_b=accuracy_b)
+            junk = pm.Beta("junk", 1.0, 9.0)
+            log_same, log_different = likelihoods.pair_log_coclustering(*add_memberships(data, w_ref, b_ref))
+            must, cannot = data.link_counts()
+            rated = likelihoods.pair_ratings_logp(log_same, log_different, must, cannot, alpha, beta)
+            coin = -np.log(2.0) * (must + cannot).sum(axis=1)
+            per_pair = pt.logaddexp(pt.log1p(-junk) + rated, pt.log(junk) + coin)
+            pm.Potential("constraints", likelihoods.record_pointwise("pairs", per_pair, dims="pair").sum())
+        return model
+
+
+    def initial_values(data, estimator):
+        return [{**start, "junk": 0.1} for start in estimator.initial_values(data)]
+"""
+
+
+def experts_items(data) -> pd.DataFrame:
+    return _features(data.scaling.names, data.features, data.scaling.mean, data.scaling.scale)
+
+
+def experts_density(data, post, est, own=True):
+    W, b, alpha, beta = post["W"], post["b"], post["alpha"], post["beta"]
+    lp = log_softmax(np.einsum("nd,sdk->snk", data.features[data.linked_items], W) + b[:, None, :])
+    ends = np.searchsorted(data.linked_items, data.pairs)
+    gamma = np.sum(np.exp(lp[:, ends[:, 0]] + lp[:, ends[:, 1]]), axis=-1)
+    must, cannot = data.link_counts()
+    same = np.exp(must @ np.log(alpha).T + cannot @ np.log(1 - alpha).T).T
+    different = np.exp(must @ np.log(1 - beta).T + cannot @ np.log(beta).T).T
+    rated = gamma * same + (1 - gamma) * different
+    if not own:
+        return np.log(rated)
+    junk = post["junk"][:, None]
+    return np.log((1 - junk) * rated + junk * 0.5 ** (must + cannot).sum(axis=1))
+
+
+# ---------------------------------------------------------------------- proportions: Student-t emission, nu learned
+PROPORTIONS_VARIANT = """
+    '''Each class's features independent Student-t with learned degrees of freedom nu, in place of the
+    gaussian emission's Normals; the independent bag likelihood whatever the settings say.'''
+    import pymc as pm
+
+    from bayes_wsc.models.proportions import add_bag_likelihood, add_class_shares, model_coords, soft_label_start
+
+
+    def build_model(data, *, concentration=None, mean_prior_sd=3.0, sd_prior_rate=1.0, **unused_settings):
+        with pm.Model(coords=model_coords(data)) as model:
+            log_shares = add_class_shares(data, concentration)
+            mean_z = pm.Normal("mean_z", 0.0, mean_prior_sd, dims=("class", "feature"))
+            sd_z = 1e-3 + pm.Gamma("sd_excess", alpha=2.0, beta=sd_prior_rate, dims=("class", "feature"))
+            nu = pm.Gamma("nu", alpha=2.0, beta=0.1)
+            pm.Deterministic("mean", data.center + data.scale * mean_z, dims=("class", "feature"))
+            pm.Deterministic("sd", data.scale * sd_z, dims=("class", "feature"))
+            x = pm.Data("x", data.x)
+            log_f = pm.logp(pm.StudentT.dist(nu, mu=mean_z[None], sigma=sd_z[None]), x[:, None, :]).sum(axis=-1)
+            add_bag_likelihood(data, "gaussian", "independent", log_shares, log_f, concentration)
+        return model
+
+
+    def initial_values(data):
+        return {**soft_label_start(data, "gaussian"), "nu": 10.0}
+"""
+
+
+def proportions_items(data) -> pd.DataFrame:
+    return _features(data.features, data.x, data.center, data.scale)
+
+
+def proportions_density(data, post, est, own=True):
+    mean_z = (post["mean"] - data.center) / data.scale
+    sd_z = post["sd"] / data.scale
+    x = data.x[None, :, None, :]
+    if own:
+        f = stats.t.logpdf(x, post["nu"][:, None, None, None], mean_z[:, None], sd_z[:, None]).sum(axis=-1)
+    else:
+        f = stats.norm.logpdf(x, mean_z[:, None], sd_z[:, None]).sum(axis=-1)
+    with np.errstate(divide="ignore"):
+        per_item = logsumexp(np.log(data.proportions[data.item_group])[None] + f, axis=-1)
+    return np.stack([np.bincount(data.item_group, weights=row, minlength=data.n_groups) for row in per_item])
+
+
+# ---------------------------------------------------------------------- perception: a learned share of seeds put at random
+PERCEPTION_VARIANT = """
+    '''A learned share `noise` of the seeds were put in sets at random, whatever the item.'''
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    from bayes_wsc import likelihoods
+    from bayes_wsc.models.perception import (add_embedding, add_estimands, add_perception, cluster_log_probabilities,
+                                             model_coords, model_data)
+
+
+    def build_model(data, *, weight_scale=3.0, intercept_sd=1.0):
+        with pm.Model(coords=model_coords(data)) as model:
+            W, b = add_embedding(data, weight_scale=weight_scale, intercept_sd=intercept_sd)
+            perception = add_perception(data)
+            noise = pm.Beta("noise", 1.0, 9.0)
+            values = model_data(data)
+            x = pm.Data("seed_features", values["seed_features"], dims=("seed_item", "feature"))
+            in_set = pm.Data("seed_sets", values["seed_sets"], dims=("seed_item", "cluster"))
+            clean = likelihoods.seed_sets_logp(cluster_log_probabilities(x, W, b, perception), in_set)
+            at_random = pt.log(in_set.sum(axis=1) / data.n_clusters)
+            per_seed = pt.logaddexp(pt.log1p(-noise) + clean, pt.log(noise) + at_random)
+            pm.Potential("seeds", likelihoods.record_pointwise("seed_items", per_seed, dims="seed_item").sum())
+            add_estimands(data, W, b, perception)
+        return model
+
+
+    def initial_values(data, estimator):
+        return [{**start, "noise": 0.1} for start in estimator.initial_values(data)]
+"""
+
+
+def perception_items(data) -> pd.DataFrame:
+    return _features(data.scaling.names, data.features, data.scaling.mean, data.scaling.scale)
+
+
+def perception_density(data, post, est, own=True):
+    rows = data.seed_items
+    offset = 0.5 * np.sum(data.perception**2, axis=1)
+    embedded = np.einsum("md,sdq->smq", data.features[rows], post["W"]) + post["b"][:, None, :]
+    lp = log_softmax(embedded @ data.perception.T - offset)
+    in_set = data.seed_mask[rows]
+    clean = np.log(np.sum(np.exp(lp) * in_set, axis=-1))
+    if not own:
+        return clean
+    noise = post["noise"][:, None]
+    return np.log((1 - noise) * np.exp(clean) + noise * in_set.sum(axis=1) / data.n_clusters)
+
+
+CASES = {
+    "wsc": Case(wsc_items, ("--n-groups", "40", "--group-size", "20", "--n-bins", "5"), "clicks.csv",
+                WSC_VARIANT, "nu", wsc_density),
+    "pcmix": Case(pcmix_items, ("--n-items", "200"), "items.csv", PCMIX_VARIANT, "nu", pcmix_density),
+    "experts": Case(experts_items, ("--n-items", "60", "--pairs-per-expert", "150", "--clusters", "2"), "items.csv",
+                    EXPERTS_VARIANT, "junk", experts_density),
+    "proportions": Case(proportions_items, ("--n-groups", "20", "--group-size", "5"), "items.csv",
+                        PROPORTIONS_VARIANT, "nu", proportions_density),
+    "perception": Case(perception_items, ("--n-items", "200"), "items.csv", PERCEPTION_VARIANT, "noise",
+                       perception_density),
+}
