@@ -128,20 +128,6 @@ def test_predict_keeps_the_items_and_gives_intervals_from_draws_only(fits, metho
             assert (narrow[high] - narrow[low]).sum() < (pred[high] - pred[low]).sum()
 
 
-def _check_ci_is_the_one_rule() -> bool:
-    """Whether `posterior.check_ci` names the argument it checks: the change that makes it the rule of
-    `summary`, every report and every `predict` (until then the bug below stands)."""
-    import inspect
-
-    from bayes_wsc.posterior import check_ci
-
-    return "name" in inspect.signature(check_ci).parameters
-
-
-@pytest.mark.xfail(not _check_ci_is_the_one_rule(), strict=True,
-                   reason="bug: summary(hdi_prob=...) checks no level (0 passes, '0.9' and 1.5 raise TypeError or "
-                          "ValueError), nor do some reports' and PCMixture.predict's ci; fixed where check_ci becomes "
-                          "the one rule of every entry point")
 @pytest.mark.parametrize("ci", BAD_CI, ids=repr)
 def test_a_bad_credible_level_is_an_input_error(fits, ci, tmp_path):
     est = fits["laplace"]
