@@ -7,7 +7,7 @@ user's two CSV files, then, as a whole process timed from outside:
 
 with otherwise default settings (1000 tune + 1000 draws per chain), for each `--mu` asked for.
 Reports the wall time, the largest R-hat and smallest bulk ESS over rho(k), and from the saved
-fit where the time went (MAP start, sampling), the mean leapfrog steps per draw and tree depth,
+fit where the time went (MAP start, sampling, drawing the mu_i after sampling, the grid's check), the mean leapfrog steps per draw and tree depth,
 and the adapted step size.
 
     python benchmarks/bench_full_posterior.py --mu sampled integrated
@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mu", nargs="+", default=["sampled", "integrated"], choices=("sampled", "integrated"))
+    parser.add_argument("--mu", nargs="+", default=["sampled", "integrated"], choices=("sampled", "integrated", "grid"))
     parser.add_argument("--groups", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--draws", type=int, default=None, help="default: the CLI's (1000)")
@@ -73,6 +73,8 @@ def describe(path, truth) -> dict:
     return {"rhat_max_rho": round(conv["rhat"], 4), "ess_bulk_min_rho": round(conv["ess_bulk"]),
             "draws": int(stats.sizes["draw"]), "tune": info["nuts"]["tune"],
             "map_seconds": round(info["map"]["seconds"], 1), "sampling_seconds": round(info["nuts"]["seconds"], 1),
+            "mu_draw_seconds": round(info["nuts"].get("mu_draws", {}).get("seconds", float("nan")), 1),
+            "grid": info["nuts"].get("mu_grid"),
             "steps_per_draw": round(float(stats["n_steps"].mean()), 1),
             "tree_depth": round(float(stats["tree_depth"].mean()), 2),
             "step_size": round(float(stats["step_size"].mean()), 3),

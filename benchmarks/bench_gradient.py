@@ -1,8 +1,9 @@
-"""Cost of one log-density gradient of the first model, mu sampled against mu integrated out.
+"""Cost of one log-density gradient of the first model, mu sampled against mu integrated out (per
+group by Gauss-Hermite quadrature, and on one grid of nodes shared by all groups).
 
 What NUTS pays per leapfrog step: `value_and_grad` of PyMC's JAX graph of the model's log density,
 jitted, in float32 as the package's NUMPyro runs it (`fit._run_numpyro`), on one CPU thread, at
-the Sec. 5 sizes (J = 100 clicks a group, K = 30 bins), both models timed in the same process,
+the Sec. 5 sizes (J = 100 clicks a group, K = 30 bins), the models timed in the same process,
 alternating.
 
     python benchmarks/bench_gradient.py --groups 1000 10000
@@ -41,24 +42,28 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--groups", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--mu", nargs="+", default=["sampled", "integrated", "grid"],
+                        choices=("sampled", "integrated", "grid"), help="the first is the reference")
     args = parser.parse_args(argv)
     import warnings
 
-    from bayes_wsc.models.wsc import build_model
+    from bayes_wsc.models.wsc import build_model, data_grid
     from bayes_wsc.simulate import simulate_wsc
 
     for groups in args.groups:
         data, _ = simulate_wsc(n_groups=groups, items_per_group=100, n_bins=30, seed=1)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            models = {mu: build_model(data, mu=mu) for mu in ("sampled", "integrated")}
+            models = {mu: build_model(data, mu=mu) for mu in args.mu}
             seconds = {mu: [] for mu in models}
             for _ in range(2):  # alternating rounds
                 for mu, model in models.items():
                     seconds[mu].append(gradient_seconds(model, args.repeats))
-        a, b = (min(seconds[mu]) for mu in ("sampled", "integrated"))
-        print(f"I = {groups}: value_and_grad {a * 1e3:.2f} ms with mu sampled ({len(models['sampled'].value_vars)} "
-              f"value variables), {b * 1e3:.2f} ms with mu integrated out: {b / a:.1f}x", flush=True)
+        reference = min(seconds[args.mu[0]])
+        for mu, model in models.items():
+            nodes = f", {data_grid(data, 10.0, 'hierarchical').size} nodes" if mu == "grid" else ""
+            print(f"I = {groups}: value_and_grad {min(seconds[mu]) * 1e3:.2f} ms with mu {mu} ({len(model.value_vars)} "
+                  f"value variables{nodes}): {min(seconds[mu]) / reference:.2f}x mu {args.mu[0]}", flush=True)
 
 
 if __name__ == "__main__":

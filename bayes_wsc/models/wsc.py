@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 import warnings
 
 import numpy as np
@@ -41,8 +42,10 @@ transforms = LazyModule("bayes_wsc.transforms")
 
 MU_PRIORS = ("hierarchical", "flat")
 #: how NUTS treats the group qualities: as parameters, or integrated out of the model's density and
-#: drawn from their conditionals after sampling (`add_integrated_clicks`)
-MU_METHODS = ("sampled", "integrated")
+#: drawn from their conditionals after sampling (`add_integrated_clicks`), by quadrature per group or
+#: on one grid of nodes shared by all groups
+MU_METHODS = ("sampled", "integrated", "grid")
+INTEGRATING = ("integrated", "grid")
 #: Below this WH the HE barely orients the classes; the posterior can hold both labelings.
 WEAK_WH = 1.0
 #: Above this WH the estimator fits WH = inf (mu_i = HE_i) instead, with a note. The HE term's curvature,
@@ -233,13 +236,15 @@ def build_model(
     Add to it inside `with model:` before fitting, or copy a file from
     `models/` to swap a block. `mu="integrated"` integrates every mu_i out of the density
     (`add_integrated_clicks`); that model has no mu, pi or rho, which `WSC.complete_draws`
-    adds to its draws. With WH = inf (mu = HE) there is nothing to integrate, and both are the same.
+    adds to its draws. `mu="grid"` takes the same integrals on one grid of nodes (`data_grid`). With
+    WH = inf (mu = HE) there is nothing to integrate, and all are the same.
     """
     check_settings(wh, mu_prior, w_concentration, mu=mu)
-    if mu == "integrated" and not math.isinf(wh):
+    if mu in INTEGRATING and not math.isinf(wh):
+        grid = data_grid(data, wh, mu_prior) if mu == "grid" else None
         with pm.Model(coords=data.coords) as model:
             w = add_emissions(data, w_concentration=w_concentration)
-            add_integrated_clicks(data, w, wh=wh, mu_prior=mu_prior)
+            add_integrated_clicks(data, w, wh=wh, mu_prior=mu_prior, grid=grid)
         return model
     with pm.Model(coords=data.coords) as model:
         mu = add_group_quality(data, wh=wh, mu_prior=mu_prior)
@@ -263,14 +268,15 @@ MODEL_NEWTON_STEPS = {True: 2, False: 4}  # by whether HE is modelled
 
 
 def add_integrated_clicks(data: GroupedCounts, w, *, wh: float = 10.0, mu_prior: str = "hierarchical",
-                          nodes: int = MODEL_GH_NODES, sigma_h=None):
+                          nodes: int = MODEL_GH_NODES, sigma_h=None, grid: np.ndarray | None = None):
     """F0's hyperparameters and the clicks and HE of every group with its mu_i integrated out
     (`group_quadrature`): NUTS then samples 2K + 2 dimensions instead of I + 2K + 2, without the
     funnel between mu_scale and the mu_i. The click term is centred as in `add_click_likelihood`;
     the pointwise log-likelihood per group is the integral itself (what LOO leaves out under the
     hierarchical F0). Returns (mu_loc, mu_scale), None for a flat F0; mu_i is drawn after NUTS
     (`draw_group_qualities`). `sigma_h`, a variable of the model, replaces 1 / sqrt(wh) (a variant
-    that learns the rater noise)."""
+    that learns the rater noise). `grid`: the nodes shared by all groups (`data_grid`), instead of
+    Gauss-Hermite nodes per group."""
     from bayes_wsc import group_quadrature as gq
 
     he = declare(he_inputs(data), DATA_DIMS)["he_data"]
@@ -281,11 +287,96 @@ def add_integrated_clicks(data: GroupedCounts, w, *, wh: float = 10.0, mu_prior:
     sigma = sigma_h if sigma_h is not None else (1.0 / math.sqrt(wh) if wh > 0 else None)
     g = gq.Integrand(counts, he, w[0] / q, w[1] / q, loc, scale, sigma)
     ops = gq.pytensor_ops()
-    per_group = gq.integrated_loglik(ops, g, gq.gaussian_start(g), nodes=nodes,
-                                     steps=MODEL_NEWTON_STEPS[sigma is not None])
+    if grid is not None:
+        per_group = gq.grid_loglik(ops, g, grid)
+    else:
+        per_group = gq.integrated_loglik(ops, g, gq.gaussian_start(g), nodes=nodes,
+                                         steps=MODEL_NEWTON_STEPS[sigma is not None])
     pm.Potential("clicks", per_group.sum())
     likelihoods.record_pointwise("groups", per_group + pt.dot(counts, pt.log(q)), dims="group")
     return loc, scale
+
+
+#: `mu="grid"`: the nodes are GRID_SPACING times the finest width any group's integrand can have
+#: (`group_quadrature.narrowest_width`: its bound on the clicks' curvature, sigma_H, F0's scale) apart,
+#: and reach GRID_REACH of its own widths past every group's integrand. On Sec. 5 data (2000 groups,
+#: J = 5 and 100, WH = 4 and 10, K = 15 and 30, at the truth) the grid agrees with 40-node adaptive
+#: Gauss-Hermite to 4e-9 nats per group at spacing 1, 3e-7 (J = 100) and 2e-4 (J = 5) at 1.5, 3e-4 and
+#: 1e-2 at 2 (benchmarks/grid_accuracy.py).
+GRID_SPACING = 1.0
+GRID_REACH = 8.0
+#: more nodes than this and the grid costs more than quadrature per group: a group with about 2000 clicks
+MAX_GRID_NODES = 400
+#: the check after sampling (`grid_check`): on up to GRID_CHECK_DRAWS draws, no group may put more than
+#: GRID_END_WEIGHT of its integral on an end node, and no draw's finest width may be below the spacing
+#: over GRID_SPACING_LIMIT (where the error of the sum reaches about 1e-4 nats)
+GRID_CHECK_DRAWS = 100
+GRID_END_WEIGHT = 1e-6
+GRID_SPACING_LIMIT = 1.5
+
+
+def data_grid(data: GroupedCounts, wh: float, mu_prior: str) -> np.ndarray:
+    """The nodes of `mu="grid"`, from the data alone: spaced by the finest width the integrands can
+    have (F0's scale at its moment estimate), and covering every group's integrand at the paper's
+    starting point (naive emissions, F0 at the moments of HE). InputError when that takes more than
+    `MAX_GRID_NODES` (a group with many clicks is narrow everywhere)."""
+    from bayes_wsc import group_quadrature as gq
+
+    q = pooled_bin_frequencies(data.counts)
+    w0, w1 = naive_emissions(data)
+    sigma = 1.0 / math.sqrt(wh) if wh > 0 else None
+    loc = scale = None
+    if mu_prior == "hierarchical":
+        loc, scale = float(np.mean(data.he)), hierarchical_scale_fixed(data, wh, mu_prior)["mu_scale"]
+    g = gq.Integrand(np.asarray(data.counts, float), np.asarray(data.he, float), w0 / q, w1 / q, loc, scale, sigma)
+    heaviest = float(np.asarray(data.counts).sum(axis=1).max())
+    nodes = gq.shared_grid(g, spacing=GRID_SPACING * float(gq.narrowest_width(heaviest, sigma, scale)),
+                           reach=GRID_REACH)
+    if nodes.size > MAX_GRID_NODES:
+        raise InputError(f"mu='grid' would need {nodes.size} nodes here (the heaviest group has {heaviest:g} "
+                         f"clicks), more than {MAX_GRID_NODES}: use mu='integrated'")
+    return nodes
+
+
+def grid_check(data: GroupedCounts, nodes: np.ndarray, w0, w1, mu_loc=None, mu_scale=None, sigma_h=None) -> dict:
+    """Whether the grid held every group's integrand at the sampled values: the largest share of a
+    group's integral on an end node over up to `GRID_CHECK_DRAWS` draws spread over the run, and the
+    largest spacing over the finest width any group can have, over every draw (F0's scale and
+    sigma_H per draw). w0, w1 (S, K); mu_loc, mu_scale, sigma_h (S,) or None. `ok` is False past
+    `GRID_END_WEIGHT` or `GRID_SPACING_LIMIT`."""
+    from bayes_wsc import group_quadrature as gq
+
+    q = pooled_bin_frequencies(data.counts)
+    counts, he = np.asarray(data.counts, float), np.asarray(data.he, float)
+    spacing = float(nodes[1] - nodes[0])
+    heaviest = float(counts.sum(axis=1).max())
+    n_draws = np.shape(w0)[0]
+    ratio = float(np.max(spacing / gq.narrowest_width(heaviest, sigma_h, mu_scale) + np.zeros(n_draws)))
+    end = 0.0
+    picked = np.unique(np.linspace(0, n_draws - 1, min(n_draws, GRID_CHECK_DRAWS)).round().astype(int))
+    for s in picked:
+        g = gq.Integrand(counts, he, np.asarray(w0[s], float) / q, np.asarray(w1[s], float) / q,
+                         None if mu_loc is None else float(mu_loc[s]), None if mu_scale is None else float(mu_scale[s]),
+                         None if sigma_h is None else float(np.broadcast_to(sigma_h, (n_draws,))[s]))
+        end = max(end, float(gq.grid_end_weight(gq.grid_log_terms(gq.numpy_ops(), g, nodes)).max()))
+    return {"nodes": int(nodes.size), "spacing": spacing, "range": [float(nodes[0]), float(nodes[-1])],
+            "draws_checked": int(picked.size), "largest_end_weight": end, "spacing_over_finest_width": ratio,
+            "ok": bool(end <= GRID_END_WEIGHT and ratio <= GRID_SPACING_LIMIT)}
+
+
+def grid_message(check: dict) -> list[str]:
+    """The plain warning of a grid that did not hold every group's integrand (`grid_check`)."""
+    if check.get("ok", True):
+        return []
+    why = []
+    if check["largest_end_weight"] > GRID_END_WEIGHT:
+        why.append(f"a group put {check['largest_end_weight']:.1g} of its integral on an end node of the grid "
+                   f"{check['range'][0]:.2f}..{check['range'][1]:.2f} (its mass reaches past the grid)")
+    if check["spacing_over_finest_width"] > GRID_SPACING_LIMIT:
+        why.append(f"the nodes are {check['spacing_over_finest_width']:.2f}x the finest width a group's integrand "
+                   f"can have at some draw's F0 scale (more than {GRID_SPACING_LIMIT})")
+    return [f"mu='grid': {' and '.join(why)}, so the density NUTS sampled may differ from the model's by more than "
+            "1e-4 nats a group: do not trust this fit; refit with mu='integrated'."]
 
 
 def click_weighted_share(totals, p1):
@@ -541,6 +632,8 @@ class WSC(Estimator):
         F0 with every mu_i integrated out by quadrature, then each mu_i is drawn from its conditional;
         not for a MAP, and no variant file unless its build_model takes `mu`). The posterior is the
         same. None (the default): "integrated" for a Laplace fit that can integrate, else "sampled".
+        "grid" integrates on one grid of nodes shared by all groups (`data_grid`; the default model
+        only), and the fit says so at the top if the grid did not hold every group (`grid_check`).
     model_file : a variant file (see `models/`) whose `build_model(data, **settings)` replaces the default.
     model_settings : the variant's own settings, passed to its `build_model` with the ones above.
 
@@ -598,7 +691,7 @@ class WSC(Estimator):
         return build is not None and "mu" in inspect.signature(build).parameters
 
     def _integrates_mu(self) -> bool:
-        return self.mu_used == "integrated" and not math.isinf(self.wh_used) and self._variant_takes_mu()
+        return self.mu_used in INTEGRATING and not math.isinf(self.wh_used) and self._variant_takes_mu()
 
     @property
     def wh_used(self) -> float:
@@ -625,9 +718,11 @@ class WSC(Estimator):
             except ValueError:
                 raise InputError(f"wh must be a number or inf, got {self.wh!r}") from None
         check_settings(self.wh, self.mu_prior, self.w_concentration, warn=False, mu=self.mu)
-        if self.mu_used == "integrated" and self.method == "map":
-            raise InputError("mu='integrated' is a NUTS or Laplace setting (method='nuts' or 'laplace'); a map "
+        if self.mu_used in INTEGRATING and self.method == "map":
+            raise InputError(f"mu={self.mu_used!r} is a NUTS or Laplace setting (method='nuts' or 'laplace'); a map "
                              "fit keeps every mu_i as a parameter (mu='sampled')")
+        if self.mu_used == "grid" and self.model_file is not None:
+            raise InputError("mu='grid' is the default model's; a variant file integrates with mu='integrated'")
 
     def build_model(self, data: GroupedCounts) -> pm.Model:
         with warnings.catch_warnings():  # a weak WH is reported by model_checks, with or without a build
@@ -671,6 +766,7 @@ class WSC(Estimator):
             return empty_groups_messages(idata)  # a variant that reads HE as exact: WH orients nothing
         weak = [weak_wh_message(self.wh)] if float(self.wh) < WEAK_WH else []
         weak += empty_groups_messages(idata)
+        weak += grid_message(inference.get_attrs(idata).get("fit_info", {}).get(self.method, {}).get("mu_grid", {}))
         if (self.method != "nuts" or "he" not in idata.observed_data or "mu" not in idata.posterior
                 or np.isinf(self.wh_used)):
             return weak
@@ -704,6 +800,7 @@ class WSC(Estimator):
                 for n in ("w0", "w1", "mu_loc", "mu_scale", "sigma_h") if n in post}
         wh = self.wh_used
         sigma_h = flat["sigma_h"] if "sigma_h" in flat else (1.0 / math.sqrt(wh) if wh > 0 else None)
+        started = time.perf_counter()
         mu, rate = draw_group_qualities(data.counts, data.he, flat["w0"], flat["w1"], flat.get("mu_loc"),
                                         flat.get("mu_scale"), sigma_h, seed=int(draws.info.get("seed") or 0))
         mu = mu.astype(float)
@@ -711,7 +808,13 @@ class WSC(Estimator):
         rho = class1_share(pi[:, None], flat["w0"], flat["w1"])
         post["mu"], post["pi"], post["rho"] = mu.reshape(*shape, -1), pi.reshape(shape), rho.reshape(*shape, -1)
         draws.info["mu_draws"] = {"method": "independence Metropolis-Hastings from the 1-D conditional",
-                                  "steps": MH_STEPS, "acceptance_rate": rate}
+                                  "steps": MH_STEPS, "acceptance_rate": rate,
+                                  "seconds": time.perf_counter() - started}
+        if self.mu_used == "grid":
+            started = time.perf_counter()
+            draws.info["mu_grid"] = grid_check(data, data_grid(data, wh, self.mu_prior), flat["w0"], flat["w1"],
+                                               flat.get("mu_loc"), flat.get("mu_scale"), sigma_h)
+            draws.info["mu_grid"]["seconds"] = time.perf_counter() - started
         if self.method == "laplace":
             from bayes_wsc.nested_laplace import mark_nested
 
@@ -735,7 +838,7 @@ class WSC(Estimator):
         conditional = "each group's clicks and HE given its own mu_i, as the fitted model recorded them"
         if self._integrates_mu():  # the model's own per-group values are already integrated
             return ("each group's clicks and HE with its mu_i integrated out over F0 in the model's own density "
-                    "(mu='integrated')")
+                    f"(mu={self.mu_used!r})")
         if name not in post:
             return None
         own = replaced(getattr(self, "_fit_terms", None))
