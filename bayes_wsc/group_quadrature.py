@@ -13,6 +13,11 @@ and the draws of mu_i after NUTS): `Ops` holds the few operations that differ. I
 nodes' centre and spread are constants for the gradient (`stop_gradient`): the quadrature is
 nearly independent of them, and NUTS stays exact for the density it evaluates (a leapfrog step
 with any position-dependent force is reversible and keeps volume; the energy is the density's).
+
+`WSC(mu="grid")` takes the same integrals on one uniform grid of nodes shared by all groups
+(`grid_loglik`): the clicks at the nodes are one (I, K) @ (K, G) matrix product, F0 and HE reweight
+it, and the sum over the nodes times their spacing is the integral (the trapezoid rule, which
+converges exponentially for an integrand smooth on the scale of the spacing).
 """
 
 from __future__ import annotations
@@ -163,7 +168,10 @@ def grid_loglik(ops: Ops, g: Integrand, nodes: np.ndarray):
     spacing = float(nodes[1] - nodes[0])
     terms = grid_log_terms(ops, g, nodes)
     top = ops.stop_gradient(terms.max(axis=1))
-    return ops.log(ops.exp(terms - top[:, None]).sum(axis=1)) + top + math.log(spacing)
+    # the sum over the nodes as a product with ones: PyTensor would rewrite log(sum(exp(.))) into its own
+    # logsumexp and take a second maximum, whose pass over the (I, G) terms cost a third of the gradient
+    total = ops.dot(ops.exp(terms - top[:, None]), np.ones(len(nodes)))
+    return ops.log(total) + top + math.log(spacing)
 
 
 def shared_grid(g: Integrand, *, spacing: float, reach: float, steps: int = 8) -> np.ndarray:

@@ -632,8 +632,8 @@ class WSC(Estimator):
         F0 with every mu_i integrated out by quadrature, then each mu_i is drawn from its conditional;
         not for a MAP, and no variant file unless its build_model takes `mu`). The posterior is the
         same. None (the default): "integrated" for a Laplace fit that can integrate, else "sampled".
-        "grid" integrates on one grid of nodes shared by all groups (`data_grid`; the default model
-        only), and the fit says so at the top if the grid did not hold every group (`grid_check`).
+        "grid" integrates on one grid of nodes shared by all groups (`data_grid`; NUTS and the default
+        model only), and the fit says so at the top if the grid did not hold every group (`grid_check`).
     model_file : a variant file (see `models/`) whose `build_model(data, **settings)` replaces the default.
     model_settings : the variant's own settings, passed to its `build_model` with the ones above.
 
@@ -718,6 +718,9 @@ class WSC(Estimator):
             except ValueError:
                 raise InputError(f"wh must be a number or inf, got {self.wh!r}") from None
         check_settings(self.wh, self.mu_prior, self.w_concentration, warn=False, mu=self.mu)
+        if self.mu_used == "grid" and self.method != "nuts":
+            raise InputError(f"mu='grid' is a NUTS setting (method='nuts'), got method={self.method!r}; a Laplace fit "
+                             "integrates with mu='integrated'")
         if self.mu_used in INTEGRATING and self.method == "map":
             raise InputError(f"mu={self.mu_used!r} is a NUTS or Laplace setting (method='nuts' or 'laplace'); a map "
                              "fit keeps every mu_i as a parameter (mu='sampled')")
