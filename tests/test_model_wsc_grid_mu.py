@@ -107,3 +107,25 @@ def test_grid_fit_records_its_check_and_integrated_likelihood():
     assert check["ok"] and check["draws_checked"] == 100 and check["nodes"] > 10
     assert "mu='grid'" in attrs["log_likelihood_holds"]
     assert not any("mu='grid'" in m for m in attrs["diagnostics"])
+    # the nodes come from the data: no MAP program is cached for other data of the same shapes
+    assert est.model_inputs(data) is None and WSC(method="nuts").model_inputs(data) is not None
+
+
+@pytest.mark.slow
+def test_grid_posterior_matches_sampled():
+    """rho, w0, w1, mu and mu_scale under NUTS with mu on the grid agree with NUTS sampling every mu_i
+    (means within 4 Monte Carlo standard errors of the difference, sds within 15%)."""
+    from test_model_wsc_integrated_mu import az_summary
+
+    data, _ = simulate_wsc(n_groups=60, items_per_group=40, n_bins=4, seed=7)
+    fits = {}
+    for mu in ("sampled", "grid"):
+        est = WSC(method="nuts", mu=mu, draws=2000, tune=1000, chains=4, seed=2, progressbar=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            fits[mu] = est.fit(data).idata_.posterior
+    for name in ("rho", "w0", "w1", "mu", "pi", "mu_scale"):
+        a, b = (az_summary(fits[m], name) for m in ("sampled", "grid"))
+        z = (a["mean"] - b["mean"]) / np.sqrt(a["mcse_mean"] ** 2 + b["mcse_mean"] ** 2)
+        assert np.all(np.abs(z) < 4), (name, z.round(2).to_dict())
+        np.testing.assert_allclose(b["sd"], a["sd"], rtol=0.15, err_msg=name)

@@ -733,6 +733,10 @@ class WSC(Estimator):
             return build_model(data, **self.build_settings())
 
     def model_inputs(self, data: GroupedCounts):
+        """None with mu="grid" (no cached MAP program): its nodes are constants of the graph, computed
+        from the data, which a program cached for other data of the same shapes would reuse."""
+        if self.mu_used == "grid" and not math.isinf(self.wh_used):
+            return None
         return data.coords, model_data(data)
 
     def initial_values(self, data: GroupedCounts) -> dict:
