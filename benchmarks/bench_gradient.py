@@ -7,6 +7,7 @@ the Sec. 5 sizes (J = 100 clicks a group, K = 30 bins), the models timed in the 
 alternating.
 
     python benchmarks/bench_gradient.py --groups 1000 10000
+    python benchmarks/bench_gradient.py --groups 10000 --mu integrated grid --heaviest 1000   # one heavy group
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--mu", nargs="+", default=["sampled", "integrated", "grid"],
                         choices=("sampled", "integrated", "grid"), help="the first is the reference")
+    parser.add_argument("--heaviest", type=int, default=None,
+                        help="clicks of the first group (the others have 100): the grid's nodes follow the heaviest")
     args = parser.parse_args(argv)
     import warnings
 
@@ -51,7 +54,9 @@ def main(argv=None):
     from bayes_wsc.simulate import simulate_wsc
 
     for groups in args.groups:
-        data, _ = simulate_wsc(n_groups=groups, items_per_group=100, n_bins=30, seed=1)
+        sizes = np.full(groups, 100)
+        sizes[0] = args.heaviest or 100
+        data, _ = simulate_wsc(n_groups=groups, items_per_group=sizes, n_bins=30, seed=1)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             models = {mu: build_model(data, mu=mu) for mu in args.mu}

@@ -14,7 +14,7 @@ from bayes_wsc.models.wsc import (GRID_END_WEIGHT, WSC, build_model, data_grid, 
 from bayes_wsc.simulate import simulate_wsc
 from test_model_wsc_integrated_mu import PREFIX, brute_force
 
-#: the grid's error stated in `models/wsc.py` (GRID_SPACING = 1: 4e-9 nats on Sec. 5 data); here in
+#: the grid's error stated in `models/wsc.py` (GRID_SPACING = 1: 2e-8 nats on Sec. 5 data); here in
 #: float64 on sharply different bins and groups of 0 to 200 clicks
 TOLERANCE = 1e-6
 

@@ -300,13 +300,17 @@ def add_integrated_clicks(data: GroupedCounts, w, *, wh: float = 10.0, mu_prior:
 #: `mu="grid"`: the nodes are GRID_SPACING times the finest width any group's integrand can have
 #: (`group_quadrature.narrowest_width`: its bound on the clicks' curvature, sigma_H, F0's scale) apart,
 #: and reach GRID_REACH of its own widths past every group's integrand. On Sec. 5 data (2000 groups,
-#: J = 5 and 100, WH = 4 and 10, K = 15 and 30, at the truth) the grid agrees with 40-node adaptive
-#: Gauss-Hermite to 4e-9 nats per group at spacing 1, 3e-7 (J = 100) and 2e-4 (J = 5) at 1.5, 3e-4 and
-#: 1e-2 at 2 (benchmarks/grid_accuracy.py).
+#: J = 5 and 100, WH = 4 and 10, K = 15 and 30, the truth and 3 points around it) the grid agrees with
+#: 40-node adaptive Gauss-Hermite (itself with scipy's quad to 1e-14) to 2e-8 nats per group at spacing 1
+#: (34-74 nodes), 4e-4 at 1.5 and 2e-2 at 2; the model's 5-node quadrature (mu="integrated") to 9e-4
+#: (benchmarks/grid_accuracy.py, benchmarks/RESULTS.md).
 GRID_SPACING = 1.0
 GRID_REACH = 8.0
-#: more nodes than this and the grid costs more than quadrature per group: a group with about 2000 clicks
-MAX_GRID_NODES = 400
+#: the gradient's cost grows with the nodes: at 10,000 groups of 100 clicks 2.1 ms at 78 nodes against 4.8 ms
+#: by per-group quadrature; with one group of 1000 clicks 207 nodes, 6.7 against 5.4 ms; of 3000 clicks 352
+#: nodes, 20 against 3.5 ms. Past this many nodes (a group of about 2000 clicks among groups of 100) the grid
+#: is refused before the fit, naming mu="integrated"
+MAX_GRID_NODES = 250
 #: the check after sampling (`grid_check`): on up to GRID_CHECK_DRAWS draws, no group may put more than
 #: GRID_END_WEIGHT of its integral on an end node, and no draw's finest width may be below the spacing
 #: over GRID_SPACING_LIMIT (where the error of the sum reaches about 1e-4 nats)
@@ -334,7 +338,8 @@ def data_grid(data: GroupedCounts, wh: float, mu_prior: str) -> np.ndarray:
                            reach=GRID_REACH)
     if nodes.size > MAX_GRID_NODES:
         raise InputError(f"mu='grid' would need {nodes.size} nodes here (the heaviest group has {heaviest:g} "
-                         f"clicks), more than {MAX_GRID_NODES}: use mu='integrated'")
+                         f"clicks), more than {MAX_GRID_NODES}, and cost more per gradient than mu='integrated': "
+                         "use mu='integrated'")
     return nodes
 
 
