@@ -1,6 +1,7 @@
 """The first model with every mu_i integrated out on one grid of nodes shared by all groups
 (`WSC(mu="grid")`): the integral against scipy's quad, the check that fires when the grid does not
-hold a group, the settings it refuses, and a fit."""
+hold a group, the settings it refuses, and a fit. Its posterior against NUTS sampling every mu_i:
+tests/test_model_wsc_integrated_mu.py (slow)."""
 
 import math
 import warnings
@@ -110,22 +111,3 @@ def test_grid_fit_records_its_check_and_integrated_likelihood():
     # the nodes come from the data: no MAP program is cached for other data of the same shapes
     assert est.model_inputs(data) is None and WSC(method="nuts").model_inputs(data) is not None
 
-
-@pytest.mark.slow
-def test_grid_posterior_matches_sampled():
-    """rho, w0, w1, mu and mu_scale under NUTS with mu on the grid agree with NUTS sampling every mu_i
-    (means within 4 Monte Carlo standard errors of the difference, sds within 15%)."""
-    from test_model_wsc_integrated_mu import az_summary
-
-    data, _ = simulate_wsc(n_groups=60, items_per_group=40, n_bins=4, seed=7)
-    fits = {}
-    for mu in ("sampled", "grid"):
-        est = WSC(method="nuts", mu=mu, draws=2000, tune=1000, chains=4, seed=2, progressbar=False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FitWarning)
-            fits[mu] = est.fit(data).idata_.posterior
-    for name in ("rho", "w0", "w1", "mu", "pi", "mu_scale"):
-        a, b = (az_summary(fits[m], name) for m in ("sampled", "grid"))
-        z = (a["mean"] - b["mean"]) / np.sqrt(a["mcse_mean"] ** 2 + b["mcse_mean"] ** 2)
-        assert np.all(np.abs(z) < 4), (name, z.round(2).to_dict())
-        np.testing.assert_allclose(b["sd"], a["sd"], rtol=0.15, err_msg=name)

@@ -141,19 +141,20 @@ def test_integrated_settings_refused_or_trivial(tiny):
 
 
 @pytest.mark.slow
-def test_integrated_posterior_matches_sampled():
-    """rho, w0, w1 and mu under NUTS with mu integrated out agree with NUTS sampling every mu_i
-    (means within 4 Monte Carlo standard errors of the difference, sds within 15%)."""
+@pytest.mark.parametrize("integrated", ["integrated", "grid"])
+def test_integrated_posterior_matches_sampled(integrated):
+    """rho, w0, w1 and mu under NUTS with mu integrated out (per group, or on the shared grid) agree with
+    NUTS sampling every mu_i (means within 4 Monte Carlo standard errors of the difference, sds within 15%)."""
     data, _ = simulate_wsc(n_groups=60, items_per_group=40, n_bins=4, seed=7)
     fits = {}
-    for mu in ("sampled", "integrated"):
+    for mu in ("sampled", integrated):
         est = WSC(method="nuts", mu=mu, draws=2000, tune=1000, chains=4, seed=2, progressbar=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FitWarning)
             fits[mu] = est.fit(data).idata_.posterior
         assert est.idata_.posterior["mu"].dims == ("chain", "draw", "group")
     for name in ("rho", "w0", "w1", "mu", "pi", "mu_scale"):
-        a, b = (az_summary(fits[m], name) for m in ("sampled", "integrated"))
+        a, b = (az_summary(fits[m], name) for m in ("sampled", integrated))
         z = (a["mean"] - b["mean"]) / np.sqrt(a["mcse_mean"] ** 2 + b["mcse_mean"] ** 2)
         assert np.all(np.abs(z) < 4), (name, z.round(2).to_dict())
         np.testing.assert_allclose(b["sd"], a["sd"], rtol=0.15, err_msg=name)
