@@ -110,4 +110,3 @@ def test_grid_fit_records_its_check_and_integrated_likelihood():
     assert not any("mu='grid'" in m for m in attrs["diagnostics"])
     # the nodes come from the data: no MAP program is cached for other data of the same shapes
     assert est.model_inputs(data) is None and WSC(method="nuts").model_inputs(data) is not None
-
