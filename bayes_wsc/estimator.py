@@ -52,6 +52,10 @@ DEFAULT_SEED = 0
 
 #: the class attributes every model defines (`Estimator.__init_subclass__` checks them with the abstract methods)
 REQUIRED_ATTRIBUTES = ("model_name", "estimands", "data_class")
+#: the attr of a fit saved without its pointwise log-likelihood, which `load` computes on first use
+LOG_LIKELIHOOD_LEFT_OUT = inference.LOG_LIKELIHOOD_LEFT_OUT
+#: what a loaded fit keeps pending when its file left the log-likelihood out (`Estimator.save`)
+SAVED_WITHOUT_LOG_LIKELIHOOD = "saved without it"
 
 
 class Estimator(abc.ABC):
@@ -562,7 +566,12 @@ class Estimator(abc.ABC):
         model it integrates every group's mu_i out for every draw, longer than the approximation itself
         at 10,000 groups."""
         pending = self.__dict__.pop("_pending_log_likelihood", None)
-        if pending is not None:
+        if pending == SAVED_WITHOUT_LOG_LIKELIHOOD:
+            values, dims, holds = self.recompute_log_likelihood()
+            check_finite(values)
+            inference.add_log_likelihood(self._groups, values, dims)
+            inference.set_attrs(self._groups, {"log_likelihood_holds": holds, LOG_LIKELIHOOD_LEFT_OUT: False})
+        elif pending is not None:
             draws, data, dims = pending
             recorded = draws.deferred()
             draws.posterior.update(recorded)
@@ -641,6 +650,18 @@ class Estimator(abc.ABC):
         A rework may only use the default model's formulas where `self._fit_terms` (`model_terms`) says
         the fitted model's terms are the default's."""
         return None
+
+    def recomputes_log_likelihood(self) -> bool:
+        """Whether `recompute_log_likelihood` can rebuild this fit's `log_likelihood` group from its saved
+        draws and data alone. When it can, a fit whose log-likelihood is still pending (a Laplace fit)
+        is saved without it, and a loaded fit computes it on first use."""
+        return False
+
+    def recompute_log_likelihood(self) -> tuple[dict, dict, str]:
+        """The fit's pointwise log-likelihood from its posterior and data: ({LOG_LIKELIHOOD_PREFIX + name:
+        (chain, draw, ...) array}, their dims, what they hold in words). Only where
+        `recomputes_log_likelihood`."""
+        raise NotImplementedError
 
     def _assemble(self, coords, dims, draws, data, fit_info) -> inference.Groups:
         groups = self.data_groups(data)
@@ -766,8 +787,13 @@ class Estimator(abc.ABC):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
-        """Write the fit as netCDF: draws, data, coords and every setting (no pickle)."""
+        """Write the fit as netCDF: draws, data, coords and every setting (no pickle). A fit whose
+        pointwise log-likelihood is still pending (Laplace) and can be rebuilt from the file
+        (`recomputes_log_likelihood`) is written without it, saying so: `load` computes it on first use
+        (at 10,000 groups it costs as much as the fit, and most fits saved are never compared)."""
         self._check_fitted()
+        if "_pending_log_likelihood" in self.__dict__ and self.recomputes_log_likelihood():
+            return inference.save(inference.with_attrs(self._fitted(), {LOG_LIKELIHOOD_LEFT_OUT: True}), path)
         return inference.save(self._complete_log_likelihood(), path)
 
     @classmethod
@@ -819,6 +845,9 @@ class Estimator(abc.ABC):
         except InputError as exc:
             raise InputError(f"{source} ({written_by}) holds a setting this version refuses: {exc}") from None
         estimator.idata_ = _usable_draws(idata, cls.bounds, source)
+        if attrs.get(LOG_LIKELIHOOD_LEFT_OUT) and "log_likelihood" not in idata.groups() \
+                and estimator.recomputes_log_likelihood():
+            estimator._pending_log_likelihood = SAVED_WITHOUT_LOG_LIKELIHOOD
         return estimator
 
 

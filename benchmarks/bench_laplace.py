@@ -14,6 +14,16 @@ simulates a new data set (seeds 4, 5, ...) and times on it, in one process:
 
     python benchmarks/bench_laplace.py --timing --repeats 3 [--no-half-sampling]
 
+--cli: the command-line target, whole processes timed from the outside on CSV files: every round writes
+a new data set (seeds 4, 5, ...) as a user's two CSV files (bench_map.write_csv) and times the per-click
+EM reading them with pandas (bench_map.py --em-worker) and `bayes-wsc fit wsc --method laplace --out
+FIT.nc`; then, on the saved fit, what a user who later asks for LOO pays (`bayes_wsc.load(FIT).loo()` in
+a new process: the pointwise log-likelihood is computed on that first use). A warm-up fit on seed 3
+comes first (a user's earlier fit of the same structure); a rerun on the last round's data is
+reported beside, labelled. Summary: results/laplace_cli.csv.
+
+    python benchmarks/bench_laplace.py --cli --repeats 3
+
 --coverage: the Sec. 5 study (I = 500, K = 15, 50 replicates at J = 5 and J = 100) with the three
 models of coverage_sec5.py fitted by nested Laplace (the default of method="laplace") on every
 replicate, and, in the same run, by joint Laplace (mu="sampled") on the first --joint-reps and by
@@ -107,6 +117,48 @@ def run_timing(n_groups: int, items: int, n_bins: int, repeats: int, click_half_
                     f"half_sampling_{click_half_samples}_per_click_em_s": t_half_click,
                     "half_sampling_50_per_click_em_estimated_s": t_half_click * 50 / click_half_samples})
     return out
+
+
+def run_cli(n_groups: int, items: int, n_bins: int, repeats: int) -> dict:
+    """Whole processes on CSV files, new data every round (see the module docstring)."""
+    import subprocess
+    import tempfile
+
+    from bench_map import write_csv
+
+    from bayes_wsc.simulate import simulate_wsc
+
+    def wall(cmd) -> float:
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        return time.perf_counter() - t0
+
+    def fit(clicks, groups, out):
+        return [sys.executable, "-m", "bayes_wsc.cli", "fit", "wsc", "--clicks", str(clicks), "--groups", str(groups),
+                "--method", "laplace", "--no-progress", "--out", str(out)]
+
+    em_worker = [sys.executable, str(Path(__file__).resolve().parent / "bench_map.py"), "--em-worker"]
+    loo = [sys.executable, "-c", "import sys, bayes_wsc; bayes_wsc.load(sys.argv[1]).loo()"]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        warm_files = write_csv(simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins, seed=3)[0],
+                               tmp / "warm")
+        warm = wall(fit(*warm_files, tmp / "warm" / "fit.nc"))
+        for round_ in range(repeats):
+            folder = tmp / f"round{round_}"
+            data = simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins, seed=4 + round_)[0]
+            clicks, groups = write_csv(data, folder)
+            row = {"em_process_s": wall(em_worker + [str(clicks), str(groups)]),
+                   "laplace_cli_s": wall(fit(clicks, groups, folder / "fit.nc"))}
+            row["fit_file_mb"] = (folder / "fit.nc").stat().st_size / 2**20
+            row["first_loo_process_s"] = wall(loo + [str(folder / "fit.nc")])
+            rows.append(row)
+        same = wall(fit(clicks, groups, folder / "again.nc"))
+    median = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+    return {"size": f"I={n_groups} J={items} K={n_bins} ({n_groups * items} clicks), new data every round",
+            **median, "laplace_cli_over_em_process": median["laplace_cli_s"] / median["em_process_s"],
+            "warm_up_cli_s": warm, "laplace_cli_same_data_again_s": same, "per_round": rows}
 
 
 def run_coverage(sizes: list[int], reps: int, summarize_only: bool, joint_reps: int, nuts_reps: int) -> None:
@@ -302,6 +354,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--timing", action="store_true")
     parser.add_argument("--coverage", action="store_true")
+    parser.add_argument("--cli", action="store_true", help="whole processes on CSV files (see above)")
     parser.add_argument("--size", default="10000x100x30", help="IxJxK for --timing")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--click-half-samples", type=int, default=5)
@@ -315,8 +368,15 @@ def main(argv=None):
     if args.coverage:
         return run_coverage([int(j) for j in args.items.split(",")], args.reps, args.summarize, args.joint_reps,
                             args.nuts_reps)
-    row = run_timing(*map(int, args.size.split("x")), args.repeats, args.click_half_samples,
-                     not args.no_half_sampling)
+    if args.cli:
+        row = run_cli(*map(int, args.size.split("x")), args.repeats)
+        import pandas as pd
+
+        summary = {k: v for k, v in row.items() if k != "per_round"}
+        pd.DataFrame([summary]).to_csv(RESULTS / "laplace_cli.csv", index=False)
+    else:
+        row = run_timing(*map(int, args.size.split("x")), args.repeats, args.click_half_samples,
+                         not args.no_half_sampling)
     for key, value in row.items():
         print(f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}")
     return row

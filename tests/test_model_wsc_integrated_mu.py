@@ -194,3 +194,40 @@ def test_integrated_fit_from_the_command_line(tmp_path):
 
     draws_info = inference.get_attrs(est.idata_)["fit_info"]["nuts"]["mu_draws"]
     assert draws_info["steps"] > 0 and 0.3 < draws_info["acceptance_rate"] <= 1
+
+
+def test_click_term_derivatives_are_the_expressions():
+    """The click term's own derivative (group_quadrature.click_term, matrix-vector products) against
+    autodiff of the plain expression: JAX's gradient and Hessian, and PyTensor's gradient."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from bayes_wsc import group_quadrature as gq
+    from bayes_wsc.jax_setup import jax_runtime
+
+    jax = jax_runtime()
+    jnp = jax.numpy
+    rng = np.random.default_rng(3)
+    counts = rng.poisson(2.0, (7, 4)).astype(float)
+    w0, w1 = rng.dirichlet(np.ones(4)), rng.dirichlet(np.ones(4))
+    m = rng.normal(size=7)
+    ours = gq.jax_ops(jax).click_term
+
+    def total(click, x):
+        p1 = jax.nn.sigmoid(x[8:])
+        return (click(counts, x[:4], x[4:8], 1 - p1, p1) * jnp.arange(1.0, 8.0)).sum()
+
+    def plain(counts, w0, w1, p0, p1):
+        return (counts * jnp.log(p0[:, None] * w0 + p1[:, None] * w1)).sum(axis=-1)
+
+    x = jnp.concatenate([w0, w1, m])
+    for derivative in (jax.grad, jax.hessian):
+        np.testing.assert_allclose(derivative(lambda x: total(ours, x))(x), derivative(lambda x: total(plain, x))(x),
+                                   rtol=1e-10, atol=1e-10)
+    vectors = [pt.vector(n) for n in ("w0", "w1", "p0", "p1")]
+    value = (gq.pytensor_ops().click_term(counts, *vectors) * np.arange(1.0, 8.0)).sum()
+    grads = pytensor.function(vectors, pytensor.grad(value, vectors))(w0, w1, 1 - expit(m), expit(m))
+    expected = jax.grad(lambda *a: (plain(counts, *a) * jnp.arange(1.0, 8.0)).sum(), argnums=(0, 1, 2, 3))(
+        w0, w1, 1 - expit(m), expit(m))
+    for got, want in zip(grads, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-10)

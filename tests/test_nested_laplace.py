@@ -132,6 +132,38 @@ def test_a_laplace_fit_is_nested_by_default_and_says_so(tiny):
     assert WSC(method="map").mu_used == "sampled" and WSC(method="nuts").mu_used == "sampled"
 
 
+def test_a_saved_laplace_fit_leaves_its_log_likelihood_to_first_use(tiny, tmp_path):
+    """Saved straight after the fit, a nested Laplace fit's file holds no log_likelihood group and says so;
+    loaded with bayes_wsc.load, LOO computes it from the draws and data (the default model's formula, in
+    float32), within 1e-5 of the fit's own values (relative); read without the package, LOO says in one line how to get it.
+    A fit whose log-likelihood was already computed keeps it in the file."""
+    import h5netcdf
+
+    from bayes_wsc import load
+    from bayes_wsc.estimator import LOG_LIKELIHOOD_LEFT_OUT
+
+    data, _ = tiny
+    est = quiet_fit(WSC(method="laplace", wh=4.0, seed=5, draws=300, checks=False), data)
+    path = est.save(tmp_path / "fit.nc")
+    with h5netcdf.File(path, "r") as handle:
+        assert "log_likelihood" not in handle.groups
+    raw = inference.load(path)
+    assert inference.get_attrs(raw)[LOG_LIKELIHOOD_LEFT_OUT] is True
+    assert "bayes_wsc.load" in inference.loo_unavailable(raw)
+    back = load(path)
+    assert np.isfinite(back.loo().elpd_loo)
+    ours, theirs = est.idata_.log_likelihood["groups"].values, back.idata_.log_likelihood["groups"].values
+    np.testing.assert_allclose(theirs, ours, rtol=1e-5, atol=1e-4)  # float32 against float64
+    assert "computed from the saved draws" in back.log_likelihood_notes()[0]
+    again = back.save(tmp_path / "again.nc")
+    with h5netcdf.File(again, "r") as handle:
+        assert "log_likelihood" in handle.groups
+    assert inference.get_attrs(inference.load(again))[LOG_LIKELIHOOD_LEFT_OUT] is False
+    joint = quiet_fit(WSC(method="laplace", wh=4.0, mu="sampled", seed=5, draws=50, checks=False), data)
+    with h5netcdf.File(joint.save(tmp_path / "joint.nc"), "r") as handle:  # its formula needs the model
+        assert "log_likelihood" in handle.groups
+
+
 @pytest.mark.slow
 def test_the_joint_form_stays_available_and_the_learned_noise_variant_is_nested(tiny):
     """mu="sampled" is the joint form (mu_scale held, as the MAP holds it); the learned-noise variant
