@@ -127,7 +127,7 @@ def data_sets(model: str, seed: int):
         rated, _ = simulate_uci_experts(labels, 600, item_ids=iris["id"], seed=9000 + seed)
         return [("from_model", PairwiseConstraints.from_frames(items, constraints), make),
                 ("adversarial", PairwiseConstraints.from_frames(items, turned), make),
-                ("real_iris", PairwiseConstraints.from_frames(iris, rated), make)]
+                ("real_iris", PairwiseConstraints.from_frames(iris, rated), make, iris_clustering(iris, labels, seed))]
     if model == "pcmix":
         from bayes_wsc.data.labeled import LabeledItems
 
@@ -149,11 +149,12 @@ def data_sets(model: str, seed: int):
         from bayes_wsc.models.proportions import ProportionsClassifier
         from bayes_wsc.simulate.proportions import uci_proportion_tables
 
-        items, shares, _ = uci_proportion_tables("breast_cancer", 8, seed=9000 + seed)
+        items, shares, truth = uci_proportion_tables("breast_cancer", 8, seed=9000 + seed)
         real = LabelProportions.from_frames(items, shares, id_col="id")
         return [("from_model", null, make),
                 ("wrong_counts", null.with_proportions(planted / planted.sum(axis=1, keepdims=True), planted), make),
-                ("real_breast_cancer", real, lambda **kw: ProportionsClassifier(**kw))]
+                ("real_breast_cancer", real, lambda **kw: ProportionsClassifier(**kw),
+                 breast_cancer_classes(items, truth))]
     if model == "perception":
         from bayes_wsc.data.seeded import SeedSets
 
@@ -284,6 +285,38 @@ def digits_case(case: str, seeds_per_concept: int, seed: int) -> tuple:
         return {"score_what": "mean F, unseeded items", "score_model": model, "score_kmeans": reference,
                 "fit_ok": model > reference}
     return case, data, lambda **kw: PerceptionClustering(**kw), score
+
+
+def iris_clustering(iris: pd.DataFrame, labels: np.ndarray, seed: int):
+    """The experts' iris case scored by the NMI of the fit's clusters (features and own links, the default
+    for training items) against k-means on the standardized features, experts_uci.py's reference."""
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import normalized_mutual_info_score as nmi
+    from sklearn.preprocessing import StandardScaler
+
+    def score(est):
+        clusters = est.memberships().loc[iris["id"].astype(str), "cluster"].to_numpy()
+        x = StandardScaler().fit_transform(iris.drop(columns="id"))
+        kmeans = KMeans(3, n_init=10, random_state=seed).fit_predict(x)
+        model, reference = float(nmi(labels, clusters)), float(nmi(labels, kmeans))
+        return {"score_what": "NMI", "score_model": model, "score_kmeans": reference, "fit_ok": model > reference}
+    return score
+
+
+def breast_cancer_classes(items: pd.DataFrame, truth: np.ndarray):
+    """The proportions case scored by the accuracy of the fit's most probable class on its own items (their
+    labels unseen, only their groups' proportions) against a logistic regression trained on those labels
+    (the supervised ceiling); the fit did well within PCMIX_SHORT of it."""
+    from sklearn.linear_model import LogisticRegression
+
+    x = items.drop(columns=["id", "group"])
+
+    def score(est):
+        model = float(np.mean(est.predict(x)["class"].astype(str).to_numpy() == truth.astype(str)))
+        reference = float(np.mean(LogisticRegression(max_iter=2000).fit(x, truth).predict(x) == truth))
+        return {"score_what": "accuracy, the items' own classes", "score_model": model,
+                "score_supervised": reference, "fit_ok": model >= reference - PCMIX_SHORT}
+    return score
 
 
 def one(model: str, seed: int, skip=frozenset()) -> list[dict]:
