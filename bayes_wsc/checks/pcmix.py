@@ -15,6 +15,13 @@ more modes than clusters), which moments alone may not show. Per feature, the Ko
 distance between the items' empirical distribution and the mixture's marginal CDF under the draw, for
 the observed and the replicated features (a realized discrepancy); the worst feature is flagged when its
 observed distance is larger than the replicates' (Bonferroni over features).
+
+What a flag of `feature_marginal` says is about p(x), not about the predictions of y, and on real data
+it fires where those are good (benchmarks/check_power.py): on wine as shipped, for malic acid (skewness
+1.0), in 19 of 20 fits whose accuracy matched GaussianNB's; after the log of the skewed features, in 3 of
+20 fits of all 178 wines (log malic acid still 0.06 above its replicates, twice the tolerance, at p near
+0.01). On real data where the model does well its effect reached 0.03-0.07, so the p-value, not the
+tolerance, decides there.
 """
 
 from __future__ import annotations
@@ -146,7 +153,9 @@ def rows(est, data, replicates: Replicates) -> list[Check]:
         "feature_marginal", p_value_upper(ks_obs, ks_rep), ks_obs.mean(axis=0), ks_rep.mean(axis=0), features,
         "feature", "The distribution of the features (Kolmogorov-Smirnov distance to the mixture)",
         "The mixture misfits this feature's distribution (skewed, heavy-tailed, bounded, or with more modes "
-        "than clusters): transform the feature (a log, for example), or use more components.",
+        "than clusters): transform the feature (a log, for example), or use more components. This concerns "
+        "the features' distribution, not the predictions of the labels, which may still be good: score those "
+        "on held-out labels.",
         tolerance=KS_TOLERANCE))
     return out
 
