@@ -17,7 +17,8 @@ as such), so the ratio is not one data set's luck; the geometric mean of the
 per-round ratios is printed at the end. The bayes_wsc candidates also report
 where their time went (imports, MAP start, sampling, the rest) and the mean
 number of leapfrog steps per draw. `bayes_wsc-integrated` is `WSC(mu="integrated")`:
-every mu_i integrated out of NUTS's density and drawn afterwards.
+every mu_i integrated out of NUTS's density and drawn afterwards; `bayes_wsc-grid` is `WSC(mu="grid")`,
+the same integrals on one grid of nodes shared by all groups.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CANDIDATES = ("handwritten-numpyro", "bayes_wsc", "bayes_wsc-integrated", "bayes_wsc-float64", "bayes_wsc-pymc",
-              "bayes_wsc-nutpie")
+CANDIDATES = ("handwritten-numpyro", "bayes_wsc", "bayes_wsc-integrated", "bayes_wsc-grid", "bayes_wsc-float64",
+              "bayes_wsc-pymc", "bayes_wsc-nutpie")
 
 
 def worker(name: str, groups: int, draws: int, tune: int, chains: int, seed: int) -> dict:
@@ -55,7 +56,7 @@ def worker(name: str, groups: int, draws: int, tune: int, chains: int, seed: int
         imported = time.perf_counter() - t0
         backend = {"bayes_wsc-pymc": "pymc", "bayes_wsc-nutpie": "nutpie"}.get(name)
         precision = "float64" if name == "bayes_wsc-float64" else None
-        mu = "integrated" if name == "bayes_wsc-integrated" else "sampled"
+        mu = {"bayes_wsc-integrated": "integrated", "bayes_wsc-grid": "grid"}.get(name, "sampled")
         est = WSC(method="nuts", draws=draws, tune=tune, chains=chains, seed=seed, backend=backend,
                   precision=precision, progressbar=False, mu=mu)
         import warnings
