@@ -219,11 +219,12 @@ def jax_ops(jax) -> Ops:
 def numpy_ops() -> Ops:
     from scipy.special import expit, logsumexp
 
-    def click_term(counts, w0, w1, p0, p1):
-        return (counts * np.log(p0[..., None] * w0 + p1[..., None] * w1)).sum(axis=-1)
-
     return Ops(expit, np.log, np.minimum, np.clip, np.sqrt, np.stack, lambda x, axis: logsumexp(x, axis=axis),
-               lambda x: x, lambda *arrays: tuple(a.sum(axis=-1) for a in arrays), click_term, np.dot, np.exp)
+               lambda x: x, lambda *arrays: tuple(a.sum(axis=-1) for a in arrays), _click_term_numpy, np.dot, np.exp)
+
+
+def _click_term_numpy(counts, w0, w1, p0, p1):
+    return (counts * np.log(p0[..., None] * w0 + p1[..., None] * w1)).sum(axis=-1)
 
 
 def _one_reduction(jax, *arrays):
@@ -319,9 +320,7 @@ def _click_term_op():
             return Apply(self, inputs, [pt.vector(dtype=dtype, shape=(inputs[0].type.shape[0],))])
 
         def perform(self, node, inputs, outputs):
-            counts, w0, w1, p0, p1 = inputs
-            mix = p0[:, None] * w0 + p1[:, None] * w1
-            outputs[0][0] = np.asarray((counts * np.log(mix)).sum(axis=-1), dtype=node.outputs[0].dtype)
+            outputs[0][0] = np.asarray(_click_term_numpy(*inputs), dtype=node.outputs[0].dtype)
 
         def infer_shape(self, fgraph, node, shapes):
             return [(shapes[0][0],)]
