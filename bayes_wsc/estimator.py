@@ -567,7 +567,7 @@ class Estimator(abc.ABC):
         at 10,000 groups."""
         pending = self.__dict__.pop("_pending_log_likelihood", None)
         if pending == SAVED_WITHOUT_LOG_LIKELIHOOD:
-            values, dims, holds = self.recompute_log_likelihood()
+            values, dims, holds = self.log_likelihood_from_file()()
             check_finite(values)
             inference.add_log_likelihood(self._groups, values, dims)
             inference.set_attrs(self._groups, {"log_likelihood_holds": holds, LOG_LIKELIHOOD_LEFT_OUT: False})
@@ -651,17 +651,12 @@ class Estimator(abc.ABC):
         the fitted model's terms are the default's."""
         return None
 
-    def recomputes_log_likelihood(self) -> bool:
-        """Whether `recompute_log_likelihood` can rebuild this fit's `log_likelihood` group from its saved
-        draws and data alone. When it can, a fit whose log-likelihood is still pending (a Laplace fit)
-        is saved without it, and a loaded fit computes it on first use."""
-        return False
-
-    def recompute_log_likelihood(self) -> tuple[dict, dict, str]:
-        """The fit's pointwise log-likelihood from its posterior and data: ({LOG_LIKELIHOOD_PREFIX + name:
-        (chain, draw, ...) array}, their dims, what they hold in words). Only where
-        `recomputes_log_likelihood`."""
-        raise NotImplementedError
+    def log_likelihood_from_file(self):
+        """How to rebuild this fit's `log_likelihood` group from its saved draws and data alone: a function
+        returning ({LOG_LIKELIHOOD_PREFIX + name: (chain, draw, ...) array}, their dims, what they hold in
+        words), or None when the model cannot (the default). Where it can, a fit whose log-likelihood is
+        still pending (a Laplace fit) is saved without it, and a loaded fit computes it on first use."""
+        return None
 
     def _assemble(self, coords, dims, draws, data, fit_info) -> inference.Groups:
         groups = self.data_groups(data)
@@ -789,10 +784,10 @@ class Estimator(abc.ABC):
     def save(self, path) -> Path:
         """Write the fit as netCDF: draws, data, coords and every setting (no pickle). A fit whose
         pointwise log-likelihood is still pending (Laplace) and can be rebuilt from the file
-        (`recomputes_log_likelihood`) is written without it, saying so: `load` computes it on first use
+        (`log_likelihood_from_file`) is written without it, saying so: `load` computes it on first use
         (at 10,000 groups it costs as much as the fit, and most fits saved are never compared)."""
         self._check_fitted()
-        if "_pending_log_likelihood" in self.__dict__ and self.recomputes_log_likelihood():
+        if "_pending_log_likelihood" in self.__dict__ and self.log_likelihood_from_file() is not None:
             return inference.save(inference.with_attrs(self._fitted(), {LOG_LIKELIHOOD_LEFT_OUT: True}), path)
         return inference.save(self._complete_log_likelihood(), path)
 
@@ -846,7 +841,7 @@ class Estimator(abc.ABC):
             raise InputError(f"{source} ({written_by}) holds a setting this version refuses: {exc}") from None
         estimator.idata_ = _usable_draws(idata, cls.bounds, source)
         if attrs.get(LOG_LIKELIHOOD_LEFT_OUT) and "log_likelihood" not in idata.groups() \
-                and estimator.recomputes_log_likelihood():
+                and estimator.log_likelihood_from_file() is not None:
             estimator._pending_log_likelihood = SAVED_WITHOUT_LOG_LIKELIHOOD
         return estimator
 

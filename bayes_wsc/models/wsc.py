@@ -943,16 +943,18 @@ class WSC(Estimator):
                                          flat["mu_scale"], sigma_h)
         return values.reshape(*shape, -1)
 
-    def recomputes_log_likelihood(self) -> bool:
+    def log_likelihood_from_file(self):
         """With mu integrated out (a nested Laplace fit) and the default model's terms, a saved fit's
         per-group log-likelihood is `integrated_group_loglik` of its draws and data: it is left out of
         the file and computed on first use."""
         from bayes_wsc.model_terms import replaced
 
         terms = getattr(self, "_fit_terms", None) or inference.get_attrs(self._fitted()).get("likelihood_terms")
-        return self._integrates_mu() and terms is not None and not replaced(terms)
+        if self._integrates_mu() and terms is not None and not replaced(terms):
+            return self._log_likelihood_of_file
+        return None
 
-    def recompute_log_likelihood(self) -> tuple[dict, dict, str]:
+    def _log_likelihood_of_file(self) -> tuple[dict, dict, str]:
         name = inference.LOG_LIKELIHOOD_PREFIX + "groups"
         values = self._integrated_values(self._fitted().posterior, self.data_from_fit())
         return ({name: values}, {name: ["group"]},
