@@ -83,7 +83,7 @@ def waic(log_likelihood: np.ndarray) -> tuple[float, float, float, np.ndarray, b
     draws = values.shape[0]
     top = values.max(axis=0)
     lppd_i = top + np.log(np.exp(values - top).sum(axis=0)) - np.log(draws)
-    variance = values.var(axis=0, ddof=1)
+    variance = values.var(axis=0)  # over draws, ddof 0, as ArviZ (R's loo divides by S - 1)
     elpd_i = lppd_i - variance
     se = float(np.sqrt(elpd_i.size * np.var(elpd_i)))
     return float(elpd_i.sum()), se, float(variance.sum()), elpd_i, bool(np.any(variance > 0.4))
