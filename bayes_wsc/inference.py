@@ -384,7 +384,8 @@ def waic(idata, pointwise: bool = True) -> pd.Series:
     return pd.Series(out)
 
 
-#: `compare`'s columns, ArviZ 0.2x's names, whichever ArviZ computed the table
+#: `compare`'s columns, ArviZ 0.2x's names and signs whichever ArviZ computed the table: elpd_diff is the best
+#: fit's elpd_loo minus this one's, >= 0 (ArviZ 1 writes it as this one's minus the best's)
 COMPARE_COLUMNS = ["rank", "elpd_loo", "p_loo", "elpd_diff", "weight", "se", "dse", "warning", "scale"]
 
 
@@ -402,6 +403,7 @@ def compare(fits: dict, ic: str = "loo") -> pd.DataFrame:
         elpds = {label: _az().loo(fit, pointwise=True) for label, fit in converted.items()}
         table = _az().compare(elpds, round_to="none")
     table = table.rename(columns={"elpd": "elpd_loo", "p": "p_loo"})
+    table["elpd_diff"] = -table["elpd_diff"]
     table["warning"] = [bool(np.any(np.asarray(elpds[label].pareto_k) > elpds[label].good_k))
                         for label in table.index]
     table["scale"] = "log"
