@@ -20,7 +20,7 @@ def nuts_messages(idata, var_names: list[str], max_tree_depth: int = 10) -> list
     messages = []
     post = idata.posterior
     chains, draws = post.sizes["chain"], post.sizes["draw"]
-    stats = idata.sample_stats if "sample_stats" in idata.groups() else None
+    stats = idata.sample_stats if "sample_stats" in inference.group_names(idata) else None
     if draws < 4:
         return [f"only {draws} draws per chain: too few to judge convergence; use at least 200"]
     conv = inference.convergence(idata, var_names)

@@ -5,7 +5,9 @@ The arithmetic is ArviZ 0.23's, step by step (`arviz.stats.diagnostics`, Vehtari
 "Rank-normalization, folding, and localization: an improved R-hat"): the HDI of the flattened
 draws, rank-normalized split R-hat (the larger of bulk and folded), bulk and tail ESS (Geyer's
 initial monotone sequence on FFT autocovariances), and the Monte Carlo standard errors of the
-mean and sd; `tests/test_draw_stats.py` holds them to `az.summary` and `az.hdi`. Ranks and the
+mean and sd; `tests/test_draw_stats.py` holds them to `az.summary` and `az.hdi` of either ArviZ family
+(ArviZ 1's summary takes tail ESS at the quantiles of its ci_prob, 0.11 and 0.89 by default; this module
+keeps Vehtari et al.'s 0.05 and 0.95, which ArviZ 1 gives with `ess(method="tail", prob=0.95)`). Ranks and the
 normal quantile come from NumPy and `scipy.special`, not `scipy.stats` (0.8-1.2 s to import).
 """
 
@@ -43,8 +45,25 @@ def chain_statistics(draws: np.ndarray) -> tuple[float, float, float, float, flo
     """mcse_mean, mcse_sd, ess_bulk, ess_tail and r_hat of one scalar's (chain, draw) draws, as
     `az.summary` computes them (NaN with fewer than 4 draws or any NaN; R-hat NaN for one chain)."""
     ary = np.atleast_2d(np.asarray(draws, dtype=float))
-    if np.isnan(ary).any() or ary.shape[1] < 4:
+    rhat, ess_bulk, ess_tail = convergence_statistics(ary)
+    if np.isnan(ess_bulk):
         return (np.nan,) * 5
+    ess_mean = _ess(_split_chains(ary))
+    sims_c2 = (ary - ary.mean()) ** 2
+    total = sims_c2.sum()
+    mcse_mean = np.sqrt(total / (sims_c2.size - 1) / ess_mean)
+    evar = total / sims_c2.size
+    varvar = ((sims_c2 ** 2).mean() - evar ** 2) / _ess(_split_chains(sims_c2))
+    mcse_sd = np.sqrt(varvar / evar / 4)
+    return float(mcse_mean), float(mcse_sd), float(ess_bulk), float(ess_tail), float(rhat)
+
+
+def convergence_statistics(draws: np.ndarray) -> tuple[float, float, float]:
+    """Rank-normalized split R-hat (the larger of bulk and folded), bulk ESS and tail ESS of one scalar's
+    (chain, draw) draws (NaN with fewer than 4 draws or any NaN; R-hat NaN for one chain)."""
+    ary = np.atleast_2d(np.asarray(draws, dtype=float))
+    if np.isnan(ary).any() or ary.shape[1] < 4:
+        return (np.nan,) * 3
     z_split = _z_scale(_split_chains(ary))
     low, high = np.quantile(ary, [0.05, 0.95])
     ess_tail = min(_ess(_split_chains(ary <= low)), _ess(_split_chains(ary <= high)))
@@ -53,15 +72,21 @@ def chain_statistics(draws: np.ndarray) -> tuple[float, float, float, float, flo
     else:
         folded = np.abs(ary - np.median(ary))
         rhat = max(_rhat(z_split), _rhat(_z_scale(_split_chains(folded))))
-    ess_mean = _ess(_split_chains(ary))
-    sims_c2 = (ary - ary.mean()) ** 2
-    total = sims_c2.sum()
-    mcse_mean = np.sqrt(total / (sims_c2.size - 1) / ess_mean)
-    ess_bulk = _ess(z_split)
-    evar = total / sims_c2.size
-    varvar = ((sims_c2 ** 2).mean() - evar ** 2) / _ess(_split_chains(sims_c2))
-    mcse_sd = np.sqrt(varvar / evar / 4)
-    return float(mcse_mean), float(mcse_sd), float(ess_bulk), float(ess_tail), float(rhat)
+    return float(rhat), float(_ess(z_split)), float(ess_tail)
+
+
+def waic(log_likelihood: np.ndarray) -> tuple[float, float, float, np.ndarray, bool]:
+    """WAIC of a (draws, units) pointwise log-likelihood on the log scale, as `az.waic` computes it:
+    elpd_waic, its standard error, p_waic, the per-unit elpd, and whether any unit's posterior variance
+    of the log-likelihood exceeds 0.4 (Vehtari, Gelman and Gabry 2017: WAIC may then be unreliable)."""
+    values = np.asarray(log_likelihood, dtype=float)
+    draws = values.shape[0]
+    top = values.max(axis=0)
+    lppd_i = top + np.log(np.exp(values - top).sum(axis=0)) - np.log(draws)
+    variance = values.var(axis=0)  # over draws, ddof 0, as ArviZ (R's loo divides by S - 1)
+    elpd_i = lppd_i - variance
+    se = float(np.sqrt(elpd_i.size * np.var(elpd_i)))
+    return float(elpd_i.sum()), se, float(variance.sum()), elpd_i, bool(np.any(variance > 0.4))
 
 
 def _split_chains(ary: np.ndarray) -> np.ndarray:
@@ -69,7 +94,7 @@ def _split_chains(ary: np.ndarray) -> np.ndarray:
     return np.vstack((ary[:, :half], ary[:, -half:]))
 
 
-def _average_ranks(ary: np.ndarray) -> np.ndarray:
+def average_ranks(ary: np.ndarray) -> np.ndarray:
     """1-based ranks of every value, ties given their average rank (`scipy.stats.rankdata`)."""
     _, inverse, counts = np.unique(ary.ravel(), return_inverse=True, return_counts=True)
     last = np.cumsum(counts)
@@ -79,7 +104,7 @@ def _average_ranks(ary: np.ndarray) -> np.ndarray:
 def _z_scale(ary: np.ndarray) -> np.ndarray:
     """Rank-normalized values: the normal quantile of Blom's (rank - 3/8) / (n + 1/4)."""
     c = 3 / 8
-    return ndtri((_average_ranks(ary) - c) / (ary.size - 2 * c + 1))
+    return ndtri((average_ranks(ary) - c) / (ary.size - 2 * c + 1))
 
 
 def _rhat(ary: np.ndarray) -> float:

@@ -525,7 +525,9 @@ class Estimator(abc.ABC):
 
     @property
     def idata_(self):
-        """The fit as ArviZ InferenceData (ArviZ is imported on first use: it takes 4-5 s)."""
+        """The fit as the installed ArviZ works with it: an `xarray.DataTree` under ArviZ 1 (Python >= 3.12),
+        an InferenceData under ArviZ 0.2x, with the same groups, dims and coords (ArviZ is imported on first
+        use: it takes 4-5 s)."""
         if "_idata" not in self.__dict__:
             if getattr(self, "_groups", None) is None:
                 raise AttributeError(f"this {type(self).__name__} is not fitted yet")
@@ -535,8 +537,8 @@ class Estimator(abc.ABC):
 
     @idata_.setter
     def idata_(self, idata) -> None:
-        """A fit as InferenceData, or as `inference.Groups` (a loaded fit: wrapped on first use of
-        `idata_`, so that predict and summary never import ArviZ)."""
+        """A fit as InferenceData or DataTree, or as `inference.Groups` (a loaded fit: wrapped on first use
+        of `idata_`, so that predict and summary never import ArviZ)."""
         if isinstance(idata, inference.Groups):
             self.__dict__.pop("_idata", None)
             self._groups, self._mode = idata, None
@@ -810,15 +812,16 @@ class Estimator(abc.ABC):
         `check_params` checks a new estimator's), and its draws: a draw holding a value that is not
         finite or is outside the variable's `bounds` is left out with a `FitWarning` per variable, and
         a fit with no draw left (a MAP's single point) is an `InputError`."""
-        if not hasattr(idata, "groups") or "posterior" not in idata.groups():
+        if "posterior" not in inference.group_names(idata):
             raise InputError(f"{source} is not a bayes_wsc fit (no posterior group), got {_described(idata)}")
+        idata = inference.groups_of(idata)
         attrs = inference.get_attrs(idata)
         version = attrs.get("package_version", "unknown")
         written_by = f"written by bayes_wsc {version if isinstance(version, str) else 'unknown'}"
         missing = [f"attribute {a!r}" for a in cls.required_attrs if a not in attrs]
-        missing += [f"group {g!r}" for g in cls.required_groups if g not in idata.groups()]
+        missing += [f"group {g!r}" for g in cls.required_groups if g not in idata]
         for group, names in cls.required_variables.items():
-            have = set(idata[group].variables) if group in idata.groups() else set()
+            have = set(idata[group].variables) if group in idata else set()
             missing += [f"{group} variable {n!r}" for n in names if n not in have]
         if missing:
             raise InputError(f"{source} ({written_by}) lacks {', '.join(missing)}, which bayes_wsc "
@@ -840,7 +843,7 @@ class Estimator(abc.ABC):
         except InputError as exc:
             raise InputError(f"{source} ({written_by}) holds a setting this version refuses: {exc}") from None
         estimator.idata_ = _usable_draws(idata, cls.bounds, source)
-        if attrs.get(LOG_LIKELIHOOD_LEFT_OUT) and "log_likelihood" not in idata.groups() \
+        if attrs.get(LOG_LIKELIHOOD_LEFT_OUT) and "log_likelihood" not in idata \
                 and estimator.log_likelihood_from_file() is not None:
             estimator._pending_log_likelihood = SAVED_WITHOUT_LOG_LIKELIHOOD
         return estimator
@@ -978,7 +981,7 @@ def _usable_draws(idata, bounds: dict, source: str):
 
     problems, bad = [], None
     for group in ("posterior", "log_likelihood"):
-        if group not in idata.groups():
+        if group not in inference.group_names(idata):
             continue
         for name, variable in idata[group].data_vars.items():
             if "draw" not in variable.dims or variable.dtype.kind not in "biufc":

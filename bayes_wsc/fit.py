@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pymc as pm
 import pytensor
+from pytensor.graph.replace import graph_replace
 from pymc.initial_point import make_initial_point_expression, make_initial_point_fn
 from pymc.util import get_default_varnames
 
@@ -67,7 +68,7 @@ def build_map_program(model: pm.Model, starts: Sequence[Mapping[str, np.ndarray]
     data_vars = _data_inputs(list(itertools.chain(*graphs.values())))
     data_names = [v.name for v in data_vars]
     symbols = [v.type(name=v.name) for v in data_vars]
-    graphs = {k: pytensor.graph_replace(g, dict(zip(data_vars, symbols)), strict=False) for k, g in graphs.items()}
+    graphs = {k: graph_replace(g, dict(zip(data_vars, symbols)), strict=False) for k, g in graphs.items()}
     forward_fn = get_jaxified_graph(inputs=[*forward_inputs, *symbols], outputs=graphs["forward"])
     # one graph for the log densities and the reported values: PyTensor's rewrites run once (0.4 s
     # less at 10,000 groups), and JAX drops what each function does not use
@@ -215,7 +216,7 @@ def _forward_graph(model: pm.Model):
     for rv, value in zip(free, inputs):
         transform = model.rvs_to_transforms.get(rv)
         outputs.append(value if transform is None else transform.forward(value, *rv.owner.inputs))
-    return inputs, pytensor.graph_replace(outputs, dict(zip(free, inputs)), strict=False)
+    return inputs, graph_replace(outputs, dict(zip(free, inputs)), strict=False)
 
 
 def _defaults_if_needed(model: pm.Model, starts, seed) -> tuple[dict, bool]:

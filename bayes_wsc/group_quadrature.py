@@ -28,6 +28,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from bayes_wsc import stack
+
 #: largest Newton step on mu (logit units)
 MAX_STEP = 1.0
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -261,8 +263,7 @@ def _stop_gradient_op():
         def grad(self, inputs, output_grads):
             return [pt.zeros_like(inputs[0])]
 
-        def infer_shape(self, fgraph, node, shapes):
-            return shapes
+        infer_shape = stack.infer_shape(lambda node, shapes: shapes)
 
     @jax_funcify.register(StopGradient)
     def _(op, **kwargs):
@@ -322,8 +323,7 @@ def _click_term_op():
         def perform(self, node, inputs, outputs):
             outputs[0][0] = np.asarray(_click_term_numpy(*inputs), dtype=node.outputs[0].dtype)
 
-        def infer_shape(self, fgraph, node, shapes):
-            return [(shapes[0][0],)]
+        infer_shape = stack.infer_shape(lambda node, shapes: [(shapes[0][0],)])
 
         def L_op(self, inputs, outputs, output_grads):
             counts, w0, w1, p0, p1 = inputs
@@ -365,8 +365,7 @@ def _last_axis_sums_op(n: int):
             for out, a in zip(outputs, inputs):
                 out[0] = np.asarray(a.sum(axis=-1))
 
-        def infer_shape(self, fgraph, node, shapes):
-            return [s[:-1] for s in shapes]
+        infer_shape = stack.infer_shape(lambda node, shapes: [s[:-1] for s in shapes])
 
         def L_op(self, inputs, outputs, output_grads):
             return [pt.zeros_like(a) if isinstance(g.type, DisconnectedType) else

@@ -1,9 +1,17 @@
 """Every ArviZ call of the package lives here.
 
-ArviZ 1 (Python >= 3.12) replaces InferenceData with DataTree; keeping the
-calls in one module keeps that migration to one file. The rest of the
-package passes `InferenceData` objects around and asks this module for
-summaries, intervals, diagnostics and files.
+Two ArviZ families are supported, paired with the PyMC family of the Python
+version (pyproject.toml): ArviZ 0.2x (Python 3.11, PyMC 5), whose fits are
+`InferenceData`, and ArviZ 1 (Python >= 3.12, PyMC 6: arviz-base,
+arviz-stats, arviz-plots), whose fits are `xarray.DataTree` with the same
+groups, dims and coords. This module is the one place that knows which is
+installed (`arviz_1`); the rest of the package passes fits around, names
+their groups with `group_names`, reads a LOO result with `elpd_values` and
+asks this module for summaries, intervals, diagnostics and files. R-hat, ESS,
+HDI and the summary table are computed in NumPy (`draw_stats`, held to both
+families' numbers by tests/test_draw_stats.py), so both stacks give the same
+figures for the same draws; PSIS-LOO and `compare` are ArviZ's, their tables
+put in one layout (0.2x's column names) whichever ArviZ made them.
 
 ArviZ takes 4-5 s to import (it loads its plotting stack and compiles numba
 functions), as long as the whole MAP of the paper's headline workload. So a
@@ -16,11 +24,12 @@ when ArviZ is wanted.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -46,9 +55,17 @@ def _az():
     return arviz
 
 
+@functools.cache
+def arviz_1() -> bool:
+    """Whether the installed ArviZ is 1.x (fits are DataTree), read from its metadata: no import."""
+    from importlib.metadata import version
+
+    return int(version("arviz").split(".")[0]) >= 1
+
+
 def __getattr__(name):
     if name == "InferenceData":
-        return _az().InferenceData
+        return xr.DataTree if arviz_1() else _az().InferenceData
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -66,13 +83,30 @@ class Groups(dict):
         return list(self)
 
 
+def group_names(idata) -> list[str]:
+    """The names of a fit's groups, whether it is `Groups`, an InferenceData or a DataTree."""
+    if isinstance(idata, Groups):
+        return list(idata)
+    if isinstance(idata, xr.DataTree):
+        return list(idata.children)
+    groups = getattr(idata, "groups", None)
+    return list(groups()) if callable(groups) else []
+
+
 def groups_of(idata) -> Groups:
-    """The groups of an InferenceData (or of `Groups`), as `Groups`."""
-    return idata if isinstance(idata, Groups) else Groups((g, idata[g]) for g in idata.groups())
+    """The groups of an InferenceData or DataTree (or of `Groups`), as `Groups`."""
+    if isinstance(idata, Groups):
+        return idata
+    if isinstance(idata, xr.DataTree):
+        return Groups((name, node.to_dataset()) for name, node in idata.children.items())
+    return Groups((g, idata[g]) for g in idata.groups())
 
 
 def to_inference_data(groups: Groups):
-    """ArviZ's InferenceData over the same Datasets."""
+    """The fit as the installed ArviZ works with it: a DataTree (ArviZ 1) or an InferenceData (0.2x),
+    over the same Datasets."""
+    if arviz_1():
+        return xr.DataTree.from_dict(dict(groups))
     return _az().InferenceData(**groups)
 
 
@@ -152,7 +186,7 @@ def set_attrs(idata: InferenceData, attrs: dict) -> None:
     """Store settings on every group as netCDF-safe attributes (nested values as JSON)."""
     flat = {k: (v if isinstance(v, (str, int, float)) and not isinstance(v, bool) else json.dumps(v))
             for k, v in attrs.items()}
-    for group in idata.groups():
+    for group in group_names(idata):
         idata[group].attrs.update(flat)
 
 
@@ -183,8 +217,7 @@ def get_attrs(idata: InferenceData) -> dict:
 def select_draws(idata, draws: np.ndarray):
     """The fit with only these draw indices, in every group that has draws (renumbered 0, 1, ...)."""
     groups = Groups()
-    for name in idata.groups():
-        ds = idata[name]
+    for name, ds in groups_of(idata).items():
         if "draw" in ds.dims:
             ds = ds.isel(draw=np.asarray(draws)).assign_coords(draw=np.arange(len(draws)))
         groups[name] = ds
@@ -259,29 +292,27 @@ def hdi(samples: np.ndarray, prob: float) -> np.ndarray:
     return numpy_hdi(samples.reshape(samples.shape[0], -1), prob).reshape(*samples.shape[1:], 2)
 
 
-def hdi_dataset(idata: InferenceData, var_names: list[str], prob: float) -> xr.Dataset:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _az().hdi(_for_arviz(idata), var_names=var_names, hdi_prob=prob)
+def convergence(idata, var_names: list[str]) -> dict[str, dict[str, float]]:
+    """Worst R-hat (rank-normalized), smallest bulk and tail ESS per variable (`draw_stats`: the same
+    figures on both ArviZ families; a constant variable, pi with mu fixed at HE, has NaN R-hat and ESS)."""
+    from bayes_wsc import draw_stats
 
-
-def convergence(idata: InferenceData, var_names: list[str]) -> dict[str, dict[str, float]]:
-    """Worst R-hat (rank-normalized), smallest bulk and tail ESS per variable."""
     out = {}
-    with warnings.catch_warnings():
-        # a constant variable (pi with mu fixed at HE) has NaN R-hat and ESS: reported as NaN, not warned
-        warnings.simplefilter("ignore")
-        idata = _for_arviz(idata)
-        rhat = _az().rhat(idata, var_names=var_names)
-        ess_bulk = _az().ess(idata, var_names=var_names, method="bulk")
-        ess_tail = _az().ess(idata, var_names=var_names, method="tail")
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
         for name in var_names:
-            out[name] = {
-                "rhat": float(np.nanmax(rhat[name].values)),
-                "ess_bulk": float(np.nanmin(ess_bulk[name].values)),
-                "ess_tail": float(np.nanmin(ess_tail[name].values)),
-            }
+            values = _chain_draw_columns(idata.posterior[name])
+            stats = np.array([draw_stats.convergence_statistics(values[..., j]) for j in range(values.shape[-1])])
+            out[name] = {"rhat": float(np.nanmax(stats[:, 0])) if np.isfinite(stats[:, 0]).any() else np.nan,
+                         "ess_bulk": float(np.nanmin(stats[:, 1])) if np.isfinite(stats[:, 1]).any() else np.nan,
+                         "ess_tail": float(np.nanmin(stats[:, 2])) if np.isfinite(stats[:, 2]).any() else np.nan}
     return out
+
+
+def _chain_draw_columns(variable: xr.DataArray) -> np.ndarray:
+    """A posterior variable's draws as (chain, draw, elements)."""
+    values = np.asarray(variable.transpose("chain", "draw", ...).values, dtype=float)
+    return values.reshape(values.shape[0], values.shape[1], -1)
 
 
 # ---------------------------------------------------------------------- model comparison
@@ -291,10 +322,11 @@ def loo_unavailable(idata, what: str = "this fit") -> str | None:
     if posterior.sizes["chain"] * posterior.sizes["draw"] == 1:
         return (f"LOO needs posterior draws, and {what} is a MAP fit (one point, the posterior mode): "
                 "refit it with method='nuts'")
-    if "log_likelihood" not in idata.groups() and get_attrs(idata).get(LOG_LIKELIHOOD_LEFT_OUT):
+    names = group_names(idata)
+    if "log_likelihood" not in names and get_attrs(idata).get(LOG_LIKELIHOOD_LEFT_OUT):
         return (f"{what} was saved without its pointwise log-likelihood, which costs as much as the fit to compute: "
                 "load the file with bayes_wsc.load (or the model's load), which computes it on first use")
-    if "log_likelihood" not in idata.groups() or not idata["log_likelihood"].data_vars:
+    if "log_likelihood" not in names or not idata["log_likelihood"].data_vars:
         version = posterior.attrs.get("package_version", "unknown")
         return (f"{what} has no pointwise log-likelihood (written by bayes_wsc {version}, before fits kept "
                 "one): refit it to compute LOO")
@@ -302,67 +334,162 @@ def loo_unavailable(idata, what: str = "this fit") -> str | None:
 
 
 def loo(idata, pointwise: bool = True):
-    """`az.loo` (PSIS-LOO) on the fit's `log_likelihood` group; ArviZ's warnings are left to the caller,
-    who reads the Pareto k values (`pareto_k_summary`)."""
+    """`az.loo` (PSIS-LOO) on the fit's `log_likelihood` group, as the installed ArviZ returns it (read it
+    with `elpd_values`); ArviZ's warnings are left to the caller, who reads the Pareto k values
+    (`pareto_k_summary`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return _az().loo(_for_arviz(idata), pointwise=pointwise)
 
 
-def waic(idata, pointwise: bool = True):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _az().waic(_for_arviz(idata), pointwise=pointwise)
+class ELPD(NamedTuple):
+    """A LOO result in one layout whichever ArviZ computed it (0.2x: elpd_loo, p_loo, loo_i; 1.x: elpd, p,
+    elpd_i)."""
+
+    elpd: float
+    se: float
+    p: float
+    pareto_k: xr.DataArray
+    good_k: float
+    pointwise: xr.DataArray | None
+
+
+def elpd_values(elpd) -> ELPD:
+    """The figures of a `loo` result, named the same on both ArviZ families."""
+    first = "elpd" if hasattr(elpd, "p") and not hasattr(elpd, "p_loo") else "elpd_loo"
+    if first == "elpd":
+        return ELPD(float(elpd.elpd), float(elpd.se), float(elpd.p), elpd.pareto_k, float(elpd.good_k),
+                    getattr(elpd, "elpd_i", None))
+    return ELPD(float(elpd.elpd_loo), float(elpd.se), float(elpd.p_loo), elpd.pareto_k,
+                float(getattr(elpd, "good_k", 0.7)), getattr(elpd, "loo_i", None))
+
+
+def waic(idata, pointwise: bool = True) -> pd.Series:
+    """WAIC (Watanabe 2010, as Vehtari, Gelman and Gabry 2017 compute it) on the fit's `log_likelihood`
+    group, in NumPy: ArviZ 1 dropped it. The fields are ArviZ 0.2x's (`elpd_waic`, `se`, `p_waic`,
+    `waic_i`), held to `az.waic` by tests/test_draw_stats.py."""
+    from bayes_wsc import draw_stats
+
+    variables = list(idata["log_likelihood"].data_vars.values())
+    if len(variables) != 1:
+        raise InputError(f"WAIC needs one log-likelihood variable, the fit has {len(variables)}")
+    values = variables[0].transpose("chain", "draw", ...)
+    flat = np.asarray(values.values, dtype=float).reshape(values.shape[0] * values.shape[1], -1)
+    elpd, se, p_waic, elpd_i, warn = draw_stats.waic(flat)
+    out = {"elpd_waic": elpd, "se": se, "p_waic": p_waic, "n_samples": flat.shape[0],
+           "n_data_points": flat.shape[1], "warning": warn, "scale": "log"}
+    if pointwise:
+        out["waic_i"] = xr.DataArray(elpd_i.reshape(values.shape[2:]), dims=values.dims[2:],
+                                     coords={d: values.coords[d] for d in values.dims[2:] if d in values.coords})
+    return pd.Series(out)
+
+
+#: `compare`'s columns, ArviZ 0.2x's names and signs whichever ArviZ computed the table: elpd_diff is the best
+#: fit's elpd_loo minus this one's, >= 0 (ArviZ 1 writes it as this one's minus the best's)
+COMPARE_COLUMNS = ["rank", "elpd_loo", "p_loo", "elpd_diff", "weight", "se", "dse", "warning", "scale"]
 
 
 def compare(fits: dict, ic: str = "loo") -> pd.DataFrame:
-    """`az.compare` of labelled fits (label -> InferenceData), best first."""
+    """`az.compare` of labelled fits (label -> fit), best first, in one layout on both ArviZ families
+    (`COMPARE_COLUMNS`; ArviZ 1's further columns, such as p_worse, follow them). ArviZ 1 compares by
+    PSIS-LOO only, so `ic="waic"` is refused there in one line."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _az().compare({label: _for_arviz(idata) for label, idata in fits.items()}, ic=ic)
+        converted = {label: _for_arviz(idata) for label, idata in fits.items()}
+        if not arviz_1():
+            return _az().compare(converted, ic=ic)
+        if ic != "loo":
+            raise InputError("ic='waic': ArviZ 1 (installed here) compares fits by PSIS-LOO only; use ic='loo'")
+        elpds = {label: _az().loo(fit, pointwise=True) for label, fit in converted.items()}
+        table = _az().compare(elpds, round_to="none")
+    table = table.rename(columns={"elpd": "elpd_loo", "p": "p_loo"})
+    table["elpd_diff"] = -table["elpd_diff"]
+    table["warning"] = [bool(np.any(np.asarray(elpds[label].pareto_k) > elpds[label].good_k))
+                        for label in table.index]
+    table["scale"] = "log"
+    return table[COMPARE_COLUMNS + [c for c in table.columns if c not in COMPARE_COLUMNS]]
 
 
 def pareto_k_summary(elpd) -> dict:
     """The Pareto k values of a `loo` result: how many units exceed ArviZ's threshold for this number of
     draws (min(1 - 1/log10(S), 0.7)) and which unit is worst."""
-    k = np.asarray(elpd.pareto_k)
-    threshold = float(getattr(elpd, "good_k", 0.7))
+    values = elpd_values(elpd)
+    k = np.asarray(values.pareto_k)
+    threshold = values.good_k
     worst = int(np.nanargmax(k)) if k.size else -1
-    labels = elpd.pareto_k.coords[elpd.pareto_k.dims[0]].values if getattr(elpd.pareto_k, "dims", ()) else None
+    dims = getattr(values.pareto_k, "dims", ())
+    labels = values.pareto_k.coords[dims[0]].values if dims and dims[0] in values.pareto_k.coords else None
     return {"max_k": float(np.nanmax(k)) if k.size else float("nan"), "threshold": threshold,
             "bad": int(np.sum(k > threshold)), "units": int(k.size),
             "worst": str(labels[worst]) if labels is not None and worst >= 0 else str(worst)}
 
 
 # ---------------------------------------------------------------------- plots
-def plot_forest(idata: InferenceData, var_names: list[str], hdi_prob: float, ax=None):
-    return _az().plot_forest(_for_arviz(idata), var_names=var_names, hdi_prob=hdi_prob, combined=True, ax=ax)
-
-
+# Drawn with matplotlib here rather than by ArviZ: arviz-plots (ArviZ 1) draws on a PlotCollection of its own
+# and cannot draw into a report's axes, and one drawing on both stacks keeps the reports alike.
 def plot_ppc(idata, axes, *, var_names: list[str] | None = None, num_pp_samples: int = 50, seed: int = 0):
-    """`az.plot_ppc` of posterior predictive variables (default: all), one per axis of `axes`: the observed
-    statistic's distribution over its elements against the replicates'."""
+    """The posterior predictive check of variables with many elements (groups, items), one per axis of
+    `axes`, as `az.plot_ppc` draws it: the observed statistic's distribution over its elements (a density
+    on shared bins) against `num_pp_samples` replicates' and the replicates' mean."""
     names = list(idata.posterior_predictive.data_vars) if var_names is None else list(var_names)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for name, ax in zip(names, axes):
-            _az().plot_ppc(_for_arviz(idata), var_names=[name], num_pp_samples=num_pp_samples, random_seed=seed,
-                           ax=ax, legend=True)
+    rng = np.random.default_rng(seed)
+    for name, ax in zip(names, axes):
+        observed = np.asarray(idata.observed_data[name].values, dtype=float).ravel()
+        replicated = idata.posterior_predictive[name]
+        draws = np.asarray(replicated.values, dtype=float)
+        draws = draws.reshape(draws.shape[0] * draws.shape[1], -1)
+        chosen = draws[rng.choice(len(draws), size=min(num_pp_samples, len(draws)), replace=False)]
+        finite = np.concatenate([observed, chosen.ravel()])
+        finite = finite[np.isfinite(finite)]
+        edges = np.histogram_bin_edges(finite, bins=min(40, max(10, int(np.sqrt(observed.size)))))
+        centres = (edges[:-1] + edges[1:]) / 2
+        densities = np.array([np.histogram(row, bins=edges, density=True)[0] for row in chosen])
+        for i, row in enumerate(densities):
+            ax.plot(centres, row, color="C0", alpha=0.2, lw=0.8, label="Posterior predictive" if i == 0 else None)
+        ax.plot(centres, np.histogram(observed, bins=edges, density=True)[0], color="k", lw=1.5, label="Observed")
+        ax.plot(centres, densities.mean(axis=0), color="C1", ls="--", lw=1.2, label="Posterior predictive mean")
+        ax.set_xlabel(name)
+        ax.legend(frameon=False)
     return names
 
 
 def plot_rank(idata, name: str, selection: dict, ax) -> None:
-    """`az.plot_rank` of one element of a posterior variable (`selection`: dim -> label)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _az().plot_rank(_for_arviz(idata), var_names=[name], coords={d: [v] for d, v in selection.items()}, ax=ax)
+    """The rank plot of one element of a posterior variable (`selection`: dim -> label), as `az.plot_rank`
+    draws it: every draw ranked among all chains' draws, one histogram of ranks per chain, stacked, with
+    the uniform count dashed."""
+    variable = idata.posterior[name]
+    if selection:
+        variable = variable.sel({d: v for d, v in selection.items()})
+    values = np.asarray(variable.transpose("chain", "draw").values, dtype=float)
+    from bayes_wsc.draw_stats import average_ranks
+
+    ranks = average_ranks(values)
+    chains, draws = values.shape
+    bins = max(5, min(20, draws // 10))
+    edges = np.linspace(0.5, chains * draws + 0.5, bins + 1)
+    expected = draws / bins
+    for c in range(chains):
+        counts = np.histogram(ranks[c], bins=edges)[0]
+        offset = c * expected * 1.8
+        ax.bar(edges[:-1], counts, width=np.diff(edges), bottom=offset, align="edge", color=f"C{c % 10}",
+               edgecolor="white", alpha=0.8)
+        ax.axhline(offset + expected, color="k", ls="--", lw=0.8)
+    ax.set_yticks([c * expected * 1.8 for c in range(chains)], [str(c) for c in range(chains)])
+    ax.set_xlabel("rank (all chains)")
+    ax.set_ylabel("chain")
 
 
 def rhat_elements(idata, name: str) -> xr.DataArray:
-    """Rank-normalized R-hat of every element of a posterior variable."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _az().rhat(_for_arviz(idata), var_names=[name])[name]
+    """Rank-normalized R-hat of every element of a posterior variable (`draw_stats`)."""
+    from bayes_wsc import draw_stats
+
+    variable = idata.posterior[name].transpose("chain", "draw", ...)
+    values = _chain_draw_columns(variable)
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rhat = np.array([draw_stats.convergence_statistics(values[..., j])[0] for j in range(values.shape[-1])])
+    return xr.DataArray(rhat.reshape(variable.shape[2:]), dims=variable.dims[2:],
+                        coords={d: variable.coords[d] for d in variable.dims[2:] if d in variable.coords})
 
 
 # ---------------------------------------------------------------------- files
@@ -462,14 +589,14 @@ def load(path: str | Path) -> Groups:
 # ---------------------------------------------------------------------- calibration (sbc.py)
 def ess_of_draws(draws: np.ndarray) -> float:
     """The smaller of bulk and tail ESS of one scalar quantity's draws shaped (chain, draw)."""
-    draws = np.asarray(draws, dtype=float)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return float(min(_az().ess(draws, method="bulk"), _az().ess(draws, method="tail")))
+    from bayes_wsc import draw_stats
+
+    _, bulk, tail = draw_stats.convergence_statistics(np.asarray(draws, dtype=float))
+    return float(min(bulk, tail))
 
 
 def rhat_of_draws(draws: np.ndarray) -> float:
     """Rank-normalized R-hat of one scalar quantity's draws shaped (chain, draw)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return float(_az().rhat(np.asarray(draws, dtype=float)))
+    from bayes_wsc import draw_stats
+
+    return float(draw_stats.convergence_statistics(np.asarray(draws, dtype=float))[0])

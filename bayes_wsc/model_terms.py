@@ -88,7 +88,7 @@ def replaced(terms: dict | None) -> list[str]:
 def _constrained_inputs(model):
     """A fresh input per free variable (constrained scale) and the replacements that put them in
     place of the free variables and of their value variables in any graph of the model."""
-    import pytensor
+    from pytensor.graph.replace import clone_replace
 
     free = list(model.free_RVs)
     inputs = [rv.type(name=rv.name) for rv in free]
@@ -97,17 +97,20 @@ def _constrained_inputs(model):
     for rv, given in zip(free, inputs):
         transform = model.rvs_to_transforms.get(rv)
         value = model.rvs_to_values[rv]
-        parameters = pytensor.clone_replace(list(rv.owner.inputs), replace=rv_map)
+        parameters = clone_replace(list(rv.owner.inputs), replace=rv_map)
         value_map[value] = given if transform is None else transform.forward(given, *parameters)
     # one replacement of both (a second pass would miss the clones the first one made)
-    return free, inputs, {**value_map, **rv_map}, pytensor
+    return free, inputs, {**value_map, **rv_map}
 
 
 def evaluate(model, outputs, points: dict[str, np.ndarray]) -> list[np.ndarray]:
     """Graphs of the built `model` (in its random or its value variables) at draws of its free
     variables on their constrained scale: `points` {name: (S, ...)}; returns each output as (S, ...)."""
-    free, inputs, replace, pytensor = _constrained_inputs(model)
-    graphs = pytensor.clone_replace(list(outputs), replace=replace)
+    import pytensor
+    from pytensor.graph.replace import clone_replace
+
+    free, inputs, replace = _constrained_inputs(model)
+    graphs = clone_replace(list(outputs), replace=replace)
     fn = pytensor.function(inputs, graphs, mode="FAST_COMPILE", on_unused_input="ignore")
     n = np.shape(points[free[0].name])[0]
     rows = [fn(*[np.asarray(points[rv.name][s], dtype=rv.dtype) for rv in free]) for s in range(n)]
@@ -118,9 +121,10 @@ def draw(model, name: str, points: dict[str, np.ndarray], seed: int) -> np.ndarr
     """Draws of the built model's random variable `name` (an observed term, say) given each draw of
     its free variables in `points` {name: (S, ...)}: one replicate per draw, (S, ...)."""
     from pymc.pytensorf import compile as compile_pymc
+    from pytensor.graph.replace import clone_replace
 
-    free, inputs, replace, pytensor = _constrained_inputs(model)
-    graph = pytensor.clone_replace([model[name]], replace=replace)
+    free, inputs, replace = _constrained_inputs(model)
+    graph = clone_replace([model[name]], replace=replace)
     fn = compile_pymc(inputs, graph[0], random_seed=seed, mode="FAST_COMPILE", on_unused_input="ignore")
     n = np.shape(points[free[0].name])[0]
     return np.stack([np.asarray(fn(*[np.asarray(points[rv.name][s], dtype=rv.dtype) for rv in free]))
@@ -134,7 +138,8 @@ def jax_function(model, outputs):
 
     jax_runtime()
     from pymc.sampling.jax import get_jaxified_graph
+    from pytensor.graph.replace import clone_replace
 
-    free, inputs, replace, pytensor = _constrained_inputs(model)
-    graphs = pytensor.clone_replace(list(outputs), replace=replace)
+    free, inputs, replace = _constrained_inputs(model)
+    graphs = clone_replace(list(outputs), replace=replace)
     return [rv.name for rv in free], get_jaxified_graph(inputs=inputs, outputs=graphs)

@@ -174,7 +174,7 @@ def one_simulation(case: SBCCase, draw: dict, sim: int, seed: int, n_rank_draws:
     posterior = est.idata_.posterior
     row = {"sim": sim, "seconds": round(seconds, 2), "n_rank_draws": n_rank_draws, "redraws": redraws,
            "fit_warnings": sum(issubclass(w.category, FitWarning) for w in caught)}
-    stats_group = est.idata_.sample_stats if "sample_stats" in est.idata_.groups() else None
+    stats_group = est.idata_.sample_stats if "sample_stats" in inference.group_names(est.idata_) else None
     row["divergences"] = int(np.asarray(stats_group["diverging"]).sum()) if stats_group is not None \
         and "diverging" in stats_group else 0
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]

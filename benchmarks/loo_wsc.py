@@ -55,7 +55,7 @@ def one_replicate(rep: int, draws: int, tune: int, chains: int, groups: int, ite
                   conditional: bool = False) -> dict:
     import numpy as np
 
-    from bayes_wsc import compare
+    from bayes_wsc import compare, inference
     from bayes_wsc.errors import FitWarning
     from bayes_wsc.models.wsc import WSC
     from bayes_wsc.simulate import simulate_wsc
@@ -69,15 +69,15 @@ def one_replicate(rep: int, draws: int, tune: int, chains: int, groups: int, ite
             est = WSC(wh=wh, method="nuts", draws=draws, tune=tune, chains=chains, seed=rep, progressbar=False)
             est.fit(data)
         fits[f"WH={wh:g}"] = est
-        elpd = est.loo()
-        k = elpd.pareto_k.values
-        row.update({f"elpd_wh{wh:g}": float(elpd.elpd_loo), f"se_wh{wh:g}": float(elpd.se),
+        elpd = inference.elpd_values(est.loo())
+        k = np.asarray(elpd.pareto_k)
+        row.update({f"elpd_wh{wh:g}": elpd.elpd, f"se_wh{wh:g}": elpd.se,
                     f"max_k_wh{wh:g}": float(k.max()), f"bad_k_wh{wh:g}": int((k > elpd.good_k).sum()),
                     f"seconds_wh{wh:g}": time.perf_counter() - t0})
         if conditional:
-            cond = conditional_loo(est, data, wh)
-            k = cond.pareto_k.values
-            row.update({f"elpd_cond_wh{wh:g}": float(cond.elpd_loo), f"bad_k_cond_wh{wh:g}": int((k > cond.good_k).sum()),
+            cond = inference.elpd_values(conditional_loo(est, data, wh))
+            k = np.asarray(cond.pareto_k)
+            row.update({f"elpd_cond_wh{wh:g}": cond.elpd, f"bad_k_cond_wh{wh:g}": int((k > cond.good_k).sum()),
                         f"median_k_cond_wh{wh:g}": float(np.median(k))})
     if conditional:
         row["preferred_conditional"] = "WH=4" if row["elpd_cond_wh4"] > row["elpd_cond_wh10"] else "WH=10"

@@ -14,8 +14,8 @@ def assert_lossless_round_trip(est, items, path):
     back = load(path)
     assert type(back) is type(est) and back.get_params() == est.get_params()
     pd.testing.assert_frame_equal(est.predict(items), back.predict(items))
-    assert set(est.idata_.groups()) == set(back.idata_.groups())
-    for group in est.idata_.groups():
+    assert set(inference.group_names(est.idata_)) == set(inference.group_names(back.idata_))
+    for group in inference.group_names(est.idata_):
         a, b = est.idata_[group], back.idata_[group]
         assert set(a.data_vars) == set(b.data_vars)
         for name in a.data_vars:

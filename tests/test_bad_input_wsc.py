@@ -370,7 +370,7 @@ def rewrite_attrs(src, dst, change):
     idata = inference.load(src)
     attrs = {k: v for k, v in idata.posterior.attrs.items()}
     change(attrs)
-    for group in idata.groups():
+    for group in inference.group_names(idata):
         idata[group].attrs.clear()
         idata[group].attrs.update(attrs)
     inference.save(idata, dst)

@@ -90,7 +90,7 @@ def test_laplace_and_nuts_give_draws_and_intervals(fits, method):
     assert (low <= table["mean"] + 1e-12).all() and (table["mean"] <= high + 1e-12).all()
     assert (high > low).any()  # draws that vary, not one point repeated
     if method == "nuts":
-        assert "sample_stats" in est.idata_.groups() and "r_hat" in table
+        assert "sample_stats" in inference.group_names(est.idata_) and "r_hat" in table
 
 
 # ---------------------------------------------------------------------- save and load
@@ -150,7 +150,8 @@ def test_loo_waic_and_compare_from_draws_but_not_from_a_map(fits):
             warnings.simplefilter("ignore", FitWarning)  # few draws: Pareto k may be high, said so
             elpd = est.loo()
         units = next(iter(est.idata_.log_likelihood.data_vars.values())).shape[2:]
-        assert np.isfinite(elpd.elpd_loo) and elpd.loo_i.shape == units
+        values = inference.elpd_values(elpd)
+        assert np.isfinite(values.elpd) and values.pointwise.shape == units
         assert np.isfinite(est.waic().elpd_waic)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
@@ -174,7 +175,7 @@ def test_the_log_likelihood_is_one_value_per_unit_and_draw(fits, method):
 def test_replicated_data_have_the_datas_shape_and_vary_over_draws(fits, method):
     ppc = fits[method].posterior_predictive(draws=20, seed=1)
     replicated, observed = ppc.posterior_predictive, ppc.observed_data
-    assert set(ppc.groups()) == {"posterior_predictive", "observed_data"}
+    assert set(inference.group_names(ppc)) == {"posterior_predictive", "observed_data"}
     assert replicated.equals(fits[method].posterior_predictive(draws=20, seed=1).posterior_predictive)  # seeded
     assert list(replicated.data_vars) and set(replicated.data_vars) == set(observed.data_vars)
     for name, values in replicated.data_vars.items():
@@ -221,7 +222,7 @@ def test_a_variants_log_likelihood_is_the_variants_own(fits, variant):
     np.testing.assert_allclose(stored[known], own[known], rtol=1e-6, atol=1e-3)
     assert np.abs(default[known] - own[known]).max() > 1e-2  # the test can tell the two apart
     assert "own" in inference.get_attrs(variant.idata_)["log_likelihood_holds"]
-    assert np.isfinite(variant.loo().elpd_loo)
+    assert np.isfinite(inference.elpd_values(variant.loo()).elpd)
 
 
 # ---------------------------------------------------------------------- every optimizer result is checked
@@ -298,7 +299,7 @@ def test_every_command_on_a_fit_file(fits, tmp_path, capsys):
     assert ("No check is flagged" in out) == flagged.empty and all(f"{n}:" in out for n in flagged["check"])
     assert cli(["ppc", fit, "--out", tmp_path / "ppc.nc", "--draws", "20", "--plot", tmp_path / "ppc.png"]) == 0
     assert (tmp_path / "ppc.png").stat().st_size > 0
-    assert set(az.from_netcdf(tmp_path / "ppc.nc").groups()) >= {"posterior_predictive", "observed_data"}
+    assert set(inference.group_names(az.from_netcdf(tmp_path / "ppc.nc"))) >= {"posterior_predictive", "observed_data"}
     capsys.readouterr()
     for command in (["summary", fit], ["report", fit, "--out", tmp_path / "other"],
                     ["predict", fit, "--items", tmp_path / "items.csv", "--out", tmp_path / "other.csv"]):

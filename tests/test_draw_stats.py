@@ -2,11 +2,11 @@
 
 import warnings
 
-import arviz as az
 import numpy as np
 import pytest
 import xarray as xr
 
+import arviz_family
 from bayes_wsc import draw_stats, inference
 
 
@@ -31,10 +31,7 @@ def test_summary_is_arviz_summary(chains, draws):
                                    "bin": np.array(["b1", "b2", "b3", "b4"], dtype=object)})
     groups = inference.Groups(posterior=posterior)
     ours = inference.summary(groups, ["rho", "pi"], hdi_prob=0.9)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = az.summary(az.InferenceData(posterior=posterior), var_names=["rho", "pi"], hdi_prob=0.9,
-                            kind="all" if chains > 1 else "stats", round_to="none")
+    theirs = arviz_family.summary(groups, ["rho", "pi"], hdi_prob=0.9, kind="all" if chains > 1 else "stats")
     assert list(ours.index) == list(theirs.index) == ["rho[b1]", "rho[b2]", "rho[b3]", "rho[b4]", "pi"]
     assert list(ours.columns) == list(theirs.columns)
     np.testing.assert_allclose(ours.to_numpy(), theirs.to_numpy(), rtol=1e-9, atol=1e-12, equal_nan=True)
@@ -43,7 +40,67 @@ def test_summary_is_arviz_summary(chains, draws):
 def test_hdi_is_arviz_hdi():
     samples = correlated_draws(1, 333, 5, seed=3)[0]
     ours = inference.hdi(samples, 0.94)
-    theirs = az.hdi(samples[None], hdi_prob=0.94)
+    theirs = arviz_family.hdi(samples[None], 0.94)
     np.testing.assert_array_equal(ours, theirs)
     assert np.isnan(inference.hdi(samples[:1], 0.94)).all()  # a single draw has no interval
     assert draw_stats.hdi_columns(0.94) == ("hdi_3%", "hdi_97%")
+
+
+def test_convergence_is_arviz_rhat_and_ess():
+    """R-hat and ESS of the fit-time diagnostics and the report's rank plots, held to the installed ArviZ."""
+    import arviz as az
+
+    values = correlated_draws(4, 120, 4, seed=11)
+    posterior = xr.Dataset({"rho": (("chain", "draw", "bin"), values)},
+                           coords={"chain": np.arange(4), "draw": np.arange(120), "bin": ["a", "b", "c", "d"]})
+    groups = inference.Groups(posterior=posterior)
+    data = inference.to_inference_data(groups)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rhat = np.asarray(az.rhat(data, var_names=["rho"])["rho"].values)
+        bulk = np.asarray(az.ess(data, var_names=["rho"], method="bulk")["rho"].values)
+        tail_prob = {"prob": 0.95} if inference.arviz_1() else {}  # Vehtari et al.'s 0.05 and 0.95 quantiles
+        tail = np.asarray(az.ess(data, var_names=["rho"], method="tail", **tail_prob)["rho"].values)
+    np.testing.assert_allclose(inference.rhat_elements(groups, "rho").values, rhat, rtol=1e-9, equal_nan=True)
+    ours = inference.convergence(groups, ["rho"])["rho"]
+    np.testing.assert_allclose([ours["rhat"], ours["ess_bulk"], ours["ess_tail"]],
+                               [np.nanmax(rhat), np.nanmin(bulk), np.nanmin(tail)], rtol=1e-9)
+    np.testing.assert_allclose(inference.rhat_of_draws(values[..., 0]), rhat[0], rtol=1e-9)
+    np.testing.assert_allclose(inference.ess_of_draws(values[..., 0]), min(bulk[0], tail[0]), rtol=1e-9)
+
+
+def log_likelihood_groups(seed: int, scale: float = 1.0) -> inference.Groups:
+    rng = np.random.default_rng(seed)
+    coords = {"chain": np.arange(2), "draw": np.arange(200)}
+    posterior = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(2, 200)))}, coords=coords)
+    values = scale * (rng.normal(size=(2, 200, 30)) * 0.3 - 1.0 - 0.05 * np.arange(30))
+    log_lik = xr.Dataset({"y": (("chain", "draw", "unit"), values)}, coords={**coords, "unit": np.arange(30)})
+    return inference.Groups(posterior=posterior, log_likelihood=log_lik)
+
+
+def test_waic_is_arviz_waic():
+    import arviz as az
+
+    if inference.arviz_1():
+        pytest.skip("ArviZ 1 has no WAIC to compare with (the package computes it in NumPy on both stacks)")
+    groups = log_likelihood_groups(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = az.waic(inference.to_inference_data(groups), pointwise=True)
+    ours = inference.waic(groups)
+    for field in ("elpd_waic", "se", "p_waic"):
+        np.testing.assert_allclose(ours[field], theirs[field], rtol=1e-10)
+    np.testing.assert_allclose(ours["waic_i"].values, theirs["waic_i"].values, rtol=1e-10)
+    assert ours["warning"] == theirs["warning"]
+
+
+def test_loo_and_compare_read_alike_on_both_families():
+    """The LOO figures and the comparison table have one layout whichever ArviZ computed them."""
+    a, b = log_likelihood_groups(5), log_likelihood_groups(5, scale=1.2)
+    values = inference.elpd_values(inference.loo(a))
+    assert np.isfinite(values.elpd) and values.se > 0 and values.p > 0
+    assert np.asarray(values.pareto_k).shape == (30,) and values.pointwise.shape == (30,)
+    table = inference.compare({"a": a, "b": b})
+    assert list(table.columns[:len(inference.COMPARE_COLUMNS)]) == inference.COMPARE_COLUMNS
+    assert list(table.index) == ["a", "b"] and table["elpd_diff"].iloc[0] == 0 and table["elpd_diff"].iloc[1] > 0
+    np.testing.assert_allclose(table.loc["a", "elpd_loo"], values.elpd, rtol=1e-9)

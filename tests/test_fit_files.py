@@ -34,7 +34,7 @@ NEW = {"wsc": NEW_CLICKS, "experts": NEW_ITEMS, "pcmix": NEW_POINTS, "perception
 # ---------------------------------------------------------------------- the generator
 def _groups(path: Path) -> inference.Groups:
     idata = inference.load(path)
-    return inference.Groups({name: idata[name].copy(deep=True) for name in idata.groups()})
+    return inference.Groups({name: idata[name].copy(deep=True) for name in inference.group_names(idata)})
 
 
 def _set_attr(groups, name, value):

@@ -141,12 +141,13 @@ NEW_POINTS = _feature_items(5, with_id=False, label=False)
 
 def fit_check(paths, stdout, tables):
     """A fit that loads, with finite values; ids of the input kept as text among its coordinates."""
+    from bayes_wsc import inference
     from bayes_wsc.estimator import load
 
     est = load(paths["out"])
     for name, values in est.idata_.posterior.data_vars.items():
         assert np.isfinite(values.values).all(), name
-    coords = {str(v) for ds in (est.idata_[g] for g in est.idata_.groups())
+    coords = {str(v) for ds in inference.groups_of(est.idata_).values()
               for c in ds.coords.values() if c.dtype.kind in "OUT" for v in np.ravel(c.values)}
     for table in tables.values():
         for column in table.ids:

@@ -94,7 +94,7 @@ def test_inference_data_layout():
     data, _ = simulate_wsc(n_groups=40, items_per_group=20, n_bins=4, seed=1)
     est = WSC(method="map").fit(data)
     idata = est.idata_
-    assert {"posterior", "sample_stats", "observed_data", "constant_data"} <= set(idata.groups())
+    assert {"posterior", "sample_stats", "observed_data", "constant_data"} <= set(inference.group_names(idata))
     post = idata.posterior
     assert post.sizes["chain"] == 1 and post.sizes["draw"] == 1
     assert post["rho"].dims == ("chain", "draw", "bin") and post["mu"].dims == ("chain", "draw", "group")

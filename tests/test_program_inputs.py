@@ -154,7 +154,7 @@ def test_a_laplace_fit_saves_loads_and_predicts(case, tmp_path):
     posterior = est._fitted().posterior
     assert posterior.sizes["chain"] == 1 and posterior.sizes["draw"] == 1000
     # the pointwise log-likelihood waits for first use, and the fit-time checks leave out LOO's row
-    assert "log_likelihood" not in est._fitted().groups()
+    assert "log_likelihood" not in inference.group_names(est._fitted())
     assert "loo_pareto_k" not in set(est.checks_["check"])
     path = est.save(tmp_path / "fit.nc")
     loaded = load(path)

@@ -189,10 +189,11 @@ def ppc_section(fits: dict, *, draws: int, seed: int) -> Section:
 # ---------------------------------------------------------------------- LOO
 def loo_table(elpd) -> pd.DataFrame:
     """elpd_loo, its standard error, p_loo and the Pareto k values binned as ArviZ bins them."""
-    k = np.asarray(elpd.pareto_k)
-    threshold = float(getattr(elpd, "good_k", 0.7))
+    values = inference.elpd_values(elpd)
+    k = np.asarray(values.pareto_k)
+    threshold = values.good_k
     return pd.DataFrame({
-        "elpd_loo": [float(elpd.elpd_loo)], "se": [float(elpd.se)], "p_loo": [float(elpd.p_loo)],
+        "elpd_loo": [values.elpd], "se": [values.se], "p_loo": [values.p],
         f"k <= {threshold:.2f} (good)": [int(np.sum(k <= threshold))],
         f"{threshold:.2f} < k <= 1 (bad)": [int(np.sum((k > threshold) & (k <= 1)))],
         "k > 1 (very bad)": [int(np.sum(k > 1))],
