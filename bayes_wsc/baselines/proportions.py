@@ -471,15 +471,29 @@ class MeanMapModel:
         return self.predict_proba(x).argmax(axis=1)
 
 
+def mean_map_features(x: np.ndarray, kernel: str, seed: int | None = 0):
+    """The explicit feature map of a non-linear kernel (Nystroem, fitted on `x`), None for the linear one; it
+    depends on the items alone, so fits on the same items with other groups can share it."""
+    params = kernel_parameters(kernel)
+    if params["metric"] == "linear":
+        return None
+    from sklearn.kernel_approximation import Nystroem
+
+    extra = {k: v for k, v in params.items() if k != "metric"}
+    return Nystroem(kernel=params["metric"], n_components=min(len(x), MEAN_MAP_LANDMARKS), random_state=seed,
+                    **extra).fit(np.asarray(x, dtype=float))
+
+
 def fit_mean_map(x: np.ndarray, item_group: np.ndarray, proportions: np.ndarray, *, kernel: str = "linear",
-                 C: float = 1.0, seed: int | None = 0) -> MeanMapModel:
+                 C: float = 1.0, seed: int | None = 0, feature_map=None) -> MeanMapModel:
     """Mean Map (Quadrianto, Smola, Caetano & Le 2009): a conditional exponential model p(y | x) fitted
     with the labels entering only through mu_XY = sum_y p(y) e_y (x) E[phi(x) | y], whose class means
     are recovered from the group means by least squares (group mean = sum_y pi_gy E[phi | y]).
 
     Minimizes sum_i log sum_y exp(phi_i theta_y) - sum_y n_y <theta_y, E[phi | y]> + ||theta||^2 / (2 C)
     (the bias row unpenalized) by L-BFGS; C = 1 as for the direct and oracle baselines. Needs at least
-    as many groups as classes with proportions of full rank."""
+    as many groups as classes with proportions of full rank. `feature_map`: `mean_map_features(x, kernel)`
+    computed once for several fits on the same items."""
     from scipy.optimize import minimize
     from scipy.special import logsumexp, softmax
 
@@ -488,14 +502,8 @@ def fit_mean_map(x: np.ndarray, item_group: np.ndarray, proportions: np.ndarray,
     if np.linalg.matrix_rank(proportions) < n_classes:
         raise InputError(f"proportions: Mean Map needs the {proportions.shape[0]} groups' proportions to have rank "
                          f"{n_classes} (one per class) to recover the class means")
-    params = kernel_parameters(kernel)
-    feature_map = None
-    if params["metric"] != "linear":
-        from sklearn.kernel_approximation import Nystroem
-
-        extra = {k: v for k, v in params.items() if k != "metric"}
-        feature_map = Nystroem(kernel=params["metric"], n_components=min(n, MEAN_MAP_LANDMARKS), random_state=seed,
-                               **extra).fit(x)
+    if feature_map is None:
+        feature_map = mean_map_features(x, kernel, seed)
     model = MeanMapModel(np.zeros(0), feature_map, kernel)
     phi = model._features(x)
     sizes = np.bincount(item_group, minlength=proportions.shape[0]).astype(float)
