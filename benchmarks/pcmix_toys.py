@@ -4,6 +4,7 @@
     python benchmarks/pcmix_toys.py --nuts              # also the generalized posterior by NUTS
     python benchmarks/pcmix_toys.py --study intervals --interval-seeds 5
     python benchmarks/pcmix_toys.py --study nuts --draws 500 --tune 500 --chains 2
+    python benchmarks/pcmix_toys.py --study mlrep-check  # Sec. 3.3: ML+rep's objective at PC's solution
 
 Sec. 3.2: 1-D, intervals A (175 points on [-1, 1], about half positive), B
 (100 on [1, 1.5], positive), C (75 on [1.5, 2], negative); K = 2.
@@ -26,7 +27,8 @@ package defaults (seed 0).
 Sec. 3.2 also scores the AUC of P(y = 1 given x) on the training items (the paper's Fig. 2 plots both),
 for the main data draw and, averaged, for the other draws (pcmix_sec32_draws.csv).
 
-Writes the per-lam tables pcmix_sec32.csv, pcmix_sec32_draws.csv, pcmix_sec33.csv and pcmix_nuts.csv under benchmarks/results/,
+Writes the per-lam tables pcmix_sec32.csv, pcmix_sec32_draws.csv, pcmix_sec33.csv, pcmix_sec33_mlrep_check.csv and
+pcmix_nuts.csv under benchmarks/results/,
 and the basins, per-draw, timing and PNG files (pcmix_*) under benchmarks/out/ (git-ignored).
 """
 
@@ -332,10 +334,41 @@ def nuts_runs(draws: int, tune: int, chains: int) -> None:
     pd.DataFrame(rows).to_csv(RESULTS / "pcmix_nuts.csv", index=False)
 
 
+# ---------------------------------------------------------------------- Sec. 3.3: why ML+rep stays put
+def study_mlrep_check(restarts: int, fractions=(0.2, 0.5, 1.0), lam: float = 64.0) -> None:
+    """Does the ML+rep objective prefer PC's near-zero-error solution to the one its EM finds (then EM's
+    search fails), or not (then the objective itself keeps ML+rep away)? For each labeled fraction: the ML+rep
+    objective (eq. 10 with the log prior) at PC's MAP, at ML+rep's best of `restarts` starts, and at the end of
+    an EM run started from PC's MAP, with each solution's error on all 5000 items."""
+    from bayes_wsc.baselines.pcmix import ml_rep_objective
+
+    rows = []
+    for b in fractions:
+        frame, truth = simulate_two_blobs(5000, b, seed=0)
+        data = toy_items(frame)
+        est = PCMixture(components=2, lam=lam, restarts=restarts, seed=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            est.fit(data)
+        pc = point_to_params({k: est.idata_.posterior[k].values[0, 0] for k in FREE}, est.sd_floor)
+        best = ml_rep_em(data, 2, lam, restarts=restarts, seed=0)
+        from_pc = ml_rep_em(data, 2, lam, starts=[pc])
+        rows.append({"labeled_fraction": b, "lam": lam,
+                     "mlrep_objective_at_pc_map": ml_rep_objective(data, pc, lam),
+                     "mlrep_objective_at_mlrep_best": ml_rep_objective(data, best.params, lam),
+                     "mlrep_objective_em_from_pc_map": ml_rep_objective(data, from_pc.params, lam),
+                     "error_pc_map": error_rate(data, pc, truth.y),
+                     "error_mlrep_best": error_rate(data, best.params, truth.y),
+                     "error_em_from_pc_map": error_rate(data, from_pc.params, truth.y)})
+        print(rows[-1], flush=True)
+    pd.DataFrame(rows).round(4).to_csv(RESULTS / "pcmix_sec33_mlrep_check.csv", index=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--study", choices=("all", "intervals", "blobs", "timing", "nuts"), default="all",
-                        help="nuts: only the NUTS runs (as --nuts alone)")
+    parser.add_argument("--study", choices=("all", "intervals", "blobs", "timing", "nuts", "mlrep-check"),
+                        default="all", help="nuts: only the NUTS runs (as --nuts alone); mlrep-check: whether the "
+                                            "ML+rep objective prefers PC's solution in Sec. 3.3")
     parser.add_argument("--restarts", type=int, default=10)
     parser.add_argument("--interval-seeds", type=int, default=5, help="data draws of Sec. 3.2 summarized")
     parser.add_argument("--landscape-restarts", type=int, default=40,
@@ -355,6 +388,8 @@ def main() -> None:
         study_intervals(args.interval_seeds, args.restarts, args.landscape_restarts)
     if args.study in ("all", "blobs"):
         study_blobs(args.restarts, [float(b) for b in args.basin_fractions.split(",") if b])
+    if args.study == "mlrep-check":
+        study_mlrep_check(args.restarts)
     if args.nuts or args.study == "nuts":
         nuts_runs(args.draws, args.tune, args.chains)
 
