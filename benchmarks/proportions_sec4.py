@@ -428,9 +428,10 @@ RANKED = {"bayes_wsc default": ("bayes/default", "bayes/logistic/exact-counts"),
 
 
 def rank_table(accuracy: pd.DataFrame) -> pd.DataFrame:
-    """Per data set and sigma, the rank (1 = most accurate; accuracies equal to three decimals tie and share their
-    mean rank) of each method of `RANKED` that ran there, and its accuracy. `accuracy`: dataset, sigma, method, mean (held-out accuracy over the same
-    splits). A method given by a prefix (several kernels or k) takes its best member, as the paper's tables do."""
+    """Per data set and sigma, the rank (1 = most accurate; accuracies equal to three decimals tie and share
+    their mean rank) of each method of `RANKED` that ran there, and its accuracy. `accuracy`: dataset, sigma,
+    method, mean (held-out accuracy over the same splits). A method given by a prefix (several kernels or k)
+    takes its best member, as the paper's tables do."""
     rows = []
     for (dataset, sigma), part in accuracy.groupby(["dataset", "sigma"]):
         best = {}
