@@ -23,7 +23,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
 from output_paths import RESULTS, require  # noqa: E402
 
-COLUMNS = ["experiment", "paper's figure or claim", "bayes_wsc", "status", "what differs, or why not"]
+PAPER = "paper's figure or claim"
+COLUMNS = ["experiment", PAPER, "bayes_wsc", "status", "what differs, or why not"]
 STATUSES = ("reproduced", "partly", "not reproduced")
 #: paper -> (the heading of its table in RESULTS.md, the stem of its committed CSV)
 PAPERS = {
@@ -70,7 +71,7 @@ def wager() -> list[dict]:
                 f"{int(cell(j, 'em_wh0', 'reps'))} runs (its objective is flat along some direction)")
     return [
         {"experiment": "Sec. 5, Fig. 4a: I = 500 groups, J = 5 clicks, K = 15 bins, sigma_H = 0.5, 50 runs",
-         "paper's figure or claim": "method of moments and the latent model (WH = 10) perform reasonably well; the naive "
+         PAPER: "method of moments and the latent model (WH = 10) perform reasonably well; the naive "
                                "estimate underfits badly; EM with WH = 0 overfits, exaggerating the dynamic range",
          "bayes_wsc": f"RMSE of rho over {cell(5, 'naive', 'reps')} replicates: naive {f3(cell(5, 'naive'))}, moments "
                       f"{f3(cell(5, 'moments'))}, EM WH = 0 {f3(cell(5, 'em_wh0'))}, EM WH = 10 "
@@ -81,7 +82,7 @@ def wager() -> list[dict]:
                       f"{f3(cell(5, 'em_wh10', 'sd_across_reps'))}",
          "status": "partly", "what differs, or why not": curve + capped(5)},
         {"experiment": "Sec. 5, Fig. 4b: the same with J = 100 clicks per group",
-         "paper's figure or claim": "the method of moments gets much worse with more data: its estimates for the first 10 "
+         PAPER: "the method of moments gets much worse with more data: its estimates for the first 10 "
                                "bins are not even in [0, 1]; both latent procedures (WH = 0 and WH = 10) perform well",
          "bayes_wsc": f"RMSE: moments {f3(cell(100, 'moments'))} with {cell(100, 'moments', 'bins_outside_01'):.1f} "
                       f"of 15 bins outside [0, 1] per replicate; EM WH = 0 {f3(cell(100, 'em_wh0'))}, EM WH = 10 "
@@ -90,7 +91,7 @@ def wager() -> list[dict]:
          "status": "partly",
          "what differs, or why not": curve + capped(100)},
         {"experiment": "Sec. 6.1, Table 1: 1984 exit poll, 8082 voters in 42 states, 21 states to train",
-         "paper's figure or claim": "0-1 error null 0.41, direct 0.39, latent 0.33, oracle 0.31; RMSE 0.49, 0.48, "
+         PAPER: "0-1 error null 0.41, direct 0.39, latent 0.33, oracle 0.31; RMSE 0.49, 0.48, "
                                "0.46, 0.45",
          "bayes_wsc": f"CCES 2016 by state, 50 halvings, error null / direct / latent / oracle: income x college "
                       f"x race (the paper's analog) {t1('paper')}; born-again x religion x college "
@@ -100,11 +101,11 @@ def wager() -> list[dict]:
                                      "2016 the paper's ordering fails on the analogous bins and holds on religion "
                                      "bins (RESULTS, Table 1 section)"},
         {"experiment": "Sec. 6.1, Fig. 5: predictions per demographic cell, direct and latent against the oracle",
-         "paper's figure or claim": "mean squared difference from the oracle over the 45 factors: latent 0.02, naive 0.08",
+         PAPER: "mean squared difference from the oracle over the 45 factors: latent 0.02, naive 0.08",
          "bayes_wsc": "-", "status": "not reproduced",
          "what differs, or why not": "the 1984 data are not available offline; the CCES run does not compute it"},
         {"experiment": "Sec. 6.2, Fig. 6-8: happy clicks of an internet company, 30 bins, two classes of groups",
-         "paper's figure or claim": "the latent model finds three relationships; the naive and moment estimates under- "
+         PAPER: "the latent model finds three relationships; the naive and moment estimates under- "
                                "and overfit so badly that they show none",
          "bayes_wsc": "-", "status": "not reproduced", "what differs, or why not": "confidential data"},
     ]
@@ -162,28 +163,28 @@ def chang() -> list[dict]:
         for dataset, label in (("breast_cancer", "Breast-Cancer (569 x 30)"), ("wine", "Wine (178 x 13)")):
             rows.append({"experiment": f"Sec. 3.2, {fig} (Case {case}: {alphas}): {label}, NMI against 100 to 2000 "
                                        "constraints",
-                         "paper's figure or claim": claim + " (a plot)", "bayes_wsc": nmi_cell(dataset, case),
+                         PAPER: claim + " (a plot)", "bayes_wsc": nmi_cell(dataset, case),
                          "status": "partly", "what differs, or why not": differs})
         rows.append({"experiment": f"Sec. 3.2, {fig}: the other nine UCI data sets",
-                     "paper's figure or claim": claim,
+                     PAPER: claim,
                      "bayes_wsc": "iris (not among the paper's): " + nmi_cell("iris", case),
                      "status": "not reproduced",
                      "what differs, or why not": "Cleveland, Column, Dermatology, Glass, Heart, Ionosphere, Mushroom, "
                                                  "Newthyroid and Satimage do not ship with scikit-learn"})
     rows += [
         {"experiment": "Sec. 3.2, Fig. 3: recovered expert weights omega, Case 1, 500 constraints",
-         "paper's figure or claim": "very close to the true weights on Breast-Cancer, Dermatology, Mushroom and Wine; "
+         PAPER: "very close to the true weights on Breast-Cancer, Dermatology, Mushroom and Wine; "
                                "smaller than the truth on the others, experts still in order",
          "bayes_wsc": "Bayesian MAP and eq. 8 over 3 repeats: breast_cancer " + omega_cell("breast_cancer")
                       + "; wine " + omega_cell("wine"),
          "status": "partly", "what differs, or why not": "3 repeats; eq. 8 is the package's reimplementation; the "
                                                          "other six data sets of the figure are not at hand"},
         {"experiment": "Sec. 3.2: CSPA against the number of constraints",
-         "paper's figure or claim": "CSPA is comparable only from 2000 constraints on Wine, and not at 2000 on the sets "
+         PAPER: "CSPA is comparable only from 2000 constraints on Wine, and not at 2000 on the sets "
                                "of more than 500 samples",
          "bayes_wsc": "-", "status": "not reproduced", "what differs, or why not": "CSPA is not implemented"},
         {"experiment": "Sec. 3.3, Table 2 and Fig. 4: COPD subtypes from 27 experts",
-         "paper's figure or claim": "only the proposed approach has p < 0.05 on FEV1 decline, mortality and copdScore",
+         PAPER: "only the proposed approach has p < 0.05 on FEV1 decline, mortality and copdScore",
          "bayes_wsc": "-", "status": "not reproduced", "what differs, or why not": "the COPDGene data are not public"},
     ]
     return rows
@@ -207,7 +208,7 @@ def hughes() -> list[dict]:
     fractions = (0.03, 0.10, 0.20, 0.50, 1.00)
     rows = [
         {"experiment": "Sec. 3.2, Fig. 2: 1-D intervals A, B, C (350 points), K = 2, lam 1 to 64",
-         "paper's figure or claim": "PC at lam = 4: error about 0.25, AUC about 0.69, against about 0.5 and 0.5 at lam = 1; "
+         PAPER: "PC at lam = 4: error about 0.25, AUC about 0.69, against about 0.5 and 0.5 at lam = 1; "
                                "ML+rep: error roughly 0.4 at every lam > 1",
          "bayes_wsc": f"error at lam 1 / 4 / 16 / 64: PC {by_lam('PC', 'error_rate')}, ML+rep "
                       f"{by_lam('ML+rep', 'error_rate')}; AUC: PC {by_lam('PC', 'auc')}, ML+rep "
@@ -221,14 +222,14 @@ def hughes() -> list[dict]:
                                      "local optimum 8.4 nats below it), and over five draws PC's AUC is behind "
                                      "ML+rep's at lam = 4"},
         {"experiment": "Sec. 3.3, Fig. 3-4, PC: 5000 points in 5-D, y = 1 iff abs(x_2) < 0.1, b = 3% to 100% labeled",
-         "paper's figure or claim": "for every b, past some lam the objective favours a near-zero error solution: lam = 4 "
+         PAPER: "for every b, past some lam the objective favours a near-zero error solution: lam = 4 "
                                "at b = 100%, lam >> 64 at b = 3%; -log p(x) rises with lam",
          "bayes_wsc": "PC error at lam 256, b = 3% / 10% / 20% / 50% / 100%: "
                       + " / ".join(blob("PC", b, 256.0) for b in fractions)
                       + f"; at b = 100%, lam 4: {blob('PC', 1.0, 4.0)} (lam 1: {blob('PC', 1.0, 1.0)})",
          "status": "reproduced", "what differs, or why not": "the same recipe and model, drawn anew"},
         {"experiment": "Sec. 3.3, Fig. 3-4, ML+rep: the same data, labels replicated lam times",
-         "paper's figure or claim": "with b of about 20% or more, high replication weights reach the same near-zero "
+         PAPER: "with b of about 20% or more, high replication weights reach the same near-zero "
                                "error as PC; below, a pathological solution with extreme rho",
          "bayes_wsc": "ML+rep error at lam 64, b = 3% / 10% / 20% / 50% / 100%: "
                       + " / ".join(blob("ML+rep", b, 64.0) for b in fractions)
@@ -252,7 +253,7 @@ def hughes() -> list[dict]:
              "BP-sLDA in AUC, over 0.4 nats per token better in p(x) at K = 100", "; the reviews are not offline"),
             ("Sec. 4.2, Table 2 and Fig. 9: antidepressant success from health records (64,431 patients)",
              "PC-LDA at worst within 0.03 of the competitors' AUC", "; the health records are not public")):
-        rows.append({"experiment": experiment, "paper's figure or claim": claim, "bayes_wsc": "-",
+        rows.append({"experiment": experiment, PAPER: claim, "bayes_wsc": "-",
                      "status": "not reproduced", "what differs, or why not": no_lda + data})
     return rows
 
@@ -283,20 +284,20 @@ def stolpe() -> list[dict]:
                    "package's default fit as it comes; 10-fold CV with the paper's group sizes")
     return [
         {"experiment": "Sec. 4.2, Fig. 2: BREAST CANCER (286 x 38), accuracy against group size sigma = 2 to 128",
-         "paper's figure or claim": "highest accuracies of LLP, AOC-KK, Invcal and Mean Map (a plot); LLP higher than "
+         PAPER: "highest accuracies of LLP, AOC-KK, Invcal and Mean Map (a plot); LLP higher than "
                                "Invcal at many group sizes; Mean Map worse than LLP and Invcal in many cases",
          "bayes_wsc": "scikit-learn's breast_cancer, " + fig2("breast_cancer"),
          "status": "partly",
          "what differs, or why not": "scikit-learn's breast_cancer is the 569 x 30 Wisconsin diagnostic set, not "
                                      "the paper's 286 x 38 Ljubljana one; " + implemented},
         {"experiment": "Sec. 4.2, Fig. 2: CREDITA, VOTE, COLIC, IONOSPHERE, SONAR, DIABETES, HEARTC",
-         "paper's figure or claim": "as above, per data set (plots)",
+         PAPER: "as above, per data set (plots)",
          "bayes_wsc": "wine (3 classes, not in the paper; Invcal takes two), " + fig2("wine"),
          "status": "not reproduced",
          "what differs, or why not": "the seven data sets do not ship with scikit-learn (no network)"},
         {"experiment": "Sec. 4.3, Table 2: average ranks over the eight data sets, best models including standard "
                        "classifiers trained on the clusters",
-         "paper's figure or claim": "at sigma 2 to 128: LLP 2.500 / 1.875 / 1.500 / 1.875 / 1.625 / 1.375 / 1.375; "
+         PAPER: "at sigma 2 to 128: LLP 2.500 / 1.875 / 1.500 / 1.875 / 1.625 / 1.375 / 1.375; "
                                     "AOC-KK 2.000 / 2.750 / 3.000 / 2.875 / 2.625 / 2.375 / 2.000; Invcal 2.000 / "
                                     "1.875 / 2.375 / 2.125 / 2.125 / 2.275 / 2.625; Mean Map 3.500 / 3.500 / 3.125 / "
                                     "3.125 / 3.625 / 3.875 / -",
@@ -304,7 +305,7 @@ def stolpe() -> list[dict]:
          "what differs, or why not": "no standard classifiers (naive Bayes, kNN, trees, forests, SVMs) are trained "
                                      "on LLP's clusters; the seven other data sets are not at hand"},
         {"experiment": "Sec. 4.3, Table 3: average ranks, LLP's cluster-mean models against the best kernels",
-         "paper's figure or claim": "LLP 2.375 / 2.375 / 2.000 / 2.250 / 2.250 / 1.750 / 1.375; AOC-KK 3.750 / "
+         PAPER: "LLP 2.375 / 2.375 / 2.000 / 2.250 / 2.250 / 1.750 / 1.375; AOC-KK 3.750 / "
                                     "3.250 / 3.125 / 2.875 / 2.875 / 2.375 / 2.125; Invcal 2.125 / 1.625 / 2.125 / "
                                     "1.750 / 1.625 / 2.000 / 2.500; Mean Map 2.750 / 2.750 / 2.750 / 3.125 / 3.250 / "
                                     "3.875 / -",
@@ -314,7 +315,7 @@ def stolpe() -> list[dict]:
                                      "test; the package's default fit ranked in AOC-KK's place; " + implemented},
         {"experiment": "Sec. 4.4, Fig. 3: training time and accuracy on a two-Gaussian mixture (10,000 x 10), "
                        "sigma = 16",
-         "paper's figure or claim": "LLP's run time grows linearly, the others' polynomially",
+         PAPER: "LLP's run time grows linearly, the others' polynomially",
          "bayes_wsc": "-", "status": "not reproduced", "what differs, or why not": "not run"},
     ]
 
@@ -324,12 +325,12 @@ def cheng() -> list[dict]:
     why = "the seed is the supplement only: the main paper's experiments, data and figures are not in it"
     return [
         {"experiment": "The main paper's experiments (the MTurk image clusters, DBLP)",
-         "paper's figure or claim": "not in the supplement", "bayes_wsc": "-", "status": "not reproduced",
+         PAPER: "not in the supplement", "bayes_wsc": "-", "status": "not reproduced",
          "what differs, or why not": why + "; the package's digits and simulated studies are its own, and their "
                                            "comparisons (e.g. NPE + k-means against LPE + k-means) cannot be "
                                            "checked against the paper"},
         {"experiment": "Supplement, Fig. 1: overlap of clusters perceived by different MTurk users",
-         "paper's figure or claim": "users giving common seeds or identical perception features often perceive very "
+         PAPER: "users giving common seeds or identical perception features often perceive very "
                                "different clusters (histograms)",
          "bayes_wsc": "-", "status": "not reproduced", "what differs, or why not": "the MTurk data are not available"},
     ]
