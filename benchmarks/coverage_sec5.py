@@ -21,6 +21,20 @@ the 15 bins have a 90% interval that contains the truth:
 
 The intervals of the NUTS and Laplace fits are 90% HDIs of the draws of rho(k).
 
+The baselines of the paper's Fig. 4, point estimates without intervals (their coverage is empty):
+
+  naive          the direct estimate, eq. 3.1 (every click of group i happy with sigmoid(HE_i))
+  moments        the method of moments, eq. 3.3, unclipped (bins outside [0, 1] are counted)
+  em_wh0         the paper's EM with WH = 0: HE only initializes it (the overfit Sec. 5 describes)
+  em_wh10        the paper's EM with WH = 10, without the half-sampling of `em`
+
+    python benchmarks/coverage_sec5.py --reps 50 --items 5 --fits naive,moments,em_wh0,em_wh10 --fig4
+    python benchmarks/coverage_sec5.py --reps 50 --items 100 --fits naive,moments,em_wh0,em_wh10 --fig4
+
+write out/sec5_fig4_J<items>.csv and, from both, results/sec5_fig4.csv: per fit and J the RMSE of rho,
+the bins outside [0, 1], the estimated range rho(15) - rho(1) against the true 0.80 and the SD across
+replicates (the paper's error bars), averaged over bins.
+
     python benchmarks/coverage_sec5.py --reps 50 --items 100
     python benchmarks/coverage_sec5.py --reps 50 --items 5
 
@@ -43,9 +57,10 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
-from output_paths import HERE, OUT, require  # noqa: E402
+from output_paths import HERE, OUT, RESULTS, require  # noqa: E402
 
 FITS = ("nuts_wh10", "nuts_learned", "nuts_matched", "em")
+FIG4_FITS = ("naive", "moments", "em_wh0", "em_wh10")
 LAPLACE_FITS = ("laplace_wh10", "laplace_learned", "laplace_matched")
 JOINT_FITS = ("joint_wh10", "joint_learned", "joint_matched")
 #: what a Laplace fit's record says about itself (`nested_laplace.reliability`), kept per replicate
@@ -79,6 +94,21 @@ def one_replicate(rep: int, items: int, draws: int, tune: int, chains: int, fits
                 "learned": {"model_file": str(HERE.parent / "models" / "learned_rater_noise.py")}}
     for name in fits:
         t0 = time.perf_counter()
+        if name in FIG4_FITS:
+            from bayes_wsc.baselines.wsc import moments_rho, naive_rho
+
+            converged = np.nan
+            if name.startswith("em_"):
+                fitted = em_fit(data, float(name[5:]))
+                estimate, converged = fitted.rho, fitted.converged
+            else:
+                estimate = naive_rho(data) if name == "naive" else moments_rho(data)
+            nan = np.full(truth.rho.size, np.nan)
+            score(name, estimate, nan, nan, time.perf_counter() - t0,
+                  {"outside01": int(np.sum((estimate < 0) | (estimate > 1))), "converged": converged,
+                   "range": float(estimate[-1] - estimate[0]), "rho_hat": " ".join(f"{v:.5f}" for v in estimate)})
+            rows[-1].update(covered=np.nan, coverage90=np.nan, covered_bins="", mean_width=np.nan)
+            continue
         if name == "em":
             em = em_fit(data, 10.0)
             _, se = half_sample_se(data, lambda d: em_fit(d, 10.0).rho, n_reps=half_samples, seed=rep)
@@ -132,6 +162,21 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     return table.groupby("fit", sort=False)[list(table.columns)].apply(one)
 
 
+def fig4_summary(table: pd.DataFrame, true_rho: np.ndarray) -> pd.DataFrame:
+    """Per (J, fit) of the Fig. 4 baselines: RMSE of rho, bins outside [0, 1] per replicate, the estimated
+    range rho(K) - rho(1) (true: `true_rho[-1] - true_rho[0]`) and the SD across replicates averaged over bins."""
+    rows = []
+    for (items, fit), g in table[table["fit"].isin(FIG4_FITS)].groupby(["items", "fit"], sort=False):
+        estimates = np.array([np.array(r.split(), dtype=float) for r in g["rho_hat"]])
+        rows.append({"J": int(items), "fit": fit, "reps": len(g), "rmse": round(float(g["rmse"].mean()), 3),
+                     "bins_outside_01": round(float(g["outside01"].mean()), 1),
+                     "range": round(float(g["range"].mean()), 2),
+                     "true_range": round(float(true_rho[-1] - true_rho[0]), 2),
+                     "em_converged": "" if g["converged"].isna().all() else f"{int(g['converged'].sum())}/{len(g)}",
+                     "sd_across_reps": round(float(estimates.std(axis=0, ddof=1).mean()), 3)})
+    return pd.DataFrame(rows)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=5)
@@ -144,8 +189,11 @@ def main(argv=None):
     parser.add_argument("--out", default=None, help="CSV (default out/coverage_sec5_J<items>.csv)")
     parser.add_argument("--resume", action="store_true", help="append, skipping replicates already in --out")
     parser.add_argument("--summarize", action="store_true", help="only print the summary of --out")
+    parser.add_argument("--fig4", action="store_true",
+                        help="rows to out/sec5_fig4_J<items>.csv; results/sec5_fig4.csv from both J")
     args = parser.parse_args(argv)
-    out = Path(args.out) if args.out else OUT / f"coverage_sec5_J{args.items}.csv"
+    stem = "sec5_fig4" if args.fig4 else "coverage_sec5"
+    out = Path(args.out) if args.out else OUT / f"{stem}_J{args.items}.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
     done = set()
     if args.summarize:
@@ -170,6 +218,13 @@ def main(argv=None):
           f"{LEVEL:.0%} intervals")
     print(summary.round(3).to_string())
     print(f"\n{out}")
+    if args.fig4:
+        from bayes_wsc.simulate.wsc import sec5_rho
+
+        parts = [pd.read_csv(p) for p in sorted(OUT.glob("sec5_fig4_J*.csv"))]
+        fig4 = fig4_summary(pd.concat(parts), sec5_rho(15))
+        fig4.to_csv(RESULTS / "sec5_fig4.csv", index=False)
+        print(fig4.to_string(index=False))
     return table
 
 

@@ -12,6 +12,11 @@ each number of constraints 2q and each repeat, the experts are simulated by the 
   bayes_map   NoisyExperts, posterior mode, 20 restarts
   bayes_nuts  NoisyExperts, NUTS (4 chains x 1000 draws after 1000 tuning steps, started at the
               MAP), clusters from the posterior mean memberships (only at --nuts-at sizes)
+  mpckmeans   with --mpckmeans: the experts' majority vote per pair, fed to MPCKMeans (one diagonal
+              metric) of the PyPI package active-semi-supervised-clustering 0.0.1, the paper's
+              competitor (Sec. 3.1); that implementation takes the transitive closure of the
+              must-links and refuses constraints that contradict it, and such a set is recorded as
+              failed (NMI empty)
 
 paper, bayes_map and bayes_nuts cluster every item by the features-only rule P(z | x), the
 paper's clustering. Each also has a "+links" row: the same fit, with every item conditioned on
@@ -50,12 +55,12 @@ from output_paths import OUT, RESULTS, require  # noqa: E402
 
 DATASETS = ("breast_cancer", "wine", "iris")
 CASES = {1: (0.95, 0.85, 0.75, 0.65, 0.55), 2: (0.9, 0.9, 0.9, 0.9, 0.9)}
-METHODS = ("kmeans", "pckmeans", "paper", "bayes_map", "bayes_nuts", "paper+links", "bayes_map+links",
+METHODS = ("kmeans", "pckmeans", "mpckmeans", "paper", "bayes_map", "bayes_nuts", "paper+links", "bayes_map+links",
            "bayes_nuts+links")
-LABELS = {"kmeans": "KMeans", "pckmeans": "majority vote + PCKMeans", "paper": "paper's eq. 8 (point estimate)",
-          "bayes_map": "Bayesian, MAP", "bayes_nuts": "Bayesian, NUTS"}
+LABELS = {"kmeans": "KMeans", "pckmeans": "majority vote + PCKMeans", "mpckmeans": "majority vote + MPCKMeans",
+          "paper": "paper's eq. 8 (point estimate)", "bayes_map": "Bayesian, MAP", "bayes_nuts": "Bayesian, NUTS"}
 LABELS.update({f"{m}+links": f"{LABELS[m]}, + own links" for m in ("paper", "bayes_map", "bayes_nuts")})
-COLORS = {"kmeans": "black", "pckmeans": "#2ca02c", "paper": "#7f7f7f", "bayes_map": "#ff7f0e",
+COLORS = {"kmeans": "black", "pckmeans": "#2ca02c", "mpckmeans": "#9467bd", "paper": "#7f7f7f", "bayes_map": "#ff7f0e",
           "bayes_nuts": "#1f5fa8"}
 COLORS.update({f"{m}+links": COLORS[m] for m in ("paper", "bayes_map", "bayes_nuts")})
 CI = 0.90
@@ -68,7 +73,30 @@ def seed_of(dataset: str, case: int, n_constraints: int, rep: int) -> int:
     return int(np.random.SeedSequence([DATASETS.index(dataset), case, n_constraints, rep]).generate_state(1)[0])
 
 
-def one_setting(dataset, case, n_constraints, rep, *, nuts, draws, tune, chains):
+def mpckmeans_labels(data, k: int, seed: int):
+    """Majority-vote constraints fed to active-semi-supervised-clustering's MPCKMeans; None when it refuses
+    them as inconsistent (or ends with an empty cluster). The package sets NumPy's floating-point errors to
+    raise when imported: that setting is undone at once, and is in force only while it runs."""
+    from bayes_wsc.baselines.experts import majority_vote
+
+    before = np.geterr()
+    from active_semi_clustering.exceptions import EmptyClustersException, InconsistentConstraintsException
+    from active_semi_clustering.semi_supervised.pairwise_constraints import MPCKMeans
+
+    pairs, link = majority_vote(data)
+    ml = [tuple(p) for p in pairs[link == 1].tolist()]
+    cl = [tuple(p) for p in pairs[link == 0].tolist()]
+    np.random.seed(seed)  # the package draws from NumPy's global generator
+    try:
+        with np.errstate(all="raise"):
+            return MPCKMeans(n_clusters=k).fit(np.asarray(data.features, dtype=float), ml=ml, cl=cl).labels_
+    except (InconsistentConstraintsException, EmptyClustersException):
+        return None
+    finally:
+        np.seterr(**before)
+
+
+def one_setting(dataset, case, n_constraints, rep, *, nuts, draws, tune, chains, mpckmeans=False):
     """Simulate one constraint set and fit every method; returns (nmi rows, omega rows)."""
     from sklearn.metrics import normalized_mutual_info_score
 
@@ -100,6 +128,14 @@ def one_setting(dataset, case, n_constraints, rep, *, nuts, draws, tune, chains)
     record("kmeans", kmeans_labels(data.features, k, seed=seed % 2**31), time.perf_counter() - t0)
     t0 = time.perf_counter()
     record("pckmeans", majority_vote_pckmeans(data, k, seed=seed % 2**31).labels, time.perf_counter() - t0)
+    if mpckmeans:
+        t0 = time.perf_counter()
+        found = mpckmeans_labels(data, k, seed % 2**31)
+        if found is None:
+            nmi_rows.append({**key, "method": "mpckmeans", "nmi": np.nan, "seconds": time.perf_counter() - t0,
+                             "warnings": "failed: inconsistent constraints or an empty cluster"})
+        else:
+            record("mpckmeans", found, time.perf_counter() - t0)
     t0 = time.perf_counter()
     paper = point_estimate(data, k, seed=seed % 2**31)
     record("paper", paper.labels(data.features), time.perf_counter() - t0, paper.omega)
@@ -179,9 +215,16 @@ def timing(draws, tune, chains, precision=None) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------- summaries
 def nmi_table(nmi: pd.DataFrame) -> pd.DataFrame:
-    stats = nmi.groupby(["dataset", "case", "n_constraints", "method"])["nmi"].agg(["mean", "std", "count"])
-    text = stats.apply(lambda r: f"{r['mean']:.3f} ± {0 if np.isnan(r['std']) else r['std']:.3f} ({int(r['count'])})",
-                       axis=1)
+    stats = nmi.groupby(["dataset", "case", "n_constraints", "method"])["nmi"].agg(["mean", "std", "count", "size"])
+
+    def cell(r):
+        failed = int(r["size"] - r["count"])
+        if not r["count"]:
+            return f"failed ({failed})"
+        text = f"{r['mean']:.3f} ± {0 if np.isnan(r['std']) else r['std']:.3f} ({int(r['count'])})"
+        return text + (f", {failed} failed" if failed else "")
+
+    text = stats.apply(cell, axis=1)
     table = text.unstack("method")
     return table[[m for m in METHODS if m in table.columns]]
 
@@ -302,15 +345,15 @@ def plot_omega(omega: pd.DataFrame, n_constraints: int, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def summarize(omega_at: int) -> None:
-    make = "python benchmarks/experts_uci.py --resume"
-    nmi = pd.read_csv(require(OUT / "experts_uci_nmi.csv", make))
-    omega = pd.read_csv(require(OUT / "experts_uci_omega.csv", make))
-    plot_nmi(nmi, OUT / "experts_uci_nmi.png")
-    plot_omega(omega, omega_at, OUT / "experts_uci_omega.png")
+def summarize(omega_at: int, name: str = "experts_uci") -> None:
+    make = "python benchmarks/experts_uci.py --resume" + ("" if name == "experts_uci" else f" --name {name}")
+    nmi = pd.read_csv(require(OUT / f"{name}_nmi.csv", make))
+    omega = pd.read_csv(require(OUT / f"{name}_omega.csv", make))
+    plot_nmi(nmi, OUT / f"{name}_nmi.png")
+    plot_omega(omega, omega_at, OUT / f"{name}_omega.png")
     RESULTS.mkdir(exist_ok=True)
-    nmi_table(nmi).to_csv(RESULTS / "experts_uci_nmi_summary.csv")
-    omega_table(omega, omega_at).to_csv(RESULTS / "experts_uci_omega_summary.csv", index=False)
+    nmi_table(nmi).to_csv(RESULTS / f"{name}_nmi_summary.csv")
+    omega_table(omega, omega_at).to_csv(RESULTS / f"{name}_omega_summary.csv", index=False)
     print("\nNMI against the true classes (mean ± sd over repeats, number of repeats):\n")
     print(markdown(nmi_table(nmi)))
     print("\nBayesian against the paper's eq. 8, per constraint set (ahead, within 0.005, behind):\n")
@@ -324,7 +367,7 @@ def summarize(omega_at: int) -> None:
     seconds = fits.groupby(["dataset", "method"])["seconds"].median().unstack()
     print("\nMedian seconds per fit (whole fit, including compilation):\n")
     print(markdown(seconds.round(1)))
-    timing_path = OUT / "experts_uci_timing.csv"
+    timing_path = OUT / f"{name}_timing.csv"
     if timing_path.exists():
         print("\nP4 workload (breast_cancer, 2000 constraints x 5 experts):\n")
         print(markdown(pd.read_csv(timing_path).round(2), index=False))
@@ -349,15 +392,18 @@ def main(argv=None) -> None:
                         help="NUTS arithmetic for --timing (default: the model's)")
     parser.add_argument("--resume", action="store_true", help="keep the CSV files and skip finished settings")
     parser.add_argument("--summarize", action="store_true", help="only make the figures and tables from the CSVs")
+    parser.add_argument("--mpckmeans", action="store_true", help="also majority vote + MPCKMeans (its package needed)")
+    parser.add_argument("--name", default="experts_uci",
+                        help="stem of the out/ and results/ files (another stem keeps a separate run's summaries apart)")
     args = parser.parse_args(argv)
     if args.full:
         args.constraints, args.repeats = "100,200,500,1000,1500,2000", 10
         args.nuts_at, args.nuts_repeats = args.constraints, 10
     OUT.mkdir(parents=True, exist_ok=True)
-    nmi_path, omega_path = OUT / "experts_uci_nmi.csv", OUT / "experts_uci_omega.csv"
+    nmi_path, omega_path = OUT / f"{args.name}_nmi.csv", OUT / f"{args.name}_omega.csv"
     if not args.summarize:
         if not args.resume:
-            for path in (nmi_path, omega_path, OUT / "experts_uci_timing.csv"):
+            for path in (nmi_path, omega_path, OUT / f"{args.name}_timing.csv"):
                 path.unlink(missing_ok=True)
         done = set()
         if args.resume and nmi_path.exists():
@@ -372,15 +418,15 @@ def main(argv=None) -> None:
                         t0 = time.perf_counter()
                         nmi_rows, omega_rows = one_setting(
                             dataset, case, n, rep, nuts=n in nuts_at and rep < args.nuts_repeats,
-                            draws=args.draws, tune=args.tune, chains=args.chains)
+                            draws=args.draws, tune=args.tune, chains=args.chains, mpckmeans=args.mpckmeans)
                         append(nmi_rows, nmi_path, NMI_COLUMNS)
                         append(omega_rows, omega_path, OMEGA_COLUMNS)
                         scores = " ".join(f"{r['method']}={r['nmi']:.3f}" for r in nmi_rows)
                         print(f"{dataset} case {case} n={n} rep {rep}: {scores} ({time.perf_counter() - t0:.0f} s)",
                               flush=True)
         if args.timing:
-            timing(args.draws, args.tune, args.chains, args.precision).to_csv(OUT / "experts_uci_timing.csv", index=False)
-    summarize(args.omega_at)
+            timing(args.draws, args.tune, args.chains, args.precision).to_csv(OUT / f"{args.name}_timing.csv", index=False)
+    summarize(args.omega_at, args.name)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
     python benchmarks/pcmix_toys.py --nuts              # also the generalized posterior by NUTS
     python benchmarks/pcmix_toys.py --study intervals --interval-seeds 5
     python benchmarks/pcmix_toys.py --study nuts --draws 500 --tune 500 --chains 2
+    python benchmarks/pcmix_toys.py --study mlrep-check  # Sec. 3.3: ML+rep's objective at PC's solution
 
 Sec. 3.2: 1-D, intervals A (175 points on [-1, 1], about half positive), B
 (100 on [1, 1.5], positive), C (75 on [1.5, 2], negative); K = 2.
@@ -23,7 +24,11 @@ value of every solution the optimizer can land in is on the record. Nothing
 here is tuned to the paper's figures: priors, restarts and seeds are the
 package defaults (seed 0).
 
-Writes the per-lam tables pcmix_sec32.csv, pcmix_sec33.csv and pcmix_nuts.csv under benchmarks/results/,
+Sec. 3.2 also scores the AUC of P(y = 1 given x) on the training items (the paper's Fig. 2 plots both),
+for the main data draw and, averaged, for the other draws (pcmix_sec32_draws.csv).
+
+Writes the per-lam tables pcmix_sec32.csv, pcmix_sec32_draws.csv, pcmix_sec33.csv, pcmix_sec33_mlrep_check.csv and
+pcmix_nuts.csv under benchmarks/results/,
 and the basins, per-draw, timing and PNG files (pcmix_*) under benchmarks/out/ (git-ignored).
 """
 
@@ -39,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_wsc import inference
-from bayes_wsc.baselines.pcmix import data_nll_per_item, error_rate, ml_rep_em, pc_objective
+from bayes_wsc.baselines.pcmix import data_nll_per_item, error_rate, ml_rep_em, pc_objective, predict_proba
 from bayes_wsc.errors import FitWarning
 from bayes_wsc.fit import fit_map
 from bayes_wsc.models.pcmix import BASIN_ATOL, BASIN_TOL, PCMixture, point_to_params
@@ -139,6 +144,21 @@ def pc_path(data, lams, y_true, restarts: int = 10, seed: int = 0):
     return path, table
 
 
+def auc(probability_of_one: np.ndarray, y_true) -> float:
+    """Area under the ROC curve of P(y = 1 given x) against the labels, as in the paper's Fig. 2."""
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(np.asarray(y_true), probability_of_one))
+
+
+def pc_auc(path, data, y_true) -> list[float]:
+    return [auc(fit.predict_arrays(data.x, 0.9)["label_mean"][:, 1], y_true) for fit in path.fits]
+
+
+def ml_rep_auc(data, params, y_true) -> float:
+    return auc(predict_proba(data.x, params)[1][:, 1], y_true)
+
+
 def save_figure(fig, name: str) -> Path:
     path = OUT / name
     fig.savefig(path, dpi=110)
@@ -150,9 +170,11 @@ def study_intervals(n_seeds: int, restarts: int, landscape_restarts: int) -> Non
     frame, truth = simulate_intervals(seed=0)
     data = toy_items(frame)
     path, pc_table = pc_path(data, SEC32_LAMS, truth.y, restarts)
+    pc_table["auc"] = pc_auc(path, data, truth.y)
     ml_rows, ml_fits, basins = [], [], []
     for lam in SEC32_LAMS:
         result, summary, ml_basins = ml_rep(data, lam, truth.y, restarts)
+        summary["auc"] = ml_rep_auc(data, result.params, truth.y)
         ml_rows.append(summary)
         ml_fits.append(result)
         basins += [pc_basins(data, lam, truth.y, restarts), ml_basins]
@@ -178,16 +200,22 @@ def study_intervals(n_seeds: int, restarts: int, landscape_restarts: int) -> Non
     for seed in range(n_seeds):  # other draws of the same data: how stable is the picture?
         frame, truth = simulate_intervals(seed=seed)
         data = toy_items(frame)
-        _, pc = pc_path(data, SEC32_LAMS, truth.y, restarts)
-        for lam in SEC32_LAMS:
+        seed_path, pc = pc_path(data, SEC32_LAMS, truth.y, restarts)
+        pc_aucs = pc_auc(seed_path, data, truth.y)
+        for j, lam in enumerate(SEC32_LAMS):
             ml = ml_rep_em(data, 2, lam, restarts=restarts, seed=0)
             rows.append({"data_seed": seed, "lam": lam,
                          "pc_error": float(pc.loc[pc.lam == lam, "error_rate"].iloc[0]),
+                         "pc_auc": pc_aucs[j],
                          "pc_data_nll": float(pc.loc[pc.lam == lam, "data_nll_per_item"].iloc[0]),
                          "ml_rep_error": error_rate(data, ml.params, truth.y),
+                         "ml_rep_auc": ml_rep_auc(data, ml.params, truth.y),
                          "ml_rep_data_nll": data_nll_per_item(data, ml.params)})
         print(f"Sec. 3.2 data seed {seed} done", flush=True)
-    pd.DataFrame(rows).to_csv(OUT / "pcmix_sec32_seeds.csv", index=False)
+    seeds = pd.DataFrame(rows)
+    seeds.to_csv(OUT / "pcmix_sec32_seeds.csv", index=False)
+    means = seeds.groupby("lam")[["pc_error", "pc_auc", "ml_rep_error", "ml_rep_auc"]].mean().round(3)
+    means.assign(data_draws=n_seeds).reset_index().to_csv(RESULTS / "pcmix_sec32_draws.csv", index=False)
 
 
 # ---------------------------------------------------------------------- Sec. 3.3
@@ -306,10 +334,41 @@ def nuts_runs(draws: int, tune: int, chains: int) -> None:
     pd.DataFrame(rows).to_csv(RESULTS / "pcmix_nuts.csv", index=False)
 
 
+# ---------------------------------------------------------------------- Sec. 3.3: why ML+rep stays put
+def study_mlrep_check(restarts: int, fractions=(0.2, 0.5, 1.0), lam: float = 64.0) -> None:
+    """Does the ML+rep objective prefer PC's near-zero-error solution to the one its EM finds (then EM's
+    search fails), or not (then the objective itself keeps ML+rep away)? For each labeled fraction: the ML+rep
+    objective (eq. 10 with the log prior) at PC's MAP, at ML+rep's best of `restarts` starts, and at the end of
+    an EM run started from PC's MAP, with each solution's error on all 5000 items."""
+    from bayes_wsc.baselines.pcmix import ml_rep_objective
+
+    rows = []
+    for b in fractions:
+        frame, truth = simulate_two_blobs(5000, b, seed=0)
+        data = toy_items(frame)
+        est = PCMixture(components=2, lam=lam, restarts=restarts, seed=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            est.fit(data)
+        pc = point_to_params({k: est.idata_.posterior[k].values[0, 0] for k in FREE}, est.sd_floor)
+        best = ml_rep_em(data, 2, lam, restarts=restarts, seed=0)
+        from_pc = ml_rep_em(data, 2, lam, starts=[pc])
+        rows.append({"labeled_fraction": b, "lam": lam,
+                     "mlrep_objective_at_pc_map": ml_rep_objective(data, pc, lam),
+                     "mlrep_objective_at_mlrep_best": ml_rep_objective(data, best.params, lam),
+                     "mlrep_objective_em_from_pc_map": ml_rep_objective(data, from_pc.params, lam),
+                     "error_pc_map": error_rate(data, pc, truth.y),
+                     "error_mlrep_best": error_rate(data, best.params, truth.y),
+                     "error_em_from_pc_map": error_rate(data, from_pc.params, truth.y)})
+        print(rows[-1], flush=True)
+    pd.DataFrame(rows).round(4).to_csv(RESULTS / "pcmix_sec33_mlrep_check.csv", index=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--study", choices=("all", "intervals", "blobs", "timing", "nuts"), default="all",
-                        help="nuts: only the NUTS runs (as --nuts alone)")
+    parser.add_argument("--study", choices=("all", "intervals", "blobs", "timing", "nuts", "mlrep-check"),
+                        default="all", help="nuts: only the NUTS runs (as --nuts alone); mlrep-check: whether the "
+                                            "ML+rep objective prefers PC's solution in Sec. 3.3")
     parser.add_argument("--restarts", type=int, default=10)
     parser.add_argument("--interval-seeds", type=int, default=5, help="data draws of Sec. 3.2 summarized")
     parser.add_argument("--landscape-restarts", type=int, default=40,
@@ -329,6 +388,8 @@ def main() -> None:
         study_intervals(args.interval_seeds, args.restarts, args.landscape_restarts)
     if args.study in ("all", "blobs"):
         study_blobs(args.restarts, [float(b) for b in args.basin_fractions.split(",") if b])
+    if args.study == "mlrep-check":
+        study_mlrep_check(args.restarts)
     if args.nuts or args.study == "nuts":
         nuts_runs(args.draws, args.tune, args.chains)
 

@@ -22,6 +22,11 @@ on the held-out fold's individual labels:
   lr 1e-4, but 100 epochs (`DLLP_EPOCHS`) where the example has 1000; it has no defaults of its own). EM and alter-SVM take two classes only.
 * bayes/default: `ProportionsClassifier()` as a user fits it (every default, the fit-time checks
   included), with the warnings it gave and whether the `class_collapse` check flagged.
+* meanmap/<kernel>, invcal/<kernel> (family `kernel`): the paper's kernel baselines, Mean Map and inverse
+  calibration (`baselines.proportions.fit_mean_map`, `fit_invcal`), with each of the paper's six kernels;
+  inverse calibration takes two classes only. `--ranks` ranks them with the default fit and LLP per data
+  set and sigma, each baseline at its best kernel or k on the test folds, as the paper's Tables 2-3 rank
+  its methods' best models, into results/proportions_sec4_ranks.csv.
 
 Data sets: breast_cancer, wine, and digits (1797 items, 64 features) as two classes, >= 5 against < 5.
 Splits 0-9 are the folds of one shuffled 10-fold split; splits 10-19 the folds of a second one (another
@@ -62,7 +67,7 @@ from output_paths import OUT, RESULTS, require  # noqa: E402
 SIGMAS = (2, 4, 8, 16, 32, 64, 128)
 BAYES = [("gaussian", "independent"), ("gaussian", "exact-counts"), ("categorical", "independent"),
          ("categorical", "exact-counts"), ("logistic", "independent"), ("logistic", "exact-counts")]
-FAMILIES = ("bayes", "llp", "baselines", "default", "llp-learn")
+FAMILIES = ("bayes", "llp", "baselines", "default", "llp-learn", "kernel")
 LLP_LEARN = ("em-lr", "alter-svm", "dllp")
 #: DLLP has no default number of epochs; its README example takes 1000, which at batch size one bag costs
 #: 1000 x (number of bags) steps: 100 here, so that the sweep runs on a shared machine
@@ -70,6 +75,8 @@ DLLP_EPOCHS = 100
 COLUMNS = ["dataset", "sigma", "fold", "method", "accuracy", "seconds", "k", "err_pi", "warnings", "flagged",
            "predicted_classes", "program", "restarts"]
 DATASETS = ("breast_cancer", "wine", "digits")
+#: Mean Map's kernel feature maps, kept per (data set, split, kernel) across the group sizes of a run
+FEATURE_MAPS: dict = {}
 
 
 def scaled_dataset(name: str):
@@ -154,7 +161,7 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, fam
     from bayes_wsc import inference
     from bayes_wsc.baselines.proportions import K_RANGE, direct_classifier, fit_llp, oracle_classifier
     from bayes_wsc.data.proportions import LabelProportions
-    from bayes_wsc.errors import FitWarning
+    from bayes_wsc.errors import FitWarning, InputError
     from bayes_wsc.models.proportions import ProportionsClassifier
     from bayes_wsc.simulate.proportions import class_counts, random_groups
 
@@ -233,6 +240,28 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, fam
             continue
         record(f"llp-learn/{method}", float(np.mean(predicted == y_test)), time.perf_counter() - t0,
                predicted_classes=int(np.unique(predicted).size))
+    if "kernel" in families:
+        from bayes_wsc.baselines.proportions import KERNELS, fit_invcal, fit_mean_map, mean_map_features
+
+        for kernel in KERNELS:
+            for family in ("meanmap", "invcal"):
+                method = f"{family}/{kernel}"
+                if (name, sigma, fold, method) in done or (family == "invcal" and n_classes > 2):
+                    continue
+                t0 = time.perf_counter()
+                try:
+                    if family == "invcal":
+                        model = fit_invcal(x_train, groups, proportions, kernel=kernel)
+                    else:  # the feature map depends on the training items only: one per (data set, split, kernel)
+                        key = (name, fold, kernel)
+                        if key not in FEATURE_MAPS:
+                            FEATURE_MAPS[key] = mean_map_features(x_train, kernel)
+                        model = fit_mean_map(x_train, groups, proportions, kernel=kernel,
+                                             feature_map=FEATURE_MAPS[key])
+                except InputError as exc:  # Mean Map with fewer groups than classes (wine at sigma = 128)
+                    record(method, float("nan"), time.perf_counter() - t0, flagged=f"failed: {exc}")
+                    continue
+                record(method, float(np.mean(model.predict(x_test) == y_test)), time.perf_counter() - t0)
     for method in ("direct", "oracle") if "baselines" in families else ():
         if (name, sigma, fold, method) in done:
             continue
@@ -393,6 +422,61 @@ def report(args) -> None:
     print("wrote", summary_csv, "and", Path(args.out) / "proportions_sec4.png")
 
 
+#: the methods of the rank table: the package's default fit, then the paper's (Tables 2-3; AOC-KK not implemented)
+RANKED = {"bayes_wsc default": ("bayes/default", "bayes/logistic/exact-counts"), "LLP": ("llp-best-k/",),
+          "Invcal": ("invcal/",), "Mean Map": ("meanmap/",)}
+
+
+def rank_table(accuracy: pd.DataFrame) -> pd.DataFrame:
+    """Per data set and sigma, the rank (1 = most accurate; accuracies equal to three decimals tie and share
+    their mean rank) of each method of `RANKED` that ran there, and its accuracy. `accuracy`: dataset, sigma,
+    method, mean (held-out accuracy over the same splits). A method given by a prefix (several kernels or k)
+    takes its best member, as the paper's tables do."""
+    rows = []
+    for (dataset, sigma), part in accuracy.groupby(["dataset", "sigma"]):
+        best = {}
+        for label, methods in RANKED.items():
+            hits = part[part["method"].apply(lambda m: any(m == x or (x.endswith("/") and m.startswith(x))
+                                                           for x in methods))]
+            exact = [m for m in methods if m in set(part["method"])]
+            if exact:  # the first named method present (the default fit, else its configuration)
+                best[label] = float(part.loc[part["method"] == exact[0], "mean"].iloc[0])
+            elif hits["mean"].notna().any():  # a method that failed on every split is absent
+                best[label] = float(hits["mean"].max())
+        if "bayes_wsc default" in best and len(best) >= 3:
+            ranks = pd.Series(best).round(3).rank(ascending=False)  # accuracies equal to 0.001 tie
+            rows.append({"dataset": dataset, "sigma": int(sigma), "methods": len(best),
+                         **{f"rank {k}": ranks.get(k, np.nan) for k in RANKED},
+                         **{f"accuracy {k}": round(best[k], 3) if k in best else np.nan for k in RANKED}})
+    return pd.DataFrame(rows)
+
+
+def ranks_report(args) -> None:
+    """The rank table of the paper's Tables 2-3 over the data sets at hand: the new runs in --out, with the
+    default fit's and LLP's means from results/proportions_sec4_summary.csv where --out lacks them (the same
+    seed, hence the same splits and groups)."""
+    parts = [pd.read_csv(p) for p in sorted(Path(args.out).glob("proportions_sec4_*.csv"))
+             if not p.name.endswith("_summary.csv")]
+    if not parts:
+        require(Path(args.out) / "proportions_sec4_<dataset>.csv",
+                f"python benchmarks/proportions_sec4.py --methods kernel --out {args.out}")
+    table = pd.concat(parts)
+    means = (table.groupby(["dataset", "method", "sigma"])["accuracy"].agg(mean="mean", folds="count").reset_index())
+    committed = RESULTS / "proportions_sec4_summary.csv"
+    if committed.exists():
+        earlier = pd.read_csv(committed)
+        have = set(zip(means["dataset"], means["method"], means["sigma"]))
+        earlier = earlier[[k not in have for k in zip(earlier["dataset"], earlier["method"], earlier["sigma"])]]
+        means = pd.concat([means, earlier[["dataset", "method", "sigma", "mean", "folds"]]], ignore_index=True)
+    kernels = means[means["method"].str.match(r"(meanmap|invcal)/")]
+    kernels.round(4).to_csv(RESULTS / "proportions_sec4_kernel.csv", index=False)
+    ranks = rank_table(means)
+    ranks.to_csv(RESULTS / "proportions_sec4_ranks.csv", index=False)
+    with pd.option_context("display.width", 250, "display.max_columns", 40):
+        print(means.pivot_table(index=["dataset", "method"], columns="sigma", values="mean").round(3).to_string())
+        print(ranks.to_string(index=False))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", default=",".join(DATASETS))
@@ -406,9 +490,12 @@ def main(argv=None) -> int:
                              "methods' seeds do not depend on which, so a later run fills in the rest")
     parser.add_argument("--out", default=str(OUT), help="folder of the per-data-set CSV files")
     parser.add_argument("--report", action="store_true", help="summarize the CSV into a table and a plot")
+    parser.add_argument("--ranks", action="store_true", help="the rank table of the paper's Tables 2-3 from --out")
     args = parser.parse_args(argv)
     print("command: python benchmarks/proportions_sec4.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv)))
-    if args.report:
+    if args.ranks:
+        ranks_report(args)
+    elif args.report:
         report(args)
     else:
         run(args)

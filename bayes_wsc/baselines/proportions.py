@@ -12,6 +12,9 @@
   as in Sec. 4.
 * `direct_classifier`: logistic regression on the items with their group's proportions as soft
   labels (seed 000, Sec. 3.1); `oracle_classifier`: the same trained on the true labels (experiments).
+* `fit_mean_map` and `fit_invcal`: the two kernel baselines of the paper's Sec. 4, Mean Map
+  (Quadrianto et al. 2009) and inverse calibration (Rueping 2010), with the paper's six kernels
+  (`KERNELS`); the paper ran the authors' R scripts, these are written from the methods' papers.
 
 Two readings of the paper are ours. Alg. 2 as printed starts `lowest_error` at 0 and so never
 changes a label; we start it at infinity, as its text describes ("the label that most reduces
@@ -398,3 +401,173 @@ def oracle_classifier(x: np.ndarray, labels: np.ndarray, *, C: float = 1.0):
     from sklearn.linear_model import LogisticRegression
 
     return LogisticRegression(C=C, max_iter=2000).fit(x, labels)
+
+
+# ---------------------------------------------------------------------- Mean Map and inverse calibration
+#: the kernels the paper tried for its kernel baselines (Sec. 4.1): linear, polynomial of degree 2 and 3
+#: (scikit-learn's gamma = 1 / features, coef0 = 1) and radial basis with gamma 0.01, 0.1 and 1
+KERNELS = ("linear", "poly2", "poly3", "rbf0.01", "rbf0.1", "rbf1")
+#: Mean Map's explicit feature map for a non-linear kernel: Nystroem with at most this many landmarks
+#: (exact when the training set is no larger)
+MEAN_MAP_LANDMARKS = 500
+
+
+def kernel_parameters(kernel: str) -> dict:
+    """scikit-learn's `pairwise_kernels` arguments of one of `KERNELS`."""
+    if kernel == "linear":
+        return {"metric": "linear"}
+    if kernel in ("poly2", "poly3"):
+        return {"metric": "poly", "degree": int(kernel[-1]), "coef0": 1.0}
+    if kernel.startswith("rbf"):
+        try:
+            return {"metric": "rbf", "gamma": float(kernel[3:])}
+        except ValueError:
+            pass
+    raise InputError(f"kernel: {kernel!r} is none of {', '.join(KERNELS)}")
+
+
+def _group_means(item_group: np.ndarray, n_groups: int) -> np.ndarray:
+    """(G, n) matrix whose row g averages the items of group g."""
+    from scipy import sparse
+
+    n = item_group.size
+    counts = np.bincount(item_group, minlength=n_groups).astype(float)
+    return sparse.csr_matrix((1.0 / counts[item_group], (item_group, np.arange(n))), shape=(n_groups, n))
+
+
+def _check_llp_inputs(x, item_group, proportions):
+    x = np.asarray(x, dtype=float)
+    item_group = np.asarray(item_group)
+    proportions = np.asarray(proportions, dtype=float)
+    if x.ndim != 2 or item_group.shape != (x.shape[0],):
+        raise InputError(f"items: features of shape {x.shape} do not match {item_group.size} group indices")
+    if proportions.ndim != 2 or item_group.min() < 0 or item_group.max() >= proportions.shape[0]:
+        raise InputError(f"item_group: indices must lie in [0, {proportions.shape[0]}) (one row of proportions each)")
+    if np.bincount(item_group, minlength=proportions.shape[0]).min() == 0:
+        raise InputError("item_group: every group must hold at least one item")
+    return x, item_group.astype(np.int64), proportions
+
+
+@dataclass
+class MeanMapModel:
+    """p(y | x) = softmax(phi(x) theta) with theta fitted by Mean Map; phi(x) = [features, 1] for the
+    linear kernel, [Nystroem map, 1] otherwise."""
+
+    theta: np.ndarray
+    feature_map: object | None
+    kernel: str
+
+    def _features(self, x):
+        x = np.asarray(x, dtype=float)
+        z = x if self.feature_map is None else self.feature_map.transform(x)
+        return np.hstack([z, np.ones((z.shape[0], 1))])
+
+    def predict_proba(self, x) -> np.ndarray:
+        from scipy.special import softmax
+
+        return softmax(self._features(x) @ self.theta, axis=1)
+
+    def predict(self, x) -> np.ndarray:
+        return self.predict_proba(x).argmax(axis=1)
+
+
+def mean_map_features(x: np.ndarray, kernel: str, seed: int | None = 0):
+    """The explicit feature map of a non-linear kernel (Nystroem, fitted on `x`), None for the linear one; it
+    depends on the items alone, so fits on the same items with other groups can share it."""
+    params = kernel_parameters(kernel)
+    if params["metric"] == "linear":
+        return None
+    from sklearn.kernel_approximation import Nystroem
+
+    extra = {k: v for k, v in params.items() if k != "metric"}
+    return Nystroem(kernel=params["metric"], n_components=min(len(x), MEAN_MAP_LANDMARKS), random_state=seed,
+                    **extra).fit(np.asarray(x, dtype=float))
+
+
+def fit_mean_map(x: np.ndarray, item_group: np.ndarray, proportions: np.ndarray, *, kernel: str = "linear",
+                 C: float = 1.0, seed: int | None = 0, feature_map=None) -> MeanMapModel:
+    """Mean Map (Quadrianto, Smola, Caetano & Le 2009): a conditional exponential model p(y | x) fitted
+    with the labels entering only through mu_XY = sum_y p(y) e_y (x) E[phi(x) | y], whose class means
+    are recovered from the group means by least squares (group mean = sum_y pi_gy E[phi | y]).
+
+    Minimizes sum_i log sum_y exp(phi_i theta_y) - sum_y n_y <theta_y, E[phi | y]> + ||theta||^2 / (2 C)
+    (the bias row unpenalized) by L-BFGS; C = 1 as for the direct and oracle baselines. Needs at least
+    as many groups as classes with proportions of full rank. `feature_map`: `mean_map_features(x, kernel)`
+    computed once for several fits on the same items."""
+    from scipy.optimize import minimize
+    from scipy.special import logsumexp, softmax
+
+    x, item_group, proportions = _check_llp_inputs(x, item_group, proportions)
+    n, n_classes = x.shape[0], proportions.shape[1]
+    if np.linalg.matrix_rank(proportions) < n_classes:
+        raise InputError(f"proportions: Mean Map needs the {proportions.shape[0]} groups' proportions to have rank "
+                         f"{n_classes} (one per class) to recover the class means")
+    if feature_map is None:
+        feature_map = mean_map_features(x, kernel, seed)
+    model = MeanMapModel(np.zeros(0), feature_map, kernel)
+    phi = model._features(x)
+    sizes = np.bincount(item_group, minlength=proportions.shape[0]).astype(float)
+    set_means = np.asarray(_group_means(item_group, proportions.shape[0]) @ phi)
+    class_means, *_ = np.linalg.lstsq(proportions, set_means, rcond=None)  # (L, D)
+    class_counts = sizes @ proportions  # n_y
+    target = (class_counts[:, None] * class_means).T  # (D, L)
+    penalty = np.ones((phi.shape[1], 1))
+    penalty[-1] = 0.0
+
+    def objective(flat):
+        theta = flat.reshape(phi.shape[1], n_classes)
+        scores = phi @ theta
+        value = logsumexp(scores, axis=1).sum() - np.sum(target * theta) + np.sum(penalty * theta**2) / (2 * C)
+        grad = phi.T @ softmax(scores, axis=1) - target + penalty * theta / C
+        return value, grad.ravel()
+
+    result = minimize(objective, np.zeros(phi.shape[1] * n_classes), jac=True, method="L-BFGS-B",
+                      options={"maxiter": 2000})
+    model.theta = result.x.reshape(phi.shape[1], n_classes)
+    return model
+
+
+@dataclass
+class InvCalModel:
+    """f(x) = sum_g a_g mean_{x' in g} k(x, x') + b, fitted by inverse calibration; class 1 when f(x) > 0,
+    P(y = 1 | x) = sigmoid(f(x))."""
+
+    svr: object
+    x_train: np.ndarray
+    item_group: np.ndarray
+    n_groups: int
+    kernel: str
+
+    def decision_function(self, x) -> np.ndarray:
+        from sklearn.metrics.pairwise import pairwise_kernels
+
+        k = pairwise_kernels(np.asarray(x, dtype=float), self.x_train, **kernel_parameters(self.kernel))
+        return self.svr.predict(np.asarray(_group_means(self.item_group, self.n_groups) @ k.T).T)
+
+    def predict(self, x) -> np.ndarray:
+        return (self.decision_function(x) > 0).astype(np.int64)
+
+
+def fit_invcal(x: np.ndarray, item_group: np.ndarray, proportions: np.ndarray, *, kernel: str = "linear",
+               C: float = 1.0, epsilon: float = 0.1) -> InvCalModel:
+    """Inverse calibration (Rueping 2010), two classes: support vector regression whose constraint is on
+    each group's mean score, |mean_{x in g} f(x) - logit(p_g)| <= epsilon + slack, f in the kernel's space.
+
+    That is an SVR on the groups with the kernel between group means, mean_{x in g, x' in h} k(x, x')
+    (scikit-learn's `SVR(kernel="precomputed")`). The targets are empirical logits, log((c + 1/2) / (n_g - c
+    + 1/2)) for c items of class 1 among n_g, finite for shares of 0 and 1. C = 1 and epsilon = 0.1 are
+    scikit-learn's defaults."""
+    from sklearn.metrics.pairwise import pairwise_kernels
+    from sklearn.svm import SVR
+
+    x, item_group, proportions = _check_llp_inputs(x, item_group, proportions)
+    if proportions.shape[1] != 2:
+        raise InputError(f"proportions: inverse calibration takes two classes, not {proportions.shape[1]}")
+    n_groups = proportions.shape[0]
+    sizes = np.bincount(item_group, minlength=n_groups).astype(float)
+    ones = proportions[:, 1] * sizes
+    means = _group_means(item_group, n_groups)
+    k = pairwise_kernels(x, **kernel_parameters(kernel))
+    gram = np.asarray(means @ np.asarray(means @ k).T)  # (G, G): mean kernel between groups
+    svr = SVR(kernel="precomputed", C=C, epsilon=epsilon).fit(gram, np.log((ones + 0.5) / (sizes - ones + 0.5)))
+    return InvCalModel(svr, x, item_group, n_groups, kernel)
