@@ -93,10 +93,20 @@ def run(args) -> None:
     if args.formulation == "conditional" and (args.groups is not None or args.seed_weight is not None):
         raise InputError("--groups and --seed-weight are settings of --formulation mixture (or auto)")
     common = {"overlap_threshold": threshold, "restarts": args.restarts, **sampling_settings(args)}
-    conditional = PerceptionClustering(weight_scale=args.weight_scale, intercept_sd=args.intercept_sd, **common)
+    variant = {k: common.pop(k) for k in ("model_file", "model_settings") if k in common}
+    formulation = args.formulation
+    if variant.get("model_file") is not None:  # a variant file is a model of its own: it is fitted as given
+        if formulation == "auto":
+            print("--model-file: the variant is fitted as it is (--formulation auto compares the package's two "
+                  "formulations, not a variant)", flush=True)
+            formulation = "conditional"
+        if formulation == "mixture":
+            raise InputError("--model-file replaces the conditional model; it is not a setting of --formulation mixture")
+    conditional = PerceptionClustering(weight_scale=args.weight_scale, intercept_sd=args.intercept_sd, **common,
+                                       **variant)
     mixture = PerceptionMixture(groups=args.groups or DEFAULT_GROUPS,
                                 seed_weight=1.0 if args.seed_weight is None else args.seed_weight, **common)
-    est = {"conditional": conditional, "mixture": mixture}.get(args.formulation) or PerceptionAuto(conditional, mixture)
+    est = {"conditional": conditional, "mixture": mixture}.get(formulation) or PerceptionAuto(conditional, mixture)
     fit_save_report(est, data, args)
 
 
