@@ -497,6 +497,24 @@ def summarize_choice() -> None:
     power.to_csv(RESULTS / "perception_choice_check.csv", index=False, float_format="%.4f")
     print("\nthe held-out-seed check")
     print(power.round(3).to_string(index=False))
+    # other rules read from the stored per-cluster figures (after the fact, on the same fits: not shipped)
+    K = fits["f_clusters"].map(lambda v: len(json.loads(v)))
+    p = fits["held_cluster_p"].map(lambda v: np.array(json.loads(v), dtype=float))
+    effect = (fits["held_cluster_expected"].map(lambda v: np.array(json.loads(v), dtype=float))
+              - fits["held_cluster_acc"].map(lambda v: np.array(json.loads(v), dtype=float)))
+    rules = {f"shipped rule at tolerance {tol}": [bool(np.any((pp * np.isfinite(pp).sum() < 0.01) & (e > tol)))
+                                                  for pp, e in zip(p, effect)] for tol in (0.25, 0.4, 0.5)}
+    rules["mean held-out log score below log(1/K)"] = list(fits["held_log_score"] < np.log(1.0 / K))
+    rules["mean held-out log score below log(1/K) - 0.5"] = list(fits["held_log_score"] < np.log(1.0 / K) - 0.5)
+    alt = []
+    for name, flags in rules.items():
+        flags = pd.Series(flags, index=fits.index)
+        bad, good = fits["gap"] >= 0.10, fits["gap"] <= 0.03
+        alt.append({"rule": name, "power (all fits)": flags[bad].mean(), "false alarms (all fits)": flags[good].mean(),
+                    "power (auto)": flags[bad & (fits["method"] == "auto")].mean(),
+                    "false alarms (auto)": flags[good & (fits["method"] == "auto")].mean()})
+    print("\nother rules, read after the fact from the same fits")
+    print(pd.DataFrame(alt).round(3).to_string(index=False))
 
 
 def part_choice_timing(args) -> None:

@@ -845,7 +845,7 @@ class PerceptionMixture(PerceptionClustering):
     def fit(self, data):
         """The MAP's restarts, then (`restart_rule="seeds"`, more than one restart) the optimum whose
         memberships give the seeds the highest log score (`restart_seed_scores`) kept: the fit is made
-        again from it alone (L-BFGS stops at once), with the checks. Every restart's log density and
+        again from it alone (L-BFGS stops at once; Laplace, if asked, then runs at it), with the checks. Every restart's log density and
         seed score are kept in the fit's attrs (`restarts`)."""
         import warnings
 
@@ -853,13 +853,14 @@ class PerceptionMixture(PerceptionClustering):
 
         if self.restart_rule != "seeds" or int(self.restarts) < 2 or self.method == "nuts":
             return super().fit(data)
-        checks, self.checks = self.checks, False
+        checks, method = self.checks, self.method
+        self.checks, self.method = False, "map"  # the restarts' optima; the chosen one is then fitted as asked
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FitWarning)
                 super().fit(data)
         finally:
-            self.checks = checks
+            self.checks, self.method = checks, method
         optima = self._mode.optima
         info = inference.get_attrs(self._fitted())["fit_info"]["map"]
         densities = list(info.get("restart_log_densities", []))
