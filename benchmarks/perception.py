@@ -397,7 +397,8 @@ def choice_fit(model, data, truth, rows, seed: int, **settings) -> tuple[dict, o
            "any_flagged": bool(checks["flagged"].any()),
            "held_log_score": held["log_score"], "held_accuracy": held["accuracy"],
            # per cluster, to read the check at other tolerances afterwards (RESULTS.md says which was used)
-           "held_cluster_p": json.dumps(held["cluster_p_value"]), "held_cluster_acc": json.dumps(held["cluster_accuracy"]),
+           "held_cluster_p": json.dumps(held["cluster_p_value"]),
+           "held_cluster_acc": json.dumps(held["cluster_accuracy"]),
            "held_cluster_expected": json.dumps(held["cluster_expected"]), "f_clusters": json.dumps(f.round(4).tolist())}
     restarts = inference.get_attrs(est._fitted()).get("restarts")
     if isinstance(restarts, dict):

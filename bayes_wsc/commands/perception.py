@@ -101,7 +101,8 @@ def run(args) -> None:
                   "formulations, not a variant)", flush=True)
             formulation = "conditional"
         if formulation == "mixture":
-            raise InputError("--model-file replaces the conditional model; it is not a setting of --formulation mixture")
+            raise InputError("--model-file replaces the conditional model; it is not a setting of "
+                             "--formulation mixture")
     conditional = PerceptionClustering(weight_scale=args.weight_scale, intercept_sd=args.intercept_sd, **common,
                                        **variant)
     mixture = PerceptionMixture(groups=args.groups or DEFAULT_GROUPS,

@@ -224,7 +224,7 @@ def overlap_clusters(probabilities: np.ndarray, names, threshold: float) -> list
 
 
 # ---------------------------------------------------------------------- held-out seeds
-#: folds of the held-out-seed check: every seed is left out of one refit (fewer folds when no cluster has this many seeds)
+#: folds of the held-out-seed check: every seed is left out of one refit (fewer when no cluster has this many seeds)
 HELD_OUT_FOLDS = 5
 
 
@@ -455,7 +455,7 @@ class PerceptionClustering(Estimator):
             return stored
         data = self.data_from_fit() if data is None else data
         recipe = self._recipe()
-        if getattr(self, "_model_recipe", None) is None:  # a loaded fit: the model is built if the program is not cached
+        if getattr(self, "_model_recipe", None) is None:  # a loaded fit: built if its program is not cached
             self._model, self._model_recipe = None, (recipe.build, data)
         names = self.start_names()
         start = self._refit_start(names)
@@ -845,8 +845,9 @@ class PerceptionMixture(PerceptionClustering):
     def fit(self, data):
         """The MAP's restarts, then (`restart_rule="seeds"`, more than one restart) the optimum whose
         memberships give the seeds the highest log score (`restart_seed_scores`) kept: the fit is made
-        again from it alone (L-BFGS stops at once; Laplace, if asked, then runs at it), with the checks. Every restart's log density and
-        seed score are kept in the fit's attrs (`restarts`)."""
+        again from it alone (L-BFGS stops at once; Laplace, if asked, then runs at it), with the checks.
+        Every restart's log density and seed score are kept in the fit's attrs (`restarts`). NUTS starts
+        its chains as every model's do (`chain_starts`)."""
         import warnings
 
         from bayes_wsc.errors import FitWarning

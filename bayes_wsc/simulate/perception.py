@@ -279,7 +279,8 @@ def distractor_knobs(index: int, seed: int = 0) -> dict:
     rng = np.random.default_rng([int(seed), index])
     knobs = {}
     for name, (low, high) in FAMILY_RANGES.items():
-        knobs[name] = int(rng.integers(low, high + 1)) if isinstance(low, int) else round(float(rng.uniform(low, high)), 2)
+        whole = isinstance(low, int)
+        knobs[name] = int(rng.integers(low, high + 1)) if whole else round(float(rng.uniform(low, high)), 2)
     knobs["n_distractor_features"] = max(knobs["n_distractor_features"], knobs["n_dominant"])
     return knobs
 
