@@ -170,15 +170,17 @@ def test_cli_simulates_the_distractor_study(tmp_path, capsys):
 
 # ---------------------------------------------------------------------- real fits
 @pytest.mark.slow
-def test_auto_keeps_the_formulation_whose_held_out_seeds_score_better():
-    """A distractor study where the seeded mixture finds the user's clusters and the conditional model,
-    fitted on a few seeds, does less well: auto keeps the mixture, says so, and the check stays quiet."""
+@pytest.mark.parametrize("index, better", [(4, "conditional"), (12, "mixture")])
+def test_auto_keeps_the_formulation_whose_held_out_seeds_score_better(index, better):
+    """Two data sets of the distractor family (benchmarks/RESULTS.md): on the 4th the mixture collapses (F
+    0.27 against the conditional model's 0.78), on the 12th it finds the user's clusters (0.93 against
+    0.76). Auto keeps the better one by its held-out seeds, and says so."""
     from bayes_wsc.baselines import perception as bp
     from bayes_wsc.models.perception import PerceptionAuto
 
-    study = simulate_distractor_study(300, n_noise_features=10, seeds_per_cluster=5, user_separation=3.0, seed=1)
+    study, _ = distractor_family(index)
     data = study.data()
-    auto = PerceptionAuto(seed=1)
+    auto = PerceptionAuto(seed=index)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         chosen = auto.fit(data)
@@ -186,9 +188,8 @@ def test_auto_keeps_the_formulation_whose_held_out_seeds_score_better():
     for name, est in auto.fits_.items():
         probs = est.memberships(use_seeds=False)[[f"prob_{c}" for c in data.clusters]].to_numpy()
         f[name] = bp.f_scores(bp.threshold_clusters(probs, 0.3), study.membership, data.unseeded_items).mean()
-    better = max(f, key=f.get)
-    assert auto.chosen_ == better and chosen is auto.fits_[better]
-    scores = auto.scores_
-    assert scores[better]["log_score"] > scores[min(f, key=f.get)]["log_score"]
-    assert any("auto chose" in note for note in chosen.summary_notes())
-    assert not chosen.checks_.set_index("check").loc["held_out_seeds", "flagged"]
+    assert f[better] > max(f.values()) - 1e-12 and f[better] - min(f.values()) > 0.1, f
+    assert auto.chosen_ == better and chosen is auto.fits_[better], (f, auto.scores_)
+    other = "mixture" if better == "conditional" else "conditional"
+    assert auto.scores_[better]["log_score"] > auto.scores_[other]["log_score"]
+    assert any(note.startswith("Formulation: auto chose") for note in chosen.summary_notes())
