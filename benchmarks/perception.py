@@ -6,6 +6,20 @@
     python benchmarks/perception.py --part timing                      # MAP at 10,000 x 50 against LPE
     python benchmarks/perception.py --part timing --repeats 1 --timing-methods lpe_1thread,map_first,map_cached
     python benchmarks/perception.py --summarize                        # tables and figures from the CSVs
+    python benchmarks/perception.py --part choice --family 40 --datasets 4 --seed-draws 4   # issue 39
+    python benchmarks/perception.py --part choice_timing               # auto with its check at 10,000 x 50
+
+Issue 39 (`--part choice`, rows in out/perception_choice_IofN.csv, summary results/perception_choice_summary.csv):
+the formulation chosen by the held-out seeds. Data sets: `--family` of the distractor family
+(`distractor_family`), `--datasets` of the simulated study, `--seed-draws` of the digits. Arms:
+
+  seeded_gmm        a diagonal Gaussian mixture on X, EM, seeds clamped (no perception)
+  lpe_kmeans        LPE (`--lpe-restarts` restarts) + k-means on the directions of F
+  conditional       the conditional model, MAP, with its checks (held_out_seeds among them)
+  mixture           the seeded mixture, MAP, restarts chosen by the seeds' log score, with its checks
+  mixture_density   the seeded mixture, restarts chosen by the posterior density (the rule before), checks
+  auto              conditional or mixture, whichever's held-out seeds score better (PerceptionAuto's rule,
+                    from the two fits above: no third fit); its seconds are the two fits' together
 
 Methods, each scored on the items that are no seed:
 
@@ -35,6 +49,7 @@ conditional model against mixture) and results/perception_reliability.csv (the s
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import warnings
@@ -345,10 +360,203 @@ def summarize() -> None:
                 print(f"{method} / best LPE median: {ratio:.3f}")
 
 
+# ---------------------------------------------------------------------- issue 39: the choice
+CHOICE_ARMS = ("seeded_gmm", "lpe_kmeans", "conditional", "mixture", "mixture_density", "auto")
+
+
+def choice_study(part: str, index: int, args):
+    """(study, knobs) of data set `index` of a part of the choice benchmark."""
+    from bayes_wsc.simulate.perception import digits_example, distractor_family, simulate_study
+
+    if part == "family":
+        return distractor_family(index)
+    if part == "simulated":
+        return simulate_study(seed=index), {}
+    return digits_example(seeds_per_cluster=args.digit_seeds, seed=index), {}
+
+
+def choice_fit(model, data, truth, rows, seed: int, **settings) -> tuple[dict, object]:
+    """One perception fit with its checks: F-score (overlap rule), the held-out check and its scores."""
+    from bayes_wsc import inference
+    from bayes_wsc.baselines import perception as bp
+    from bayes_wsc.errors import FitWarning
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        est = model(seed=seed, **settings).fit(data)
+        held = est.held_out_seeds(data)
+    seconds = time.perf_counter() - t0
+    probs = est.memberships(use_seeds=False)[[f"prob_{c}" for c in data.clusters]].to_numpy()
+    f = bp.f_scores(bp.threshold_clusters(probs, THRESHOLD), truth, rows)
+    checks = est.checks_.set_index("check")
+    row = {"f_mean": float(f.mean()), "f_min": float(f.min()), "seconds": seconds,
+           "flagged": bool(checks.loc["held_out_seeds", "flagged"]),
+           "held_p": float(checks.loc["held_out_seeds", "p_value"]),
+           "held_effect": float(checks.loc["held_out_seeds", "effect"]),
+           "any_flagged": bool(checks["flagged"].any()),
+           "held_log_score": held["log_score"], "held_accuracy": held["accuracy"],
+           # per cluster, to read the check at other tolerances afterwards (RESULTS.md says which was used)
+           "held_cluster_p": json.dumps(held["cluster_p_value"]),
+           "held_cluster_acc": json.dumps(held["cluster_accuracy"]),
+           "held_cluster_expected": json.dumps(held["cluster_expected"]), "f_clusters": json.dumps(f.round(4).tolist())}
+    restarts = inference.get_attrs(est._fitted()).get("restarts")
+    if isinstance(restarts, dict):
+        row["restart_chosen_is_densest"] = restarts["chosen"] == restarts["densest"]
+    return row, est
+
+
+def run_choice_dataset(part: str, index: int, args) -> list[dict]:
+    from bayes_wsc.baselines import perception as bp
+    from bayes_wsc.models.perception import PerceptionClustering, PerceptionMixture, choose_formulation
+
+    study, knobs = choice_study(part, index, args)
+    data, truth = study.data(), study.membership
+    rows, k = data.unseeded_items, data.n_clusters
+    base = {"part": part, "dataset": f"{part}{index}", **{f"knob_{n}": v for n, v in knobs.items()}}
+    out = []
+    t0 = time.perf_counter()
+    gmm = bp.seeded_gmm(data)
+    f = bp.f_scores(bp.one_hot(gmm.memberships.argmax(1), k), truth, rows)
+    out.append({**base, "method": "seeded_gmm", "f_mean": float(f.mean()), "f_min": float(f.min()),
+                "seconds": time.perf_counter() - t0})
+    t0 = time.perf_counter()
+    lpe = bp.lpe(data, seed=index, restarts=args.lpe_restarts)
+    f = bp.f_scores(bp.one_hot(bp.embedding_kmeans(lpe, data, seed=index), k), truth, rows)
+    out.append({**base, "method": "lpe_kmeans", "f_mean": float(f.mean()), "f_min": float(f.min()),
+                "seconds": time.perf_counter() - t0})
+    fits = {"conditional": (PerceptionClustering, {}), "mixture": (PerceptionMixture, {}),
+            "mixture_density": (PerceptionMixture, {"restart_rule": "density"})}
+    found = {}
+    for name, (model, settings) in fits.items():
+        row, _ = choice_fit(model, data, truth, rows, index, **settings)
+        found[name] = row
+        out.append({**base, "method": name, **row})
+    chosen, _ = choose_formulation({n: {"log_score": found[n]["held_log_score"]} for n in ("conditional", "mixture")})
+    out.append({**base, "method": "auto", **found[chosen], "chosen": chosen,
+                "seconds": found["conditional"]["seconds"] + found["mixture"]["seconds"]})
+    return out
+
+
+def part_choice(args) -> None:
+    """Every arm on the family, the simulated study and the digits; rows appended as they finish."""
+    shard, shards = (int(v) for v in args.shard.split("/"))
+    path = OUT / f"perception_choice_{shard}of{shards}.csv"
+    done = set(pd.read_csv(path)["dataset"]) if args.resume and path.exists() else set()
+    plan = ([("family", i) for i in range(args.family)] + [("simulated", i) for i in range(args.datasets)]
+            + [("digits", i) for i in range(args.seed_draws)])
+    for part, index in plan[shard::shards]:
+        if f"{part}{index}" in done:
+            continue
+        t0 = time.perf_counter()
+        rows = run_choice_dataset(part, index, args)
+        append(path, rows)
+        print(f"{part}{index}", {r["method"]: round(r["f_mean"], 3) for r in rows},
+              f"flags {[r['method'] for r in rows if r.get('flagged')]}", f"{time.perf_counter() - t0:.0f}s",
+              flush=True)
+
+
+def summarize_choice() -> None:
+    """The choice benchmark's tables: mean F per part and arm, the targets, the check's power and false alarms."""
+    paths = sorted(OUT.glob("perception_choice_*of*.csv"))
+    if not paths:
+        return
+    table = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    by = table.groupby(["part", "method"]).agg(f_mean=("f_mean", "mean"), f_sd=("f_mean", "std"),
+                                               flagged=("flagged", "mean"), seconds=("seconds", "median"),
+                                               datasets=("dataset", "nunique")).reset_index()
+    by.to_csv(RESULTS / "perception_choice_summary.csv", index=False, float_format="%.4f")
+    print("\nchoice: mean F over data sets per part and arm (flagged: share of fits the held-out check flagged)")
+    print(by.round(3).to_string(index=False))
+    wide = table.pivot_table(index="dataset", columns="method", values="f_mean")
+    parts = table.groupby("dataset")["part"].first()
+    wide["baseline"] = wide[["lpe_kmeans", "seeded_gmm"]].max(axis=1)
+    for part in ("family", "simulated", "digits"):
+        sub = wide[parts.reindex(wide.index) == part]
+        if sub.empty:
+            continue
+        for ref in ("lpe_kmeans", "seeded_gmm", "conditional", "mixture"):
+            diff = (sub["auto"] - sub[ref]).dropna()
+            print(f"{part}: auto - {ref}: {diff.mean():+.3f} (se {diff.std() / np.sqrt(max(diff.count(), 1)):.3f}), "
+                  f"ahead in {(diff > 0).sum()} of {diff.count()}")
+        diff = (sub["mixture"] - sub["mixture_density"]).dropna()
+        print(f"{part}: mixture (restarts by seeds) - by density: {diff.mean():+.3f} (se "
+              f"{diff.std() / np.sqrt(max(diff.count(), 1)):.3f}), ahead in {(diff > 0).sum()}, behind in "
+              f"{(diff < 0).sum()} of {diff.count()}")
+        chosen = table[(table["method"] == "auto") & (table["part"] == part)]["chosen"].value_counts().to_dict()
+        print(f"{part}: auto chose {chosen}")
+    fits = table[table["method"].isin(["conditional", "mixture", "mixture_density", "auto"])].copy()
+    fits["gap"] = wide["baseline"].reindex(fits["dataset"]).to_numpy() - fits["f_mean"]
+    rows = []
+    for method, sub in [("all fits", fits), *fits.groupby("method")]:
+        bad, good = sub[sub["gap"] >= 0.10], sub[sub["gap"] <= 0.03]
+        rows.append({"fits": method, "bad (>= 0.10 below the better baseline)": len(bad),
+                     "flagged among bad (power)": float(bad["flagged"].mean()) if len(bad) else float("nan"),
+                     "good (within 0.03 of it or above)": len(good),
+                     "flagged among good (false alarms)": float(good["flagged"].mean()) if len(good) else float("nan")})
+    power = pd.DataFrame(rows)
+    power.to_csv(RESULTS / "perception_choice_check.csv", index=False, float_format="%.4f")
+    print("\nthe held-out-seed check")
+    print(power.round(3).to_string(index=False))
+    # other rules read from the stored per-cluster figures (after the fact, on the same fits: not shipped)
+    K = fits["f_clusters"].map(lambda v: len(json.loads(v)))
+    p = fits["held_cluster_p"].map(lambda v: np.array(json.loads(v), dtype=float))
+    effect = (fits["held_cluster_expected"].map(lambda v: np.array(json.loads(v), dtype=float))
+              - fits["held_cluster_acc"].map(lambda v: np.array(json.loads(v), dtype=float)))
+    rules = {f"shipped rule at tolerance {tol}": [bool(np.any((pp * np.isfinite(pp).sum() < 0.01) & (e > tol)))
+                                                  for pp, e in zip(p, effect)] for tol in (0.25, 0.4, 0.5)}
+    rules["mean held-out log score below log(1/K)"] = list(fits["held_log_score"] < np.log(1.0 / K))
+    rules["mean held-out log score below log(1/K) - 0.5"] = list(fits["held_log_score"] < np.log(1.0 / K) - 0.5)
+    alt = []
+    for name, flags in rules.items():
+        flags = pd.Series(flags, index=fits.index)
+        bad, good = fits["gap"] >= 0.10, fits["gap"] <= 0.03
+        alt.append({"rule": name, "power (all fits)": flags[bad].mean(), "false alarms (all fits)": flags[good].mean(),
+                    "power (auto)": flags[bad & (fits["method"] == "auto")].mean(),
+                    "false alarms (auto)": flags[good & (fits["method"] == "auto")].mean()})
+    print("\nother rules, read after the fact from the same fits")
+    print(pd.DataFrame(alt).round(3).to_string(index=False))
+
+
+def part_choice_timing(args) -> None:
+    """auto (both formulations with their checks) against today's conditional MAP (3 restarts, its checks
+    then), at --timing-items x --timing-features; each first fit (compiles its program) and again (cached)."""
+    from bayes_wsc.errors import FitWarning
+    from bayes_wsc.models.perception import PerceptionAuto, PerceptionClustering
+    from bayes_wsc.simulate.perception import simulate_study
+
+    data = simulate_study(n_items=args.timing_items, n_features=args.timing_features, seed=0).data()
+    rows = []
+    for run in range(2):
+        for method in ("conditional", "auto"):
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FitWarning)
+                if method == "auto":
+                    auto = PerceptionAuto(seed=0)
+                    auto.fit(data)
+                    info = {"chosen": auto.chosen_}
+                else:
+                    PerceptionClustering(seed=0).fit(data)
+                    info = {}
+            rows.append({"run": "first" if run == 0 else "cached", "method": method,
+                         "seconds": time.perf_counter() - t0, **info})
+            print(rows[-1], flush=True)
+    frame = pd.DataFrame(rows)
+    frame.to_csv(OUT / "perception_choice_timing.csv", index=False)
+    for run in ("first", "cached"):
+        sub = frame[frame["run"] == run].set_index("method")["seconds"]
+        print(f"{run}: auto / conditional = {sub['auto'] / sub['conditional']:.2f}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=("distractor", "simulated", "digits", "timing", "nuts_digits", "all"),
-                        default="all")
+    parser.add_argument("--part", choices=("distractor", "simulated", "digits", "timing", "nuts_digits", "choice",
+                                           "choice_timing", "all"), default="all")
+    parser.add_argument("--family", type=int, default=40, help="choice: data sets of the distractor family")
+    parser.add_argument("--lpe-restarts", type=int, default=10, help="choice: LPE's restarts")
+    parser.add_argument("--shard", default="0/1", metavar="I/N",
+                        help="choice: run every N-th data set from the I-th (rows in out/perception_choice_IofN.csv)")
     parser.add_argument("--methods", default=None, metavar="METHOD,...", help="run only these methods")
     parser.add_argument("--no-npe", action="store_true", help="leave NPE + k-means out (minutes per digits set)")
     parser.add_argument("--datasets", type=int, default=20, help="simulated data sets")
@@ -374,6 +582,9 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     RESULTS.mkdir(exist_ok=True)
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.summarize and args.part in ("choice", "choice_timing"):
+        summarize_choice()
+        return
     if args.summarize:
         require(OUT / "perception_simulated.csv", "python benchmarks/perception.py --part simulated --datasets 20 "
                                                   "--nuts --resume")
@@ -381,6 +592,9 @@ def main(argv=None) -> None:
         parts = ("distractor", "simulated", "digits", "timing", "nuts_digits") if args.part == "all" else (args.part,)
         for part in parts:
             globals()[f"part_{part}"](args)
+        if args.part in ("choice", "choice_timing"):
+            summarize_choice()
+            return
     summarize()
 
 

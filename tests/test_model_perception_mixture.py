@@ -224,5 +224,6 @@ def test_cli_fits_the_mixture_and_writes_its_report(tmp_path, capsys):
     fit.write_report(tmp_path / "report")
     assert "seeded mixture" in (tmp_path / "report" / "report.html").read_text()
     capsys.readouterr()
-    assert run("--out", tmp_path / "other.nc", "--groups", 2) == 2  # a mixture setting without the mixture
+    # a mixture setting with the conditional model alone
+    assert run("--out", tmp_path / "other.nc", "--formulation", "conditional", "--groups", 2) == 2
     assert "--formulation mixture" in capsys.readouterr().err

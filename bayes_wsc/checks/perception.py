@@ -21,6 +21,15 @@ P(z_i = k | x_i, z_i in S_i), a realized value (it depends on the draw too). Sta
   whose seeds agree with their neighbours more than its replicates do is flagged (one-sided,
   Bonferroni over clusters). Under the model the observed clusters and the replicated ones have the
   same distribution given the features, so the check rarely flags on data from the model.
+* `held_out_seeds`, the check that a fit found the user's clusters at all (for both formulations): the
+  seeds dealt into folds per cluster (every cluster keeps seeds in every refit), the MAP refitted
+  without each fold from the fit's mode, and each held-out seed's most probable cluster under its refit
+  compared with its sets (`PerceptionClustering.held_out_seeds`). Per cluster, the share of its
+  held-out seeds put in their own cluster (accuracy) against the share the refits expect (the mean
+  probability of their most probable cluster), p = P(accuracy this low) were each seed's cluster drawn
+  from its refit (exact), Bonferroni over the clusters; effect = expected - observed accuracy, flagged
+  beyond `HELD_OUT_TOLERANCE`. A collapsed fit (a cluster that holds its seeds and little else) puts
+  them elsewhere, confidently, once they are held out; the row names that cluster.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from bayes_wsc.criticism import Check, Replicates, p_value_upper, worst_element
+from bayes_wsc.errors import InputError
 from bayes_wsc.posterior import CHUNK_FLOATS
 
 #: `seed_neighbours` flags a cluster whose seeds' share of same-cluster neighbours exceeds its replicates' by this
@@ -35,6 +45,9 @@ NEIGHBOUR_TOLERANCE = 0.2
 
 #: nearest seeds compared with each seed by the targeted check
 NEIGHBOURS = 5
+
+#: `held_out_seeds` flags a cluster whose held-out seeds land in it this much less often than the refits expect
+HELD_OUT_TOLERANCE = 0.25
 
 
 def variates(data) -> int:
@@ -162,6 +175,30 @@ def rows(est, data, replicates: Replicates) -> list[Check]:
     return [neighbours_row]
 
 
+def held_out_seeds(est, data, seed: int = 0) -> list[Check]:
+    """The held-out-seed check (module docstring), one row; refits by MAP, whatever the fit's method."""
+    what = "Held-out seeds land in their own cluster less often than the fit refitted without them expects"
+    try:
+        scores = est.held_out_seeds(data)
+    except InputError as exc:
+        return [Check("held_out_seeds", float("nan"), float("nan"), float("nan"), False,
+                      f"not run: {exc}", float("nan"), HELD_OUT_TOLERANCE)]
+    if not scores["seeds"]:
+        return [Check("held_out_seeds", float("nan"), float("nan"), float("nan"), False,
+                      "not run: no cluster has two seeds, so none can be held out and still leave it seeded.",
+                      float("nan"), HELD_OUT_TOLERANCE)]
+    row = worst_element(
+        "held_out_seeds", np.asarray(scores["cluster_p_value"], dtype=float), scores["cluster_accuracy"],
+        scores["cluster_expected"], scores["clusters"], "cluster", what,
+        f"The fit has not found this cluster where its seeds are: refitted by MAP without some of them "
+        f"({scores['folds']} folds), it puts them in other clusters with confidence (held-out accuracy "
+        f"{scores['accuracy']:.2f} over all {scores['seeds']} held-out seeds, mean log score "
+        f"{scores['log_score']:.3g}). Do not trust its memberships of this cluster: try the other formulation "
+        "(fit perception --formulation conditional or mixture; auto picks by this score), add seeds, or check them.",
+        tolerance=HELD_OUT_TOLERANCE)
+    return [row]
+
+
 def targeted() -> list:
-    """The targeted check (`seed_neighbours`) needs the replicates, so `rows` makes it; nothing more runs."""
-    return []
+    """`held_out_seeds` (`seed_neighbours` needs the replicates, so `rows` makes it)."""
+    return [held_out_seeds]

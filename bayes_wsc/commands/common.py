@@ -208,7 +208,7 @@ def fit_save_report(est, data, args) -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        est.fit(data)
+        est = est.fit(data)  # what fit returns: the estimator, or the fit a chooser (PerceptionAuto) kept
     path = est.save(args.out)
     print_fit(est)
     print(f"\nwrote {path}")

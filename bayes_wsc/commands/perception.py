@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 
 from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
-                                      add_variant_options, columns, non_negative_float, positive_float, positive_int,
-                                      sampling_settings)
+                                      add_variant_options, columns, non_negative_float, non_negative_int,
+                                      positive_float, positive_int, sampling_settings)
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = "seed sets with perception vectors (Cheng et al.): items + seeds + perception"
@@ -50,10 +50,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                        help="prior sd of W's entries is this / sqrt(features) (default 3)")
     model.add_argument("--intercept-sd", type=positive_float, default=1.0, help="prior sd of b (default 1)")
     model.add_argument("--restarts", type=positive_int, default=3, help="MAP starts (default 3)")
-    model.add_argument("--formulation", choices=("conditional", "mixture"), default="conditional",
-                       help="conditional (default): a model of the seed sets given the features, fitted on the seeds; "
-                            "mixture: a seeded mixture of the features of every item (PerceptionMixture, models/perception.py), "
-                            "the better one when the user's clusters shift the features (README, Perception)")
+    model.add_argument("--formulation", choices=("auto", "conditional", "mixture"), default="auto",
+                       help="auto (default): fit both and keep the one whose seeds, held out, score better (it says "
+                            "which and both scores); conditional: a model of the seed sets given the features, "
+                            "fitted on the seeds; mixture: a seeded mixture of the features of every item "
+                            "(PerceptionMixture, models/perception.py) (README, Perception)")
     model.add_argument("--groups", type=positive_int, default=None,
                        help="--formulation mixture: groups of the features' own structure (default 5)")
     model.add_argument("--seed-weight", type=positive_float, default=None, metavar="LAM",
@@ -84,22 +85,29 @@ def run(args) -> None:
     from bayes_wsc.models.perception import OVERLAP_THRESHOLD, PerceptionClustering  # PyMC loads after the data
 
     threshold = OVERLAP_THRESHOLD if args.overlap_threshold is None else args.overlap_threshold
-    if args.formulation == "mixture":
-        from bayes_wsc.errors import InputError
-        from bayes_wsc.models.perception import DEFAULT_GROUPS, PerceptionMixture
+    from bayes_wsc.errors import InputError
+    from bayes_wsc.models.perception import DEFAULT_GROUPS, PerceptionAuto, PerceptionMixture
 
-        if args.weight_scale != 3.0 or args.intercept_sd != 1.0:
-            raise InputError("--weight-scale and --intercept-sd are settings of --formulation conditional")
-        est = PerceptionMixture(groups=args.groups or DEFAULT_GROUPS,
-                                seed_weight=1.0 if args.seed_weight is None else args.seed_weight,
-                                overlap_threshold=threshold, restarts=args.restarts, **sampling_settings(args))
-    else:
-        if args.groups is not None or args.seed_weight is not None:
-            from bayes_wsc.errors import InputError
-
-            raise InputError("--groups and --seed-weight are settings of --formulation mixture")
-        est = PerceptionClustering(weight_scale=args.weight_scale, intercept_sd=args.intercept_sd,
-                                   overlap_threshold=threshold, restarts=args.restarts, **sampling_settings(args))
+    if args.formulation == "mixture" and (args.weight_scale != 3.0 or args.intercept_sd != 1.0):
+        raise InputError("--weight-scale and --intercept-sd are settings of --formulation conditional (or auto)")
+    if args.formulation == "conditional" and (args.groups is not None or args.seed_weight is not None):
+        raise InputError("--groups and --seed-weight are settings of --formulation mixture (or auto)")
+    common = {"overlap_threshold": threshold, "restarts": args.restarts, **sampling_settings(args)}
+    variant = {k: common.pop(k) for k in ("model_file", "model_settings") if k in common}
+    formulation = args.formulation
+    if variant.get("model_file") is not None:  # a variant file is a model of its own: it is fitted as given
+        if formulation == "auto":
+            print("--model-file: the variant is fitted as it is (--formulation auto compares the package's two "
+                  "formulations, not a variant)", flush=True)
+            formulation = "conditional"
+        if formulation == "mixture":
+            raise InputError("--model-file replaces the conditional model; it is not a setting of "
+                             "--formulation mixture")
+    conditional = PerceptionClustering(weight_scale=args.weight_scale, intercept_sd=args.intercept_sd, **common,
+                                       **variant)
+    mixture = PerceptionMixture(groups=args.groups or DEFAULT_GROUPS,
+                                seed_weight=1.0 if args.seed_weight is None else args.seed_weight, **common)
+    est = {"conditional": conditional, "mixture": mixture}.get(formulation) or PerceptionAuto(conditional, mixture)
     fit_save_report(est, data, args)
 
 
@@ -118,7 +126,59 @@ def add_simulate_parser(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--n-perception", type=positive_int, default=None,
                         help="perception features, two of them per cluster (default 6)")
     source.add_argument("--seeds-per-cluster", type=positive_int, default=None,
-                        help="--dataset digits: seeds of each cluster (default 5; simulated: 3 to 10 at random)")
+                        help="seeds of each cluster (digits: default 5; distractor: default 5; simulated: 3 to 10 "
+                             "at random)")
+    family = parser.add_argument_group("the distractor study (--study distractor)")
+    family.add_argument("--study", choices=("simulated", "distractor"), default="simulated",
+                        help="simulated (default): Cheng et al.'s study; distractor: strong nuisance clusters in "
+                             "features of their own, the user's clusters in others (simulate_distractor_study)")
+    family.add_argument("--family", type=non_negative_int, default=None, metavar="INDEX",
+                        help="the knobs of data set INDEX of the family of distractor studies (distractor_family); "
+                             "options given below override them")
+    family.add_argument("--nuisance-clusters", type=positive_int, default=None, help="nuisance clusters (default 4)")
+    family.add_argument("--nuisance-separation", type=non_negative_float, default=None,
+                        help="distance between the nuisance clusters' centres (default 8)")
+    family.add_argument("--user-separation", type=non_negative_float, default=None,
+                        help="shift of an attribute's features in the user's clusters (default 2.5)")
+    family.add_argument("--overlap", type=unit_fraction, default=None,
+                        help="share of items in a second cluster that shares an attribute (default 0.2)")
+    family.add_argument("--distractor-features", type=positive_int, default=None,
+                        help="features of the nuisance clusters (default 10)")
+    family.add_argument("--noise-features", type=non_negative_int, default=None, help="noise features (default 30)")
+
+
+def unit_fraction(text: str) -> float:
+    value = non_negative_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
+#: `simulate perception --study distractor`: option -> simulate_distractor_study's argument
+DISTRACTOR_OPTIONS = {"n_items": "n_items", "clusters": "n_clusters", "n_perception": "n_perception",
+                      "nuisance_clusters": "n_dominant", "nuisance_separation": "dominant_separation",
+                      "user_separation": "user_separation", "overlap": "overlap",
+                      "distractor_features": "n_distractor_features", "noise_features": "n_noise_features",
+                      "seeds_per_cluster": "seeds_per_cluster"}
+
+
+def distractor_settings(args) -> dict:
+    """simulate_distractor_study's arguments: the family's knobs of data set --family (if given), then the
+    options given."""
+    from bayes_wsc.errors import InputError
+    from bayes_wsc.simulate.perception import distractor_knobs
+
+    settings = {"n_items": 400}
+    if args.family is not None:
+        settings.update(distractor_knobs(args.family, args.seed))
+    settings.update({key: getattr(args, option) for option, key in DISTRACTOR_OPTIONS.items()
+                     if getattr(args, option) is not None})
+    if args.n_features is not None:
+        raise InputError("--n-features is for the simulated study; --study distractor takes --distractor-features "
+                         "and --noise-features (the user's features are 2 per perception attribute)")
+    if settings.get("n_clusters", 3) < 2:
+        raise InputError(f"--clusters must be at least 2, got {settings['n_clusters']}")
+    return settings
 
 
 def run_simulate(args) -> None:
@@ -128,6 +188,11 @@ def run_simulate(args) -> None:
     from bayes_wsc.simulate.files import in_folder, named_matrix, report, write_simulation
     from bayes_wsc.simulate.perception import DIGIT_CONCEPTS, digits_example, simulate_study
 
+    distractor_only = [o for o in ("family", *list(DISTRACTOR_OPTIONS)[3:-1]) if getattr(args, o) is not None]
+    if args.study != "distractor" and distractor_only:
+        raise InputError(f"--{distractor_only[0].replace('_', '-')} is an option of --study distractor")
+    if args.dataset == "digits" and args.study == "distractor":
+        raise InputError("--dataset digits and --study distractor are two different data sets: give one")
     if args.dataset == "digits":
         for option in ("n_items", "n_features", "clusters", "n_perception"):
             if getattr(args, option) is not None:
@@ -140,6 +205,20 @@ def run_simulate(args) -> None:
                                          for name, (digits, _) in DIGIT_CONCEPTS.items()))
         generator = "bayes_wsc.simulate.perception.digits_example"
         dominant = "digit"
+    elif args.study == "distractor":
+        from bayes_wsc.simulate.perception import simulate_distractor_study
+
+        settings = distractor_settings(args)
+        from bayes_wsc.simulate.perception import family_data_seed
+
+        data_seed = args.seed if args.family is None else family_data_seed(args.family, args.seed)
+        study_data = simulate_distractor_study(seed=data_seed, **settings)
+        study = ("the distractor study: nuisance clusters in features of their own, independent of the user's "
+                 "clusters, which shift other features (simulate_distractor_study"
+                 + (f", knobs of data set {args.family} of distractor_family" if args.family is not None else "")
+                 + ")")
+        generator = "bayes_wsc.simulate.perception.simulate_distractor_study"
+        dominant = "nuisance"
     else:
         if args.seeds_per_cluster is not None:
             raise InputError("--seeds-per-cluster is for --dataset digits; the simulated study draws 3 to 10 seeds "

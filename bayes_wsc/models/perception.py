@@ -223,6 +223,69 @@ def overlap_clusters(probabilities: np.ndarray, names, threshold: float) -> list
     return out
 
 
+# ---------------------------------------------------------------------- held-out seeds
+#: folds of the held-out-seed check: every seed is left out of one refit (fewer when no cluster has this many seeds)
+HELD_OUT_FOLDS = 5
+
+
+def seed_folds(data: SeedSets, folds: int = HELD_OUT_FOLDS, seed: int | None = 0) -> list[np.ndarray]:
+    """Item indices of each fold: a cluster's seeds dealt over the folds in a random order (an item in
+    several sets counts for its first), then any seed whose fold would leave one of its clusters without
+    seeds is kept in every refit instead (a cluster with one seed is never held out)."""
+    mask = data.seed_mask
+    first = np.where(data.seeded, mask.argmax(axis=1), -1)
+    counts = np.bincount(first[first >= 0], minlength=data.n_clusters)
+    n_folds = int(min(folds, counts.max())) if counts.size else 0
+    fold_of = np.full(data.n_items, -1)
+    rng = np.random.default_rng(seed)
+    for k in range(data.n_clusters):
+        members = rng.permutation(np.flatnonzero(first == k))
+        fold_of[members] = (int(rng.integers(max(n_folds, 1))) + np.arange(members.size)) % max(n_folds, 1)
+    for f in range(n_folds):
+        for k in range(data.n_clusters):
+            held = mask[:, k] & (fold_of == f)
+            if held.any() and not (mask[:, k] & (fold_of != f)).any():
+                fold_of[np.flatnonzero(held)[0]] = -1  # the cluster keeps this seed in every refit
+    return [np.flatnonzero(fold_of == f) for f in range(n_folds) if (fold_of == f).any()]
+
+
+def poisson_binomial_cdf(hits: int, probabilities: np.ndarray) -> float:
+    """P(H <= hits) for H a sum of independent Bernoulli(probabilities), exactly (a convolution)."""
+    dist = np.ones(1)
+    for p in np.asarray(probabilities, dtype=float):
+        dist = np.append(dist * (1 - p), 0.0) + np.insert(dist * p, 0, 0.0)
+    return float(min(1.0, dist[: int(hits) + 1].sum()))
+
+
+def held_out_scores(data: SeedSets, log_probs: np.ndarray, names, folds: int) -> dict:
+    """What the refits say of the seeds they did not see: `log_probs` (n, K) holds log P(z = k | x) of
+    each held-out seed under the refit without its fold (NaN rows: not held out). Per cluster, over its
+    held-out seeds: `accuracy` (the most probable cluster is one of the seed's sets), `expected` (the
+    refits' own probability of their most probable cluster: the accuracy they expect), `log_score`
+    (mean log P(z in S | x)) and `p_value` = P(accuracy this low) if each seed's cluster were drawn from
+    its refit's probabilities (exact). Overall: the mean log score and accuracy per held-out seed."""
+    held = np.flatnonzero(np.isfinite(log_probs).all(axis=1) & data.seeded)
+    L, S = log_probs[held], data.seed_mask[held]
+    score = logsumexp(np.where(S, L, -np.inf), axis=1)
+    hit = S[np.arange(held.size), L.argmax(axis=1)] if held.size else np.zeros(0, bool)
+    confidence = np.exp(L.max(axis=1)) if held.size else np.zeros(0)
+    out = {"folds": int(folds), "seeds": int(held.size), "clusters": [str(n) for n in names],
+           "log_score": float(score.mean()) if held.size else float("nan"),
+           "accuracy": float(hit.mean()) if held.size else float("nan"),
+           "cluster_seeds": [], "cluster_accuracy": [], "cluster_expected": [], "cluster_log_score": [],
+           "cluster_p_value": []}
+    for k in range(len(out["clusters"])):
+        rows = S[:, k]
+        n = int(rows.sum())
+        out["cluster_seeds"].append(n)
+        out["cluster_accuracy"].append(float(hit[rows].mean()) if n else float("nan"))
+        out["cluster_expected"].append(float(confidence[rows].mean()) if n else float("nan"))
+        out["cluster_log_score"].append(float(score[rows].mean()) if n else float("nan"))
+        out["cluster_p_value"].append(poisson_binomial_cdf(int(hit[rows].sum()), confidence[rows]) if n
+                                      else float("nan"))
+    return out
+
+
 # ---------------------------------------------------------------------- estimator
 class PerceptionClustering(Estimator):
     """The user's clusters from her seed sets and their perception vectors (seed 004).
@@ -356,6 +419,66 @@ class PerceptionClustering(Estimator):
             return PerceptionMixture.from_idata(idata, source)
         return super().from_idata(idata, source)
 
+    # ------------------------------------------------------------------ held-out seeds
+    def start_names(self) -> tuple[str, ...]:
+        """The free variables `initial_values` gives (what keys the MAP's cached program)."""
+        return ("W", "b")
+
+    def leave_out(self, inputs: dict, data: SeedSets, fold: np.ndarray) -> dict:
+        """The MAP program's inputs with the seeds `fold` (item indices) left out: their sets become
+        every cluster, so that log P(z_i in S_i | x_i) = 0 and they carry no information."""
+        if "seed_sets" not in inputs:
+            raise InputError("the fitted model has no `seed_sets` input, so its seeds cannot be held out")
+        values = dict(inputs)
+        sets = np.array(inputs["seed_sets"], copy=True)
+        sets[np.searchsorted(data.seed_items, fold)] = 1.0
+        values["seed_sets"] = sets
+        return values
+
+    def _refit_start(self, names) -> dict:
+        """The fit's mode (or its posterior mean, for a loaded fit with draws), by free variable."""
+        point = self.map_point_
+        if point is None:
+            post = self._fitted().posterior
+            point = {n: post[n].values.reshape(-1, *post[n].shape[2:]).mean(axis=0) for n in names if n in post}
+        return {n: np.asarray(point[n], dtype=float) for n in names if n in point}
+
+    def held_out_seeds(self, data: SeedSets | None = None, *, folds: int = HELD_OUT_FOLDS) -> dict:
+        """Each fold of the seeds (`seed_folds`) left out and the MAP refitted from this fit's mode (the
+        same compiled program, with those seeds' sets opened up), then the left-out seeds scored by
+        `held_out_scores`. Kept in the fit's attrs (`held_out_seeds`), so that a fit scores once."""
+        from bayes_wsc.map_program import run_map
+
+        self._check_fitted()
+        stored = inference.get_attrs(self._fitted()).get("held_out_seeds")
+        if isinstance(stored, dict) and stored.get("folds_asked") == folds:
+            return stored
+        data = self.data_from_fit() if data is None else data
+        recipe = self._recipe()
+        if getattr(self, "_model_recipe", None) is None:  # a loaded fit: built if its program is not cached
+            self._model, self._model_recipe = None, (recipe.build, data)
+        names = self.start_names()
+        start = self._refit_start(names)
+        program, fixed, inputs, _ = self._map_program(data, [start], recipe.map_fixed(data))
+        start = {n: v for n, v in start.items() if n in program.free}
+        log_probs = np.full((data.n_items, data.n_clusters), np.nan)
+        fold_list = seed_folds(data, folds, self.seed)
+        for fold in fold_list:
+            draws, _ = run_map(program, [start], self.leave_out(inputs, data, fold), fixed=fixed)
+            params = {n: np.asarray(v)[0] for n, v in draws.posterior.items()}
+            log_probs[fold] = self.draw_log_probabilities(data.features[fold], params)[0]
+        result = {**held_out_scores(data, log_probs, self.clusters_, len(fold_list)), "folds_asked": int(folds)}
+        inference.set_attrs(self._fitted(), {"held_out_seeds": result})
+        return result
+
+    def summary_notes(self) -> list[str]:
+        """The estimator's notes, and how the formulation was chosen when `PerceptionAuto` chose it."""
+        notes = super().summary_notes()
+        choice = inference.get_attrs(self._fitted()).get("formulation")
+        if isinstance(choice, dict) and choice.get("words"):
+            notes.append(str(choice["words"]))
+        return notes
+
     # ------------------------------------------------------------------ data back from a fit
     @property
     def scaling_(self) -> FeatureScaling:
@@ -478,6 +601,10 @@ SHIFT_SD = 2.0
 #: Dirichlet concentration of pi and pi_group (seed 003's 1.01: a mode inside the simplex)
 CONCENTRATION = 1.01
 LOG_2PI = 1.8378770664093453
+#: how the mixture's MAP restarts are compared: by the seeds' log score under the memberships of each
+#: optimum ("seeds", the default: a collapsed mode, whose cluster holds its seeds and little else,
+#: loses), or by the posterior density ("density"); benchmarks/RESULTS.md measures both
+RESTART_RULES = ("seeds", "density")
 
 
 def check_mixture_settings(groups, seed_weight) -> None:
@@ -557,6 +684,21 @@ def mixture_log_probabilities(features, A, B, sd, pi, pi_group, perception) -> n
     return joint - logsumexp(joint, axis=-1, keepdims=True)
 
 
+def restart_seed_scores(data: SeedSets, optima: list[dict]) -> np.ndarray:
+    """Per MAP optimum (free variables A, B, sd_excess, pi, pi_group): the seeds' log score under its
+    memberships, sum over seeded items of log P(z_i in S_i | x_i) with the sets not conditioned on."""
+    rows = data.seed_items
+    scores = []
+    for point in optima:
+        A = np.asarray(point["A"], dtype=float)
+        pi_group = np.asarray(point["pi_group"], dtype=float) if "pi_group" in point else np.ones(1)
+        log_probs = mixture_log_probabilities(data.features[rows], A, np.asarray(point["B"], dtype=float),
+                                              SD_FLOOR + np.asarray(point["sd_excess"], dtype=float),
+                                              np.asarray(point["pi"], dtype=float), pi_group, data.perception)
+        scores.append(float(logsumexp(np.where(data.seed_mask[rows], log_probs, -np.inf), axis=1).sum()))
+    return np.asarray(scores)
+
+
 # ---------------------------------------------------------------------- estimator
 class PerceptionMixture(PerceptionClustering):
     """The user's clusters from her seed sets and perception vectors, learned from every item.
@@ -620,12 +762,13 @@ class PerceptionMixture(PerceptionClustering):
     warn_on_restart_optima = False
 
     def __init__(self, *, groups=DEFAULT_GROUPS, seed_weight=1.0, overlap_threshold=OVERLAP_THRESHOLD, restarts=3,
-                 **kwargs):
+                 restart_rule="seeds", **kwargs):
         Estimator.__init__(self, **kwargs)  # not the conditional model's settings (weight_scale, intercept_sd)
         self.groups = groups
         self.seed_weight = seed_weight
         self.overlap_threshold = overlap_threshold
         self.restarts = restarts
+        self.restart_rule = restart_rule
 
     def get_params(self) -> dict:
         """This model's constructor arguments and every estimator's (none of the conditional model's)."""
@@ -641,6 +784,8 @@ class PerceptionMixture(PerceptionClustering):
         check_mixture_settings(**self.build_settings())
         check_threshold(self.overlap_threshold)
         check_whole("restarts", self.restarts)
+        if self.restart_rule not in RESTART_RULES:
+            raise InputError(f"restart_rule must be one of {', '.join(RESTART_RULES)}, got {self.restart_rule!r}")
 
     def data_messages(self, data: SeedSets) -> list[str]:
         """Constant features before the fit: the mixture's Gaussian sd on them shrinks to its floor."""
@@ -655,7 +800,7 @@ class PerceptionMixture(PerceptionClustering):
     def model_inputs(self, data: SeedSets):
         return mixture_coords(data, self.groups), mixture_data(data)
 
-    def initial_values(self, data: SeedSets) -> list[dict]:
+    def kmeans_starts(self, data: SeedSets) -> list[dict]:
         """A from the seed sets' means (least squares on the perception vectors, centred), B from k-means
         on the features (G centres), sd 0.5; each restart with another k-means seed."""
         from sklearn.cluster import KMeans
@@ -679,6 +824,59 @@ class PerceptionMixture(PerceptionClustering):
             starts.append(start)
         return starts
 
+    def start_names(self) -> tuple[str, ...]:
+        return ("A", "B", "sd_excess", "pi") + (("pi_group",) if int(self.groups) > 1 else ())
+
+    def leave_out(self, inputs: dict, data: SeedSets, fold: np.ndarray) -> dict:
+        """The inputs with the seeds `fold` left out: they become items that are no seed (their features
+        still count, their sets do not)."""
+        if "seed_sets" not in inputs or "seeded" not in inputs:
+            raise InputError("the fitted model has no `seed_sets` and `seeded` inputs, so its seeds cannot be held out")
+        values = dict(inputs)
+        sets, seeded = np.array(inputs["seed_sets"], copy=True), np.array(inputs["seeded"], copy=True)
+        sets[fold], seeded[fold] = 1.0, 0.0
+        values.update(seed_sets=sets, seeded=seeded)
+        return values
+
+    def initial_values(self, data: SeedSets) -> list[dict]:
+        chosen = getattr(self, "_chosen_start", None)
+        return [chosen] if chosen is not None else self.kmeans_starts(data)
+
+    def fit(self, data):
+        """The MAP's restarts, then (`restart_rule="seeds"`, more than one restart) the optimum whose
+        memberships give the seeds the highest log score (`restart_seed_scores`) kept: the fit is made
+        again from it alone (L-BFGS stops at once; Laplace, if asked, then runs at it), with the checks.
+        Every restart's log density and seed score are kept in the fit's attrs (`restarts`). NUTS starts
+        its chains as every model's do (`chain_starts`)."""
+        import warnings
+
+        from bayes_wsc.errors import FitWarning
+
+        if self.restart_rule != "seeds" or int(self.restarts) < 2 or self.method == "nuts":
+            return super().fit(data)
+        checks, method = self.checks, self.method
+        self.checks, self.method = False, "map"  # the restarts' optima; the chosen one is then fitted as asked
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FitWarning)
+                super().fit(data)
+        finally:
+            self.checks, self.method = checks, method
+        optima = self._mode.optima
+        info = inference.get_attrs(self._fitted())["fit_info"]["map"]
+        densities = list(info.get("restart_log_densities", []))
+        scores = restart_seed_scores(data, optima)
+        chosen, densest = int(np.nanargmax(scores)), int(info.get("best_restart", 0))
+        record = {"rule": "seeds", "seed_log_scores": [float(v) for v in scores], "log_densities": densities,
+                  "chosen": chosen, "densest": densest}
+        self._chosen_start = {n: np.asarray(v) for n, v in optima[chosen].items() if n in self.start_names()}
+        try:
+            super().fit(data)
+        finally:
+            self._chosen_start = None
+        inference.set_attrs(self._fitted(), {"restarts": record})
+        return self
+
     def _parameter_draws(self) -> dict:
         from bayes_wsc.posterior import stacked
 
@@ -695,3 +893,71 @@ class PerceptionMixture(PerceptionClustering):
         pi_group = params["pi_group"] if "pi_group" in params else np.ones((*A.shape[:-2], 1))
         return mixture_log_probabilities(features, A, params["B"], params["sd"], params["pi"], pi_group,
                                             perception)
+
+
+# ============================================================ choosing the formulation
+#: `fit perception --formulation`: auto (the default) fits both and keeps the one whose held-out seeds score better
+FORMULATIONS = ("auto", "conditional", "mixture")
+
+
+class PerceptionAuto:
+    """Both formulations fitted to the same data, and the one whose seeds, held out, score better kept.
+
+    The user's own supervision tells a fit that found her clusters from one that did not: refitted
+    without some of her seeds, it predicts them (`PerceptionClustering.held_out_seeds`). `fit(data)`
+    fits `conditional` (a `PerceptionClustering`) and `mixture` (a `PerceptionMixture`), scores each by
+    the mean log P(z_i in S_i | x_i) of its held-out seeds and returns the better fit (the conditional
+    model on a tie or when no seed can be held out), with the choice and both scores in its attrs
+    (`formulation`), which `summary`, the report and the status line's notes show. `fits_` holds both.
+
+    Parameters
+    ----------
+    conditional, mixture : the two estimators (default: each with its defaults and `common`).
+    common : settings given to both defaults (seed, method, restarts, overlap_threshold, checks, ...).
+    """
+
+    def __init__(self, conditional: PerceptionClustering | None = None, mixture: PerceptionMixture | None = None,
+                 **common):
+        self.conditional = PerceptionClustering(**common) if conditional is None else conditional
+        self.mixture = PerceptionMixture(**common) if mixture is None else mixture
+        if not isinstance(self.conditional, PerceptionClustering) or isinstance(self.conditional, PerceptionMixture):
+            raise InputError(f"conditional must be a PerceptionClustering, got {type(self.conditional).__name__}")
+        if not isinstance(self.mixture, PerceptionMixture):
+            raise InputError(f"mixture must be a PerceptionMixture, got {type(self.mixture).__name__}")
+
+    def fit(self, data: SeedSets) -> PerceptionClustering:
+        """Fit both (the conditional model first), score their held-out seeds, return the better fit."""
+        check_data(data)
+        self.fits_ = {"conditional": self.conditional.fit(data), "mixture": self.mixture.fit(data)}
+        scores = {name: est.held_out_seeds(data) for name, est in self.fits_.items()}
+        self.scores_ = scores
+        chosen, why = choose_formulation(scores)
+        words = formulation_words(chosen, scores, why)
+        record = {"chosen": chosen, "rule": "held-out seeds' mean log score", "words": words,
+                  "held_out_log_score": {n: s["log_score"] for n, s in scores.items()},
+                  "held_out_accuracy": {n: s["accuracy"] for n, s in scores.items()}}
+        self.chosen_ = chosen
+        est = self.fits_[chosen]
+        inference.set_attrs(est._fitted(), {"formulation": record})
+        return est
+
+
+def choose_formulation(scores: dict) -> tuple[str, str]:
+    """("conditional" or "mixture", why): the better held-out mean log score; the conditional model when
+    the mixture's is not better or either is missing (no seed could be held out)."""
+    a, b = scores["conditional"]["log_score"], scores["mixture"]["log_score"]
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return "conditional", "no seed could be held out (a cluster needs two seeds), so the conditional model is kept"
+    return ("mixture", "") if b > a else ("conditional", "")
+
+
+def formulation_words(chosen: str, scores: dict, why: str = "") -> str:
+    """One sentence: which formulation `auto` chose, and both held-out scores."""
+    label = {"conditional": "the conditional model", "mixture": "the seeded mixture"}
+    other = "mixture" if chosen == "conditional" else "conditional"
+    own, theirs = scores[chosen], scores[other]
+    text = (f"Formulation: auto chose {label[chosen]}: its seeds, held out ({own['folds']} folds, {own['seeds']} "
+            f"seeds), scored {own['log_score']:.3g} per seed (mean log probability of their own set; accuracy "
+            f"{own['accuracy']:.2f}) against {theirs['log_score']:.3g} (accuracy {theirs['accuracy']:.2f}) for "
+            f"{label[other]}.")
+    return f"{text} {why[0].upper()}{why[1:]}." if why else text

@@ -22,7 +22,10 @@ the perception features loop, curve, straight and open.
 **Distractor study** (`simulate_distractor_study`): a few hundred items whose
 strongest structure (well-separated groups) lives in features of its own and
 is independent of the user's three clusters, which live in other features,
-two of them overlapping; 5 seeds per cluster.
+two of them overlapping; 5 seeds per cluster. **The family of distractor
+studies** (`distractor_family`): the same geometry with every knob drawn per
+data set (nuisance clusters and their strength, 2-5 user clusters, their
+overlap, the dimensions, 3-10 seeds per cluster).
 
 All three return tables in the form a user would have (items, seeds, perception),
 with the true memberships.
@@ -185,6 +188,8 @@ def simulate_study(
 def simulate_distractor_study(
     n_items: int = 400,
     *,
+    n_clusters: int = 3,
+    n_perception: int | None = None,
     n_distractor_features: int = 10,
     n_noise_features: int = 30,
     n_dominant: int = 4,
@@ -197,16 +202,20 @@ def simulate_distractor_study(
 ) -> PerceptionStudy:
     """The distractor study: a strong structure the user does not care about, in features of its own.
 
-    Three user clusters over four perception attributes: c0 = {a1, a2}, c1 = {a2, a3}, c2 = {a4}; c0
-    and c1 overlap (a share `overlap` of their items is in both and carries a1, a2, a3). Attribute j
+    With 3 clusters (the default) over 4 perception attributes: c0 = {a1, a2}, c1 = {a2, a3}, c2 = {a4};
+    otherwise `n_clusters` distinct vectors of 2 of `n_perception` attributes (default n_clusters + 1),
+    drawn at random. An item's clusters: its own, and with probability `overlap` one that shares an
+    attribute with it (c0 and c1 by default), carrying the union of their attributes. Attribute j
     raises its own `features_per_attribute` features by `user_separation` (unit noise). The other
-    `n_distractor_features` features hold `n_dominant` groups whose centres are `dominant_separation`
-    apart in random directions of those features only, independent of the user's clusters (the
-    structure k-means on X finds); `n_noise_features` more are pure noise. `seeds_per_cluster` seeds
-    per cluster, drawn from its members (an item of c0 and c1 is a seed of the set it was drawn for).
-    `dominant` holds the distractor group. Issue 29's situation: hundreds of items, few seeds.
+    `n_distractor_features` features hold `n_dominant` groups (the nuisance clusters) whose centres are
+    `dominant_separation` apart in random directions of those features only, independent of the user's
+    clusters (the structure k-means on X finds); `n_noise_features` more are pure noise.
+    `seeds_per_cluster` seeds per cluster, drawn from its members (an item in two clusters is a seed of
+    the set it was drawn for). `dominant` holds the nuisance group. Issue 29's situation: hundreds of
+    items, few seeds; `distractor_family` varies every knob.
     """
     n_items = _check_whole("n_items", n_items, 10)
+    n_clusters = _check_whole("n_clusters", n_clusters, 2)
     n_distractor = _check_whole("n_distractor_features", n_distractor_features, 1)
     n_noise = _check_whole("n_noise_features", n_noise_features, 0)
     n_dominant = _check_whole("n_dominant", n_dominant, 1)
@@ -216,14 +225,24 @@ def simulate_distractor_study(
     seeds_per_cluster = _check_whole("seeds_per_cluster", seeds_per_cluster, 1)
     if not 0 <= overlap <= 1:
         raise InputError(f"overlap must be in [0, 1], got {overlap!r}")
+    for name, value in (("dominant_separation", dominant_separation), ("user_separation", user_separation)):
+        if not (isinstance(value, (int, float, np.number)) and np.isfinite(value) and value >= 0):
+            raise InputError(f"{name} must be a number >= 0, got {value!r}")
     rng = np.random.default_rng(seed)
-    vectors = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
-    n_clusters, n_perception = vectors.shape
+    if n_clusters == 3 and n_perception is None:
+        vectors = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    else:
+        n_perception = _check_whole("n_perception", n_clusters + 1 if n_perception is None else n_perception, 2)
+        vectors = _perception_vectors(n_clusters, n_perception, 2, rng)
+    n_perception = vectors.shape[1]
     primary = rng.integers(0, n_clusters, n_items)
     membership = np.zeros((n_items, n_clusters), dtype=bool)
     membership[np.arange(n_items), primary] = True
-    both = (primary < 2) & (rng.uniform(size=n_items) < overlap)
-    membership[both, 1 - primary[both]] = True
+    shares = (vectors @ vectors.T > 0) & ~np.eye(n_clusters, dtype=bool)
+    for i in np.flatnonzero(rng.uniform(size=n_items) < overlap):
+        partners = np.flatnonzero(shares[primary[i]])
+        if partners.size:
+            membership[i, partners[0] if partners.size == 1 else rng.choice(partners)] = True
     attributes = (membership.astype(float) @ vectors > 0).astype(float)
     n_user = n_perception * per_attribute
     loadings = np.zeros((n_perception, n_user))
@@ -245,6 +264,38 @@ def simulate_distractor_study(
     perception = pd.DataFrame(vectors, columns=[f"a{j + 1}" for j in range(n_perception)])
     perception.insert(0, "cluster", names)
     return PerceptionStudy(items, seeds, perception, membership, dominant, names)
+
+
+#: the ranges `distractor_family` draws each knob of `simulate_distractor_study` from
+FAMILY_RANGES = {"n_clusters": (2, 5), "n_dominant": (2, 6), "dominant_separation": (4.0, 10.0),
+                 "user_separation": (1.5, 3.5), "overlap": (0.0, 0.3), "n_distractor_features": (6, 15),
+                 "n_noise_features": (0, 40), "seeds_per_cluster": (3, 10)}
+
+
+def distractor_knobs(index: int, seed: int = 0) -> dict:
+    """The knobs of data set `index` of the distractor family: each drawn uniformly from `FAMILY_RANGES`
+    (whole numbers for counts), reproducibly from (seed, index)."""
+    index = _check_whole("index", index, 0)
+    rng = np.random.default_rng([int(seed), index])
+    knobs = {}
+    for name, (low, high) in FAMILY_RANGES.items():
+        whole = isinstance(low, int)
+        knobs[name] = int(rng.integers(low, high + 1)) if whole else round(float(rng.uniform(low, high)), 2)
+    knobs["n_distractor_features"] = max(knobs["n_distractor_features"], knobs["n_dominant"])
+    return knobs
+
+
+def distractor_family(index: int, *, n_items: int = 400, seed: int = 0) -> tuple[PerceptionStudy, dict]:
+    """Data set `index` of the family of distractor studies (`distractor_knobs`): the number and strength
+    of the nuisance clusters, the user's clusters (2-5), their overlap, the dimensions and the seeds per
+    cluster (3-10) vary from one data set to the next. Returns the study and its knobs."""
+    knobs = distractor_knobs(index, seed)
+    return simulate_distractor_study(n_items, seed=family_data_seed(index, seed), **knobs), knobs
+
+
+def family_data_seed(index: int, seed: int = 0) -> int:
+    """The random seed of data set `index` of the distractor family's draw `seed` (its knobs have their own)."""
+    return int(seed) * 100_003 + int(index)
 
 
 def digits_example(seeds_per_cluster: int = 5, *, seed: int | None = 0) -> PerceptionStudy:
