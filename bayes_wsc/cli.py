@@ -14,6 +14,7 @@ import sys
 
 from bayes_wsc.commands import FIT_COMMANDS
 from bayes_wsc.commands.common import add_sep_option, non_negative_int, positive_int, probability
+from bayes_wsc.contract import offers
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.demo import FILES as DEMO_FILES
 from bayes_wsc.outputs import REPORT_CONTENTS, input_file, input_table, output_file, output_folder
@@ -57,15 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     path_models = path.add_subparsers(dest="model", required=True, parser_class=_Parser)
     for name in FIT_COMMANDS:
         module = _fit_module(name)
-        if hasattr(module, "add_path_parser"):  # models with a weight to sweep (pcmix: lam)
+        if offers(module, "commands", "path"):  # models with a weight to sweep (pcmix: lam)
             module.add_path_parser(path_models.add_parser(name, help=module.PATH_HELP))
 
     simulate = sub.add_parser("simulate", help="write a simulated data set: the files `fit MODEL` reads, and the truth")
     simulate_models = simulate.add_subparsers(dest="model", required=True, parser_class=_Parser)
     for name in FIT_COMMANDS:
         module = _fit_module(name)
-        if hasattr(module, "add_simulate_parser"):
-            module.add_simulate_parser(simulate_models.add_parser(name, help=module.SIMULATE_HELP))
+        module.add_simulate_parser(simulate_models.add_parser(name, help=module.SIMULATE_HELP))
 
     baseline = sub.add_parser("baseline", help="run a paper's own algorithm, the baseline a model is compared with")
     baselines = baseline.add_subparsers(dest="baseline", required=True, parser_class=_Parser)

@@ -1,6 +1,6 @@
-"""What the contract suite (test_contract.py) needs of a model beyond the registry: new items to predict,
-small sizes for `bayes-wsc simulate`, and a variant file with a parameter of its own together with that
-variant's log-likelihood written out independently in NumPy and SciPy.
+"""Each registered model's `bayes_wsc.testing.Case`, what the public contract suite needs of a model beyond
+the registry: new items to predict, small sizes for `bayes-wsc simulate`, and a variant file with a parameter
+of its own together with that variant's log-likelihood written out independently in NumPy and SciPy.
 
 A model added to the registry without a case here fails `test_every_model_has_a_contract_case`.
 """
@@ -8,33 +8,13 @@ A model added to the registry without a case here fails `test_every_model_has_a_
 from __future__ import annotations
 
 import math
-import textwrap
-from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 from scipy import integrate, stats
 from scipy.special import expit, logsumexp
 
-
-@dataclass(frozen=True)
-class Case:
-    """new_items(data) -> items to predict; simulate: `bayes-wsc simulate MODEL` options for small data;
-    predict_file: which simulated table `predict --items` reads; variant: a variant file's source whose
-    own free parameter is `own`; density(data, posterior, estimator, own=True) -> (draws, units): the
-    variant's log-likelihood per unit at the posterior's draws (own=False: the default model's), in NumPy."""
-
-    new_items: Callable
-    simulate: tuple[str, ...]
-    predict_file: str
-    variant: str
-    own: str
-    density: Callable
-
-
-def variant_source(case: Case) -> str:
-    return textwrap.dedent(case.variant)
+from bayes_wsc.testing import Case
 
 
 def _features(names, standardized, centre, scale) -> pd.DataFrame:

@@ -7,20 +7,23 @@ fails when it is defined, naming the class and what it lacks.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
+import types
 
 import pytest
 
 import bayes_wsc
-from bayes_wsc import registry
+from bayes_wsc import contract, registry
 from bayes_wsc.criticism import MODULES
+from bayes_wsc.errors import InputError
 from bayes_wsc.commands import FIT_COMMANDS
 from bayes_wsc.estimator import REGISTRY, Estimator
 
 
 def test_models_in_order_and_found_by_name():
-    assert registry.NAMES == ("wsc", "pcmix", "experts", "proportions", "perception")
+    assert len(set(registry.NAMES)) == len(registry.NAMES) == len(registry.MODELS) > 0
     assert [registry.get(name).name for name in registry.NAMES] == list(registry.NAMES)
     with pytest.raises(KeyError, match="no model 'quantum' is registered"):
         registry.get("quantum")
@@ -33,15 +36,48 @@ def test_every_table_comes_from_the_registry():
 
 
 @pytest.mark.parametrize("spec", registry.MODELS, ids=lambda s: s.name)
-def test_each_spec_names_its_parts(spec):
+def test_each_spec_names_its_parts_and_they_keep_the_contract(spec):
+    spec.check()  # every part imported and held to its role's interface (contract.py)
     cls = spec.estimator_class()
     assert issubclass(cls, Estimator) and cls.model_name == spec.name
     assert cls.data_class is spec.data_class()
-    for part, needs in (("commands", ("add_parser", "run", "add_simulate_parser", "run_simulate")),
-                        ("checks", ("replicate", "rows", "targeted")), ("report", ("write_report",)),
-                        ("simulate", ("example", "sbc_case"))):
-        module = spec.module(part)
-        assert all(callable(getattr(module, n, None)) for n in needs), (part, needs)
+    for part, protocol in contract.ROLES.items():
+        assert contract.missing(protocol, spec.module(part)) == [], part
+
+
+def test_a_module_lacking_part_of_its_role_is_refused_in_one_line():
+    checks = types.ModuleType("my_checks")
+    checks.rows = checks.targeted = lambda *a: []
+    checks.replicate = "not a function"
+    with pytest.raises(contract.ContractError) as caught:
+        contract.check_module("mine", "checks", checks)
+    words = str(caught.value)
+    assert "\n" not in words and "'mine'" in words and "my_checks" in words
+    for name in ("variates", "parameters", "(default_log_likelihood) or LikelihoodTerms", "replicate"):
+        assert name in words
+    assert "rows," not in words and "targeted" not in words
+
+
+def test_an_optional_part_comes_whole_or_not_at_all():
+    commands = types.ModuleType("my_commands")
+    for name in contract.members(contract.CommandsModule):
+        setattr(commands, name, (lambda *a: None) if name.islower() else "text")
+    contract.check_module("mine", "commands", commands)
+    assert not contract.offers(commands, "commands", "path")
+    commands.add_path_parser = lambda parser: None
+    with pytest.raises(contract.ContractError, match="run_path .*PATH_HELP .*optional path part"):
+        contract.check_module("mine", "commands", commands)
+
+
+def test_a_spec_whose_estimator_is_another_models_is_refused():
+    first, second = registry.MODELS[0], registry.MODELS[-1]
+    wrong = dataclasses.replace(first, name="elsewhere")
+    with pytest.raises(contract.ContractError, match="model_name"):
+        wrong.estimator_class()
+    if first is not second:
+        crossed = dataclasses.replace(first, data=second.data)
+        with pytest.raises(contract.ContractError, match="data_class"):
+            crossed.check()
 
 
 @pytest.mark.parametrize("spec", registry.MODELS, ids=lambda s: s.name)
@@ -61,7 +97,8 @@ def test_public_api_imports_from_the_package_without_pymc():
             assert target.partition(":")[2] in names
     assert {"load", "compare", "InputError", "FitWarning"} <= set(names)
     assert bayes_wsc.InputError is registry.resolve("bayes_wsc.errors:InputError")
-    assert bayes_wsc.WSC is registry.get("wsc").estimator_class()
+    first = registry.MODELS[0]
+    assert getattr(bayes_wsc, first.estimator.partition(":")[2]) is first.estimator_class()
 
 
 def test_a_model_class_lacking_part_of_the_contract_fails_when_defined():
