@@ -52,7 +52,7 @@ from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator, check_whole, is_count, is_labels
 from bayes_wsc.graph_inputs import declare
-from bayes_wsc.posterior import append_predictions, check_ci, stacked, summarize_columns
+from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
 from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -515,7 +515,6 @@ class PCMixture(Estimator):
         per draw is kept (computed in chunks of items).
         """
         self._check_fitted()
-        check_ci(ci)
         pi, mean_z, sd_z, rho = self._draws()
         n_draws, components, n_classes = pi.shape[0], pi.shape[1], rho.shape[2]
         width = n_classes + components
