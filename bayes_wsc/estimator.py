@@ -667,6 +667,7 @@ class Estimator(abc.ABC):
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "method": self.method,
             "settings": self.get_params(),
+            "settings_used": self.settings_for(data),
             "fit_info": fit_info,
             **groups.get("attrs", {}),
         }
@@ -688,6 +689,14 @@ class Estimator(abc.ABC):
             raise InputError(f"this {type(self).__name__} is not fitted yet: call fit(data) first")
 
     # ------------------------------------------------------------------ reporting
+    @property
+    def settings_used_(self) -> dict:
+        """The settings the fitted model was built with (`settings_for` its data: what the model resolved,
+        such as a WH above its limit fitted as inf), as the fit stores them; what reports describe, rather
+        than the settings asked for. A fit written before they were stored gives `build_settings`."""
+        self._check_fitted()
+        return dict(inference.get_attrs(self._fitted()).get("settings_used") or self.build_settings())
+
     @property
     def diagnostics_(self) -> list[str]:
         self._check_fitted()
@@ -1007,6 +1016,7 @@ ATTR_KINDS: dict[str, tuple[str, Callable]] = {
     "model": ("text", lambda v: isinstance(v, str)),
     "method": (f"one of {', '.join(map(repr, METHODS))}", lambda v: isinstance(v, str) and v in METHODS),
     "settings": ("a mapping of settings", _is_mapping),
+    "settings_used": ("a mapping of settings", _is_mapping),
     "fit_info": ("a mapping with one record per stage (map, nuts, laplace)", _is_fit_info),
     "data_settings": ("a mapping of the data's settings", _is_mapping),
     "diagnostics": ("a list of messages (text)", _is_texts),
