@@ -84,6 +84,9 @@ class Estimator(abc.ABC):
     #: dims that index the data's units (groups, items, pairs): variables along them are named in
     #: `summary_notes` instead of printed row by row
     unit_dims: ClassVar[tuple[str, ...]] = ()
+    #: the model's Laplace intervals measured to cover less than NUTS's (`nested_laplace.Coverage`: Laplace's
+    #: and NUTS's coverage and of what), which every Laplace fit of it says; None when not measured short
+    laplace_coverage: ClassVar[tuple[float, float, str] | None] = None
     #: free variables coupled to each other only through the others (`laplace`: an arrow Hessian)
     laplace_local: ClassVar[tuple[str, ...]] = ()
     #: the command-line option of a model setting whose option is not its name with dashes (`--set` errors)
@@ -359,7 +362,7 @@ class Estimator(abc.ABC):
             dims = {**(dims or {}), **self.complete_draws(draws, data)}  # nested: the locals from their conditionals
             from bayes_wsc.nested_laplace import laplace_warnings
 
-            found += laplace_warnings(draws.info, self.model_name)
+            found += laplace_warnings(draws.info, self.laplace_coverage)
             messages += found + self.align_draws(draws, map_draws, data, free=fit_info["free_variables"], dims=dims)
             if not recipe.start_nuts_at_map and draws.info.get("form") != "nested":
                 messages.append("this model's file says its posterior mode is not a useful summary "

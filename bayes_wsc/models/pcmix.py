@@ -302,6 +302,8 @@ class PCMixture(Estimator):
     bounds = {"pi": (0.0, 1.0), "rho": (0.0, 1.0), "sd": (0.0, float("inf")), "sd_excess": (0.0, float("inf"))}
     estimands = ["pi", "mean", "sd", "rho"]
     internal_variables = ("mean_z", "sd_excess", "data_loglik", "label_loglik")
+    laplace_coverage = (0.77, 0.90, "its 14 SBC quantities (the sorted components' weights, means and sds covered "
+                                    "0.55-0.80; 40 simulations, lam = 1)")
     unit_dims = ("item",)
 
     def __init__(self, *, components=2, lam=1.0, restarts=10, sd_floor=0.001, mean_prior_sd=3.0,

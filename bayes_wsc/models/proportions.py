@@ -486,6 +486,7 @@ class ProportionsClassifier(Estimator):
     data_class = LabelProportions
     estimands = ["eta", "mean", "sd", "w", "rho", "W", "b"]
     internal_variables = ("mean_z", "sd_excess", "W_raw", "b_raw")
+    laplace_coverage = (0.85, 0.91, "each class's mean and sd (Gaussian emission, exact counts; 40 simulations)")
     unit_dims = ("group",)
     required_attrs = ("model", "method", "settings", "classes", "data_kind")
     required_variables = {"posterior": ("eta",)}
