@@ -130,15 +130,25 @@ def test_a_base_of_models_may_be_abstract_and_its_models_are_checked():
 
 
 def test_predict_passes_a_model_option_only_to_a_model_that_declares_it():
-    """`bayes-wsc predict --overlap-threshold`: the models taking it are those whose estimator lists it in
-    `predict_options`; any other fit refuses it in one line."""
+    """`bayes-wsc predict`'s model options come from the command modules (`PREDICT_OPTIONS`); a fit whose
+    estimator lists the setting in `predict_options` takes it, any other refuses it in one line."""
     from types import SimpleNamespace
 
-    from bayes_wsc import InputError, PerceptionClustering, WSC
-    from bayes_wsc.cli import _predict_options
+    from bayes_wsc.cli import _model_predict_options, _predict_options
 
-    args = SimpleNamespace(overlap_threshold=0.4, fit="fit.nc")
-    with pytest.raises(InputError, match="^--overlap-threshold is for perception fits; 'fit.nc' holds a 'wsc' fit$"):
-        _predict_options(args, WSC())
-    assert _predict_options(args, PerceptionClustering()) == {"overlap_threshold": 0.4}
-    assert _predict_options(SimpleNamespace(overlap_threshold=None, fit="fit.nc"), WSC()) == {}
+    declared = _model_predict_options()
+    for spec in registry.MODELS:
+        module, cls = spec.module("commands"), spec.estimator_class()
+        assert set(getattr(module, "PREDICT_OPTIONS", {})) <= set(cls.predict_options) <= set(declared), spec.name
+    if not declared:
+        pytest.skip("no registered model declares a predict option")
+    name, (flag, _) = next(iter(declared.items()))
+    takers = [s for s in registry.MODELS if name in s.estimator_class().predict_options]
+    others = [s for s in registry.MODELS if name not in s.estimator_class().predict_options]
+    args = SimpleNamespace(**{name: 0.4}, fit="fit.nc")
+    assert _predict_options(args, takers[0].estimator_class()()) == {name: 0.4}
+    if others:
+        words = f"^{flag} is for {' and '.join(s.name for s in takers)} fits; 'fit.nc' holds a '{others[0].name}' fit$"
+        with pytest.raises(InputError, match=words):
+            _predict_options(args, others[0].estimator_class()())
+        assert _predict_options(SimpleNamespace(**{name: None}, fit="fit.nc"), others[0].estimator_class()()) == {}
