@@ -875,8 +875,9 @@ def _check_contract(cls) -> None:
     missing += [name for name in REQUIRED_ATTRIBUTES if getattr(cls, name, None) is None]
     if missing:
         raise contract.ContractError(f"model class {cls.__qualname__} ({cls.__module__}) does not define "
-                        f"{', '.join(missing)}, which every model must (see bayes_wsc.estimator.Estimator); "
-                        f"a base class of models is declared with class {cls.__name__}(Estimator, abstract=True)")
+                                     f"{', '.join(missing)}, which every model must (see bayes_wsc.estimator."
+                                     f"Estimator); a base class of models is declared with class "
+                                     f"{cls.__name__}(Estimator, abstract=True)")
 
 
 def _check_levels(cls) -> None:

@@ -24,10 +24,12 @@ skipped with its reason; a check known to fail is named in `expected_failures` w
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import io
 import shlex
+import shutil
 import tempfile
 import textwrap
 import warnings
@@ -125,9 +127,11 @@ class ModelFits:
         return self._fits[method]
 
     def variant(self):
-        """A Laplace fit of the case's variant file (written to a temporary folder kept for the session)."""
+        """A Laplace fit of the case's variant file (written to a temporary folder kept until the process ends:
+        the fit reads its file again)."""
         if self._variant is None:
             folder = Path(tempfile.mkdtemp(prefix=f"bayes_wsc_{self.name}_variant_"))
+            atexit.register(shutil.rmtree, folder, True)
             path = folder / f"{self.name}_own_parameter.py"
             path.write_text(self.case.variant_source())
             self._variant = quietly(self.estimator("laplace", draws=60, model_file=str(path)), self.data)
