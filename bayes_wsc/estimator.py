@@ -899,7 +899,8 @@ def _check_levels(cls) -> None:
 
         def checked(self, *args, __method=method, __signature=signature, **kwargs):
             given = __signature.bind(self, *args, **kwargs).arguments
-            extra = next((given[p.name] for p in __signature.parameters.values() if p.kind is p.VAR_KEYWORD), {})
+            extra = next((given.get(p.name, {}) for p in __signature.parameters.values()
+                          if p.kind is p.VAR_KEYWORD), {})
             if "ci" in given or "ci" in extra:
                 check_ci(given["ci"] if "ci" in given else extra["ci"])
             return __method(self, *args, **kwargs)

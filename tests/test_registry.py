@@ -152,3 +152,42 @@ def test_predict_passes_a_model_option_only_to_a_model_that_declares_it():
         with pytest.raises(InputError, match=words):
             _predict_options(args, others[0].estimator_class()())
         assert _predict_options(SimpleNamespace(**{name: None}, fit="fit.nc"), others[0].estimator_class()()) == {}
+
+
+def test_every_public_method_taking_ci_checks_it_first():
+    """`Estimator._check_levels`: a model's methods with a `ci` parameter, or taking `**kwargs` (reports), check
+    a given level before their own first line, and run as written without one."""
+    calls = []
+
+    class Levels(Estimator):
+        model_name, estimands, data_class = "levels", [], object
+
+        def build_model(self, data):
+            return None
+
+        def data_groups(self, data):
+            return {}
+
+        def data_from_fit(self):
+            return None
+
+        def predict(self, items, *, ci=0.9):
+            return ci
+
+        def write_report(self, out_dir, **kwargs):
+            calls.append(kwargs)
+            return kwargs
+
+        def table(self, ci=0.9, *, other=1):
+            calls.append(ci)
+            return ci
+
+    est = Levels()
+    assert est.write_report("out") == {} and est.write_report("out", title="t") == {"title": "t"}
+    assert est.table() == 0.9 and est.table(0.5) == 0.5
+    calls.clear()
+    for call in (lambda: est.write_report("out", ci=2), lambda: est.table(1.5), lambda: est.table(ci="0.9"),
+                 lambda: est.report("out", ci=0)):
+        with pytest.raises(InputError, match="^ci must be a number in \\(0, 1\\)"):
+            call()
+    assert calls == []  # refused before any work
