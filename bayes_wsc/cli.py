@@ -14,6 +14,7 @@ import sys
 
 from bayes_wsc.commands import FIT_COMMANDS
 from bayes_wsc.commands.common import add_sep_option, non_negative_int, positive_int, probability
+from bayes_wsc.contract import offers
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.demo import FILES as DEMO_FILES
 from bayes_wsc.outputs import REPORT_CONTENTS, input_file, input_table, output_file, output_folder
@@ -57,15 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     path_models = path.add_subparsers(dest="model", required=True, parser_class=_Parser)
     for name in FIT_COMMANDS:
         module = _fit_module(name)
-        if hasattr(module, "add_path_parser"):  # models with a weight to sweep (pcmix: lam)
+        if offers(module, "commands", "path"):  # models with a weight to sweep (pcmix: lam)
             module.add_path_parser(path_models.add_parser(name, help=module.PATH_HELP))
 
     simulate = sub.add_parser("simulate", help="write a simulated data set: the files `fit MODEL` reads, and the truth")
     simulate_models = simulate.add_subparsers(dest="model", required=True, parser_class=_Parser)
     for name in FIT_COMMANDS:
         module = _fit_module(name)
-        if hasattr(module, "add_simulate_parser"):
-            module.add_simulate_parser(simulate_models.add_parser(name, help=module.SIMULATE_HELP))
+        module.add_simulate_parser(simulate_models.add_parser(name, help=module.SIMULATE_HELP))
 
     baseline = sub.add_parser("baseline", help="run a paper's own algorithm, the baseline a model is compared with")
     baselines = baseline.add_subparsers(dest="baseline", required=True, parser_class=_Parser)
@@ -76,14 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     predict = sub.add_parser("predict", help="posterior predictions for new items")
     predict.add_argument("fit", type=input_file("fit file"),
-                         help="a fit written by `bayes-wsc fit` (or an LLP.json of `bayes-wsc baseline llp`)")
+                         help="a fit written by `bayes-wsc fit` (or a baseline's JSON model, such as the LLP.json of "
+                              "`bayes-wsc baseline llp`)")
     predict.add_argument("--items", required=True, type=input_table("items file"),
                          help="CSV or Parquet with the model's item columns")
     predict.add_argument("--out", required=True, type=output_file("predictions file"), help="CSV to write")
     add_ci_option(predict, "of prob_low, prob_high")
-    predict.add_argument("--overlap-threshold", type=probability, default=None, metavar="T",
-                         help="perception fits: an item is in every cluster with probability >= T (default: the "
-                              "fit's, 0.3)")
+    for name, (flag, keywords) in _model_predict_options().items():  # declared by the models' command modules
+        predict.add_argument(flag, dest=name, default=None, **keywords)
     add_sep_option(predict)
 
     report = sub.add_parser("report", help="write the HTML report of a fit")
@@ -212,9 +212,7 @@ def cmd_predict(args) -> None:
     from bayes_wsc.outputs import write_csv
 
     if _is_json(args.fit):  # a baseline's model (bayes-wsc baseline llp)
-        from bayes_wsc.baselines.proportions import LLPModel
-
-        model = LLPModel.load(args.fit)
+        model = _baseline_model(args.fit)
         items = read_table(args.items, "items", sep=args.sep, text_columns=model.key_columns())
         out = model.predict(items)
     else:
@@ -229,8 +227,30 @@ def cmd_predict(args) -> None:
         print(note)
 
 
-#: `predict` options of some models only: the setting of their `predict` -> its option
-MODEL_PREDICT_OPTIONS = {"overlap_threshold": "--overlap-threshold"}
+def _model_predict_options() -> dict[str, tuple[str, dict]]:
+    """`predict` options of some models only, as their command modules declare them (`PREDICT_OPTIONS`):
+    the setting of their `predict` -> (its flag, argparse keywords)."""
+    options = {}
+    for name in FIT_COMMANDS:
+        module = _fit_module(name)
+        if offers(module, "commands", "predict_options"):
+            options.update({k: v for k, v in module.PREDICT_OPTIONS.items() if k not in options})
+    return options
+
+
+def _baseline_model(path):
+    """A baseline's saved model, read by the first command module that knows it (`read_baseline_model`)."""
+    from bayes_wsc.errors import InputError
+
+    first = None
+    for name in FIT_COMMANDS:
+        module = _fit_module(name)
+        if offers(module, "commands", "baseline_model"):
+            try:
+                return module.read_baseline_model(path)
+            except InputError as exc:
+                first = first or exc
+    raise first or InputError(f"{str(path)!r} is JSON, but no model of this version reads a baseline's model")
 
 
 def _predict_options(args, est) -> dict:
@@ -240,8 +260,8 @@ def _predict_options(args, est) -> dict:
     from bayes_wsc.registry import MODELS
 
     options = {}
-    for name, option in MODEL_PREDICT_OPTIONS.items():
-        value = getattr(args, name)
+    for name, (option, _) in _model_predict_options().items():
+        value = getattr(args, name, None)
         if value is None:
             continue
         if name not in est.predict_options:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import importlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -116,7 +115,7 @@ def module_of(est):
     name = getattr(est, "model_name", None)
     if name not in MODULES:
         raise InputError(f"there are no checks for a {name!r} fit")
-    return importlib.import_module(MODULES[name])
+    return registry.get(name).module("checks")
 
 
 def _posterior(est):
@@ -265,8 +264,8 @@ def unit_noun(idata) -> str:
 def unit_label(idata, label) -> str:
     """A unit of the log-likelihood (a coordinate of its dim) named as the user knows it: a model's checks
     module may define `unit_label(idata, label)` (the noisy-experts model names a pair by its items' ids)."""
-    module = MODULES.get(inference.get_attrs(idata).get("model"))
-    namer = getattr(importlib.import_module(module), "unit_label", None) if module else None
+    name = inference.get_attrs(idata).get("model")
+    namer = getattr(registry.get(name).module("checks"), "unit_label", None) if name in MODULES else None
     return str(label) if namer is None else namer(idata, label)
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import ClassVar, NamedTuple
 
 from bayes_wsc import criticism
-from bayes_wsc import diagnostics, inference, registry
+from bayes_wsc import contract, diagnostics, inference, registry
 from bayes_wsc.comparison import compare  # noqa: F401  (bayes_wsc.compare, kept importable from here)
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import FitWarning, InputError
@@ -84,6 +84,9 @@ class Estimator(abc.ABC):
     #: dims that index the data's units (groups, items, pairs): variables along them are named in
     #: `summary_notes` instead of printed row by row
     unit_dims: ClassVar[tuple[str, ...]] = ()
+    #: the model's Laplace intervals measured to cover less than NUTS's (`nested_laplace.Coverage`: Laplace's
+    #: and NUTS's coverage and of what), which every Laplace fit of it says; None when not measured short
+    laplace_coverage: ClassVar[tuple[float, float, str] | None] = None
     #: free variables coupled to each other only through the others (`laplace`: an arrow Hessian)
     laplace_local: ClassVar[tuple[str, ...]] = ()
     #: the command-line option of a model setting whose option is not its name with dashes (`--set` errors)
@@ -105,6 +108,7 @@ class Estimator(abc.ABC):
             cls.fit = _checking_data(cls.fit)
         if "predict" in vars(cls) and not getattr(cls.predict, "_names_missing", False):
             cls.predict = _naming_missing_variables(cls.predict)
+        _check_levels(cls)
 
     def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=DEFAULT_SEED, backend=None,
                  target_accept=0.8, model_file=None, model_settings=None, progressbar=True, chain_starts="map",
@@ -358,7 +362,7 @@ class Estimator(abc.ABC):
             dims = {**(dims or {}), **self.complete_draws(draws, data)}  # nested: the locals from their conditionals
             from bayes_wsc.nested_laplace import laplace_warnings
 
-            found += laplace_warnings(draws.info, self.model_name)
+            found += laplace_warnings(draws.info, self.laplace_coverage)
             messages += found + self.align_draws(draws, map_draws, data, free=fit_info["free_variables"], dims=dims)
             if not recipe.start_nuts_at_map and draws.info.get("form") != "nested":
                 messages.append("this model's file says its posterior mode is not a useful summary "
@@ -668,6 +672,7 @@ class Estimator(abc.ABC):
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "method": self.method,
             "settings": self.get_params(),
+            "settings_used": self.settings_for(data),
             "fit_info": fit_info,
             **groups.get("attrs", {}),
         }
@@ -689,6 +694,14 @@ class Estimator(abc.ABC):
             raise InputError(f"this {type(self).__name__} is not fitted yet: call fit(data) first")
 
     # ------------------------------------------------------------------ reporting
+    @property
+    def settings_used_(self) -> dict:
+        """The settings the fitted model was built with (`settings_for` its data: what the model resolved,
+        such as a WH above its limit fitted as inf), as the fit stores them; what reports describe, rather
+        than the settings asked for. A fit written before they were stored gives `build_settings`."""
+        self._check_fitted()
+        return dict(inference.get_attrs(self._fitted()).get("settings_used") or self.build_settings())
+
     @property
     def diagnostics_(self) -> list[str]:
         self._check_fitted()
@@ -795,7 +808,15 @@ class Estimator(abc.ABC):
 
     @classmethod
     def load(cls, path):
-        """A saved fit of this model (`load` of any model, then checked to be this one's)."""
+        """A saved fit of this model (`load` of any model, then checked to be this one's); a model that is
+        not registered (a user's own, `bayes_wsc.testing`) reads its own fits."""
+        if cls.model_name not in registry.NAMES:
+            check_path(path, "load")
+            idata = inference.load(path)
+            if idata.posterior.attrs.get("model") != cls.model_name:
+                raise InputError(f"fit file {str(path)!r} holds a {idata.posterior.attrs.get('model')!r} fit, not a "
+                                 f"{cls.model_name!r} one")
+            return cls.from_idata(idata, source=f"fit file {str(path)!r}")
         estimator = load(path)
         if not isinstance(estimator, cls):
             raise InputError(f"fit file {str(path)!r} holds a {estimator.model_name!r} fit, not a "
@@ -856,9 +877,43 @@ def _check_contract(cls) -> None:
                if getattr(cls, name, None) is None or getattr(getattr(cls, name), "__isabstractmethod__", False)]
     missing += [name for name in REQUIRED_ATTRIBUTES if getattr(cls, name, None) is None]
     if missing:
-        raise TypeError(f"model class {cls.__qualname__} ({cls.__module__}) does not define "
-                        f"{', '.join(missing)}, which every model must (see bayes_wsc.estimator.Estimator); "
-                        f"a base class of models is declared with class {cls.__name__}(Estimator, abstract=True)")
+        raise contract.ContractError(f"model class {cls.__qualname__} ({cls.__module__}) does not define "
+                                     f"{', '.join(missing)}, which every model must (see bayes_wsc.estimator."
+                                     f"Estimator); a base class of models is declared with class "
+                                     f"{cls.__name__}(Estimator, abstract=True)")
+
+
+def _check_levels(cls) -> None:
+    """Every public method of `cls` taking a credible level `ci` (predict, reports, per-item tables),
+    wrapped to check it first (`posterior.check_ci`): one rule, at the one place every entry point
+    passes through, before any work."""
+    import functools
+
+    from bayes_wsc.posterior import check_ci
+
+    for name, method in list(vars(cls).items()):
+        if (name.startswith("_") or not inspect.isfunction(method) or getattr(method, "_checks_ci", False)
+                or getattr(method, "__isabstractmethod__", False)):
+            continue
+        signature = inspect.signature(method)
+        params = signature.parameters
+        if "ci" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            continue
+
+        def checked(self, *args, __method=method, __signature=signature, **kwargs):
+            given = __signature.bind(self, *args, **kwargs).arguments
+            extra = next((given.get(p.name, {}) for p in __signature.parameters.values()
+                          if p.kind is p.VAR_KEYWORD), {})
+            if "ci" in given or "ci" in extra:
+                check_ci(given["ci"] if "ci" in given else extra["ci"])
+            return __method(self, *args, **kwargs)
+
+        checked = functools.wraps(method)(checked)
+        checked._checks_ci = True
+        setattr(cls, name, checked)
+
+
+_check_levels(Estimator)
 
 
 def _keyword_names(function) -> list[str]:
@@ -880,13 +935,14 @@ def _checking_data(fit):
 
 def _naming_missing_variables(predict):
     """A model's `predict` that, on a variant's fit lacking a variable it reads, says so in one line
-    naming the variant instead of raising the bare KeyError."""
+    naming the variant instead of raising the bare KeyError; and whose table is held to the contract's
+    rules (`contract.prediction_problems`: a model that breaks them is a `ContractError`, not output)."""
     import functools
 
     @functools.wraps(predict)
     def named(self, *args, **kwargs):
         try:
-            return predict(self, *args, **kwargs)
+            out = predict(self, *args, **kwargs)
         except KeyError as exc:
             if self.model_file is None:
                 raise
@@ -898,6 +954,12 @@ def _naming_missing_variables(predict):
             raise InputError(f"model file {str(self.model_file)!r}: its fit has no variable {name!r}, which "
                              f"the {self.model_name} model's predict reads; report it from the variant (see the "
                              "README, Writing a model variant)") from exc
+        items = args[0] if args else kwargs.get("items")
+        problems = contract.prediction_problems(out, items, has_draws=self.method != "map") \
+            if hasattr(items, "columns") else []
+        if problems:
+            raise contract.ContractError(f"{type(self).__name__}.predict breaks the contract: {'; '.join(problems)}")
+        return out
 
     named._names_missing = True
     return named
@@ -962,6 +1024,7 @@ ATTR_KINDS: dict[str, tuple[str, Callable]] = {
     "model": ("text", lambda v: isinstance(v, str)),
     "method": (f"one of {', '.join(map(repr, METHODS))}", lambda v: isinstance(v, str) and v in METHODS),
     "settings": ("a mapping of settings", _is_mapping),
+    "settings_used": ("a mapping of settings", _is_mapping),
     "fit_info": ("a mapping with one record per stage (map, nuts, laplace)", _is_fit_info),
     "data_settings": ("a mapping of the data's settings", _is_mapping),
     "diagnostics": ("a list of messages (text)", _is_texts),

@@ -17,7 +17,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.math import logsumexp
 
-from bayes_wsc.data.proportions import LOG_ZERO  # log of "impossible", finite: no inf - inf in gradients
+from bayes_wsc.defaults import LOG_ZERO  # log of "impossible", finite: no inf - inf in gradients
 from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
 
 

@@ -44,6 +44,8 @@ replicates (benchmarks/RESULTS.md, "Nested Laplace"). Nothing here imports PyMC.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 #: how `pareto_k` estimates k (kept with every fit's record, so that records made otherwise are told apart)
@@ -139,24 +141,24 @@ def reliability(info: dict) -> list[str]:
     return found
 
 
-#: models whose Laplace intervals covered measurably less than NUTS's on data from the model, with the
-#: figures (mean coverage of 90% intervals of their key estimands, Laplace and NUTS, same simulations;
-#: benchmarks/laplace_coverage_models.py, benchmarks/RESULTS.md "Nested Laplace"): every Laplace fit of
-#: them says so
-MEASURED_UNDERCOVERAGE: dict[str, tuple[float, float, str]] = {
-    "pcmix": (0.77, 0.90, "its 14 SBC quantities (the sorted components' weights, means and sds covered "
-                          "0.55-0.80; 40 simulations, lam = 1)"),
-    "proportions": (0.85, 0.91, "each class's mean and sd (Gaussian emission, exact counts; 40 simulations)"),
-}
+class Coverage(NamedTuple):
+    """A model's Laplace intervals measured to cover less than NUTS's on data from the model (mean coverage
+    of 90% intervals of `what`, Laplace and NUTS, same simulations; benchmarks/laplace_coverage_models.py,
+    benchmarks/RESULTS.md "Nested Laplace"): the model declares it (`Estimator.laplace_coverage`) and every
+    Laplace fit of it says so."""
+
+    laplace: float
+    nuts: float
+    what: str
 
 
-def laplace_warnings(info: dict, model: str | None = None) -> list[str]:
+def laplace_warnings(info: dict, coverage: Coverage | None = None) -> list[str]:
     """One warning when `reliability` finds anything, saying what and what to do; else none. A Hessian
     that is not positive definite has its own warning (`laplace.run_laplace`), which says more. A model
-    in `MEASURED_UNDERCOVERAGE` always gets a second one with its figures."""
+    that declares a measured `coverage` always gets a second one with its figures."""
     out = []
-    if model in MEASURED_UNDERCOVERAGE:
-        ours, nuts, what = MEASURED_UNDERCOVERAGE[model]
+    if coverage is not None:
+        ours, nuts, what = coverage
         out.append(f"Laplace intervals of this model cover less than NUTS's: on data simulated from it, 90% "
                    f"intervals of {what} covered {ours:.2f} of the time against NUTS's {nuts:.2f} (README, Laplace). "
                    "Fit with NUTS (method='nuts') where the intervals matter.")

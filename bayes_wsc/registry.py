@@ -7,13 +7,19 @@ known everywhere by one entry in `MODELS`.
 
 Parts are named as "module" or "module:attribute" text and imported on first
 use: reading the table imports nothing, so `import bayes_wsc` and the command
-line's start-up stay free of PyMC.
+line's start-up stay free of PyMC. Each part is checked against its role's
+interface (`contract.py`) when it is first imported, and `ModelSpec.check`
+checks them all at once: a part lacking a name of its role is one
+`contract.ContractError` line naming what is missing.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
+
+from bayes_wsc import contract
 
 
 def resolve(target: str):
@@ -46,8 +52,12 @@ class ModelSpec:
     example_data: str
 
     def estimator_class(self) -> type:
-        """The model's `Estimator` subclass (imports its model file, not PyMC)."""
-        return resolve(self.estimator)
+        """The model's `Estimator` subclass (imports its model file, not PyMC), checked to be this model's."""
+        cls = resolve(self.estimator)
+        if getattr(cls, "model_name", None) != self.name:
+            raise contract.ContractError(f"model {self.name!r}: its estimator {self.estimator} says model_name = "
+                                         f"{getattr(cls, 'model_name', None)!r}, not {self.name!r}")
+        return cls
 
     def data_class(self) -> type:
         """The data container the model's `fit` takes."""
@@ -58,8 +68,26 @@ class ModelSpec:
         return resolve(self.example_data)(seed=seed)
 
     def module(self, part: str):
-        """One of the model's modules, imported: `part` is "commands", "checks", "report" or "simulate"."""
-        return importlib.import_module(getattr(self, part))
+        """One of the model's modules, imported and checked against its role (`contract.ROLES`): `part` is
+        "commands", "checks", "report" or "simulate"."""
+        return _checked_module(self.name, part, getattr(self, part))
+
+    def check(self) -> None:
+        """Every part of the model imported and checked against the contract (its estimator class, data
+        container and modules): one `contract.ContractError` line for the first part that breaks it."""
+        cls = self.estimator_class()
+        if cls.data_class is not self.data_class():
+            raise contract.ContractError(f"model {self.name!r}: its estimator's data_class is "
+                                         f"{cls.data_class!r}, but the registry names {self.data}")
+        for part in contract.ROLES:
+            self.module(part)
+
+
+@functools.cache
+def _checked_module(model: str, part: str, name: str):
+    module = importlib.import_module(name)
+    contract.check_module(model, part, module)
+    return module
 
 
 def _spec(name: str, estimator: str, data: str) -> ModelSpec:

@@ -1,6 +1,6 @@
-"""What the contract suite (test_contract.py) needs of a model beyond the registry: new items to predict,
-small sizes for `bayes-wsc simulate`, and a variant file with a parameter of its own together with that
-variant's log-likelihood written out independently in NumPy and SciPy.
+"""Each registered model's `bayes_wsc.testing.Case`, what the public contract suite needs of a model beyond
+the registry: new items to predict, small sizes for `bayes-wsc simulate`, and a variant file with a parameter
+of its own together with that variant's log-likelihood written out independently in NumPy and SciPy.
 
 A model added to the registry without a case here fails `test_every_model_has_a_contract_case`.
 """
@@ -8,33 +8,13 @@ A model added to the registry without a case here fails `test_every_model_has_a_
 from __future__ import annotations
 
 import math
-import textwrap
-from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 from scipy import integrate, stats
 from scipy.special import expit, logsumexp
 
-
-@dataclass(frozen=True)
-class Case:
-    """new_items(data) -> items to predict; simulate: `bayes-wsc simulate MODEL` options for small data;
-    predict_file: which simulated table `predict --items` reads; variant: a variant file's source whose
-    own free parameter is `own`; density(data, posterior, estimator, own=True) -> (draws, units): the
-    variant's log-likelihood per unit at the posterior's draws (own=False: the default model's), in NumPy."""
-
-    new_items: Callable
-    simulate: tuple[str, ...]
-    predict_file: str
-    variant: str
-    own: str
-    density: Callable
-
-
-def variant_source(case: Case) -> str:
-    return textwrap.dedent(case.variant)
+from bayes_wsc.testing import Case
 
 
 def _features(names, standardized, centre, scale) -> pd.DataFrame:
@@ -48,7 +28,7 @@ def log_softmax(a):
 
 # ---------------------------------------------------------------------- wsc: Student-t rater noise, nu learned
 WSC_VARIANT = """
-    '''The first model with Student-t rater noise whose degrees of freedom nu are learned.'''
+    '''The first model with Student-t rater noise whose degrees of freedom nu are learned (or fixed: --set nu=2).'''
     import math
 
     import pymc as pm
@@ -59,12 +39,13 @@ WSC_VARIANT = """
     LAPLACE_LOCAL = ("mu",)
 
 
-    def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0):
+    def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0, nu=None):
         check_settings(wh, mu_prior, w_concentration)
         with pm.Model(coords=data.coords) as model:
             he_data = pm.Data("he_data", data.he, dims="group")
             mu = group_quality_prior(mu_prior)
-            nu = pm.Gamma("nu", alpha=4.0, beta=2.0)  # heavy tails: the t stays unlike the default's Normal
+            if nu is None:
+                nu = pm.Gamma("nu", alpha=4.0, beta=2.0)  # heavy tails: the t stays unlike the default's Normal
             he = pm.StudentT("he", nu=nu, mu=mu, sigma=1.0 / math.sqrt(wh), observed=he_data, dims="group")
             w = add_emissions(data, w_concentration=w_concentration)
             add_click_likelihood(data, mu, w, he_logp=pm.logp(he, he_data))
@@ -87,10 +68,10 @@ def wsc_items(data) -> pd.DataFrame:
     return pd.DataFrame({"group": [*groups, "not-a-group"], data.bins.columns[0]: [*labels, labels[0]]})
 
 
-def wsc_density(data, post, est, own=True, draws=(0, -1), groups=(0, 1, 2)):
+def wsc_density(data, post, est, own=True, draws=(0, -1), groups=(0, 1, 2), nu=None):
     """log of the integral over m of N(m | mu_loc, mu_scale) prod_k mix_k(m)^n_ik p(HE_i | m) (SciPy
-    quadrature), p the Student-t with the draw's nu (own) or the default model's Normal; a few draws and
-    groups (NaN elsewhere)."""
+    quadrature), p the Student-t with the draw's nu or the fixed `nu` (own) or the default model's Normal;
+    a few draws and groups (NaN elsewhere)."""
     sigma = 1.0 / math.sqrt(est.wh)
     out = np.full((post["w0"].shape[0], data.n_groups), np.nan)
     for s in draws:
@@ -101,7 +82,8 @@ def wsc_density(data, post, est, own=True, draws=(0, -1), groups=(0, 1, 2)):
             def log_integrand(m, n=n, he=he, s=s):
                 m = np.asarray(m, dtype=float)
                 clicks = np.sum(n * np.log(expit(-m)[..., None] * w0 + expit(m)[..., None] * w1), axis=-1)
-                rater = stats.t.logpdf(he, post["nu"][s], m, sigma) if own else stats.norm.logpdf(he, m, sigma)
+                df = post["nu"][s] if nu is None else nu
+                rater = stats.t.logpdf(he, df, m, sigma) if own else stats.norm.logpdf(he, m, sigma)
                 return stats.norm.logpdf(m, loc, scale) + clicks + rater
 
             peak = float(np.max(log_integrand(np.linspace(-15, 15, 3001))))
@@ -113,8 +95,8 @@ def wsc_density(data, post, est, own=True, draws=(0, -1), groups=(0, 1, 2)):
 
 # ---------------------------------------------------------------------- pcmix: Student-t components, nu learned
 PCMIX_VARIANT = """
-    '''Student-t components whose degrees of freedom nu are learned: the PC objective with log f(x | k) a
-    product of t densities.'''
+    '''Student-t components whose degrees of freedom nu are learned (or fixed: --set nu=2): the PC objective
+    with log f(x | k) a product of t densities.'''
     import pymc as pm
     import pytensor.tensor as pt
 
@@ -124,12 +106,12 @@ PCMIX_VARIANT = """
 
 
     def build_model(data, *, components=2, lam=1.0, sd_floor=0.001, mean_prior_sd=3.0, sd_prior_rate=1.0,
-                    concentration=1.01):
+                    concentration=1.01, nu=None):
         priors = priors_from(sd_floor, mean_prior_sd, sd_prior_rate, concentration)
         with pm.Model(coords=model_coords(data, components)) as model:
             pi, mean_z, sd_z = add_mixture_weights(priors), add_component_means(priors), add_component_sds(priors)
             log_rho = add_label_probabilities(data.n_classes, priors)
-            nu = pm.Gamma("nu", alpha=2.0, beta=0.1)
+            nu = pm.Gamma("nu", alpha=2.0, beta=0.1) if nu is None else nu
             x = pm.Data("x", data.x, dims=("item", "feature"))
             x_logp = pm.logp(pm.StudentT.dist(nu, mu=mean_z[None], sigma=sd_z[None]), x[:, None, :]).sum(axis=-1)
             log_weights = pt.log(pi)[None, :]
@@ -153,13 +135,14 @@ def pcmix_items(data) -> pd.DataFrame:
     return _features(data.features, data.x, data.center, data.scale)
 
 
-def pcmix_density(data, post, est, own=True):
+def pcmix_density(data, post, est=None, own=True, nu=None):
     mean_z = (post["mean"] - data.center) / data.scale
     sd_z = post["sd"] / data.scale
     rho = np.stack([1 - post["rho"], post["rho"]], axis=-1)
     x = data.x[None, :, None, :]
     if own:
-        comp = stats.t.logpdf(x, post["nu"][:, None, None, None], mean_z[:, None], sd_z[:, None]).sum(axis=-1)
+        df = post["nu"][:, None, None, None] if nu is None else nu
+        comp = stats.t.logpdf(x, df, mean_z[:, None], sd_z[:, None]).sum(axis=-1)
     else:
         comp = stats.norm.logpdf(x, mean_z[:, None], sd_z[:, None]).sum(axis=-1)
     joint = np.log(post["pi"])[:, None, :] + comp
@@ -171,7 +154,8 @@ def pcmix_density(data, post, est, own=True):
 
 # ---------------------------------------------------------------------- experts: a learned share of junk pairs
 EXPERTS_VARIANT = """
-    '''A learned share `junk` of the pairs was answered at random by every expert who rated them.'''
+    '''A learned share `junk` (or a fixed one: --set junk=0.3) of the pairs was answered at random by every
+    expert who rated them.'''
     import numpy as np
     import pymc as pm
     import pytensor.tensor as pt
@@ -180,11 +164,12 @@ EXPERTS_VARIANT = """
     from bayes_wsc.models.experts import add_cluster_weights, add_experts, add_memberships, model_coords
 
 
-    def build_model(data, *, n_clusters=2, prior_sd=1.0, intercept_sd=2.0, accuracy_a=2.0, accuracy_b=2.0):
+    def build_model(data, *, n_clusters=2, prior_sd=1.0, intercept_sd=2.0, accuracy_a=2.0, accuracy_b=2.0,
+                    junk=None):
         with pm.Model(coords=model_coords(data, n_clusters)) as model:
             w_ref, b_ref = add_cluster_weights(data, n_clusters, prior_sd=prior_sd, intercept_sd=intercept_sd)
             alpha, beta = add_experts(accuracy_a=accuracy_a, accuracy_b=accuracy_b)
-            junk = pm.Beta("junk", 1.0, 9.0)
+            junk = pm.Beta("junk", 1.0, 9.0) if junk is None else junk
             log_same, log_different = likelihoods.pair_log_coclustering(*add_memberships(data, w_ref, b_ref))
             must, cannot = data.link_counts()
             rated = likelihoods.pair_ratings_logp(log_same, log_different, must, cannot, alpha, beta)
@@ -203,7 +188,7 @@ def experts_items(data) -> pd.DataFrame:
     return _features(data.scaling.names, data.features, data.scaling.mean, data.scaling.scale)
 
 
-def experts_density(data, post, est, own=True):
+def experts_density(data, post, est=None, own=True, junk=None):
     W, b, alpha, beta = post["W"], post["b"], post["alpha"], post["beta"]
     lp = log_softmax(np.einsum("nd,sdk->snk", data.features[data.linked_items], W) + b[:, None, :])
     ends = np.searchsorted(data.linked_items, data.pairs)
@@ -214,25 +199,26 @@ def experts_density(data, post, est, own=True):
     rated = gamma * same + (1 - gamma) * different
     if not own:
         return np.log(rated)
-    junk = post["junk"][:, None]
+    junk = post["junk"][:, None] if junk is None else junk
     return np.log((1 - junk) * rated + junk * 0.5 ** (must + cannot).sum(axis=1))
 
 
 # ---------------------------------------------------------------------- proportions: Student-t emission, nu learned
 PROPORTIONS_VARIANT = """
-    '''Each class's features independent Student-t with learned degrees of freedom nu, in place of the
-    gaussian emission's Normals; the independent bag likelihood whatever the settings say.'''
+    '''Each class's features independent Student-t with learned degrees of freedom nu (or fixed: --set nu=2),
+    in place of the gaussian emission's Normals; the independent bag likelihood whatever the settings say.'''
     import pymc as pm
 
     from bayes_wsc.models.proportions import add_bag_likelihood, add_class_shares, model_coords, soft_label_start
 
 
-    def build_model(data, *, concentration=None, mean_prior_sd=3.0, sd_prior_rate=1.0, **unused_settings):
+    def build_model(data, *, concentration=None, mean_prior_sd=3.0, sd_prior_rate=1.0, nu=None,
+                    **unused_settings):
         with pm.Model(coords=model_coords(data)) as model:
             log_shares = add_class_shares(data, concentration)
             mean_z = pm.Normal("mean_z", 0.0, mean_prior_sd, dims=("class", "feature"))
             sd_z = 1e-3 + pm.Gamma("sd_excess", alpha=2.0, beta=sd_prior_rate, dims=("class", "feature"))
-            nu = pm.Gamma("nu", alpha=2.0, beta=0.1)
+            nu = pm.Gamma("nu", alpha=2.0, beta=0.1) if nu is None else nu
             pm.Deterministic("mean", data.center + data.scale * mean_z, dims=("class", "feature"))
             pm.Deterministic("sd", data.scale * sd_z, dims=("class", "feature"))
             x = pm.Data("x", data.x)
@@ -250,12 +236,13 @@ def proportions_items(data) -> pd.DataFrame:
     return _features(data.features, data.x, data.center, data.scale)
 
 
-def proportions_density(data, post, est, own=True):
+def proportions_density(data, post, est=None, own=True, nu=None):
     mean_z = (post["mean"] - data.center) / data.scale
     sd_z = post["sd"] / data.scale
     x = data.x[None, :, None, :]
     if own:
-        f = stats.t.logpdf(x, post["nu"][:, None, None, None], mean_z[:, None], sd_z[:, None]).sum(axis=-1)
+        df = post["nu"][:, None, None, None] if nu is None else nu
+        f = stats.t.logpdf(x, df, mean_z[:, None], sd_z[:, None]).sum(axis=-1)
     else:
         f = stats.norm.logpdf(x, mean_z[:, None], sd_z[:, None]).sum(axis=-1)
     with np.errstate(divide="ignore"):
@@ -265,7 +252,8 @@ def proportions_density(data, post, est, own=True):
 
 # ---------------------------------------------------------------------- perception: a learned share of seeds put at random
 PERCEPTION_VARIANT = """
-    '''A learned share `noise` of the seeds were put in sets at random, whatever the item.'''
+    '''A learned share `noise` (or a fixed one: --set noise=0.25) of the seeds were put in sets at random,
+    whatever the item.'''
     import pymc as pm
     import pytensor.tensor as pt
 
@@ -274,11 +262,11 @@ PERCEPTION_VARIANT = """
                                              model_coords, model_data)
 
 
-    def build_model(data, *, weight_scale=3.0, intercept_sd=1.0):
+    def build_model(data, *, weight_scale=3.0, intercept_sd=1.0, noise=None):
         with pm.Model(coords=model_coords(data)) as model:
             W, b = add_embedding(data, weight_scale=weight_scale, intercept_sd=intercept_sd)
             perception = add_perception(data)
-            noise = pm.Beta("noise", 1.0, 9.0)
+            noise = pm.Beta("noise", 1.0, 9.0) if noise is None else noise
             values = model_data(data)
             x = pm.Data("seed_features", values["seed_features"], dims=("seed_item", "feature"))
             in_set = pm.Data("seed_sets", values["seed_sets"], dims=("seed_item", "cluster"))
@@ -299,7 +287,7 @@ def perception_items(data) -> pd.DataFrame:
     return _features(data.scaling.names, data.features, data.scaling.mean, data.scaling.scale)
 
 
-def perception_density(data, post, est, own=True):
+def perception_density(data, post, est=None, own=True, noise=None):
     rows = data.seed_items
     offset = 0.5 * np.sum(data.perception**2, axis=1)
     embedded = np.einsum("md,sdq->smq", data.features[rows], post["W"]) + post["b"][:, None, :]
@@ -308,7 +296,7 @@ def perception_density(data, post, est, own=True):
     clean = np.log(np.sum(np.exp(lp) * in_set, axis=-1))
     if not own:
         return clean
-    noise = post["noise"][:, None]
+    noise = post["noise"][:, None] if noise is None else noise
     return np.log((1 - noise) * np.exp(clean) + noise * in_set.sum(axis=1) / data.n_clusters)
 
 

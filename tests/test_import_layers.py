@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bayes_wsc"
 #: layers from the bottom up; a module's layer is that of the longest prefix of its path (within bayes_wsc/)
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("__init__.py", "_lazy.py", "_runtime.py", "errors.py", "defaults.py", "version.py",
-                    "registry.py", "jax_setup.py", "backends.py", "draws.py", "draw_stats.py", "transforms.py",
+                    "registry.py", "contract.py", "jax_setup.py", "backends.py", "draws.py", "draw_stats.py", "transforms.py",
                     "relabel.py", "status.py", "group_quadrature.py", "outputs.py", "datasets/")),
     ("data", ("data/",)),
     ("maths", ("maths/",)),
@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("simulations", ("simulate/",)),
     ("commands", ("commands/", "demo.py")),
     ("command line", ("cli.py",)),
+    ("testing", ("testing.py",)),
 )
 #: folders whose modules must not import these folders, though they lie below: a model stands alone
 #: (a sixth model is added without touching the others) and is not built on its paper's baselines
@@ -156,3 +157,29 @@ def test_architecture_states_these_layers():
     section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
     stated = [m.group(1) for m in re.finditer(r"^\| \d+ \| ([^|]+?) \|", section, re.MULTILINE)]
     assert [s.lower() for s in stated] == [name.lower() for name, _ in LAYERS]
+
+
+#: the layer of each part the registry names (`registry.ModelSpec`), by its role
+ROLE_LAYERS = {"estimator": "models", "data": "data", "commands": "commands", "checks": "model checks",
+               "report": "reports", "simulate": "simulations", "example_data": "simulations"}
+
+
+def test_the_registrys_parts_lie_in_their_roles_layers():
+    """The registry names each model's parts as text, imported on use (by the loader, the checks, the
+    command line): edges no `import` statement shows. Here they are read as edges too: every part names a
+    module of the package, in the layer of its role, so that what resolves it at run time (criticism,
+    cli, estimator.load) reaches the part the layers say it may."""
+    from dataclasses import fields
+
+    from bayes_wsc import registry
+
+    wrong = []
+    for spec in registry.MODELS:
+        for role in (f.name for f in fields(spec) if f.name != "name"):
+            module = getattr(spec, role).partition(":")[0]
+            if module not in MODULES:
+                wrong.append(f"{spec.name}.{role}: {module} is not a module of the package")
+            elif LAYERS[layer_of(MODULES[module])][0] != ROLE_LAYERS[role]:
+                wrong.append(f"{spec.name}.{role}: {module} is in the {LAYERS[layer_of(MODULES[module])][0]} layer, "
+                             f"not {ROLE_LAYERS[role]}")
+    assert not wrong, "\n".join(wrong)

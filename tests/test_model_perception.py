@@ -19,7 +19,7 @@ from bayes_wsc.data.seeded import SeedSets
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.models.perception import PerceptionClustering, build_model, membership_log_probabilities
 from bayes_wsc.simulate.perception import digits_example, simulate_model, simulate_study
-from roundtrip import assert_lossless_round_trip
+from bayes_wsc.testing import assert_lossless_round_trip
 
 
 def cli(argv):

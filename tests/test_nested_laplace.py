@@ -208,9 +208,13 @@ def test_each_check_fires_alone_on_its_own_evidence():
     assert "nearly flat" in reliability({"condition_number": 1e12})[0]
     assert "bound" in reliability({"at_bound": ["w1 sits at a bound of its range"]})[0]
     assert "acceptance" in reliability({"mu_draws": {"acceptance_rate": 0.2}})[0]
-    assert laplace_warnings({"pareto_k": 0.2}) == [] == laplace_warnings({"pareto_k": 0.2}, "perception")
+    from bayes_wsc.models.pcmix import PCMixture
+    from bayes_wsc.models.perception import PerceptionClustering
+
+    assert laplace_warnings({"pareto_k": 0.2}) == [] == laplace_warnings({"pareto_k": 0.2},
+                                                                           PerceptionClustering.laplace_coverage)
     # a model measured to cover less than NUTS says so on every Laplace fit, with its figures
-    said = laplace_warnings({"pareto_k": 0.2}, "pcmix")
+    said = laplace_warnings({"pareto_k": 0.2}, PCMixture.laplace_coverage)
     assert len(said) == 1 and "0.77" in said[0] and "0.90" in said[0]
 
 

@@ -7,8 +7,6 @@ container its fit builds, without fitting, and the truth is checked against the 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import subprocess
 import sys
@@ -18,18 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_wsc.cli import main
 from bayes_wsc.data.tables import read_table
+from bayes_wsc.testing import cli
 
 
 def run(*argv) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exit_:
-            code = exit_.code
-    return code, out.getvalue(), err.getvalue()
+    return cli(argv)  # exit code, stdout, stderr
 
 
 def table(folder: Path, name: str, ids=()) -> pd.DataFrame:
@@ -179,8 +171,8 @@ def test_bad_options_are_one_line(tmp_path, argv, words):
 
 def test_no_pymc_on_this_path(tmp_path):
     """Simulation is NumPy: neither PyMC, PyTensor, ArviZ nor JAX is imported."""
-    script = (f"import sys; from bayes_wsc.cli import main\n"
-              f"for m in ('wsc', 'experts', 'pcmix', 'proportions', 'perception'):\n"
+    script = (f"import sys; from bayes_wsc.cli import main; from bayes_wsc.registry import NAMES\n"
+              f"for m in NAMES:\n"
               f"    assert main(['simulate', m, '--out', {str(tmp_path)!r} + '/' + m]) == 0\n"
               f"print(sorted(m for m in ('pymc', 'pytensor', 'arviz', 'jax') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bayes_wsc import registry
 from bayes_wsc.data.pairwise import PairwiseConstraints
 from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
 from bayes_wsc.models.experts import NoisyExperts
@@ -29,7 +30,7 @@ from bayes_wsc.simulate.perception import simulate_model
 from bayes_wsc.simulate.proportions import simulate_proportions
 
 ROOT = Path(__file__).resolve().parents[1]
-MODELS = ("wsc", "experts", "pcmix", "proportions", "perception")
+MODELS = registry.NAMES
 #: `name(params)` in backticks, the name first
 CALL = re.compile(r"`([A-Za-z_]\w*)\(([^`]*)\)`")
 #: a start's key and its shape: `key` (I,) or `key` () -- a count such as `restarts` (20) has no comma
@@ -72,7 +73,8 @@ def paragraph(text: str, opening: str) -> str:
 
 
 def module(model: str):
-    return importlib.import_module(f"bayes_wsc.models.{model}")
+    """The module of the model's estimator, where its blocks live (`registry.py`)."""
+    return importlib.import_module(registry.get(model).estimator.partition(":")[0])
 
 
 def test_the_table_has_a_row_and_a_subsection_per_model():
@@ -87,7 +89,7 @@ def test_every_block_and_helper_named_exists(model):
     assert names, f"the {model} row names no blocks"
     bullets = re.findall(r"^\* `([A-Za-z_]\w*)\(", subsection(model), flags=re.M)
     for name in names + bullets:
-        assert callable(getattr(module(model), name, None)), f"bayes_wsc.models.{model} has no {name}"
+        assert callable(getattr(module(model), name, None)), f"{module(model).__name__} has no {name}"
 
 
 def documented_calls(model: str):
@@ -130,31 +132,44 @@ def test_documented_signatures_and_defaults_are_the_code(model):
 
 
 # ---------------------------------------------------------------------- the settings and starts, on data
-def configurations(model: str):
-    """(estimator, data, sizes) for each configuration whose starts differ: the sizes name the README's
-    shape symbols."""
-    if model == "wsc":
-        data, _ = simulate_wsc(n_groups=6, items_per_group=10, n_bins=4, seed=1)
-        return [(WSC(), data, {"I": 6, "K": 4})]
-    if model == "experts":
-        items, constraints, _ = simulate_experts_model(n_items=20, n_features=2, n_clusters=3, alpha=(0.9, 0.8),
-                                                       beta=(0.9, 0.8), pairs_per_expert=15, seed=1)
-        data = PairwiseConstraints.from_frames(items, constraints)
-        return [(NoisyExperts(n_clusters=3, restarts=2), data, {"d": 2, "K": 3, "M": 2})]
-    if model == "pcmix":
-        frame, _ = simulate_two_blobs(n=40, labeled_fraction=0.5, seed=1)
-        return [(PCMixture(components=2, restarts=2), toy_items(frame), {"K": 2, "D": 5, "C": 2})]
-    if model == "proportions":
-        out = []
-        for emission in ("gaussian", "categorical", "logistic"):
-            data, _ = simulate_proportions(emission, n_groups=4, group_size=3, n_classes=3, n_features=2, n_bins=4,
-                                           seed=1)
-            sizes = {"I": 4, "L": 3, "D": 2, "K": 4}
-            out += [(ProportionsClassifier(emission=emission), data, sizes),
-                    (ProportionsClassifier(emission=emission, concentration=5.0), data, sizes)]
-        return out
+def wsc_configurations():
+    data, _ = simulate_wsc(n_groups=6, items_per_group=10, n_bins=4, seed=1)
+    return [(WSC(), data, {"I": 6, "K": 4})]
+
+
+def experts_configurations():
+    items, constraints, _ = simulate_experts_model(n_items=20, n_features=2, n_clusters=3, alpha=(0.9, 0.8),
+                                                   beta=(0.9, 0.8), pairs_per_expert=15, seed=1)
+    data = PairwiseConstraints.from_frames(items, constraints)
+    return [(NoisyExperts(n_clusters=3, restarts=2), data, {"d": 2, "K": 3, "M": 2})]
+
+
+def pcmix_configurations():
+    frame, _ = simulate_two_blobs(n=40, labeled_fraction=0.5, seed=1)
+    return [(PCMixture(components=2, restarts=2), toy_items(frame), {"K": 2, "D": 5, "C": 2})]
+
+
+def proportions_configurations():
+    out = []
+    for emission in ("gaussian", "categorical", "logistic"):
+        data, _ = simulate_proportions(emission, n_groups=4, group_size=3, n_classes=3, n_features=2, n_bins=4, seed=1)
+        sizes = {"I": 4, "L": 3, "D": 2, "K": 4}
+        out += [(ProportionsClassifier(emission=emission), data, sizes),
+                (ProportionsClassifier(emission=emission, concentration=5.0), data, sizes)]
+    return out
+
+
+def perception_configurations():
     study, _ = simulate_model(n_items=30, n_features=2, seeds_per_cluster=3, seed=1)
     return [(PerceptionClustering(restarts=2), study.data(), {"d": 2, "q": 3})]
+
+
+def configurations(model: str):
+    """(estimator, data, sizes) for each configuration of a registered model whose starts differ: the sizes
+    name the README's shape symbols (`<model>_configurations` above; a new model adds its own)."""
+    found = globals().get(f"{model}_configurations")
+    assert found is not None, f"test_variant_docs.py has no {model}_configurations for the README's shapes"
+    return found()
 
 
 def returned_starts(est, data) -> dict[str, tuple]:
@@ -212,6 +227,8 @@ def test_every_shipped_variant_is_in_its_models_row():
     named = {v: model for model, (_, variants) in rows.items() for v in variants}
     assert shipped == set(named), (f"models/ holds {sorted(shipped - set(named))} not in the table; the table "
                                    f"names {sorted(set(named) - shipped)} not in models/")
+    owner = {spec.estimator.partition(":")[0]: spec.name for spec in registry.MODELS}
     for variant, model in named.items():
-        imports = set(re.findall(r"from bayes_wsc\.models\.(\w+) import", (ROOT / "models" / variant).read_text()))
-        assert imports == {model}, f"{variant} is in the {model} row but builds from {sorted(imports)}"
+        imports = set(re.findall(r"from (bayes_wsc\.models\.[\w.]+) import", (ROOT / "models" / variant).read_text()))
+        assert {owner.get(i, i) for i in imports} == {model}, \
+            f"{variant} is in the {model} row but builds from {sorted(imports)}"

@@ -2,13 +2,15 @@
 
 For every model, a variant written from its blocks with a term of its own (a Student-t rater noise,
 junk pairs, Student-t components or emissions, mislabeled seeds): its stored log-likelihood equals
-its own density at the same draws, computed here independently (NumPy, SciPy quadrature); the fit
+its own density at the same draws, computed independently (NumPy, SciPy quadrature: the variants and
+densities are the contract cases', contract_cases.py, with their own parameter fixed by a setting); the fit
 says what its log-likelihood holds; the checks that would replicate from the default model's formula
 replicate from the variant's own term or say that they did not run; and LOO prefers the variant on
 data it fits better. A variant that changes nothing of the default's terms keeps them (and the
 first model's integrated log-likelihood).
 """
 
+import functools
 import json
 import math
 import textwrap
@@ -16,13 +18,14 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
-from scipy.special import expit, logsumexp
+from scipy import stats
+from scipy.special import expit
 
 from bayes_wsc import compare, inference
 from bayes_wsc.data.grouped import GroupedCounts
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.models.wsc import WSC
+from contract_cases import CASES
 
 
 def quietly(est, data):
@@ -43,36 +46,8 @@ def flat(est, name, group="posterior"):
 
 
 # ---------------------------------------------------------------------- the first model: Student-t rater noise
-STUDENT_HE = """
-    import math
-
-    import pymc as pm
-
-    from bayes_wsc.models.wsc import (add_click_likelihood, add_emissions, add_estimands, check_settings,
-                                      group_quality_prior, hierarchical_scale_fixed)
-
-    LAPLACE_LOCAL = ("mu",)
-
-
-    def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0, nu=2.0):
-        check_settings(wh, mu_prior, w_concentration)
-        with pm.Model(coords=data.coords) as model:
-            he_data = pm.Data("he_data", data.he, dims="group")
-            mu = group_quality_prior(mu_prior)
-            he = pm.StudentT("he", nu=nu, mu=mu, sigma=1.0 / math.sqrt(wh), observed=he_data, dims="group")
-            w = add_emissions(data, w_concentration=w_concentration)
-            add_click_likelihood(data, mu, w, he_logp=pm.logp(he, he_data))
-            add_estimands(data, mu, w)
-        return model
-
-
-    def initial_values(data, estimator):
-        return estimator.initial_values(data)
-
-
-    def map_fixed(data, estimator):
-        return hierarchical_scale_fixed(data, estimator.wh, estimator.mu_prior)
-"""
+#: each model's variant with a term of its own is its contract case's (contract_cases.py), its own parameter
+#: fixed by a setting here (nu = 2, a share 0.3 of junk pairs, 0.25 of mislabeled seeds)
 WH = 11.0  # sigma_H = 0.3
 
 
@@ -93,25 +68,10 @@ def student_he_data(seed=3, n_groups=80, per_group=40):
 @pytest.fixture(scope="module")
 def wsc_fits(tmp_path_factory):
     data = student_he_data()
-    path = write(tmp_path_factory, "student_he", STUDENT_HE)
+    path = write(tmp_path_factory, "student_he", CASES["wsc"].variant)
     settings = dict(wh=WH, method="laplace", draws=400, seed=0, progressbar=False)
-    return data, quietly(WSC(model_file=path, **settings), data), quietly(WSC(**settings), data)
-
-
-def own_integral(data, draw, group, nu=2.0):
-    """log integral N(m | mu_loc, mu_scale) prod_k mix_k(m)^n_ik t_nu(HE_i | m, sigma_H) dm, by SciPy."""
-    n, he, sigma = data.counts[group], data.he[group], math.sqrt(1 / WH)
-    w0, w1, loc, scale = (draw[k] for k in ("w0", "w1", "mu_loc", "mu_scale"))
-
-    def log_integrand(m):
-        m = np.asarray(m, dtype=float)
-        clicks = np.sum(n * np.log(expit(-m)[..., None] * w0 + expit(m)[..., None] * w1), axis=-1)
-        return stats.norm.logpdf(m, loc, scale) + clicks + stats.t.logpdf(he, nu, m, sigma)
-
-    peak = float(np.max(log_integrand(np.linspace(-15, 15, 3001))))
-    value, _ = integrate.quad(lambda m: math.exp(float(log_integrand(m)) - peak), -15, 15, points=[he, loc],
-                             limit=200)
-    return math.log(value) + peak
+    return (data, quietly(WSC(model_file=path, model_settings={"nu": 2.0}, **settings), data),
+            quietly(WSC(**settings), data))
 
 
 def test_student_t_variant_scores_its_own_term(wsc_fits):
@@ -120,10 +80,11 @@ def test_student_t_variant_scores_its_own_term(wsc_fits):
     data, variant, _ = wsc_fits
     stored = flat(variant, "groups", "log_likelihood")
     post = {k: flat(variant, k) for k in ("w0", "w1", "mu_loc", "mu_scale")}
-    for s in (0, 137, 399):
-        draw = {k: v[s] for k, v in post.items()}
-        for i in (0, 5, int(np.argmax(np.abs(data.he - data.he.mean()))), 41):
-            assert stored[s, i] == pytest.approx(own_integral(data, draw, i), abs=1e-3)
+    draws, groups = (0, 137, 399), (0, 5, int(np.argmax(np.abs(data.he - data.he.mean()))), 41)
+    own = CASES["wsc"].density(data, post, variant, draws=draws, groups=groups, nu=2.0)
+    for s in draws:
+        for i in groups:
+            assert stored[s, i] == pytest.approx(own[s, i], abs=1e-3)
     attrs = inference.get_attrs(variant.idata_)
     assert attrs["likelihood_terms"] == {"clicks": "default", "he": "own", "group_quality": "default"}
     assert "own recorded term" in attrs["log_likelihood_holds"]
@@ -234,124 +195,6 @@ def test_a_variant_with_the_default_terms_is_integrated_and_one_with_its_own_f0_
 
 
 # ---------------------------------------------------------------------- the other four models: a term of their own
-JUNK_PAIRS = """
-    import numpy as np
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    from bayes_wsc import likelihoods
-    from bayes_wsc.models.experts import add_cluster_weights, add_experts, add_memberships, model_coords
-
-
-    def build_model(data, *, n_clusters=2, prior_sd=1.0, intercept_sd=2.0, accuracy_a=2.0, accuracy_b=2.0, junk=0.3):
-        # a share `junk` of the pairs were answered at random by every expert who rated them
-        with pm.Model(coords=model_coords(data, n_clusters)) as model:
-            w_ref, b_ref = add_cluster_weights(data, n_clusters, prior_sd=prior_sd, intercept_sd=intercept_sd)
-            alpha, beta = add_experts(accuracy_a=accuracy_a, accuracy_b=accuracy_b)
-            log_same, log_different = likelihoods.pair_log_coclustering(*add_memberships(data, w_ref, b_ref))
-            must, cannot = data.link_counts()
-            rated = likelihoods.pair_ratings_logp(log_same, log_different, must, cannot, alpha, beta)
-            coin = -np.log(2.0) * (must + cannot).sum(axis=1)
-            per_pair = pt.logaddexp(np.log1p(-junk) + rated, np.log(junk) + coin)
-            pm.Potential("constraints", likelihoods.record_pointwise("pairs", per_pair, dims="pair").sum())
-        return model
-
-
-    def initial_values(data, estimator):
-        return estimator.initial_values(data)
-"""
-STUDENT_COMPONENTS = """
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    from bayes_wsc import likelihoods
-    from bayes_wsc.models.pcmix import (add_component_means, add_component_sds, add_estimands, add_label_probabilities,
-                                        add_mixture_weights, labeled_index, model_coords, priors_from)
-
-
-    def build_model(data, *, components=2, lam=1.0, sd_floor=0.001, mean_prior_sd=3.0, sd_prior_rate=1.0,
-                    concentration=1.01, nu=2.0):
-        # Student-t components: the PC objective of add_pc_objective with log f(x | k) a product of t densities
-        priors = priors_from(sd_floor, mean_prior_sd, sd_prior_rate, concentration)
-        with pm.Model(coords=model_coords(data, components)) as model:
-            pi, mean_z, sd_z = add_mixture_weights(priors), add_component_means(priors), add_component_sds(priors)
-            log_rho = add_label_probabilities(data.n_classes, priors)
-            x = pm.Data("x", data.x, dims=("item", "feature"))
-            x_logp = pm.logp(pm.StudentT.dist(nu, mu=mean_z[None], sigma=sd_z[None]), x[:, None, :]).sum(axis=-1)
-            log_weights = pt.log(pi)[None, :]
-            log_px = likelihoods.mixture_logp(log_weights, x_logp)
-            labeled = pm.Data("labeled_index", labeled_index(data))
-            labels = pm.Data("labels", data.onehot[data.labeled])
-            y_logp = pt.sum(labels[:, None, :] * log_rho[None, :, :], axis=-1)
-            log_py = likelihoods.predictive_mixture_logp(log_weights, x_logp[labeled], y_logp)[1]
-            likelihoods.record_pointwise("items", pt.inc_subtensor(log_px[labeled], log_py), dims="item")
-            pm.Potential("pc_objective", pt.sum(log_px) + lam * pt.sum(log_py))
-            add_estimands(data, mean_z, sd_z)
-        return model
-
-
-    def initial_values(data, estimator):
-        return estimator.initial_values(data)
-"""
-STUDENT_EMISSION = """
-    import pymc as pm
-
-    from bayes_wsc.models.proportions import add_bag_likelihood, add_class_shares, model_coords, soft_label_start
-
-
-    def build_model(data, *, emission="gaussian", bag_likelihood="independent", concentration=None, mean_prior_sd=3.0,
-                    sd_prior_rate=1.0, nu=2.0, **unused_priors):
-        # each class's features: independent Student-t, in place of the gaussian emission's Normals
-        with pm.Model(coords=model_coords(data)) as model:
-            log_shares = add_class_shares(data, concentration)
-            mean_z = pm.Normal("mean_z", 0.0, mean_prior_sd, dims=("class", "feature"))
-            sd_z = 1e-3 + pm.Gamma("sd_excess", alpha=2.0, beta=sd_prior_rate, dims=("class", "feature"))
-            pm.Deterministic("mean", data.center + data.scale * mean_z, dims=("class", "feature"))
-            pm.Deterministic("sd", data.scale * sd_z, dims=("class", "feature"))
-            x = pm.Data("x", data.x)
-            log_f = pm.logp(pm.StudentT.dist(nu, mu=mean_z[None], sigma=sd_z[None]), x[:, None, :]).sum(axis=-1)
-            add_bag_likelihood(data, "gaussian", bag_likelihood, log_shares, log_f, concentration)
-        return model
-
-
-    def initial_values(data):
-        return soft_label_start(data, "gaussian")
-"""
-MISLABELED_SEEDS = """
-    import numpy as np
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    from bayes_wsc import likelihoods
-    from bayes_wsc.models.perception import (add_embedding, add_estimands, add_perception, cluster_log_probabilities,
-                                             model_coords, model_data)
-
-
-    def build_model(data, *, weight_scale=3.0, intercept_sd=1.0, noise=0.25):
-        # a share `noise` of the seeds were put in sets at random, whatever the item
-        with pm.Model(coords=model_coords(data)) as model:
-            W, b = add_embedding(data, weight_scale=weight_scale, intercept_sd=intercept_sd)
-            perception = add_perception(data)
-            values = model_data(data)
-            x = pm.Data("seed_features", values["seed_features"], dims=("seed_item", "feature"))
-            in_set = pm.Data("seed_sets", values["seed_sets"], dims=("seed_item", "cluster"))
-            clean = likelihoods.seed_sets_logp(cluster_log_probabilities(x, W, b, perception), in_set)
-            at_random = pt.log(in_set.sum(axis=1) / data.n_clusters)
-            per_seed = pt.logaddexp(np.log1p(-noise) + clean, np.log(noise) + at_random)
-            pm.Potential("seeds", likelihoods.record_pointwise("seed_items", per_seed, dims="seed_item").sum())
-            add_estimands(data, W, b, perception)
-        return model
-
-
-    def initial_values(data, estimator):
-        return estimator.initial_values(data)
-"""
-
-
-def log_softmax(a):
-    return a - logsumexp(a, axis=-1, keepdims=True)
-
-
 def experts_data(seed=1):
     """Two clusters, three experts rating the same 200 pairs; 30% of the pairs answered at random."""
     import pandas as pd
@@ -370,18 +213,6 @@ def experts_data(seed=1):
     return PairwiseConstraints.from_frames(items, constraints)
 
 
-def experts_density(data, post, junk=0.3):
-    W, b, alpha, beta = post["W"], post["b"], post["alpha"], post["beta"]
-    lp = log_softmax(np.einsum("nd,sdk->snk", data.features[data.linked_items], W) + b[:, None, :])
-    ends = np.searchsorted(data.linked_items, data.pairs)
-    gamma = np.sum(np.exp(lp[:, ends[:, 0]] + lp[:, ends[:, 1]]), axis=-1)
-    must, cannot = data.link_counts()
-    same = np.exp(must @ np.log(alpha).T + cannot @ np.log(1 - alpha).T).T
-    different = np.exp(must @ np.log(1 - beta).T + cannot @ np.log(beta).T).T
-    coin = 0.5 ** (must + cannot).sum(axis=1)
-    return np.log((1 - junk) * (gamma * same + (1 - gamma) * different) + junk * coin)
-
-
 def pcmix_data(seed=2, n=300):
     """Two clusters in two features with Student-t (2 d.f.) noise; a third of the items labeled."""
     from bayes_wsc.data.labeled import LabeledItems
@@ -391,18 +222,6 @@ def pcmix_data(seed=2, n=300):
     x = np.where(z[:, None], 2.0, -2.0) + 0.7 * rng.standard_t(2.0, (n, 2))
     y = np.where(rng.random(n) < 0.33, np.where(rng.random(n) < 0.9, z, ~z).astype(int).astype(object), None)
     return LabeledItems.from_arrays(x, y)
-
-
-def pcmix_density(data, post, nu=2.0):
-    mean_z = (post["mean"] - data.center) / data.scale
-    sd_z = post["sd"] / data.scale
-    rho = np.stack([1 - post["rho"], post["rho"]], axis=-1)
-    comp = stats.t.logpdf(data.x[None, :, None, :], nu, mean_z[:, None], sd_z[:, None]).sum(axis=-1)  # (S, n, K)
-    joint = np.log(post["pi"])[:, None, :] + comp
-    out = logsumexp(joint, axis=-1)
-    for d in np.flatnonzero(data.labeled):
-        out[:, d] = logsumexp(joint[:, d] + np.log(rho[:, :, data.y[d]]), axis=-1)
-    return out
 
 
 def proportions_data(seed=4, n_groups=30, size=8):
@@ -416,15 +235,6 @@ def proportions_data(seed=4, n_groups=30, size=8):
     x = np.where(z[:, None] == 1, 1.5, -1.5) + 0.5 * rng.standard_t(2.0, (groups.size, 2))
     counts = np.stack([np.bincount(z[groups == g], minlength=2) for g in range(n_groups)])
     return LabelProportions.from_arrays(x, groups, counts / size)
-
-
-def proportions_density(data, post, nu=2.0):
-    mean_z = (post["mean"] - data.center) / data.scale
-    sd_z = post["sd"] / data.scale
-    f = stats.t.logpdf(data.x[None, :, None, :], nu, mean_z[:, None], sd_z[:, None]).sum(axis=-1)  # (S, n, L)
-    with np.errstate(divide="ignore"):
-        per_item = logsumexp(np.log(data.proportions[data.item_group])[None] + f, axis=-1)
-    return np.stack([np.bincount(data.item_group, weights=row, minlength=data.n_groups) for row in per_item])
 
 
 def perception_data(seed=5):
@@ -441,30 +251,23 @@ def perception_data(seed=5):
     return SeedSets.from_frames(study.items, seeds.drop_duplicates(), study.perception)
 
 
-def perception_density(data, post, noise=0.25):
-    rows = data.seed_items
-    offset = 0.5 * np.sum(data.perception**2, axis=1)
-    embedded = np.einsum("md,sdq->smq", data.features[rows], post["W"]) + post["b"][:, None, :]
-    lp = log_softmax(embedded @ data.perception.T - offset)
-    in_set = data.seed_mask[rows]
-    clean = np.log(np.sum(np.exp(lp) * in_set, axis=-1))
-    return np.log((1 - noise) * np.exp(clean) + noise * in_set.sum(axis=1) / data.n_clusters)
-
-
 def own_term_cases():
     from bayes_wsc.models.experts import NoisyExperts
     from bayes_wsc.models.pcmix import PCMixture
     from bayes_wsc.models.perception import PerceptionClustering
     from bayes_wsc.models.proportions import ProportionsClassifier
 
+    own = {"experts": {"junk": 0.3}, "pcmix": {"nu": 2.0}, "proportions": {"nu": 2.0}, "perception": {"noise": 0.25}}
+    cases = {name: (CASES[name].variant, own[name], functools.partial(CASES[name].density, est=None, **own[name]))
+             for name in own}
     return {
-        "experts": (NoisyExperts, {"n_clusters": 2, "restarts": 3}, JUNK_PAIRS, experts_data, experts_density,
+        "experts": (NoisyExperts, {"n_clusters": 2, "restarts": 3}, *cases["experts"], experts_data,
                     ("W", "b", "alpha", "beta"), "pairs"),
-        "pcmix": (PCMixture, {"components": 2, "lam": 1.0, "restarts": 3}, STUDENT_COMPONENTS, pcmix_data,
-                  pcmix_density, ("pi", "mean", "sd", "rho"), "items"),
+        "pcmix": (PCMixture, {"components": 2, "lam": 1.0, "restarts": 3}, *cases["pcmix"], pcmix_data,
+                  ("pi", "mean", "sd", "rho"), "items"),
         "proportions": (ProportionsClassifier, {"emission": "gaussian", "bag_likelihood": "independent"},
-                        STUDENT_EMISSION, proportions_data, proportions_density, ("mean", "sd"), "groups"),
-        "perception": (PerceptionClustering, {"restarts": 1}, MISLABELED_SEEDS, perception_data, perception_density,
+                        *cases["proportions"], proportions_data, ("mean", "sd"), "groups"),
+        "perception": (PerceptionClustering, {"restarts": 1}, *cases["perception"], perception_data,
                        ("W", "b"), "seed_items"),
     }
 
@@ -473,10 +276,10 @@ def own_term_cases():
 def own_term_map(request, tmp_path_factory):
     """Each model's variant with a term of its own, and the model itself, fitted by MAP to data the
     variant describes."""
-    cls, settings, source, make_data, density, names, unit = own_term_cases()[request.param]
+    cls, settings, source, own, density, make_data, names, unit = own_term_cases()[request.param]
     data = make_data()
     path = write(tmp_path_factory, f"{request.param}_own_term", source)
-    variant = quietly(cls(model_file=path, **settings), data)
+    variant = quietly(cls(model_file=path, model_settings=own, **settings), data)
     return request.param, data, variant, quietly(cls(**settings), data), density, names, unit
 
 
@@ -517,11 +320,12 @@ def test_the_default_formula_is_what_each_model_records(own_term_map):
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["experts", "pcmix", "proportions", "perception"])
 def test_loo_prefers_the_own_term_variant_on_data_it_describes(model, tmp_path_factory):
-    cls, settings, source, make_data, _, _, _ = own_term_cases()[model]
+    cls, settings, source, own, _, make_data, _, _ = own_term_cases()[model]
     data = make_data()
     path = write(tmp_path_factory, f"{model}_own_term", source)
     laplace = dict(settings, method="laplace", draws=400, seed=0)
-    variant, default = quietly(cls(model_file=path, **laplace), data), quietly(cls(**laplace), data)
+    variant = quietly(cls(model_file=path, model_settings=own, **laplace), data)
+    default = quietly(cls(**laplace), data)
     ranked = compare({"default": default, "own term": variant})
     assert ranked.index[0] == "own term"
 
@@ -534,13 +338,15 @@ def test_student_t_variant_by_nuts_saved_and_summarized(wsc_fits, tmp_path, caps
     from bayes_wsc.estimator import load
 
     data, laplace, _ = wsc_fits
-    nuts = quietly(WSC(model_file=laplace.model_file, wh=WH, method="nuts", draws=150, tune=150, chains=2, seed=1,
-                       progressbar=False), data)
+    nuts = quietly(WSC(model_file=laplace.model_file, model_settings={"nu": 2.0}, wh=WH, method="nuts", draws=150,
+                       tune=150, chains=2, seed=1, progressbar=False), data)
     stored = flat(nuts, "groups", "log_likelihood")
     post = {k: flat(nuts, k) for k in ("w0", "w1", "mu_loc", "mu_scale")}
-    for s in (0, 299):
-        for i in (0, int(np.argmax(np.abs(data.he - data.he.mean())))):
-            assert stored[s, i] == pytest.approx(own_integral(data, {k: v[s] for k, v in post.items()}, i), abs=1e-3)
+    draws, groups = (0, 299), (0, int(np.argmax(np.abs(data.he - data.he.mean()))))
+    own = CASES["wsc"].density(data, post, nuts, draws=draws, groups=groups, nu=2.0)
+    for s in draws:
+        for i in groups:
+            assert stored[s, i] == pytest.approx(own[s, i], abs=1e-3)
     nuts.save(tmp_path / "fit.nc")
     back = load(tmp_path / "fit.nc")
     assert inference.get_attrs(back.idata_)["likelihood_terms"]["he"] == "own"

@@ -96,7 +96,7 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
     import pytensor.tensor as pt
     from scipy.special import log_softmax
 
-    from bayes_wsc.data.proportions import LOG_ZERO
+    from bayes_wsc.defaults import LOG_ZERO
     from bayes_wsc.graph_inputs import declare
     from bayes_wsc.models import proportions as mp
 

@@ -22,14 +22,25 @@ def non_negative_int(text: str) -> int:
     return 0 if text.strip() == "0" else positive_int(text)
 
 
-def positive_float(text: str) -> float:
+def number(text: str, *, positive: bool = False, infinite: bool = False, name: str | None = None) -> float:
+    """The command line's one parser of a real setting: a number >= 0 (> 0 when `positive`), finite unless
+    `infinite` allows inf; else one line, naming the setting when `name` is given."""
+    bound = "> 0" if positive else ">= 0"
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number {'or ' + repr('inf') if infinite else bound}, "
+                                         f"got {text!r}") from None
+    if math.isnan(value) or (math.isinf(value) and not infinite) or value < 0 or (positive and value == 0):
+        if name is not None:
+            rule = f"{bound} (or inf)" if infinite else f"a finite number {bound}"
+            raise argparse.ArgumentTypeError(f"{name} must be {rule}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a {'positive number' if positive else 'number >= 0'}, got {text!r}")
     return value
+
+
+def positive_float(text: str) -> float:
+    return number(text, positive=True)
 
 
 def probability(text: str) -> float:
@@ -90,13 +101,7 @@ def add_sampling_options(parser: argparse.ArgumentParser) -> None:
 
 
 def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
+    return number(text)
 
 
 def add_simulate_options(parser: argparse.ArgumentParser, files) -> None:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import math
 
 from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
-                                      add_variant_options, columns, non_negative_float, positive_float, positive_int,
-                                      sampling_settings)
+                                      add_variant_options, columns, non_negative_float, number, positive_float,
+                                      positive_int, sampling_settings)
 from bayes_wsc.outputs import REPORT_CONTENTS, input_table, output_file, output_folder
 
 #: what `path pcmix --out DIR` writes in DIR
@@ -21,13 +20,7 @@ SIMULATE_FILES = ("items.csv", "truth.csv", "truth.json")
 
 
 def lam_value(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"lam must be a finite number >= 0, got {text!r}")
-    return value
+    return number(text, name="lam")
 
 
 def lam_list(text: str) -> list[float]:

@@ -7,7 +7,7 @@ import argparse
 
 from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
                                       add_variant_options, columns, non_negative_float, non_negative_int,
-                                      positive_float, positive_int, sampling_settings)
+                                      positive_float, positive_int, probability, sampling_settings)
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = "seed sets with perception vectors (Cheng et al.): items + seeds + perception"
@@ -15,6 +15,10 @@ SIMULATE_HELP = ("seed sets with perception vectors (Cheng et al.): the simulate
                  "clusters are not the user's, or the handwritten digits (--dataset digits)")
 #: what `simulate perception --out DIR` writes in DIR
 SIMULATE_FILES = ("items.csv", "seeds.csv", "perception.csv", "truth.csv", "truth.json")
+#: `bayes-wsc predict` options of perception fits only (the estimator's `predict_options`)
+PREDICT_OPTIONS = {"overlap_threshold": ("--overlap-threshold", {
+    "type": probability, "metavar": "T",
+    "help": "perception fits: an item is in every cluster with probability >= T (default: the fit's, 0.3)"})}
 LPE_HELP = "LPE or NPE (Cheng et al., Alg. 1-2): perception embedding, k-means and thresholded memberships"
 
 

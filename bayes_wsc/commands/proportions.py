@@ -228,3 +228,10 @@ def run_llp(args) -> None:
 
 
 BASELINES = {"llp": (LLP_HELP, add_llp_parser, run_llp)}
+
+
+def read_baseline_model(path):
+    """`bayes-wsc predict` from an LLP model written by `bayes-wsc baseline llp` (JSON)."""
+    from bayes_wsc.baselines.proportions import LLPModel
+
+    return LLPModel.load(path)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import math
 
 from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
-                                      add_variant_options, columns, non_negative_float, positive_float, positive_int,
-                                      sampling_settings)
+                                      add_variant_options, columns, non_negative_float, number, positive_float,
+                                      positive_int, sampling_settings)
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = "noisy group averages (Wager et al.): clicks + per-group HE"
@@ -17,13 +16,7 @@ SIMULATE_FILES = ("clicks.csv", "groups.csv", "truth.json")
 
 
 def wh_value(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or 'inf', got {text!r}") from None
-    if math.isnan(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"WH must be >= 0 (or inf), got {text!r}")
-    return value
+    return number(text, infinite=True, name="WH")
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:

@@ -31,6 +31,7 @@ from bayes_wsc.data.grouped import BehaviorBins
 from bayes_wsc.data.tables import (FeatureScaling, check_scaled_features, feature_columns, key_column, numeric_column,
                                    read_ids, require_columns, require_id_column, require_rows, require_unique,
                                    standardize)
+from bayes_wsc.defaults import LOG_ZERO
 from bayes_wsc.errors import InputError
 
 #: proportions of a group must sum to 1 within this
@@ -395,8 +396,6 @@ def _read_class_columns(frame: pd.DataFrame, classes: Sequence[str], counts: boo
 
 
 # ---------------------------------------------------------------------- the exact-counts recursion's layout
-#: log of "impossible", finite so that gradients through log-sum-exp never meet inf - inf
-LOG_ZERO = -1e30
 #: a group's recursion may hold at most this many (item, state) cells; larger groups use the normal approximation
 GROUP_BUDGET = 2_000_000
 #: all groups' recursions together: reverse-mode differentiation keeps a few copies of every cell

@@ -64,7 +64,7 @@ from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator, check_whole
 from bayes_wsc.graph_inputs import declare
 from bayes_wsc.maths.experts import constraint_informed_memberships
-from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, check_ci, stacked, summarize_memberships
+from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, stacked, summarize_memberships
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -500,7 +500,6 @@ class NoisyExperts(Estimator):
         """One row per expert, most reliable first: alpha, beta, omega (posterior mean, or the MAP)
         with the bounds of their `ci` HDI, and the expert's numbers of must- and cannot-links."""
         self._check_fitted()
-        check_ci(ci)
         post = self._fitted().posterior
         table = pd.DataFrame(index=pd.Index(post["expert"].values.astype(str), name="expert"))
         for name in ("alpha", "beta", "omega"):
@@ -557,7 +556,6 @@ class NoisyExperts(Estimator):
             P(z_i = k | x_i) that `predict` applies to new items (the paper's clustering).
         """
         self._check_fitted()
-        check_ci(ci)
         index = pd.Index(self._fitted().constant_data["item"].values.astype(str), name="item")
         constraints = self.data_from_fit() if use_constraints else None
         return self._membership_frame(self._fitted().constant_data["features"].values, ci, index, constraints)
@@ -567,7 +565,6 @@ class NoisyExperts(Estimator):
         `prob_low`, `prob_high` (HDI of the chosen cluster's probability). New items need the
         feature columns of the fit; they are scaled as the training items were."""
         self._check_fitted()
-        check_ci(ci)
         features = self.scaling_.transform(items, "items")
         return append_predictions(items, self._membership_frame(features, ci, index=items.index))
 

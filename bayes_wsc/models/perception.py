@@ -61,7 +61,7 @@ from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator, check_whole
 from bayes_wsc.graph_inputs import declare
 from bayes_wsc.maths.perception import threshold_clusters
-from bayes_wsc.posterior import check_ci, stacked, summarize_memberships
+from bayes_wsc.posterior import stacked, summarize_memberships
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -554,7 +554,6 @@ class PerceptionClustering(Estimator):
             False gives every item the features-only rule of `predict`.
         """
         self._check_fitted()
-        check_ci(ci)
         threshold = check_threshold(self.overlap_threshold if overlap_threshold is None else overlap_threshold)
         data = self.data_from_fit()
         in_set = None
@@ -573,7 +572,6 @@ class PerceptionClustering(Estimator):
         after a MAP) and `clusters`: every cluster the item is assigned to under the overlap rule,
         separated by ';'. New items need the fit's feature columns; they are scaled as in training."""
         self._check_fitted()
-        check_ci(ci)
         threshold = check_threshold(self.overlap_threshold if overlap_threshold is None else overlap_threshold)
         features = self.scaling_.transform(items, "items")
         added = self._membership_frame(features, ci, items.index, threshold)

@@ -49,7 +49,7 @@ from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator, is_labels
 from bayes_wsc.graph_inputs import declare
-from bayes_wsc.posterior import check_ci, stacked, summarize_columns
+from bayes_wsc.posterior import stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -486,6 +486,7 @@ class ProportionsClassifier(Estimator):
     data_class = LabelProportions
     estimands = ["eta", "mean", "sd", "w", "rho", "W", "b"]
     internal_variables = ("mean_z", "sd_excess", "W_raw", "b_raw")
+    laplace_coverage = (0.85, 0.91, "each class's mean and sd (Gaussian emission, exact counts; 40 simulations)")
     unit_dims = ("group",)
     required_attrs = ("model", "method", "settings", "classes", "data_kind")
     required_variables = {"posterior": ("eta",)}
@@ -666,7 +667,6 @@ class ProportionsClassifier(Estimator):
         numbers (m, D) or bin indices (m,)): "mean", "low", "high", each (m, L). Computed in chunks;
         nothing per draw is kept."""
         self._check_fitted()
-        check_ci(ci)
         log_joint = self._log_joint_function()
         n_classes = len(self.classes_)
         m = len(features)
@@ -734,7 +734,6 @@ class ProportionsClassifier(Estimator):
         posterior draws are used (evenly spaced, a seeded choice beyond).
         """
         self._check_fitted()
-        check_ci(ci)
         data = self.data_from_fit()
         log_joint = self._log_joint_function()
         features = data.x if data.kind == "numeric" else data.item_bin

@@ -31,7 +31,7 @@ from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import Estimator
 from bayes_wsc.graph_inputs import declare
 from bayes_wsc.maths.wsc import naive_emissions
-from bayes_wsc.posterior import append_predictions, check_ci, stacked, summarize_columns
+from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -994,7 +994,6 @@ class WSC(Estimator):
     def class_probability(self, groups=None, ci: float = DEFAULT_CI) -> xr.Dataset:
         """P(Z = 1 | X = k, group i) for chosen groups and every bin: mean and HDI, computed on demand."""
         self._check_fitted()
-        check_ci(ci)
         all_ids = np.asarray(self._fitted().posterior["group"].values).astype(str)
         ids = all_ids if groups is None else np.asarray(groups).astype(str)
         pos = pd.Index(all_ids).get_indexer(ids)
@@ -1035,7 +1034,6 @@ class WSC(Estimator):
         "population": m}) and, as a sentence, in `result.attrs["notes"]`.
         """
         self._check_fitted()
-        check_ci(ci)
         bin_index = self.bins_.index(items, "items")
         group_col = group_col or inference.get_attrs(self._fitted()).get("data_settings", {}).get("group_col", "group")
         n_bins = self._fitted().posterior.sizes["bin"]

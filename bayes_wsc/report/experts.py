@@ -20,7 +20,6 @@ from sklearn.metrics import normalized_mutual_info_score
 from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.posterior import check_ci
 from bayes_wsc.report.criticism import write_fit_report
 from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_label, fit_method, method_words,
                                    new_figure, variant_words)
@@ -162,7 +161,6 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
         on the same data (seconds to a minute).
     """
     _checked(est)
-    check_ci(ci)
     data = est.data_from_fit()
     if truth is not None and getattr(truth, "labels", None) is not None and len(truth.labels) != data.n_items:
         raise InputError(f"truth has labels for {len(truth.labels)} items but the fit has {data.n_items}")

@@ -28,7 +28,6 @@ from bayes_wsc import inference
 from bayes_wsc.maths.pcmix import lam_text
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.posterior import check_ci
 from bayes_wsc.report.criticism import write_fit_report
 from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_method, laplace_words,
                                    new_figure, variant_words, write_html)
@@ -353,7 +352,6 @@ def _restarts_section(est) -> Section:
 def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = None) -> Path:
     """Write `out_dir/report.html` for one fitted `PCMixture`."""
     est = _checked_fit(est)
-    check_ci(ci)
     return write_fit_report(est, out_dir, title or "Prediction-constrained mixture report",
                             [p for p in _intro(est) if p],
                             [_clusters_section(est), _estimands_section(est, ci), _restarts_section(est)])

@@ -21,7 +21,6 @@ import pandas as pd
 from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.posterior import check_ci
 from bayes_wsc.report.criticism import write_fit_report
 from bayes_wsc.report.html import (Section, diagnostics_section, estimands_section, fit_method, method_words,
                                    new_figure, variant_words)
@@ -102,7 +101,6 @@ def _weights_name(est) -> str:
 
 def weights_away_from_zero(est, ci: float = DEFAULT_CI):
     """(features, perception features) booleans: W's `ci` HDI excludes zero; None for a fit without draws."""
-    check_ci(ci)
     if not inference.has_draws(est.idata_):
         return None
     draws = est.idata_.posterior[_weights_name(est)].values
@@ -136,7 +134,6 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
     baselines : with a truth, also score LPE + k-means (10 restarts), k-means on X and the seeded mixture.
     """
     _checked(est)
-    check_ci(ci)
     data = est.data_from_fit()
     matrix = _truth_matrix(truth, data.n_items, data.n_clusters)
     members = est.memberships(ci)

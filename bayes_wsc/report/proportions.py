@@ -18,7 +18,7 @@ import numpy as np
 from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.posterior import check_ci, stacked
+from bayes_wsc.posterior import stacked
 from bayes_wsc.report.criticism import write_fit_report
 from bayes_wsc.report.html import Section, estimands_section, fit_method, laplace_words, new_figure, variant_words
 
@@ -43,7 +43,6 @@ def plot_classes(est, *, ci: float = DEFAULT_CI):
     softmax weights and P(class | bin) of one class are the mirror of the other's: the second class is shown
     against the first (the reference) alone."""
     _checked(est)
-    check_ci(ci)
     classes = list(est.classes_)
     post = est.idata_.posterior
     centre = None  # with one class shown: where its values say nothing (no weight, even odds)
@@ -136,7 +135,6 @@ def _fit_words(est) -> str:
 def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = None) -> Path:
     """Write `out_dir/report.html` for a fitted `ProportionsClassifier`."""
     _checked(est)
-    check_ci(ci)
     data = est.data_from_fit()
     sizes = data.group_sizes
     intro = [

@@ -115,8 +115,7 @@ def write_report(
     if truth_pi is not None and not 0 <= float(truth_pi) <= 1:
         raise InputError(f"truth_pi must be in [0, 1], got {truth_pi!r}")
 
-    first_settings = _settings(next(iter(fits.values())))
-    baselines = compute_baselines(data, float(first_settings["wh"]), half_sampling_reps, seed)
+    baselines = compute_baselines(data, float(next(iter(fits.values())).settings_used_["wh"]), half_sampling_reps, seed)
     baselines.z = z_se(ci)
     rhos = [_fit_rho(label, est, ci, FIT_COLORS[i % len(FIT_COLORS)]) for i, (label, est) in enumerate(fits.items())]
 
@@ -251,7 +250,7 @@ def _fit_words(est) -> str:
     variant = variant_words(est)
     if variant:  # the default model's prose (WH, the prior on mu, the Dirichlet) describes the default model only
         return f"{method}. {variant[0]}"
-    wh = float(settings["wh"])
+    wh = float(est.settings_used_["wh"])  # what the model was built with (a WH above the limit as inf)
     if math.isinf(wh):
         wh_words = "WH = inf: mu is fixed at HE, as if the groups' shares were known"
     elif wh == 0:
@@ -280,7 +279,7 @@ def plot_rho(fits, *, truth_rho=None, ci: float = DEFAULT_CI, half_sampling_reps
     check_ci(ci)
     fits = _as_labelled(fits)
     data = _shared_data(fits)
-    base = compute_baselines(data, float(_settings(next(iter(fits.values())))["wh"]), half_sampling_reps, seed)
+    base = compute_baselines(data, float(next(iter(fits.values())).settings_used_["wh"]), half_sampling_reps, seed)
     base.z = z_se(ci)
     rhos = [_fit_rho(label, est, ci, FIT_COLORS[i % len(FIT_COLORS)]) for i, (label, est) in enumerate(fits.items())]
     return _rho_figure(rhos, base, data.bins, _checked_truth(truth_rho, data.n_bins), ci)
@@ -563,7 +562,7 @@ def _mu_section(fits: dict, rhos: list[FitRho], data: GroupedCounts, ci: float, 
         ax.set_ylabel("posterior mean of mu" if mu_draws.shape[0] > 1 else "posterior mode of mu (MAP)")
         ax.set_title(label, fontsize=10)
         ax.legend(fontsize=8, frameon=False, loc="upper left")
-        if math.isinf(float(_settings(est)["wh"])):
+        if math.isinf(float(est.settings_used_["wh"])):
             paragraphs.append(f"{label} has WH = inf: mu is fixed at HE, so its points lie on the line.")
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
