@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--out", type=output_file("checks file"), help="CSV to write, one row per check")
     check.add_argument("--draws", type=positive_int, default=200, help="replicated data sets (default 200)")
     check.add_argument("--seed", type=non_negative_int, default=0, help="seed of the replicates (default 0)")
+    check.add_argument("--model", dest="model_file", metavar="FILE.py", type=input_file("model file"),
+                       help="a variant fit's own checks (its CHECKS) run from this file, which must be the one the "
+                            "fit was made with (its sha256); a fit file alone never runs code")
 
     ppc = sub.add_parser("ppc", help="replicate data from a fit: its posterior predictive statistics as netCDF")
     ppc.add_argument("fit", type=input_file("fit file"))
@@ -305,6 +308,8 @@ def cmd_check(args) -> None:
     from bayes_wsc.outputs import write_csv
 
     est = load(args.fit)
+    if args.model_file is not None:
+        est.use_variant_file(args.model_file)
     table = est.run_checks(draws=args.draws, seed=args.seed)
     _print_checks(table)
     if args.out:

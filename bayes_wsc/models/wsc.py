@@ -737,14 +737,9 @@ class WSC(Estimator):
         return "sampled"
 
     def _variant_takes_mu(self) -> bool:
-        if self.model_file is None:
-            return True
-        import inspect
-
-        from bayes_wsc.estimator import load_variant
-
-        build = getattr(load_variant(self.model_file), "build_model", None)
-        return build is not None and "mu" in inspect.signature(build).parameters
+        """Whether the model's build_model takes `mu`: a variant's as the fit stored it (never imported
+        to read a fit), else as its file says."""
+        return self.model_file is None or "mu" in self.variant_facts().build_model_takes
 
     def _integrates_mu(self) -> bool:
         return self.mu_used in INTEGRATING and not math.isinf(self.wh_used) and self._variant_takes_mu()
