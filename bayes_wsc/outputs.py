@@ -487,12 +487,23 @@ def _resolved(path) -> str:
         return os.path.abspath(path)
 
 
+def folder_parts(folder) -> tuple[list[str], list[str]]:
+    """(parts, skipped): the Parquet files below a folder that are its parts, and those that are not:
+    a file or folder whose name starts with "_" or "." (Spark's `_temporary/`, `_SUCCESS`, a hidden
+    `.part-0.parquet`) is skipped, as pyarrow, Dask and Spark skip it."""
+    parts, skipped = [], []
+    for path in sorted(Path(folder).rglob("*.parquet")):
+        names = path.relative_to(folder).parts
+        (skipped if any(n.startswith(("_", ".")) for n in names) else parts).append(str(path))
+    return parts, skipped
+
+
 def _expand(declared: DeclaredPath) -> list[str]:
     """The files behind an input: itself, or the Parquet files of a folder or glob."""
     text = str(declared)
     if declared.kind == "source":
         if os.path.isdir(text):
-            return sorted(str(p) for p in Path(text).rglob("*.parquet"))
+            return folder_parts(text)[0]
         if glob.has_magic(text):
             return sorted(glob.glob(text, recursive=True))
     return [text]
