@@ -170,3 +170,56 @@ def test_a_row_that_is_not_utf8_is_named(tmp_path):
     (tmp_path / "t.csv").write_bytes(b"a,b\n1,2\n3,\xe9\n")
     with pytest.raises(InputError, match=r"is not UTF-8 text \(line 3 has the byte 0xe9\)"):
         read_table(tmp_path / "t.csv", "table")
+
+
+#: Parquet columns of types that are not numbers, and the words that refuse each as a feature
+PARQUET_NOT_NUMBERS = {
+    "timestamp": "holds dates and times", "timestamp_tz": "holds dates and times", "date": "non-numeric value",
+    "duration": "holds durations", "boolean": "holds True/False", "dictionary": "holds categories",
+    "list": "non-numeric value", "struct": "non-numeric value", "binary": "non-numeric value",
+    "time": "non-numeric value",
+}
+
+
+def parquet_column(kind: str, n: int):
+    """A pyarrow array of `n` values of a Parquet type that is not a number (`PARQUET_NOT_NUMBERS`)."""
+    import datetime
+
+    import pyarrow as pa
+
+    day = [datetime.datetime(2020, 1, 1) + datetime.timedelta(days=i) for i in range(n)]
+    return {
+        "timestamp": lambda: pa.array(day), "timestamp_tz": lambda: pa.array(day, pa.timestamp("ns", tz="UTC")),
+        "date": lambda: pa.array([d.date() for d in day]), "duration": lambda: pa.array([d - day[0] for d in day]),
+        "boolean": lambda: pa.array([i % 2 == 0 for i in range(n)]),
+        "dictionary": lambda: pa.array([f"c{i % 3}" for i in range(n)]).dictionary_encode(),
+        "list": lambda: pa.array([[float(i)] for i in range(n)]), "struct": lambda: pa.array([{"x": i} for i in range(n)]),
+        "binary": lambda: pa.array([str(i).encode() for i in range(n)]), "time": lambda: pa.array([d.time() for d in day]),
+    }[kind]()
+
+
+@pytest.mark.parametrize("kind", list(PARQUET_NOT_NUMBERS))
+def test_a_parquet_column_that_is_not_numbers_is_no_feature(tmp_path, capsys, kind):
+    """A Parquet datetime (or duration, category, nested...) column taken as a feature by default: one line
+    naming it, never its nanoseconds since 1970 as a number. Decimals are numbers and are read as such."""
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 12
+    rng = np.random.default_rng(1)
+    table = pa.table({"id": [f"i{i}" for i in range(n)], "group": [f"g{i % 3}" for i in range(n)],
+                      "x1": rng.normal(size=n), "odd": parquet_column(kind, n),
+                      "x2": pa.array([decimal.Decimal(f"{v:.3f}") for v in rng.normal(size=n)])})
+    pq.write_table(table, tmp_path / "items.parquet")
+    pd.DataFrame({"group": ["g0", "g1", "g2"], "a": [0.2, 0.5, 0.8], "b": [0.8, 0.5, 0.2]}).to_csv(tmp_path / "groups.csv", index=False)
+    code = cli(["fit", "proportions", "--items", str(tmp_path / "items.parquet"), "--proportions",
+                str(tmp_path / "groups.csv"), "--id-col", "id", "--out", str(tmp_path / "fit.nc")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "'odd'" in err, err
+    assert PARQUET_NOT_NUMBERS[kind] in err, err
+    frame = read_table(tmp_path / "items.parquet", "items")
+    from bayes_wsc.data.tables import read_features
+
+    assert np.isfinite(read_features(frame, ["x1", "x2"], "items")).all()  # a decimal column is numbers

@@ -324,8 +324,11 @@ def numeric_column(
     raw = frame[column]
     if pd.api.types.is_bool_dtype(raw.dtype):
         raise InputError(f"{what} column {column!r} holds True/False, not numbers; give 1 and 0 if that is meant")
+    kind = _not_numbers(raw.dtype)
+    if kind:
+        raise InputError(f"{what} column {column!r} holds {kind} ({raw.dtype}), not numbers{hint}")
     if raw.dtype == object:
-        flags = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
+        flags = raw.map(lambda v: isinstance(v, (bool, np.bool_, bytes))).to_numpy(dtype=bool)
         if flags.any():
             row = int(np.flatnonzero(flags)[0])
             raise InputError(f"{what} column {column!r} has a non-numeric value {raw.iloc[row]!r} ({at(row)})")
@@ -358,6 +361,20 @@ def numeric_column(
             bound = f"< {upper}" if upper_open else f"<= {upper}"
             raise InputError(f"{what} column {column!r} has value {float(values[row])!r} ({at(row)}); it must be {bound}")
     return values
+
+
+def _not_numbers(dtype) -> str:
+    """What a column of a type that is not a number holds, in words ('' for numbers, text and objects,
+    which are parsed cell by cell): a date would otherwise become nanoseconds since 1970."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "categories (a categorical type)"
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return "dates and times"
+    if pd.api.types.is_timedelta64_dtype(dtype):
+        return "durations"
+    if isinstance(dtype, (pd.PeriodDtype, pd.IntervalDtype)):
+        return "periods or intervals"
+    return ""
 
 
 def feature_columns(frame: pd.DataFrame, features: Sequence[str] | None, reserved: Sequence[str | None],
