@@ -163,6 +163,12 @@ class GroupedCounts:
             raise InputError("counts must be finite and non-negative")
         if not np.isfinite(self.counts.sum()):
             raise InputError("counts are too large: their total overflows")
+        tiny = (self.counts > 0) & (self.counts < np.finfo(float).tiny)
+        if tiny.any():
+            group, column = np.argwhere(tiny)[0]
+            raise InputError(f"group {str(self.group_ids[group])!r} holds {float(self.counts[group, column]):.3g} "
+                             f"weighted items in bin {str(self.bins.labels[column])!r}, a positive weight below the "
+                             f"smallest the arithmetic holds ({np.finfo(float).tiny:.3g}); rescale the weights")
         heaviest = int(np.argmax(self.counts.sum(axis=1)))
         if self.counts[heaviest].sum() > MAX_GROUP_WEIGHT:
             raise InputError(f"group {str(self.group_ids[heaviest])!r} holds {self.counts[heaviest].sum():.4g} "

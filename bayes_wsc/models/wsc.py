@@ -27,6 +27,7 @@ from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
 from bayes_wsc.data.tables import key_text
 from bayes_wsc.defaults import DEFAULT_CI
+from bayes_wsc.diagnostics import weightless_data_message
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import Estimator
 from bayes_wsc.graph_inputs import declare
@@ -750,8 +751,10 @@ class WSC(Estimator):
         return effective_wh(self.wh)
 
     def data_messages(self, data: GroupedCounts) -> list[str]:
-        """A WH beyond `WH_LIMIT` (fitted as inf), and data with one group, which cannot identify rho."""
+        """A WH beyond `WH_LIMIT` (fitted as inf), data whose clicks weigh less than one click in all, and data
+        with one group, which cannot identify rho."""
         messages = [wh_limit_message(self.wh)] if self.wh_used != float(self.wh) else []
+        messages += [m for m in [weightless_data_message(float(data.group_totals.sum()), "click")] if m]
         with_clicks = data.n_groups - int((data.group_totals <= 0).sum())
         if with_clicks < 2:
             messages.append(
