@@ -122,6 +122,26 @@ def test_class_names_are_text_as_written(tmp_path):
         assert data.classes == classes and data.n_labeled == 6
 
 
+def test_pcmix_labels_are_text_as_written(tmp_path, capsys):
+    """A label ' 1' is its own class, not '1' (as behavior levels '3' and '3 ' stay apart); a cell of spaces
+    is not unlabeled but an error naming its row; every non-empty cell is a label."""
+    rows = _feature_rows(12)
+    labels = ["1", " 1", "0", "1", "0", " 1", "", "0", "1", "0", "", "1"]
+    text = "id,x1,x2,y\n" + "\n".join(f"{r},{y}" for r, y in zip(rows, labels)) + "\n"
+    path = _write(tmp_path / "items.csv", text)
+    data = LabeledItems.from_frame(read_table(path, "items"), id_col="id")
+    assert data.classes == ("0", "1", " 1")
+    assert data.n_labeled == sum(1 for y in labels if y != "")
+    assert list(np.asarray(data.classes)[data.y[data.y >= 0]]) == [y for y in labels if y != ""]
+    labels[4] = "   "
+    text = "id,x1,x2,y\n" + "\n".join(f"{r},{y}" for r, y in zip(rows, labels)) + "\n"
+    with pytest.raises(InputError, match=r"a cell of only spaces '   ' \(row 5\)"):
+        LabeledItems.from_frame(read_table(_write(tmp_path / "blank.csv", text), "items"), id_col="id")
+    frame = pd.DataFrame({"x1": np.arange(4.0), "x2": [0.0, 1.0, 0.0, 2.0], "y": ["a", "b", "\t", "a"]})
+    with pytest.raises(InputError, match=r"\(row 3\)"):
+        LabeledItems.from_frame(frame)
+
+
 def test_a_short_or_long_row_is_an_error_naming_it(tmp_path):
     for row in ("i3,0.5", "i3,0.5,1,7"):
         text = "id,x1,y\ni1,0.1,a\ni2,0.2,\n" + row + "\ni4,0.3,b\n"
