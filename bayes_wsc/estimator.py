@@ -230,7 +230,12 @@ class Estimator(abc.ABC):
         def build(data):
             settings = {**self.settings_for(data), **own}
             with self.variant_errors("build_model"):
-                return variant.build_model(data, **settings)
+                model = variant.build_model(data, **settings)
+            if not (getattr(model, "observed_RVs", None) or getattr(model, "potentials", None)):
+                raise InputError(f"model file {str(self.model_file)!r}: its build_model's model observes nothing (no "
+                                 "observed variable and no pm.Potential), so the data never enter: its fit would be "
+                                 "its prior. Give the likelihood observed=... or add it as a pm.Potential")
+            return model
 
         def hook(name):
             function = getattr(variant, name, None)
