@@ -243,3 +243,67 @@ def test_a_parquet_column_that_is_not_numbers_is_no_feature(tmp_path, capsys, ki
     from bayes_wsc.data.tables import read_features
 
     assert np.isfinite(read_features(frame, ["x1", "x2"], "items")).all()  # a decimal column is numbers
+
+
+def test_fractional_indices_and_text_arrays_are_refused_in_every_from_arrays():
+    """`from_arrays(x, [0.5, 0, 1, 1], P)` put the first item in group 0; indices are whole numbers, or one
+    line naming the first that is not, in every container built from arrays. Text where numbers belong and
+    True/False count tables are refused too (they were a TypeError, or taken as 1 and 0)."""
+    x = np.random.default_rng(0).normal(size=(4, 2))
+    shares = np.array([[0.5, 0.5], [0.2, 0.8]])
+    with pytest.raises(InputError, match=r"groups must be whole-number indices, got 0.5 at position 0"):
+        LabelProportions.from_arrays(x, [0.5, 0, 1, 1], shares)
+    with pytest.raises(InputError, match=r"got 1.5 at position 3"):
+        LabelProportions.from_bins([0, 1, 0, 1], [0, 0, 1, 1.5], shares, 2)
+    with pytest.raises(InputError, match=r"got nan at position 1"):
+        LabelProportions.from_arrays(x, [0, np.nan, 1, 1], shares)
+    assert LabelProportions.from_arrays(x, [0.0, 0.0, 1.0, 1.0], shares).item_group.tolist() == [0, 0, 1, 1]
+    with pytest.raises(InputError, match=r"features must be numbers, got 'a'"):
+        LabelProportions.from_arrays(np.array([["a", "b"]] * 4, dtype=object), [0, 0, 1, 1], shares)
+    with pytest.raises(InputError, match=r"features must be numbers, got 'a'"):
+        LabeledItems.from_arrays(np.array(["a", "b", "c", "d"], dtype=object), [0, 1, None, 1])
+    with pytest.raises(InputError, match=r"counts hold True/False"):
+        GroupedCounts.from_counts(np.array([[True, False], [True, True]]), [0.0, 1.0])
+    with pytest.raises(InputError, match=r"label codes must be whole-number indices"):
+        LabeledItems(x, [0, 1, 0.5, 1], ("x1", "x2"), ("a", "b"), np.zeros(2), np.ones(2), np.arange(4))
+
+
+#: levels that write another bin's name when joined naively ("a=x, b=y, b=z" twice), and ones with quotes
+COLLIDING_LEVELS = {"a": ["x", "x, b=y", 'q"', " s"], "b": ["y, b=z", "z", "=", ""]}
+
+
+def test_crossed_bin_labels_are_unique_for_adversarial_levels():
+    """Levels x / "x, b=y" of a crossed with "y, b=z" / z of b made two bins named a=x, b=y, b=z, and the
+    estimand table listed 3 rows for 4 bins; a level with the label's separators is quoted."""
+    import itertools
+
+    from bayes_wsc.data.grouped import BehaviorBins
+
+    for a, b in itertools.product(itertools.combinations(COLLIDING_LEVELS["a"], 2),
+                                  itertools.combinations(COLLIDING_LEVELS["b"], 2)):
+        bins = BehaviorBins(("a", "b"), (a, b))
+        assert len(set(bins.labels)) == bins.n_bins == 4, bins.labels
+    bins = BehaviorBins(("a", "b, a"), (("x", "x, b, a=y"), ("y", "a=y")))
+    assert len(set(bins.labels)) == 4, bins.labels
+    plain = BehaviorBins(("a", "b"), (("x", "w"), ("1", "2")))
+    assert plain.labels == ["a=x, b=1", "a=x, b=2", "a=w, b=1", "a=w, b=2"]
+
+
+def test_a_fit_of_colliding_levels_reports_every_bin():
+    from bayes_wsc.models.wsc import WSC
+
+    rng = np.random.default_rng(4)
+    n = 400
+    clicks = pd.DataFrame({"group": rng.choice([f"g{i}" for i in range(8)], n),
+                           "a": rng.choice(["x", "x, b=y"], n), "b": rng.choice(["y, b=z", "z"], n)})
+    groups = pd.DataFrame({"group": [f"g{i}" for i in range(8)], "he": np.linspace(-1.5, 1.5, 8)})
+    data = GroupedCounts.from_frames(clicks, groups)
+    assert data.n_bins == 4 and len(set(data.coords["bin"])) == 4
+    import warnings
+
+    from bayes_wsc.errors import FitWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        table = WSC(progressbar=False, checks=False).fit(data).summary(var_names=["rho"])
+    assert len(table) == 4

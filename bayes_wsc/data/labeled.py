@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import (FeatureScaling, check_scaled_features, feature_columns, read_ids, require_columns,
+from bayes_wsc.data.tables import (FeatureScaling, check_scaled_features, feature_columns, float_array, index_array,
+                                   read_ids, require_columns,
                                    require_id_column, require_rows, require_unique, standardize, text_column)
 from bayes_wsc.errors import InputError
 
@@ -69,7 +70,7 @@ class LabeledItems:
     settings: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        self.y = np.asarray(self.y, dtype=np.int64)
+        self.y = index_array(self.y, "label codes")
         self.features = tuple(str(f) for f in self.features)
         self.classes = tuple(str(c) for c in self.classes)
         self.item_ids = np.asarray(self.item_ids).astype(str)
@@ -128,7 +129,7 @@ class LabeledItems:
         classes: Sequence | None = None,
     ) -> LabeledItems:
         """From a raw (n, D) feature array and labels with NaN (or None) for unlabeled items."""
-        x = np.asarray(x, dtype=float)
+        x = float_array(x, "features")
         if x.ndim == 1:
             x = x[:, None]
         names = [f"x{j + 1}" for j in range(x.shape[1])] if features is None else list(features)

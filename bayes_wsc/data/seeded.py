@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import ItemFeatures, key_column, numeric_column, read_items, require_columns, require_rows
+from bayes_wsc.data.tables import (ItemFeatures, index_array, key_column, numeric_column, read_items, require_columns,
+                                   require_rows)
 from bayes_wsc.errors import InputError
 
 CLUSTER_COL = "cluster"
@@ -59,8 +60,8 @@ class SeedSets(ItemFeatures):
         self.clusters = np.asarray(self.clusters).astype(str)
         self.perception = np.asarray(self.perception, dtype=float)
         self.perception_names = np.asarray(self.perception_names).astype(str)
-        self.seed_item = np.asarray(self.seed_item, dtype=np.int64)
-        self.seed_cluster = np.asarray(self.seed_cluster, dtype=np.int64)
+        self.seed_item = index_array(self.seed_item, "seed items")
+        self.seed_cluster = index_array(self.seed_cluster, "seed clusters")
         n, k = self.item_ids.size, self.clusters.size
         if k < 2:
             raise InputError(f"there are {k} clusters; give seeds and a perception vector for at least 2")

@@ -570,6 +570,44 @@ class FeatureScaling:
         return check_standardized((raw - self.mean) / self.scale, raw, list(self.names), cells)
 
 
+def float_array(values, name: str) -> np.ndarray:
+    """Numbers given in Python (the API's arrays) as floats, or one line naming them: text, True/False and
+    ragged rows are refused, never parsed or taken as 1 and 0."""
+    try:
+        raw = values if isinstance(values, np.ndarray) else np.asarray(values)
+        numbers = None if raw.dtype.kind in "bUSO" else np.asarray(raw, dtype=float)
+    except (TypeError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{name} must be numbers in a regular table: {reason}") from None
+    if numbers is not None:
+        return numbers
+    if raw.dtype.kind == "b":
+        raise InputError(f"{name} hold True/False, not numbers; give 1 and 0 if that is meant")
+    first = next((v for v in raw.ravel() if isinstance(v, (str, bytes, bool, np.bool_))), None)
+    if first is not None:
+        raise InputError(f"{name} must be numbers, got {first!r}")
+    try:
+        return np.asarray(raw, dtype=float)
+    except (TypeError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{name} must be numbers in a regular table: {reason}") from None
+
+
+def index_array(values, name: str) -> np.ndarray:
+    """Indices given in Python (each item's group, a class code) as int64: a fractional, non-finite or
+    non-numeric value is one line naming its position, never truncated (0.5 is not group 0)."""
+    raw = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    if raw.dtype.kind in "iu":
+        return raw.astype(np.int64)
+    numbers = float_array(raw, name)
+    bad = ~np.isfinite(numbers) | (numbers != np.round(numbers))
+    if bad.any():
+        position = int(np.flatnonzero(bad.ravel())[0])
+        raise InputError(f"{name} must be whole-number indices, got {float(numbers.ravel()[position])!r} at position "
+                         f"{position}")
+    return numbers.astype(np.int64)
+
+
 def check_scaled_features(x, features: Sequence[str], center, scale,
                           n_items: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A container's standardized features (n, D), with their D names, centres and scales, as float
