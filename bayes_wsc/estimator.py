@@ -763,12 +763,22 @@ class Estimator(abc.ABC):
 
         self._check_fitted()
         check_ci(hdi_prob, "hdi_prob")
+        if var_names is not None:
+            names = [var_names] if isinstance(var_names, str) else var_names
+            have = list(self._fitted().posterior.data_vars)
+            unknown = [n for n in names if not isinstance(n, str) or n not in have] if isinstance(names, list) \
+                else [names]
+            if unknown:
+                raise InputError(f"summary: var_names holds {unknown[0]!r}, which is not a variable of this fit "
+                                 f"(its variables: {', '.join(map(str, have[:12]))})")
+            var_names = names
         with self.variant_errors("summary"):
             return inference.summary(self._fitted(), var_names or self.diagnosed_names(), hdi_prob)
 
     def report(self, out_dir, **kwargs):
         """Write `out_dir/report.html` (the model's `write_report`)."""
         self._check_fitted()
+        check_path(out_dir, "report", "a report folder")
         with self.variant_errors("report"):
             return self.write_report(out_dir, **kwargs)
 
@@ -809,6 +819,7 @@ class Estimator(abc.ABC):
         """Run the model's checks now (posterior predictive checks, its targeted check, LOO's Pareto k):
         a DataFrame with columns check, statistic, reference, p_value, flagged, message."""
         self._check_fitted()
+        _check_draws_and_seed(draws, seed)
         self._complete_log_likelihood()
         return criticism.table(criticism.run(self, draws=draws, seed=seed))
 
@@ -818,6 +829,7 @@ class Estimator(abc.ABC):
         ready for `az.plot_ppc`. About `draws` posterior draws are used (evenly spaced in each chain; a
         MAP's point `draws` times), every latent class drawn anew."""
         self._check_fitted()
+        _check_draws_and_seed(draws, seed)
         return inference.to_inference_data(criticism.posterior_predictive(self, draws=draws, seed=seed))
 
     def loo(self, pointwise: bool = True):
@@ -851,6 +863,7 @@ class Estimator(abc.ABC):
         (`log_likelihood_from_file`) is written without it, saying so: `load` computes it on first use
         (at 10,000 groups it costs as much as the fit, and most fits saved are never compared)."""
         self._check_fitted()
+        check_path(path, "save", "a fit file")
         if "_pending_log_likelihood" in self.__dict__ and self.log_likelihood_from_file() is not None:
             return inference.save(inference.with_attrs(self._fitted(), {LOG_LIKELIHOOD_LEFT_OUT: True}), path)
         return inference.save(self._complete_log_likelihood(), path)
@@ -1208,12 +1221,18 @@ def load(path):
     return cls.from_idata(idata, source=f"fit file {str(path)!r}")
 
 
-def check_path(path, what: str) -> None:
+def check_path(path, what: str, kind: str = "a fit file") -> None:
     """A file path (text or a path object), else one line naming what `what` got."""
     import os
 
     if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)) or not str(path).strip():
-        raise InputError(f"{what} expects the path of a fit file (a str or pathlib.Path), got {_described(path)}")
+        raise InputError(f"{what} expects the path of {kind} (a str or pathlib.Path), got {_described(path)}")
+
+
+def _check_draws_and_seed(draws, seed) -> None:
+    """The replicates' settings of `run_checks` and `posterior_predictive`: whole numbers, draws >= 1."""
+    check_whole("draws", draws, 1)
+    check_whole("seed", seed, 0)
 
 
 def load_variant(path):

@@ -455,3 +455,30 @@ def test_a_weight_below_what_floats_hold_is_refused():
     with pytest.raises(InputError, match="below the smallest the arithmetic holds") as error:
         GroupedCounts.from_frames(clicks, groups, weight_col="w")
     assert "group 'a'" in str(error.value)
+
+
+def test_api_mistakes_are_one_line_input_errors(tmp_path):
+    """What raised TypeError, ValueError or KeyError, or passed without a word, in the API: InputError, one
+    line naming the argument."""
+    from bayes_wsc.simulate import counts_to_clicks, simulate_wsc
+
+    data, _ = simulate_wsc(n_groups=20, items_per_group=30, n_bins=3, seed=0)
+    clicks, groups = counts_to_clicks(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        est = WSC(progressbar=False).fit(data)
+    cases = {
+        "a column of clicks is named by text, got \\['group'\\]":
+            lambda: GroupedCounts.from_frames(clicks, groups, group_col=["group"]),
+        "var_names holds 'nope', which is not a variable": lambda: est.summary(var_names=["nope"]),
+        "save expects the path of a fit file .* got None": lambda: est.save(None),
+        "save expects the path of a fit file .* got a int \\(123\\)": lambda: est.save(123),
+        "report expects the path of a report folder .* got None": lambda: est.report(None),
+        "seed must be a whole number >= 0, got 'x'": lambda: est.posterior_predictive(seed="x"),
+        "draws must be a whole number >= 1, got 0": lambda: est.run_checks(draws=0),
+    }
+    for words, call in cases.items():
+        with pytest.raises(InputError, match=words) as error:
+            call()
+        assert "\n" not in str(error.value)
+    assert list(est.summary(var_names=["rho"]).index) == list(est.summary(var_names="rho").index)

@@ -260,6 +260,8 @@ def require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> N
     """Fail naming the first column of `columns` that `frame` lacks (or repeats)."""
     check_frame(frame, what)
     for column in columns:
+        if not isinstance(column, str):  # group_col=["g"]: a name is one text, not a list
+            raise InputError(f"a column of {what} is named by text, got {column!r}")
         if column not in frame.columns:
             raise InputError(f"{what} has no column {column!r} ({describe_columns(frame.columns, column)})")
 
