@@ -191,6 +191,13 @@ def test_bad_settings_are_one_line(settings, words):
         PerceptionMixture(**settings).fit(tiny_data())
 
 
+def test_more_groups_than_items_is_one_line_before_the_fit():
+    """--groups 200 on 60 items ended in a k-means traceback."""
+    data = tiny_data()
+    with pytest.raises(InputError, match=rf"groups={data.n_items + 1} \(--groups\) is more than the {data.n_items} items"):
+        PerceptionMixture(groups=data.n_items + 1).fit(data)
+
+
 def test_distractor_study_shapes():
     study = simulate_distractor_study(n_items=120, seed=1)
     data = study.data()
