@@ -193,10 +193,24 @@ def cmd_path(args) -> None:
     _fit_module(args.model).run_path(args)
 
 
+#: the options that size a simulation's tables (their product bounds the cells it holds), and the most
+#: cells a simulation may hold: 1e8, 0.8 GB as float64, and several times that as the text it writes
+SIZE_OPTIONS = ("n_groups", "group_size", "n_items", "n_features")
+MAX_SIMULATED_CELLS = 10**8
+
+
 def cmd_simulate(args) -> None:
+    import math
+
+    from bayes_wsc.errors import InputError
     from bayes_wsc.simulate.files import check_folder
 
     module = _fit_module(args.model)
+    given = {name: getattr(args, name) for name in SIZE_OPTIONS if getattr(args, name, None) is not None}
+    if math.prod(given.values()) > MAX_SIMULATED_CELLS:  # before anything is allocated
+        sizes = " x ".join(f"--{n.replace('_', '-')} {v}" for n, v in given.items())
+        raise InputError(f"simulate {args.model}: {sizes} = {math.prod(given.values()):.3g} cells, more than the "
+                         f"{MAX_SIMULATED_CELLS:.0e} a simulation holds in memory; give smaller sizes")
     check_folder(args.out, module.SIMULATE_FILES, replace=args.replace)  # before anything is simulated
     module.run_simulate(args)
 
