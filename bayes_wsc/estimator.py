@@ -107,6 +107,8 @@ class Estimator(abc.ABC):
             cls.fit = _checking_data(cls.fit)
         if "predict" in vars(cls) and not getattr(cls.predict, "_names_missing", False):
             cls.predict = _naming_missing_variables(cls.predict)
+        if "data_from_fit" in vars(cls) and not getattr(cls.data_from_fit, "_names_source", False):
+            cls.data_from_fit = _naming_damaged_source(cls.data_from_fit)
 
     def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=DEFAULT_SEED, backend=None,
                  target_accept=0.8, model_file=None, model_settings=None, progressbar=True, chain_starts="map",
@@ -373,6 +375,7 @@ class Estimator(abc.ABC):
 
         self.check_data_type(data)
         self.__dict__.pop("_variant_stored", None)  # a refit reads the variant file as it is now
+        self.__dict__.pop("_source", None)
         self.check_params()
         self.check_data(data)
         recipe = self._recipe()
@@ -919,6 +922,7 @@ class Estimator(abc.ABC):
         except InputError as exc:
             raise InputError(f"{source} ({written_by}) holds a setting this version refuses: {exc}") from None
         estimator.idata_ = _usable_draws(idata, cls.bounds, source)
+        estimator._source = source
         if attrs.get(LOG_LIKELIHOOD_LEFT_OUT) and "log_likelihood" not in idata.groups() \
                 and estimator.log_likelihood_from_file() is not None:
             estimator._pending_log_likelihood = SAVED_WITHOUT_LOG_LIKELIHOOD
@@ -976,6 +980,25 @@ def _naming_missing_variables(predict):
                              "README, Writing a model variant)") from exc
 
     named._names_missing = True
+    return named
+
+
+def _naming_damaged_source(data_from_fit):
+    """A model's `data_from_fit` that, on a loaded fit whose saved data its container refuses (NaN HE,
+    negative counts), says the fit file is damaged, naming it."""
+    import functools
+
+    @functools.wraps(data_from_fit)
+    def named(self, *args, **kwargs):
+        try:
+            return data_from_fit(self, *args, **kwargs)
+        except InputError as exc:
+            source = self.__dict__.get("_source")
+            if source is None:
+                raise
+            raise InputError(f"{source} is damaged: the data it holds are refused: {exc}") from None
+
+    named._names_source = True
     return named
 
 

@@ -207,6 +207,22 @@ def test_some_damaged_draws_are_left_out_with_a_warning(laplace_fits, tmp_path, 
             assert (Path(outputs["out"]) / "report.html").exists()
 
 
+@pytest.mark.parametrize("damage", ["NaN he", "negative counts"])
+def test_damaged_observed_data_name_the_fit_file_as_damaged(map_fits, tmp_path, damage):
+    """NaN in the saved HE, or a negative count: the commands that read the data say the fit file is
+    damaged, naming it, in one line."""
+    groups = _groups(map_fits["wsc"])
+    name = "he" if damage == "NaN he" else "counts"
+    values = groups["observed_data"][name].values.astype(float)
+    values.flat[0] = np.nan if damage == "NaN he" else -3.0
+    groups["observed_data"][name] = (groups["observed_data"][name].dims, values)
+    bad = inference.save(groups, tmp_path / "bad.nc")
+    with pytest.raises(InputError, match=r"fit file '.*bad.nc' is damaged: the data it holds are refused"):
+        load(bad).data_from_fit()
+    code, _, stderr = run_cli(["check", str(bad), "--draws", "12"])
+    assert code == 2 and len(stderr.strip().splitlines()) == 1 and "bad.nc' is damaged" in stderr, stderr
+
+
 # ---------------------------------------------------------------------- a fit file never runs code
 PLANTED = '''"""A file a fit's attributes may name: importing it leaves a marker."""
 from pathlib import Path
