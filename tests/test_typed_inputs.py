@@ -19,6 +19,8 @@ from bayes_wsc.data.proportions import LabelProportions
 from bayes_wsc.data.seeded import SeedSets
 from bayes_wsc.data.tables import read_table
 from bayes_wsc.errors import InputError
+from strategies import PARQUET_NOT_NUMBERS as PARQUET_KINDS
+from strategies import parquet_column
 
 BAD_FEATURE_CELLS = ["n.a.", "abc", "1,5", "--", "True", "NA", "None"]
 
@@ -192,7 +194,7 @@ def test_a_row_that_is_not_utf8_is_named(tmp_path):
         read_table(tmp_path / "t.csv", "table")
 
 
-#: Parquet columns of types that are not numbers, and the words that refuse each as a feature
+#: Parquet columns of types that are not numbers (`strategies.PARQUET_NOT_NUMBERS`), and the words that refuse each
 PARQUET_NOT_NUMBERS = {
     "timestamp": "holds dates and times", "timestamp_tz": "holds dates and times", "date": "non-numeric value",
     "duration": "holds durations", "boolean": "holds True/False", "dictionary": "holds categories",
@@ -201,24 +203,7 @@ PARQUET_NOT_NUMBERS = {
 }
 
 
-def parquet_column(kind: str, n: int):
-    """A pyarrow array of `n` values of a Parquet type that is not a number (`PARQUET_NOT_NUMBERS`)."""
-    import datetime
-
-    import pyarrow as pa
-
-    day = [datetime.datetime(2020, 1, 1) + datetime.timedelta(days=i) for i in range(n)]
-    return {
-        "timestamp": lambda: pa.array(day), "timestamp_tz": lambda: pa.array(day, pa.timestamp("ns", tz="UTC")),
-        "date": lambda: pa.array([d.date() for d in day]), "duration": lambda: pa.array([d - day[0] for d in day]),
-        "boolean": lambda: pa.array([i % 2 == 0 for i in range(n)]),
-        "dictionary": lambda: pa.array([f"c{i % 3}" for i in range(n)]).dictionary_encode(),
-        "list": lambda: pa.array([[float(i)] for i in range(n)]), "struct": lambda: pa.array([{"x": i} for i in range(n)]),
-        "binary": lambda: pa.array([str(i).encode() for i in range(n)]), "time": lambda: pa.array([d.time() for d in day]),
-    }[kind]()
-
-
-@pytest.mark.parametrize("kind", list(PARQUET_NOT_NUMBERS))
+@pytest.mark.parametrize("kind", PARQUET_KINDS)
 def test_a_parquet_column_that_is_not_numbers_is_no_feature(tmp_path, capsys, kind):
     """A Parquet datetime (or duration, category, nested...) column taken as a feature by default: one line
     naming it, never its nanoseconds since 1970 as a number. Decimals are numbers and are read as such."""
