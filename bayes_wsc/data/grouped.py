@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import logit
 
-from bayes_wsc.data.tables import (float_array, key_column, numeric_column, require_columns, require_rows, require_unique,
-                                   text_column)
+from bayes_wsc.data.tables import (float_array, key_column, numeric_column, require_columns, require_rows,
+                                   require_unique, text_column)
 from bayes_wsc.errors import InputError
 
 MAX_BINS = 100_000

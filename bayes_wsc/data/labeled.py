@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from bayes_wsc.data.tables import (FeatureScaling, check_scaled_features, feature_columns, float_array, index_array,
-                                   read_ids, require_columns,
-                                   require_id_column, require_rows, require_unique, standardize, text_column)
+                                   read_ids, require_columns, require_id_column, require_rows, require_unique,
+                                   standardize, text_column)
 from bayes_wsc.errors import InputError
 
 #: more distinct labels than this look like a continuous outcome, not classes

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import ItemFeatures, index_array, key_column, numeric_column, read_items, require_columns, require_rows
+from bayes_wsc.data.tables import (ItemFeatures, index_array, key_column, numeric_column, read_items, require_columns,
+                                   require_rows)
 from bayes_wsc.errors import InputError
 
 CONSTRAINT_COLUMNS = ("expert", "i", "j", "link")

@@ -29,9 +29,8 @@ import pandas as pd
 
 from bayes_wsc.data.grouped import BehaviorBins
 from bayes_wsc.data.tables import (FeatureScaling, check_scaled_features, feature_columns, float_array, index_array,
-                                   key_column, numeric_column,
-                                   read_ids, require_columns, require_id_column, require_rows, require_unique,
-                                   standardize)
+                                   key_column, numeric_column, read_ids, require_columns, require_id_column,
+                                   require_rows, require_unique, standardize)
 from bayes_wsc.errors import InputError
 
 #: proportions of a group must sum to 1 within this

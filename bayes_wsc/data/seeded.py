@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import (MAX_ABS_STANDARDIZED, ItemFeatures, index_array, key_column, numeric_column, read_items, require_columns,
-                                   require_rows)
+from bayes_wsc.data.tables import (MAX_ABS_STANDARDIZED, ItemFeatures, index_array, key_column, numeric_column,
+                                   read_items, require_columns, require_rows)
 from bayes_wsc.errors import InputError
 
 CLUSTER_COL = "cluster"
