@@ -374,8 +374,8 @@ class Estimator(abc.ABC):
         from bayes_wsc.backends import default_backend
 
         self.check_data_type(data)
-        self.__dict__.pop("_variant_stored", None)  # a refit reads the variant file as it is now
-        self.__dict__.pop("_source", None)
+        for name in ("_variant_stored", "_variant_module", "_source"):  # a refit reads the variant file as it is now
+            self.__dict__.pop(name, None)
         self.check_params()
         self.check_data(data)
         recipe = self._recipe()
