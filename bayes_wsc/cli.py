@@ -155,7 +155,8 @@ class _LibraryMessages:
             self.handler.setFormatter(logging.Formatter("bayes-wsc: %(name)s: %(message)s"))
             root.addHandler(self.handler)
         self.levels = {}
-        for name, level in (("pymc", logging.ERROR), ("pytensor", logging.ERROR), ("jax", logging.ERROR)):
+        for name, level in (("pymc", logging.ERROR), ("pytensor", logging.ERROR), ("jax", logging.ERROR),
+                            ("arviz", logging.ERROR)):  # ArviZ's "Shape validation failed" of one chain
             logger = logging.getLogger(name)
             self.levels[name] = logger.level
             logger.setLevel(level)  # PyMC and PyTensor loaded before (in a test run) keep handlers of their own
