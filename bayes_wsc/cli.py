@@ -155,11 +155,15 @@ class _LibraryMessages:
             self.handler.setFormatter(logging.Formatter("bayes-wsc: %(name)s: %(message)s"))
             root.addHandler(self.handler)
         self.levels = {}
-        for name, level in (("pymc", logging.ERROR), ("pytensor", logging.ERROR), ("jax", logging.ERROR),
-                            ("arviz", logging.ERROR)):  # ArviZ's "Shape validation failed" of one chain
+        for name, level in (("pymc", logging.ERROR), ("pytensor", logging.ERROR), ("jax", logging.ERROR)):
             logger = logging.getLogger(name)
             self.levels[name] = logger.level
             logger.setLevel(level)  # PyMC and PyTensor loaded before (in a test run) keep handlers of their own
+        # a logger outside logging's tree (ArviZ's own, whose "Shape validation failed" a one-chain fit logs)
+        # reaches Python's last-resort handler, which shows WARNING: ERROR and above, as for every other
+        self.last_resort = logging.lastResort.level if logging.lastResort is not None else None
+        if logging.lastResort is not None:
+            logging.lastResort.setLevel(logging.ERROR)
         return self
 
     def __exit__(self, *exc) -> bool:
@@ -171,6 +175,8 @@ class _LibraryMessages:
             logging.getLogger().removeHandler(self.handler)
         for name, level in self.levels.items():
             logging.getLogger(name).setLevel(level)
+        if self.last_resort is not None and logging.lastResort is not None:
+            logging.lastResort.setLevel(self.last_resort)
         return False
 
     @staticmethod
