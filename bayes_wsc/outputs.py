@@ -146,7 +146,7 @@ class Paths:
         for declared in self.inputs:
             if declared.kind == "source" and os.path.isdir(str(declared)):
                 continue
-            special = not_a_regular_file(declared) or ("a folder" if os.path.isdir(str(declared)) else None)
+            special = not_a_regular_file(declared) or ("a directory" if os.path.isdir(str(declared)) else None)
             if special:
                 raise InputError(f"cannot read the {declared.what} {str(declared)!r}: it is {special}, not a regular "
                                  "file")

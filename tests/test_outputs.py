@@ -401,7 +401,7 @@ def test_inputs_that_are_not_regular_files_are_refused_before_the_work(tmp_path,
                      "--out", str(tmp_path / "fit.nc")])
         err = capsys.readouterr().err
         assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err
-    with pytest.raises(InputError, match="it is a folder"):
+    with pytest.raises(InputError, match="it is a directory, not a regular file"):
         paths_of(fit=input_file("fit file")(str(tmp_path))).check()
     paths_of(clicks=input_table("clicks", source=True)(str(tmp_path))).check()  # a folder of parts is read
 
