@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--out", type=output_file("checks file"), help="CSV to write, one row per check")
     check.add_argument("--draws", type=positive_int, default=200, help="replicated data sets (default 200)")
     check.add_argument("--seed", type=non_negative_int, default=0, help="seed of the replicates (default 0)")
+    check.add_argument("--model", dest="model_file", metavar="FILE.py", type=input_file("model file"),
+                       help="a variant fit's own checks (its CHECKS) run from this file, which must be the one the "
+                            "fit was made with (its sha256); a fit file alone never runs code")
 
     ppc = sub.add_parser("ppc", help="replicate data from a fit: its posterior predictive statistics as netCDF")
     ppc.add_argument("fit", type=input_file("fit file"))
@@ -156,6 +159,11 @@ class _LibraryMessages:
             logger = logging.getLogger(name)
             self.levels[name] = logger.level
             logger.setLevel(level)  # PyMC and PyTensor loaded before (in a test run) keep handlers of their own
+        # a logger outside logging's tree (ArviZ's own, whose "Shape validation failed" a one-chain fit logs)
+        # reaches Python's last-resort handler, which shows WARNING: ERROR and above, as for every other
+        self.last_resort = logging.lastResort.level if logging.lastResort is not None else None
+        if logging.lastResort is not None:
+            logging.lastResort.setLevel(logging.ERROR)
         return self
 
     def __exit__(self, *exc) -> bool:
@@ -167,6 +175,8 @@ class _LibraryMessages:
             logging.getLogger().removeHandler(self.handler)
         for name, level in self.levels.items():
             logging.getLogger(name).setLevel(level)
+        if self.last_resort is not None and logging.lastResort is not None:
+            logging.lastResort.setLevel(self.last_resort)
         return False
 
     @staticmethod
@@ -190,10 +200,24 @@ def cmd_path(args) -> None:
     _fit_module(args.model).run_path(args)
 
 
+#: the options that size a simulation's tables (their product bounds the cells it holds), and the most
+#: cells a simulation may hold: 1e8, 0.8 GB as float64, and several times that as the text it writes
+SIZE_OPTIONS = ("n_groups", "group_size", "n_items", "n_features")
+MAX_SIMULATED_CELLS = 10**8
+
+
 def cmd_simulate(args) -> None:
+    import math
+
+    from bayes_wsc.errors import InputError
     from bayes_wsc.simulate.files import check_folder
 
     module = _fit_module(args.model)
+    given = {name: getattr(args, name) for name in SIZE_OPTIONS if getattr(args, name, None) is not None}
+    if math.prod(given.values()) > MAX_SIMULATED_CELLS:  # before anything is allocated
+        sizes = " x ".join(f"--{n.replace('_', '-')} {v}" for n, v in given.items())
+        raise InputError(f"simulate {args.model}: {sizes} = {math.prod(given.values()):.3g} cells, more than the "
+                         f"{MAX_SIMULATED_CELLS:.0e} a simulation holds in memory; give smaller sizes")
     check_folder(args.out, module.SIMULATE_FILES, replace=args.replace)  # before anything is simulated
     module.run_simulate(args)
 
@@ -325,6 +349,8 @@ def cmd_check(args) -> None:
     from bayes_wsc.outputs import write_csv
 
     est = load(args.fit)
+    if args.model_file is not None:
+        est.use_variant_file(args.model_file)
     table = est.run_checks(draws=args.draws, seed=args.seed)
     _print_checks(table)
     if args.out:

@@ -227,7 +227,7 @@ def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
     own = est.variant_checks() if targeted is None and hasattr(est, "variant_checks") else None
     with _checks_running():
         if own is not None:  # the variant says what to check: none of the default model's checks apply
-            rows = [row for check in own for row in check(est, data, seed)]
+            rows = _variant_rows(est, own, data, seed)
         elif replaced:  # one row says why, instead of checks of a model that was not fitted
             rows = [Check("ppc", float("nan"), float("nan"), float("nan"), False,
                           "The posterior predictive and targeted checks were " + replaced_message(est, replaced))]
@@ -242,6 +242,20 @@ def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
                 rows += check(est, data, seed)
         if loo:
             rows += loo_rows(est)
+    return rows
+
+
+def _variant_rows(est, checks, data, seed: int) -> list[Check]:
+    """A variant's own checks run: each must return a list of `Check` rows, else one line naming its file."""
+    rows = []
+    with est.variant_errors("its checks (CHECKS)"):
+        for check in checks:
+            got = check(est, data, seed)
+            if not isinstance(got, (list, tuple)) or not all(isinstance(row, Check) for row in got):
+                name = getattr(check, "__name__", repr(check))
+                raise InputError(f"model file {str(est.model_file)!r}: its check {name} returned {type(got).__name__} "
+                                 f"{str(got)[:60]!r}, not a list of bayes_wsc.checks.Check rows")
+            rows += got
     return rows
 
 

@@ -140,6 +140,17 @@ def constant_features_message(features: np.ndarray, names, what: str, consequenc
             f"{consequence}. Leave such columns out.")
 
 
+def weightless_data_message(total: float, unit: str) -> str | None:
+    """Plain words when all the data together weigh less than one `unit` (weights normalized to sum to
+    1, or near zero): each unit's weight counts as that many units in the likelihood, so such data barely
+    move the posterior from the prior. None otherwise."""
+    if not total < 1.0:
+        return None
+    return (f"the {unit}s weigh {total:.3g} in all, less than one {unit}: a {unit}'s weight counts as that many "
+            f"{unit}s, so these data barely move the posterior from the prior, and what the fit reports is "
+            f"mostly the prior. Give weights on the scale of {unit} counts (for example, rescaled to average 1).")
+
+
 def one_class_message(classes: np.ndarray, names, labelled: str, consequence: str) -> str | None:
     """Plain words when every labelled unit (`labelled`, e.g. "labelled item") carries the same class:
     nothing then tells the classes apart (`consequence` says what the fit cannot learn). None when at

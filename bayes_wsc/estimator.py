@@ -22,8 +22,10 @@ inherits the class's `initial_values` or `map_fixed` (see
 from __future__ import annotations
 
 import abc
+import ast
 import contextlib
 import datetime
+import hashlib
 import importlib.util
 import inspect
 import json
@@ -108,6 +110,8 @@ class Estimator(abc.ABC):
             cls.fit = _checking_data(cls.fit)
         if "predict" in vars(cls) and not getattr(cls.predict, "_names_missing", False):
             cls.predict = _naming_missing_variables(cls.predict)
+        if "data_from_fit" in vars(cls) and not getattr(cls.data_from_fit, "_names_source", False):
+            cls.data_from_fit = _naming_damaged_source(cls.data_from_fit)
         _check_levels(cls)
 
     def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=DEFAULT_SEED, backend=None,
@@ -226,13 +230,18 @@ class Estimator(abc.ABC):
             raise InputError(f"--set {clash[0]} (model_settings): {clash[0]!r} is a setting of the {self.model_name} "
                              f"model itself: give it with --{option} on the command line, or as the estimator's "
                              f"{clash[0]}= in Python")
-        variant = load_variant(self.model_file)
+        variant = self._variant_code("fit it")
         _check_accepts(variant.build_model, {**self.build_settings(), **own}, self.model_file)
 
         def build(data):
             settings = {**self.settings_for(data), **own}
             with self.variant_errors("build_model"):
-                return variant.build_model(data, **settings)
+                model = variant.build_model(data, **settings)
+            if not (getattr(model, "observed_RVs", None) or getattr(model, "potentials", None)):
+                raise InputError(f"model file {str(self.model_file)!r}: its build_model's model observes nothing (no "
+                                 "observed variable and no pm.Potential), so the data never enter: its fit would be "
+                                 "its prior. Give the likelihood observed=... or add it as a pm.Potential")
+            return model
 
         def hook(name):
             function = getattr(variant, name, None)
@@ -290,19 +299,73 @@ class Estimator(abc.ABC):
     def variant_checks(self) -> list | None:
         """A variant file's own checks, which replace the model's (`criticism.run`): its `CHECKS`,
         functions (est, data, seed) -> list of `Check` (models/ecological_inference.py, which does not
-        model the bins given the class, declares its own). None without a variant file (`model_file`,
-        which a loaded fit keeps), when the file is no longer there, or when it declares none: then the
-        model's checks run where the fit's terms are the default's (`model_terms`)."""
-        if self.model_file is None or not Path(self.model_file).is_file():
+        model the bins given the class, declares its own). None without a variant file (`model_file`)
+        or when it declares none: then the model's checks run where the fit's terms are the default's
+        (`model_terms`). A loaded fit whose variant declares checks runs them only from a file the user
+        names (`use_variant_file`; `bayes-wsc check FIT.nc --model FILE.py`): a fit file never runs code."""
+        if self.model_file is None:
             return None
-        declared = getattr(load_variant(self.model_file), "CHECKS", None)
-        return None if declared is None else list(declared)
+        count = self.variant_facts().checks
+        if count is None or count == 0:
+            return None if count is None else []
+        return list(self._variant_code("run its own checks (CHECKS)").CHECKS)
+
+    def variant_facts(self) -> VariantFacts:
+        """What reading a variant's fit needs (`VariantFacts`): from the fit file when the fit was loaded
+        (never importing the variant), else from the variant file itself, loaded once per fit."""
+        stored = self.__dict__.get("_variant_stored")
+        if stored is not None:
+            return stored
+        return self._loaded_variant()[1]
+
+    def _loaded_variant(self) -> tuple:
+        """(module, facts) of `model_file`, imported once (it runs as code: only at fit time, or from a
+        file the user named for a loaded fit)."""
+        loaded = self.__dict__.get("_variant_module")
+        if loaded is None or loaded[0] != str(self.model_file):
+            module, facts = read_variant(self.model_file)
+            loaded = self._variant_module = (str(self.model_file), module, facts)
+        return loaded[1], loaded[2]
+
+    def _variant_code(self, purpose: str):
+        """The variant's module, to run its code for `purpose`: a fit being made imports its file; a loaded
+        fit only a file the user named (`use_variant_file`), else one line saying how to name it."""
+        if "_variant_stored" in self.__dict__ and "_variant_module" not in self.__dict__:
+            raise InputError(f"this fit was made with the variant file {str(self.model_file)!r}; to {purpose}, "
+                             "name that file (bayes-wsc check FIT.nc --model FILE.py, or est.use_variant_file(path) "
+                             "in Python): a fit file never runs code")
+        return self._loaded_variant()[0]
+
+    def use_variant_file(self, path) -> None:
+        """Let this loaded fit run its variant's own code (its `CHECKS`) from `path`, a file the user
+        names: it must be the file the fit was made with (the sha256 the fit stored, or for a fit written
+        before fits stored it, the same source), else one line and nothing is imported."""
+        self._check_fitted()
+        if self.model_file is None:
+            raise InputError(f"model file {str(path)!r}: this fit is of the default {self.model_name} model, not "
+                             "of a variant file: it has no model file to name")
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(f"model file {str(path)!r} does not exist")
+        content = path.read_bytes()
+        stored = self.variant_facts().sha256
+        source = inference.get_attrs(self._fitted()).get("model_source")
+        if stored is not None:
+            same = hashlib.sha256(content).hexdigest() == stored
+        else:
+            same = isinstance(source, str) and _source_text(content) == source
+        if not same:
+            what = f"sha256 {stored[:12]}..." if stored else "source"
+            raise InputError(f"model file {str(path)!r} is not the file this fit was made with (its {what} differs "
+                             "from the one the fit stored): nothing of it was run")
+        module, facts = read_variant(path)
+        self._variant_module = (str(self.model_file), module, facts)
 
     def _laplace_local(self) -> tuple[str, ...]:
         """`laplace_local`, or a variant file's `LAPLACE_LOCAL`."""
         if self.model_file is None:
             return tuple(self.laplace_local)
-        return tuple(getattr(load_variant(self.model_file), "LAPLACE_LOCAL", ()))
+        return tuple(getattr(self._variant_code("fit it"), "LAPLACE_LOCAL", ()))
 
     # ------------------------------------------------------------------ fitting
     def fit(self, data):
@@ -315,6 +378,8 @@ class Estimator(abc.ABC):
         from bayes_wsc.backends import default_backend
 
         self.check_data_type(data)
+        for name in ("_variant_stored", "_variant_module", "_source"):  # a refit reads the variant file as it is now
+            self.__dict__.pop(name, None)
         self.check_params()
         self.check_data(data)
         recipe = self._recipe()
@@ -677,7 +742,9 @@ class Estimator(abc.ABC):
             **groups.get("attrs", {}),
         }
         if self.model_file is not None:
-            attrs["model_source"] = Path(self.model_file).read_text()
+            facts = self.variant_facts()
+            attrs["model_source"] = facts.source
+            attrs[VARIANT_ATTR] = facts.stored()
         return inference.from_draws(
             draws.posterior,
             sample_stats=draws.sample_stats,
@@ -714,12 +781,22 @@ class Estimator(abc.ABC):
 
         self._check_fitted()
         check_ci(hdi_prob, "hdi_prob")
+        if var_names is not None:
+            names = [var_names] if isinstance(var_names, str) else var_names
+            have = list(self._fitted().posterior.data_vars)
+            unknown = [n for n in names if not isinstance(n, str) or n not in have] if isinstance(names, list) \
+                else [names]
+            if unknown:
+                raise InputError(f"summary: var_names holds {unknown[0]!r}, which is not a variable of this fit "
+                                 f"(its variables: {', '.join(map(str, have[:12]))})")
+            var_names = names
         with self.variant_errors("summary"):
             return inference.summary(self._fitted(), var_names or self.diagnosed_names(), hdi_prob)
 
     def report(self, out_dir, **kwargs):
         """Write `out_dir/report.html` (the model's `write_report`)."""
         self._check_fitted()
+        check_path(out_dir, "report", "a report folder")
         with self.variant_errors("report"):
             return self.write_report(out_dir, **kwargs)
 
@@ -760,6 +837,7 @@ class Estimator(abc.ABC):
         """Run the model's checks now (posterior predictive checks, its targeted check, LOO's Pareto k):
         a DataFrame with columns check, statistic, reference, p_value, flagged, message."""
         self._check_fitted()
+        _check_draws_and_seed(draws, seed)
         self._complete_log_likelihood()
         return criticism.table(criticism.run(self, draws=draws, seed=seed))
 
@@ -769,6 +847,7 @@ class Estimator(abc.ABC):
         ready for `az.plot_ppc`. About `draws` posterior draws are used (evenly spaced in each chain; a
         MAP's point `draws` times), every latent class drawn anew."""
         self._check_fitted()
+        _check_draws_and_seed(draws, seed)
         return inference.to_inference_data(criticism.posterior_predictive(self, draws=draws, seed=seed))
 
     def loo(self, pointwise: bool = True):
@@ -802,6 +881,7 @@ class Estimator(abc.ABC):
         (`log_likelihood_from_file`) is written without it, saying so: `load` computes it on first use
         (at 10,000 groups it costs as much as the fit, and most fits saved are never compared)."""
         self._check_fitted()
+        check_path(path, "save", "a fit file")
         if "_pending_log_likelihood" in self.__dict__ and self.log_likelihood_from_file() is not None:
             return inference.save(inference.with_attrs(self._fitted(), {LOG_LIKELIHOOD_LEFT_OUT: True}), path)
         return inference.save(self._complete_log_likelihood(), path)
@@ -859,11 +939,14 @@ class Estimator(abc.ABC):
             warnings.warn(f"{source} ({written_by}) has settings this version does not know and ignores: "
                           f"{sorted(unknown)}", FitWarning, stacklevel=2)
         estimator = cls(**{k: v for k, v in params.items() if k in known})
+        if estimator.model_file is not None:  # what reading the variant's fit needs, never from its file
+            estimator._variant_stored = VariantFacts.from_attrs(attrs)
         try:
             estimator.check_params()
         except InputError as exc:
             raise InputError(f"{source} ({written_by}) holds a setting this version refuses: {exc}") from None
         estimator.idata_ = _usable_draws(idata, cls.bounds, source)
+        estimator._source = source
         if attrs.get(LOG_LIKELIHOOD_LEFT_OUT) and "log_likelihood" not in idata \
                 and estimator.log_likelihood_from_file() is not None:
             estimator._pending_log_likelihood = SAVED_WITHOUT_LOG_LIKELIHOOD
@@ -965,6 +1048,25 @@ def _naming_missing_variables(predict):
     return named
 
 
+def _naming_damaged_source(data_from_fit):
+    """A model's `data_from_fit` that, on a loaded fit whose saved data its container refuses (NaN HE,
+    negative counts), says the fit file is damaged, naming it."""
+    import functools
+
+    @functools.wraps(data_from_fit)
+    def named(self, *args, **kwargs):
+        try:
+            return data_from_fit(self, *args, **kwargs)
+        except InputError as exc:
+            source = self.__dict__.get("_source")
+            if source is None:
+                raise
+            raise InputError(f"{source} is damaged: the data it holds are refused: {exc}") from None
+
+    named._names_source = True
+    return named
+
+
 def _described(value) -> str:
     """What a value is, for a message: None, 'a pandas DataFrame', 'a str ('clicks.csv')'..."""
     if value is None:
@@ -1033,6 +1135,10 @@ ATTR_KINDS: dict[str, tuple[str, Callable]] = {
     "likelihood_terms": ("a mapping of terms to 'default', 'own' or 'unverified'",
                          lambda v: _is_mapping(v) and all(isinstance(k, str) and v[k] in TERM_ANSWERS for k in v)),
     "log_likelihood_holds": ("text", lambda v: isinstance(v, str)),
+    "model_source": ("text", lambda v: isinstance(v, str)),
+    "variant": ("a mapping of the variant file's sha256, build_model settings and checks",
+                lambda v: _is_mapping(v) and isinstance(v.get("sha256"), str) and _is_texts(v.get("build_model_takes"))
+                and (v.get("checks") is None or is_count(v.get("checks")))),
 }
 
 
@@ -1204,22 +1310,89 @@ def load(path):
     return cls.from_idata(idata, source=f"fit file {str(path)!r}")
 
 
-def check_path(path, what: str) -> None:
+def check_path(path, what: str, kind: str = "a fit file") -> None:
     """A file path (text or a path object), else one line naming what `what` got."""
     import os
 
     if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)) or not str(path).strip():
-        raise InputError(f"{what} expects the path of a fit file (a str or pathlib.Path), got {_described(path)}")
+        raise InputError(f"{what} expects the path of {kind} (a str or pathlib.Path), got {_described(path)}")
+
+
+def _check_draws_and_seed(draws, seed) -> None:
+    """The replicates' settings of `run_checks` and `posterior_predictive`: whole numbers, draws >= 1."""
+    check_whole("draws", draws, 1)
+    check_whole("seed", seed, 0)
 
 
 def load_variant(path):
     """Import a model-variant file (it runs as code, like any Python module) and check it."""
+    return read_variant(path)[0]
+
+
+#: the attr of a variant's fit holding its `VariantFacts`
+VARIANT_ATTR = "variant"
+
+
+class VariantFacts(NamedTuple):
+    """What reading a variant's fit needs, stored in the fit when it is made (`VARIANT_ATTR`), so that
+    `load` and every read-only command never import the file: its source and that source's sha256 (a
+    file named later must match it), the settings its `build_model` takes by name, and how many
+    `CHECKS` it declares (None: none declared)."""
+
+    source: str
+    sha256: str | None
+    build_model_takes: tuple[str, ...]
+    checks: int | None
+
+    def stored(self) -> dict:
+        return {"sha256": self.sha256, "build_model_takes": list(self.build_model_takes), "checks": self.checks}
+
+    @classmethod
+    def from_attrs(cls, attrs: dict) -> VariantFacts:
+        """A saved fit's facts; a fit written before fits stored them is read from the source it kept,
+        parsed without running it (`ast`), or, without one, as a variant taking no setting and no checks."""
+        source = attrs.get("model_source") if isinstance(attrs.get("model_source"), str) else ""
+        stored = attrs.get(VARIANT_ATTR)
+        if isinstance(stored, dict):
+            return cls(source, stored["sha256"], tuple(stored["build_model_takes"]), stored.get("checks"))
+        return cls(source, None, *_parsed_variant(source))
+
+
+def _parsed_variant(source: str) -> tuple[tuple[str, ...], int | None]:
+    """(build_model's parameter names, how many CHECKS) read from a variant's source without running it."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return (), None
+    takes, checks = (), None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "build_model":
+            args = node.args
+            takes = tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "CHECKS" for t in targets):
+            value = node.value
+            checks = (None if isinstance(value, ast.Constant) and value.value is None
+                      else len(value.elts) if isinstance(value, (ast.Tuple, ast.List)) else 1)
+    return takes, checks
+
+
+def _source_text(content: bytes) -> str:
+    """A variant's source as a fit keeps it: UTF-8 text with newlines as Python reads them."""
+    return content.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_variant(path) -> tuple:
+    """Import a model-variant file (it runs as code, like any Python module), check it, and say what a
+    fit of it stores (`VariantFacts`): (module, facts). Its `CHECKS` are checked here, before any fit."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"model file {str(path)!r} does not exist")
     if path.suffix != ".py":
         raise InputError(f"model file {str(path)!r} is not a Python file: a variant is a .py file defining "
                          "build_model(data, **settings) (see models/)")
+    content = path.read_bytes()
     spec = importlib.util.spec_from_file_location(f"bayes_wsc_variant_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     try:
@@ -1228,4 +1401,13 @@ def load_variant(path):
         raise InputError(f"model file {str(path)!r} failed to load: {_one_line(exc)}") from None
     if not callable(getattr(module, "build_model", None)):
         raise InputError(f"model file {str(path)!r} defines no build_model(data, **settings) function")
-    return module
+    checks = getattr(module, "CHECKS", None)
+    if checks is not None and (not isinstance(checks, (tuple, list)) or not all(callable(c) for c in checks)):
+        raise InputError(f"model file {str(path)!r}: CHECKS must be a tuple of functions check(est, data, seed) "
+                         f"returning a list of Check rows, got {_shown(checks)}")
+    try:
+        takes = tuple(inspect.signature(module.build_model).parameters)
+    except (TypeError, ValueError):
+        takes = ()
+    facts = VariantFacts(_source_text(content), hashlib.sha256(content).hexdigest(), takes, None if checks is None else len(checks))
+    return module, facts

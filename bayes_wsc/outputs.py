@@ -141,7 +141,15 @@ class Paths:
         return out
 
     def check(self) -> None:
-        """Refuse outputs that alias an input or each other, or that cannot be written."""
+        """Refuse inputs that are not regular files (or folders where a folder is read), and outputs
+        that alias an input or each other, or that cannot be written."""
+        for declared in self.inputs:
+            if declared.kind == "source" and os.path.isdir(str(declared)):
+                continue
+            special = not_a_regular_file(declared) or ("a directory" if os.path.isdir(str(declared)) else None)
+            if special:
+                raise InputError(f"cannot read the {declared.what} {str(declared)!r}: it is {special}, not a regular "
+                                 "file")
         files = self.input_files()
         by_identity = {}
         for declared, path in files:
@@ -222,6 +230,7 @@ def check_writable(out: DeclaredPath) -> None:
     """An output that can be written: see the module docstring. Fails naming the user's path."""
     path = Path(out)
     where = f"{out.what} {str(out)!r}"
+    _check_name_length(path if out.kind == "file" else path / "x", where)  # before any stat, which fails on it
     if out.kind == "folder":
         if path.exists() and not path.is_dir():
             raise InputError(f"cannot write the {where}: it is a file, not a folder")
@@ -234,6 +243,9 @@ def check_writable(out: DeclaredPath) -> None:
             if special:
                 raise InputError(f"cannot write the {where}: {target!r} is {special}, not a regular file")
         folder = path
+        for name in out.contents:
+            if not glob.has_magic(name):
+                _check_name_length(path / name, where)
     else:
         if path.is_dir():
             raise InputError(f"cannot write the {where}: it is a folder; give a file name")
@@ -244,6 +256,26 @@ def check_writable(out: DeclaredPath) -> None:
             raise InputError(f"cannot write the {where}: the file exists and is read-only")
         folder = path.parent
     _check_folder(folder, where)
+
+
+def _check_name_length(path: Path, where: str) -> None:
+    """Every name on the path, and the temporary name a writer first writes (`_new_temporary`, 14 bytes
+    longer), within the file system's longest name: refused now, not after the work."""
+    existing = _existing_folder(path.parent)
+    try:
+        longest = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        longest = 255
+    for name in path.parts:
+        if len(os.fsencode(name)) > longest:
+            raise InputError(f"cannot write the {where}: the name {name[:40]!r}... is {len(os.fsencode(name))} bytes, "
+                             f"longer than the {longest} the file system holds")
+    temporary = len(os.fsencode(_temporary_name(path)))
+    if temporary > longest:
+        raise InputError(f"cannot write the {where}: its name is {len(os.fsencode(path.name))} bytes, and the "
+                         f"temporary file written first ({temporary} bytes) would be longer than the {longest} the "
+                         f"file system holds; give a name of at most {longest - (temporary - len(os.fsencode(path.name)))} "
+                         "bytes")
 
 
 def not_a_regular_file(path) -> str | None:
@@ -446,10 +478,15 @@ def remove_stale_temporaries(path: Path) -> list[Path]:
     return removed
 
 
+def _temporary_name(path: Path, token: str = "0" * 8) -> str:
+    """The name of a writer's temporary file for `path` (`remove_stale_temporaries` knows it)."""
+    return f".{path.name}.{token}.tmp"
+
+
 def _new_temporary(path: Path) -> str:
     """Create an empty hidden file beside `path`; open(2) applies the umask to mode 0666."""
     for _ in range(100):
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        tmp = path.with_name(_temporary_name(path, secrets.token_hex(4)))
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:
@@ -487,12 +524,23 @@ def _resolved(path) -> str:
         return os.path.abspath(path)
 
 
+def folder_parts(folder) -> tuple[list[str], list[str]]:
+    """(parts, skipped): the Parquet files below a folder that are its parts, and those that are not:
+    a file or folder whose name starts with "_" or "." (Spark's `_temporary/`, `_SUCCESS`, a hidden
+    `.part-0.parquet`) is skipped, as pyarrow, Dask and Spark skip it."""
+    parts, skipped = [], []
+    for path in sorted(Path(folder).rglob("*.parquet")):
+        names = path.relative_to(folder).parts
+        (skipped if any(n.startswith(("_", ".")) for n in names) else parts).append(str(path))
+    return parts, skipped
+
+
 def _expand(declared: DeclaredPath) -> list[str]:
     """The files behind an input: itself, or the Parquet files of a folder or glob."""
     text = str(declared)
     if declared.kind == "source":
         if os.path.isdir(text):
-            return sorted(str(p) for p in Path(text).rglob("*.parquet"))
+            return folder_parts(text)[0]
         if glob.has_magic(text):
             return sorted(glob.glob(text, recursive=True))
     return [text]

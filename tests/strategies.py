@@ -21,7 +21,8 @@ KINDS = ("int", "float", "text", "bool", "mixed", "clean_id", "clean_level", "cl
 
 FLOATS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True, width=64),
-    st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 1e-300, 1e300, -1e300, math.nan, math.inf, -math.inf]),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 1e-300, 1e-320, 5e-324, 1e300, -1e300, math.nan, math.inf,
+                     -math.inf]),
 )
 TEXT = st.one_of(st.text(max_size=4), st.sampled_from(["", " ", "nan", "NA", "1", "1.0", "inf", "a", "b"]))
 CELL = st.one_of(st.none(), st.integers(-5, 5), FLOATS, TEXT, st.booleans())
@@ -111,3 +112,50 @@ def corrupted(draw, frame: pd.DataFrame, max_mutations: int = 2):
         elif kind == "as_text":
             frame.isetitem(position, frame.iloc[:, position].astype(str))
     return frame
+
+
+# ---------------------------------------------------------------------- the classes of issue 37
+#: Parquet types that are not numbers, which a numeric column read as features, weights or shares refuses
+PARQUET_NOT_NUMBERS = ("timestamp", "timestamp_tz", "date", "duration", "boolean", "dictionary", "list", "struct",
+                       "binary", "time")
+
+
+def parquet_column(kind: str, n: int):
+    """A pyarrow array of `n` values of a Parquet type that is not a number (`PARQUET_NOT_NUMBERS`)."""
+    import datetime
+
+    import pyarrow as pa
+
+    day = [datetime.datetime(2020, 1, 1) + datetime.timedelta(days=i) for i in range(n)]
+    return {
+        "timestamp": lambda: pa.array(day), "timestamp_tz": lambda: pa.array(day, pa.timestamp("ns", tz="UTC")),
+        "date": lambda: pa.array([d.date() for d in day]), "duration": lambda: pa.array([d - day[0] for d in day]),
+        "boolean": lambda: pa.array([i % 2 == 0 for i in range(n)]),
+        "dictionary": lambda: pa.array([f"c{i % 3}" for i in range(n)]).dictionary_encode(),
+        "list": lambda: pa.array([[float(i)] for i in range(n)]), "struct": lambda: pa.array([{"x": i} for i in range(n)]),
+        "binary": lambda: pa.array([str(i).encode() for i in range(n)]), "time": lambda: pa.array([d.time() for d in day]),
+    }[kind]()
+
+
+#: characters a crossed bin's label is written with, and others around them
+LEVEL_CHARACTERS = st.sampled_from(list('xyb,= "'))
+
+
+def colliding_levels(max_levels: int = 3):
+    """Distinct level names built from the characters of a crossed bin's label (", ", "=", quotes, spaces):
+    the names that wrote two bins alike ("x" and "x, b=y" crossed with "y, b=z" and "z")."""
+    return st.lists(st.text(LEVEL_CHARACTERS, min_size=1, max_size=6), min_size=1, max_size=max_levels, unique=True)
+
+
+#: indices as a user may give them to `from_arrays`: whole numbers in any dtype, fractions, NaN, text, booleans
+INDEX = st.one_of(st.integers(0, 3), st.sampled_from([0.0, 1.0, 2.0]), st.sampled_from([0.5, 1.5, 2.25]),
+                  st.just(math.nan), st.sampled_from(["0", "1", "a"]), st.booleans())
+
+
+def group_indices(n: int):
+    """`n` group indices of mixed kinds (`INDEX`)."""
+    return st.lists(INDEX, min_size=n, max_size=n)
+
+
+#: weights near zero, in the normal range and below it, and ordinary ones
+WEIGHTS = st.sampled_from([1.0, 0.5, 1e-3, 1e-100, 1e-300, 1e-310, 1e-320, 5e-324, 0.0])

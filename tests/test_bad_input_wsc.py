@@ -425,3 +425,60 @@ def test_fit_of_a_model_this_version_does_not_know(fitted, tmp_path):
     rewrite_attrs(path / "fit.nc", tmp_path / "future.nc", lambda attrs: attrs.update(model="quantum"))
     with pytest.raises(InputError, match="holds a model 'quantum' that this version does not know"):
         load(tmp_path / "future.nc")
+
+
+def _weighted_frames(weight: float):
+    rng = np.random.default_rng(3)
+    clicks = pd.DataFrame({"group": rng.choice(["a", "b", "c", "d"], 200), "x": rng.choice(["p", "q"], 200),
+                           "w": weight})
+    return clicks, pd.DataFrame({"group": ["a", "b", "c", "d"], "he": [-1.0, -0.3, 0.4, 1.2]})
+
+
+@pytest.mark.parametrize("how", ["weights", "max_group_weight", "normalized"])
+def test_data_that_weigh_almost_nothing_are_said_to(how):
+    """Clicks that weigh 1e-300 each, a cap of 1e-300 per group, or weights that sum to one half: the data
+    cannot move the posterior from the prior, which the fit says before it starts (a fit of such data gives
+    the prior's rho everywhere)."""
+    clicks, groups = _weighted_frames({"weights": 1e-300, "max_group_weight": 1.0, "normalized": 1 / 400}[how])
+    cap = 1e-300 if how == "max_group_weight" else None
+    data = GroupedCounts.from_frames(clicks, groups, weight_col="w", max_group_weight=cap)
+    said = WSC().data_messages(data)
+    assert any("less than one click" in m and "mostly the prior" in m for m in said), said
+    heavy = GroupedCounts.from_frames(clicks.assign(w=1.0), groups, weight_col="w")
+    assert not any("less than one click" in m for m in WSC().data_messages(heavy))
+
+
+def test_a_weight_below_what_floats_hold_is_refused():
+    """Weights of 1e-320 (below the smallest normal float) made the fit end in non-finite values after it
+    ran; they are refused when the data are built, naming the group."""
+    clicks, groups = _weighted_frames(1e-320)
+    with pytest.raises(InputError, match="below the smallest the arithmetic holds") as error:
+        GroupedCounts.from_frames(clicks, groups, weight_col="w")
+    assert "group 'a'" in str(error.value)
+
+
+def test_api_mistakes_are_one_line_input_errors(tmp_path):
+    """What raised TypeError, ValueError or KeyError, or passed without a word, in the API: InputError, one
+    line naming the argument."""
+    from bayes_wsc.simulate import counts_to_clicks, simulate_wsc
+
+    data, _ = simulate_wsc(n_groups=20, items_per_group=30, n_bins=3, seed=0)
+    clicks, groups = counts_to_clicks(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        est = WSC(progressbar=False).fit(data)
+    cases = {
+        "a column of clicks is named by text, got \\['group'\\]":
+            lambda: GroupedCounts.from_frames(clicks, groups, group_col=["group"]),
+        "var_names holds 'nope', which is not a variable": lambda: est.summary(var_names=["nope"]),
+        "save expects the path of a fit file .* got None": lambda: est.save(None),
+        "save expects the path of a fit file .* got a int \\(123\\)": lambda: est.save(123),
+        "report expects the path of a report folder .* got None": lambda: est.report(None),
+        "seed must be a whole number >= 0, got 'x'": lambda: est.posterior_predictive(seed="x"),
+        "draws must be a whole number >= 1, got 0": lambda: est.run_checks(draws=0),
+    }
+    for words, call in cases.items():
+        with pytest.raises(InputError, match=words) as error:
+            call()
+        assert "\n" not in str(error.value)
+    assert list(est.summary(var_names=["rho"]).index) == list(est.summary(var_names="rho").index)

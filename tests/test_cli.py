@@ -106,3 +106,23 @@ def test_an_output_onto_a_device_or_a_pipe_is_refused_in_one_line(tmp_path, caps
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and words in err and "not a regular file" in err, err
     assert Path("/dev/null").is_char_device()
+
+
+def test_a_logger_outside_loggings_tree_stays_off_stderr():
+    """ArviZ logs a one-chain fit's "Shape validation failed" on a logger of its own, outside logging's
+    tree: Python's last-resort handler printed it on stderr. Below ERROR nothing reaches stderr, as for
+    every other library; the handler is restored after the command."""
+    import contextlib
+    import io
+    import logging
+
+    from bayes_wsc.cli import _LibraryMessages
+
+    outside = logging.Logger("outside")  # as arviz._log: no parent, no handler
+    before = logging.lastResort.level
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), _LibraryMessages():
+        outside.warning("Shape validation failed: input_shape: (1, 10)")
+        outside.error("a real failure")
+    assert "Shape validation" not in err.getvalue() and "a real failure" in err.getvalue()
+    assert logging.lastResort.level == before

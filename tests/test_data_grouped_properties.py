@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import corrupted, messy_frame, total_weight, valid_or_input_error
+from strategies import (WEIGHTS, colliding_levels, corrupted, group_indices, messy_frame, total_weight,
+                        valid_or_input_error)
 
 from bayes_wsc.data.grouped import GroupedCounts
 from bayes_wsc.data.tables import read_table
@@ -149,3 +150,50 @@ def test_valid_or_input_error_lets_other_exceptions_through():
         valid_or_input_error(lambda: (_ for _ in ()).throw(InputError("two\nlines")), lambda r: None)
     with pytest.raises(AssertionError):
         valid_or_input_error(lambda: 1, lambda r: (_ for _ in ()).throw(AssertionError("bad result")))
+
+
+# ---------------------------------------------------------------------- the classes of issue 37
+@SETTINGS
+@given(first=colliding_levels(), second=colliding_levels(), names=st.lists(colliding_levels(1), min_size=2, max_size=2))
+def test_crossed_bins_never_share_a_label(first, second, names):
+    """Levels and column names written with the label's own characters (", ", "=", quotes, spaces): every
+    bin of the crossing keeps its own label, so the estimand table lists one row per bin."""
+    from bayes_wsc.data.grouped import BehaviorBins
+
+    columns = (names[0][0], names[1][0] + ("_" if names[1][0] == names[0][0] else ""))
+    bins = BehaviorBins(columns, (tuple(first), tuple(second)))
+    assert len(set(bins.labels)) == bins.n_bins == len(first) * len(second), bins.labels
+
+
+@SETTINGS
+@given(data=st.data(), n=st.integers(2, 6))
+def test_from_arrays_takes_whole_indices_exactly_or_refuses(data, n):
+    """Group indices of any kind (fractions, NaN, text, booleans, whole floats): a container whose groups
+    are exactly the given whole numbers, or one line; never a fraction truncated to a group."""
+    from bayes_wsc.data.proportions import LabelProportions
+
+    groups = data.draw(group_indices(n))
+    x = np.arange(2.0 * n).reshape(n, 2) % 5
+    shares = np.full((4, 2), 0.5)
+    result = valid_or_input_error(lambda: LabelProportions.from_arrays(x, groups, shares), lambda d: None)
+    if result is not None:
+        given = np.asarray(groups, dtype=float)
+        assert np.array_equal(result.item_group, given) and all(not isinstance(g, (str, bool)) for g in groups)
+
+
+@SETTINGS
+@given(weight=WEIGHTS, cap=st.one_of(st.none(), WEIGHTS.filter(lambda w: w > 0)))
+def test_data_weighing_almost_nothing_are_said_or_refused(weight, cap):
+    """Weights near zero (or a cap near zero): data that the arithmetic cannot hold are refused, and data
+    whose clicks weigh less than one click in all are said to barely move the posterior, before the fit."""
+    from bayes_wsc.models.wsc import WSC
+
+    rng = np.random.default_rng(0)
+    clicks = pd.DataFrame({"group": rng.choice(["a", "b", "c"], 30), "x": rng.choice(["p", "q"], 30), "w": weight})
+    groups = pd.DataFrame({"group": ["a", "b", "c"], "he": [-1.0, 0.0, 1.0]})
+    data = valid_or_input_error(
+        lambda: GroupedCounts.from_frames(clicks, groups, weight_col="w", max_group_weight=cap), lambda d: None)
+    if data is None:
+        return
+    said = any("less than one click" in m for m in WSC().data_messages(data))
+    assert said == (data.counts.sum() < 1.0), (weight, cap, data.counts.sum())

@@ -205,3 +205,87 @@ def test_some_damaged_draws_are_left_out_with_a_warning(laplace_fits, tmp_path, 
                 np.testing.assert_allclose(values.values, b.posterior_predictive[name].values)
         else:
             assert (Path(outputs["out"]) / "report.html").exists()
+
+
+@pytest.mark.parametrize("damage", ["NaN he", "negative counts"])
+def test_damaged_observed_data_name_the_fit_file_as_damaged(map_fits, tmp_path, damage):
+    """NaN in the saved HE, or a negative count: the commands that read the data say the fit file is
+    damaged, naming it, in one line."""
+    groups = _groups(map_fits["wsc"])
+    name = "he" if damage == "NaN he" else "counts"
+    values = groups["observed_data"][name].values.astype(float)
+    values.flat[0] = np.nan if damage == "NaN he" else -3.0
+    groups["observed_data"][name] = (groups["observed_data"][name].dims, values)
+    bad = inference.save(groups, tmp_path / "bad.nc")
+    with pytest.raises(InputError, match=r"fit file '.*bad.nc' is damaged: the data it holds are refused"):
+        load(bad).data_from_fit()
+    code, _, stderr = run_cli(["check", str(bad), "--draws", "12"])
+    assert code == 2 and len(stderr.strip().splitlines()) == 1 and "bad.nc' is damaged" in stderr, stderr
+
+
+# ---------------------------------------------------------------------- a fit file never runs code
+PLANTED = '''"""A file a fit's attributes may name: importing it leaves a marker."""
+from pathlib import Path
+
+Path({marker!r}).write_text("imported")
+
+
+def build_model(data, mu=None, **settings):
+    raise RuntimeError("never built")
+
+
+CHECKS = (build_model,)
+'''
+
+
+def _naming(fit: Path, planted: Path, out: Path, kind: str) -> Path:
+    """A copy of `fit` whose settings name `planted` as its variant file: as a fit written before fits
+    stored their variant's facts, with its source (`old`) or without (`bare`), or with facts (`facts`)."""
+    groups = _groups(fit)
+    settings = json.loads(groups["posterior"].attrs["settings"])
+    _set_attr(groups, "settings", json.dumps({**settings, "model_file": str(planted)}))
+    if kind == "old":
+        _set_attr(groups, "model_source", planted.read_text())
+    elif kind == "facts":
+        _set_attr(groups, "model_source", planted.read_text())
+        _set_attr(groups, "variant", json.dumps({"sha256": "0" * 64, "build_model_takes": ["data", "mu"],
+                                                 "checks": None}))
+    inference.save(groups, out)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["old", "bare", "facts"])
+def test_reading_a_fit_never_imports_the_file_it_names(map_fits, laplace_fits, tmp_path, kind):
+    """A fit whose attributes name a Python file (one that leaves a marker when imported): `load` and every
+    read-only command read it without importing the file (a wsc Laplace fit asks whether the variant takes
+    mu: the fit's stored facts answer, or for an older fit its source, parsed, not run); `check` of a
+    variant that declares checks asks for the file by name, and a named file is run only when it is the
+    one the fit was made with."""
+    import sys
+
+    marker = tmp_path / "marker"
+    planted = tmp_path / "planted.py"
+    planted.write_text(PLANTED.format(marker=str(marker)))
+    fits = {"laplace wsc": laplace_fits["wsc"]}  # the fit whose reading asks the variant a question
+    if kind == "old":
+        fits.update({f"map {m}": map_fits[m] for m in MODELS})
+    for name, fit in fits.items():
+        model = name.split()[-1]
+        bad = _naming(fit, planted, tmp_path / f"{name.replace(' ', '_')}.nc", kind)
+        est = load(bad)
+        assert est.model_file == str(planted)
+        items = Layout(NEW[model].frame).write(tmp_path / f"items_{model}")
+        for command, (argv, _) in commands(bad, items, tmp_path / f"out_{kind}_{name.replace(' ', '_')}").items():
+            code, _, stderr = run_cli(argv)
+            assert code in (0, 2) and "Traceback" not in stderr, f"{name} {command}: {stderr}"
+            if code == 2:
+                assert len(stderr.strip().splitlines()) == 1, f"{name} {command}: {stderr}"
+            if command == "check" and kind == "old":  # its source declares checks: they need the file named
+                assert code == 2 and "--model FILE.py" in stderr, stderr
+            assert not marker.exists(), f"{name} {command} imported {planted}"
+        assert not any(m.startswith("bayes_wsc_variant_planted") for m in sys.modules)
+    code, _, stderr = run_cli(["check", str(bad), "--draws", "12", "--model", str(planted)])
+    if kind == "old":  # the very file whose source the fit kept: the user asked for it, so it runs
+        assert code == 2 and marker.exists() and "check" in stderr, stderr
+    else:  # another file than the fit's, or a default fit: refused before anything is imported
+        assert code == 2 and not marker.exists() and len(stderr.strip().splitlines()) == 1, stderr

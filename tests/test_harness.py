@@ -65,6 +65,8 @@ class Table:
     ids: tuple[str, ...] = ()
     numbers: tuple[str, ...] = ()
     levels: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()  # class labels, text as written (an empty cell: unlabeled)
+    source: bool = False  # read as a folder of Parquet parts too (streamed clicks)
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,8 @@ def _wsc_tables():
     groups = [f"g{i}" for i in range(4)]
     clicks = pd.DataFrame({"group": np.repeat(groups, 6), "bounce": rng.choice(["y", "n"], 24)})
     he = pd.DataFrame({"group": groups, "he": [1.0, -0.5, 0.3, -1.2]})
-    return Table(clicks, ids=("group",), levels=("bounce",)), Table(he, ids=("group",), numbers=("he",))
+    return (Table(clicks, ids=("group",), levels=("bounce",), source=True),
+            Table(he, ids=("group",), numbers=("he",)))
 
 
 def _feature_items(n: int, *, with_id: bool, label: bool):
@@ -95,7 +98,7 @@ def _feature_items(n: int, *, with_id: bool, label: bool):
         frame.loc[frame["y"] == -1, "y"] = None
     if with_id:
         frame.insert(0, "id", [f"i{k}" for k in range(n)])
-    return Table(frame, ids=("id",) if with_id else (), numbers=("x1", "x2"))
+    return Table(frame, ids=("id",) if with_id else (), numbers=("x1", "x2"), labels=("y",) if label else ())
 
 
 def _constraints():
@@ -147,6 +150,10 @@ def fit_check(paths, stdout, tables):
     est = load(paths["out"])
     for name, values in est.idata_.posterior.data_vars.items():
         assert np.isfinite(values.values).all(), name
+    posterior = est.idata_.posterior
+    for name in [d for d in posterior.dims if d in posterior.coords]:  # one label per bin, group, cluster...
+        labels = posterior[name].values
+        assert len(set(map(str, labels))) == labels.size, (name, list(labels)[:8])
     coords = {str(v) for ds in inference.groups_of(est.idata_).values()
               for c in ds.coords.values() if c.dtype.kind in "OUT" for v in np.ravel(c.values)}
     for table in tables.values():
@@ -342,10 +349,36 @@ class Layout:
     header: Callable[[list[str]], list[str]] | None = None  # edits the header names
     suffix: str = ".csv"
     raw: bytes | None = None  # the file's bytes, replacing all of the above
+    special: str | None = None  # "named pipe" or "link to /dev/zero": no regular file at all
+    not_numbers: tuple[str, str] | None = None  # (column, Parquet type): that column of the Parquet file
+    parts: bool = False  # a folder of Parquet parts, beside leftovers that are not parts
 
     def write(self, path: Path) -> Path:
         path = path.with_suffix(self.suffix)
-        if self.raw is not None:
+        if self.special == "named pipe":
+            os.mkfifo(path)
+        elif self.special:
+            path.symlink_to("/dev/zero")
+        elif self.parts:  # Spark's layout: parts, its _temporary attempt, a hidden copy and _SUCCESS
+            path = path.with_suffix("")
+            (path / "_temporary" / "0").mkdir(parents=True)
+            half = len(self.frame) // 2
+            self.frame.iloc[:half].to_parquet(path / "part-0.parquet")
+            self.frame.iloc[half:].to_parquet(path / "part-1.parquet")
+            self.frame.to_parquet(path / "_temporary" / "0" / "part-1.parquet")
+            self.frame.to_parquet(path / ".part-0.parquet")
+            (path / "_SUCCESS").write_bytes(b"")
+        elif self.not_numbers is not None:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+            from strategies import parquet_column
+
+            column, kind = self.not_numbers
+            table = pa.Table.from_pandas(self.frame, preserve_index=False)
+            position = table.schema.get_field_index(column)
+            table = table.set_column(position, column, parquet_column(kind, len(self.frame)))
+            pq.write_table(table, path)
+        elif self.raw is not None:
             path.write_bytes(self.raw)
         elif self.suffix == ".parquet":
             self.frame.to_parquet(path)
@@ -372,6 +405,8 @@ class Case:
     words: tuple[str, ...] = ()
     extra: tuple[str, ...] = ()
     fit_bytes: dict[str, bytes] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # further inputs by name ("{file:NAME}" in `extra`)
+    long_names: bool = False  # every output's name as long as the file system holds, or one byte longer
 
 
 # ---------------------------------------------------------------------- the mutations
@@ -386,8 +421,20 @@ MARKER_WORDS = ("NA", "None", "null", "N/A", "nan", "NULL")
 TABLE_MUTATIONS = ("encoding", "not utf-8", "newlines", "quoted", "delimiter", "padded names",
                    "names equal but for spaces", "repeated name", "nameless column", "empty", "header only", "one row",
                    "bad cell", "padded ids", "mixed ids", "marker ids", "parquet", "garbage", "nul byte", "huge name",
-                   "ragged row", "wide file", "numeric levels")
-EXAMPLES = {"bad cell": 3, "mixed ids": 2, "delimiter": 2, "encoding": 2, "garbage": 2, "one row": 2}
+                   "ragged row", "wide file", "numeric levels", "special file", "parquet types", "leftover parts",
+                   "colliding levels", "blank label")
+EXAMPLES = {"bad cell": 3, "mixed ids": 2, "delimiter": 2, "encoding": 2, "garbage": 2, "one row": 2,
+            "parquet types": 2}
+#: the tables a mutation applies to (by default, any)
+NEEDS = {"leftover parts": lambda t: t.source, "colliding levels": lambda t: t.levels,
+         "blank label": lambda t: t.labels, "parquet types": lambda t: t.numbers}
+#: variant files a fit must refuse before it runs (`--model`), and the words that refuse each
+VARIANTS = {
+    "CHECKS of the wrong kind": ("def build_model(data, **settings):\n    raise RuntimeError('never built')\n\n"
+                                 "CHECKS = 'x'\n", "CHECKS must be a tuple of functions"),
+    "no likelihood": ("import pymc as pm\n\n\ndef build_model(data, **settings):\n    with pm.Model() as model:\n"
+                      "        pm.Normal('z', 0.0, 1.0)\n    return model\n", "observes nothing"),
+}
 
 
 def fit_models(entry: Entry) -> list[str]:
@@ -398,6 +445,11 @@ def mutations(entry: Entry) -> list[str]:
     kinds = (["fit file"] if fit_models(entry) else []) + (list(TABLE_MUTATIONS) if entry.tables else [])
     if not any(t.levels for t in entry.tables.values()):
         kinds = [k for k in kinds if k != "numeric levels"]
+    kinds = [k for k in kinds if k not in NEEDS or any(NEEDS[k](t) for t in entry.tables.values())]
+    if entry.outputs and (entry.tables or fit_models(entry)):
+        kinds.append("long output name")
+    if entry.name.startswith("fit "):
+        kinds.append("variant file")
     return [k for k in kinds if k not in entry.skip]
 
 
@@ -406,7 +458,8 @@ def mutated(draw, entry: Entry, fits: dict[str, Path], kind: str):
     """A `Case` and the `Layout` of every table of `entry`: one mutation of one table (or of all)."""
     layouts = {name: Layout(t.frame.copy()) for name, t in entry.tables.items()}
     fit_names = fit_models(entry)
-    name = draw(st.sampled_from(sorted(layouts))) if layouts else None
+    eligible = sorted(n for n in layouts if kind not in NEEDS or NEEDS[kind](entry.tables[n]))
+    name = draw(st.sampled_from(eligible)) if eligible else None
     layout = layouts.get(name)
     table = entry.tables.get(name)
     if kind == "bad cell" and not table.numbers:
@@ -541,6 +594,46 @@ def mutated(draw, entry: Entry, fits: dict[str, Path], kind: str):
     elif kind == "garbage":
         layout.raw = draw(st.binary(min_size=1, max_size=200))
         case.expect = "either"
+    elif kind == "special file":
+        layout.special = draw(st.sampled_from(["named pipe", "link to /dev/zero"]))
+        case.label, case.expect, case.words = f"a {layout.special}", "error", ("not a regular file",)
+    elif kind == "parquet types":
+        from strategies import PARQUET_NOT_NUMBERS
+
+        column = draw(st.sampled_from(table.numbers))
+        layout.suffix, layout.not_numbers = ".parquet", (column, draw(st.sampled_from(PARQUET_NOT_NUMBERS)))
+        case.label, case.expect, case.words = f"{column} as Parquet {layout.not_numbers[1]}", "error", (repr(column),)
+    elif kind == "leftover parts":
+        layout.parts = True
+        case.label, case.expect = "a folder of parts beside _temporary/, hidden and _SUCCESS files", "same"
+    elif kind == "colliding levels":
+        column = table.levels[0]
+        levels = list(dict.fromkeys(layout.frame[column].astype(str)))
+        row = np.arange(len(layout.frame))
+        layout.frame = layout.frame.assign(**{
+            column: layout.frame[column].astype(str).map(dict(zip(levels, ["x", "x, b=y", 'x"', " x"]))),
+            "b": np.where(row % 3 == 0, "y, b=z", "z")})
+        case.label, case.expect = f"levels of {column} and b that write one bin label twice", "ok"
+    elif kind == "blank label":
+        column = table.labels[0]
+        labelled = np.flatnonzero(layout.frame[column].notna().to_numpy())
+        row = int(labelled[draw(st.integers(0, labelled.size - 1))])
+        value = draw(st.sampled_from(["   ", "\t", " 1", "1 "]))
+        frame = layout.frame.astype({column: object})
+        frame.loc[frame.index[row], column] = value
+        layout.frame = frame
+        case.label = f"label {value!r} in row {row + 1}"
+        if not value.strip():
+            case.expect, case.words = "error", (f"(row {row + 1})",)
+        else:  # a class of its own, as written
+            case.expect = "ok"
+    elif kind == "long output name":
+        case.long_names, case.expect = True, "error"
+        case.words = ("the temporary file written first", "longer than the")
+    elif kind == "variant file":
+        which = draw(st.sampled_from(sorted(VARIANTS)))
+        case.files["variant.py"], words = VARIANTS[which]
+        case.label, case.extra, case.expect, case.words = which, ("--model", "{file:variant.py}"), "error", (words,)
     if kind == "quoted":
         case.expect = "same"
     case.label = f"{name or ''}: {case.label}"
@@ -586,8 +679,11 @@ def build_argv(entry: Entry, inputs: Path, outputs: Path, files: dict[str, Path]
 
 def nothing_written(paths: dict[str, str]) -> bool:
     for path in map(Path, paths.values()):
-        if path.is_file() or (path.is_dir() and any(path.iterdir())):
-            return False
+        try:
+            if path.is_file() or (path.is_dir() and any(path.iterdir())):
+                return False
+        except OSError:  # a name longer than the file system holds: nothing is there
+            continue
     return True
 
 
@@ -601,7 +697,17 @@ def run_case(entry: Entry, layouts: dict[str, Layout], case: Case, fits: dict[st
     for model, fit in fits.items():
         used_fits[model] = inputs / f"fit_{model}.nc"
         used_fits[model].write_bytes(case.fit_bytes.get(model, fit.read_bytes()))
-    argv, paths = build_argv(entry, inputs, outputs, files, used_fits, case.extra)
+    for file_name, text in case.files.items():
+        (inputs / file_name).write_text(text)
+    extra = [str(inputs / a[6:-1]) if a.startswith("{file:") else a for a in case.extra]
+    argv, paths = build_argv(entry, inputs, outputs, files, used_fits, extra)
+    if case.long_names:  # a file's name as long as the file system holds (its temporary name is longer)
+        for key, path in list(paths.items()):
+            name = Path(path).name
+            long = (name + "x" * 256)[:256] if entry.outputs[key].endswith("/") else \
+                "x" * (255 - len(name)) + name
+            argv = [str(Path(path).with_name(long)) if a == path else a for a in argv]
+            paths[key] = str(Path(path).with_name(long))
     before = digest(inputs)
     code, stdout, stderr = run_cli(argv)
     assert digest(inputs) == before, f"{case.label}: an input file changed"

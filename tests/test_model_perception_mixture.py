@@ -191,6 +191,25 @@ def test_bad_settings_are_one_line(settings, words):
         PerceptionMixture(**settings).fit(tiny_data())
 
 
+def test_more_groups_than_items_is_one_line_before_the_fit():
+    """--groups 200 on 60 items ended in a k-means traceback."""
+    data = tiny_data()
+    with pytest.raises(InputError, match=rf"groups={data.n_items + 1} \(--groups\) is more than the {data.n_items} items"):
+        PerceptionMixture(groups=data.n_items + 1).fit(data)
+
+
+def test_a_perception_value_beyond_the_arithmetic_is_refused_when_read():
+    """A perception value of 1e200 failed after the fit ("non-finite values"); it is refused when the data
+    are built, naming the cluster and the column."""
+    rng = np.random.default_rng(3)
+    items = pd.DataFrame(rng.normal(size=(5, 2)), columns=["x0", "x1"])
+    items.insert(0, "id", [f"i{j}" for j in range(5)])
+    seeds = pd.DataFrame({"cluster": ["A", "B", "C"], "id": ["i0", "i1", "i2"]})
+    perception = pd.DataFrame({"cluster": ["A", "B", "C"], "loop": [1.0, 1e200, 0.0], "line": [0.0, 1.0, 1.0]})
+    with pytest.raises(InputError, match=r"perception of cluster 'B', column 'loop', is 1e\+200, beyond"):
+        SeedSets.from_frames(items, seeds, perception)
+
+
 def test_distractor_study_shapes():
     study = simulate_distractor_study(n_items=120, seed=1)
     data = study.data()

@@ -382,3 +382,47 @@ def test_a_fit_onto_a_full_tmpfs(tmp_path):
         assert (disk / "fit.nc").read_text() == "old" and [p.name for p in disk.iterdir()] == ["fit.nc"]
     finally:
         subprocess.run(["umount", str(disk)])
+
+
+def test_inputs_that_are_not_regular_files_are_refused_before_the_work(tmp_path, capsys):
+    """A named pipe as --clicks hung the command (reading waits for a writer) and a link to /dev/zero
+    ended in a MemoryError: an input is a regular file, or a folder where a folder is read."""
+    from bayes_wsc.cli import main
+
+    pipe = tmp_path / "clicks.csv"
+    os.mkfifo(pipe)
+    zero = tmp_path / "zero.csv"
+    zero.symlink_to("/dev/zero")
+    (tmp_path / "groups.csv").write_text("group,he\ng0,0.1\n")
+    for bad, words in ((pipe, "a named pipe"), (zero, "'/dev/zero', a character device")):
+        with pytest.raises(InputError, match=f"cannot read the clicks {str(bad)!r}: it is .*{words}"):
+            paths_of(clicks=input_table("clicks", source=True)(str(bad))).check()
+        code = main(["fit", "wsc", "--clicks", str(bad), "--groups", str(tmp_path / "groups.csv"),
+                     "--out", str(tmp_path / "fit.nc")])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err
+    with pytest.raises(InputError, match="it is a directory, not a regular file"):
+        paths_of(fit=input_file("fit file")(str(tmp_path))).check()
+    paths_of(clicks=input_table("clicks", source=True)(str(tmp_path))).check()  # a folder of parts is read
+
+
+@pytest.mark.parametrize("length", [241, 242, 255, 256])
+def test_a_long_output_name_is_checked_with_the_temporary_name(tmp_path, length):
+    """An --out name of 242-255 bytes failed after the fit: the temporary file written first is 14 bytes
+    longer. It is refused before the work, naming the longest name that works; 241 is written."""
+    name = "f" * (length - 3) + ".nc"
+    out = paths_of(out=output_file("fit file")(str(tmp_path / name)))
+    if length <= 241:
+        out.check()
+        outputs.write_text(tmp_path / name, "x")
+        assert (tmp_path / name).read_text() == "x"
+    else:
+        with pytest.raises(InputError, match="longer than the 255 the file system holds") as error:
+            out.check()
+        assert "\n" not in str(error.value)
+    folder = paths_of(out=output_folder("report folder", ("report.html",))(str(tmp_path / "sub" / ("d" * length))))
+    if length > 255:  # a folder's own name too
+        with pytest.raises(InputError, match="is 256 bytes, longer than the 255"):
+            folder.check()
+    else:
+        folder.check()

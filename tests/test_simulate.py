@@ -178,3 +178,16 @@ def test_no_pymc_on_this_path(tmp_path):
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_simulation_too_big_to_hold_is_refused_before_allocating(tmp_path, capsys):
+    """100,000 groups of 100,000 clicks ended in a MemoryError traceback; the size is checked first,
+    for every model's simulate (only experts capped its own)."""
+    from bayes_wsc.cli import main
+
+    for argv in (["wsc", "--n-groups", "100000", "--group-size", "100000"],
+                 ["pcmix", "--n-items", "1000000000"], ["proportions", "--n-groups", "100000", "--group-size", "5000"]):
+        code = main(["simulate", *argv, "--out", str(tmp_path / "sim")])
+        err = capsys.readouterr().err
+        assert code == 2 and "more than the 1e+08 a simulation holds" in err and len(err.strip().splitlines()) == 1
+        assert not (tmp_path / "sim").exists()

@@ -43,6 +43,33 @@ def test_streamed_table_equals_in_memory(parquet_logs):
     assert globbed.n_items.sum() == len(clicks)
 
 
+def test_a_folder_reads_its_parts_only(parquet_logs):
+    """Spark's `_temporary/` attempt, a hidden `.part-0.parquet` and `_SUCCESS`-style files are not parts
+    (skipped, as pyarrow, Dask and Spark skip them); the words name the parts read and those skipped."""
+    from bayes_wsc.data.stream import parts_read
+
+    folder, clicks, groups = parquet_logs
+    (folder / "_temporary" / "0").mkdir(parents=True)
+    clicks.to_parquet(folder / "_temporary" / "0" / "part-1.parquet")
+    clicks.to_parquet(folder / ".part-0.parquet")
+    clicks.to_parquet(folder / "_metadata_copy.parquet")
+    streamed = grouped_counts_from_parquet(folder, groups, group_col="site", behavior=["speed", "depth"])
+    assert streamed.n_items.sum() == len(clicks)
+    words = parts_read(folder)
+    assert words.startswith(f"read 5 Parquet files of {str(folder)!r}: part-0.parquet, part-1.parquet")
+    assert "skipped 3 whose name starts with '_' or '.'" in words and "_temporary/0/part-1.parquet" in words
+
+
+def test_scheduler_with_text_clicks_is_refused(parquet_logs, tmp_path, capsys):
+    folder, clicks, groups = parquet_logs
+    clicks.to_csv(tmp_path / "clicks.csv", index=False)
+    groups.to_csv(tmp_path / "groups.csv", index=False)
+    code = main(["fit", "wsc", "--clicks", str(tmp_path / "clicks.csv"), "--groups", str(tmp_path / "groups.csv"),
+                 "--group-col", "site", "--scheduler", "tcp://127.0.0.1:1", "--out", str(tmp_path / "fit.nc")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--scheduler" in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_stream_errors_name_the_problem(parquet_logs, tmp_path):
     folder, clicks, groups = parquet_logs
     with pytest.raises(InputError, match="holds no Parquet files"):

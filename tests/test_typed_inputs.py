@@ -19,6 +19,8 @@ from bayes_wsc.data.proportions import LabelProportions
 from bayes_wsc.data.seeded import SeedSets
 from bayes_wsc.data.tables import read_table
 from bayes_wsc.errors import InputError
+from strategies import PARQUET_NOT_NUMBERS as PARQUET_KINDS
+from strategies import parquet_column
 
 BAD_FEATURE_CELLS = ["n.a.", "abc", "1,5", "--", "True", "NA", "None"]
 
@@ -122,6 +124,26 @@ def test_class_names_are_text_as_written(tmp_path):
         assert data.classes == classes and data.n_labeled == 6
 
 
+def test_pcmix_labels_are_text_as_written(tmp_path, capsys):
+    """A label ' 1' is its own class, not '1' (as behavior levels '3' and '3 ' stay apart); a cell of spaces
+    is not unlabeled but an error naming its row; every non-empty cell is a label."""
+    rows = _feature_rows(12)
+    labels = ["1", " 1", "0", "1", "0", " 1", "", "0", "1", "0", "", "1"]
+    text = "id,x1,x2,y\n" + "\n".join(f"{r},{y}" for r, y in zip(rows, labels)) + "\n"
+    path = _write(tmp_path / "items.csv", text)
+    data = LabeledItems.from_frame(read_table(path, "items"), id_col="id")
+    assert data.classes == ("0", "1", " 1")
+    assert data.n_labeled == sum(1 for y in labels if y != "")
+    assert list(np.asarray(data.classes)[data.y[data.y >= 0]]) == [y for y in labels if y != ""]
+    labels[4] = "   "
+    text = "id,x1,x2,y\n" + "\n".join(f"{r},{y}" for r, y in zip(rows, labels)) + "\n"
+    with pytest.raises(InputError, match=r"a cell of only spaces '   ' \(row 5\)"):
+        LabeledItems.from_frame(read_table(_write(tmp_path / "blank.csv", text), "items"), id_col="id")
+    frame = pd.DataFrame({"x1": np.arange(4.0), "x2": [0.0, 1.0, 0.0, 2.0], "y": ["a", "b", "\t", "a"]})
+    with pytest.raises(InputError, match=r"\(row 3\)"):
+        LabeledItems.from_frame(frame)
+
+
 def test_a_short_or_long_row_is_an_error_naming_it(tmp_path):
     for row in ("i3,0.5", "i3,0.5,1,7"):
         text = "id,x1,y\ni1,0.1,a\ni2,0.2,\n" + row + "\ni4,0.3,b\n"
@@ -170,3 +192,103 @@ def test_a_row_that_is_not_utf8_is_named(tmp_path):
     (tmp_path / "t.csv").write_bytes(b"a,b\n1,2\n3,\xe9\n")
     with pytest.raises(InputError, match=r"is not UTF-8 text \(line 3 has the byte 0xe9\)"):
         read_table(tmp_path / "t.csv", "table")
+
+
+#: Parquet columns of types that are not numbers (`strategies.PARQUET_NOT_NUMBERS`), and the words that refuse each
+PARQUET_NOT_NUMBERS = {
+    "timestamp": "holds dates and times", "timestamp_tz": "holds dates and times", "date": "non-numeric value",
+    "duration": "holds durations", "boolean": "holds True/False", "dictionary": "holds categories",
+    "list": "non-numeric value", "struct": "non-numeric value", "binary": "non-numeric value",
+    "time": "non-numeric value",
+}
+
+
+@pytest.mark.parametrize("kind", PARQUET_KINDS)
+def test_a_parquet_column_that_is_not_numbers_is_no_feature(tmp_path, capsys, kind):
+    """A Parquet datetime (or duration, category, nested...) column taken as a feature by default: one line
+    naming it, never its nanoseconds since 1970 as a number. Decimals are numbers and are read as such."""
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 12
+    rng = np.random.default_rng(1)
+    table = pa.table({"id": [f"i{i}" for i in range(n)], "group": [f"g{i % 3}" for i in range(n)],
+                      "x1": rng.normal(size=n), "odd": parquet_column(kind, n),
+                      "x2": pa.array([decimal.Decimal(f"{v:.3f}") for v in rng.normal(size=n)])})
+    pq.write_table(table, tmp_path / "items.parquet")
+    pd.DataFrame({"group": ["g0", "g1", "g2"], "a": [0.2, 0.5, 0.8], "b": [0.8, 0.5, 0.2]}).to_csv(tmp_path / "groups.csv", index=False)
+    code = cli(["fit", "proportions", "--items", str(tmp_path / "items.parquet"), "--proportions",
+                str(tmp_path / "groups.csv"), "--id-col", "id", "--out", str(tmp_path / "fit.nc")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "'odd'" in err, err
+    assert PARQUET_NOT_NUMBERS[kind] in err, err
+    frame = read_table(tmp_path / "items.parquet", "items")
+    from bayes_wsc.data.tables import read_features
+
+    assert np.isfinite(read_features(frame, ["x1", "x2"], "items")).all()  # a decimal column is numbers
+
+
+def test_fractional_indices_and_text_arrays_are_refused_in_every_from_arrays():
+    """`from_arrays(x, [0.5, 0, 1, 1], P)` put the first item in group 0; indices are whole numbers, or one
+    line naming the first that is not, in every container built from arrays. Text where numbers belong and
+    True/False count tables are refused too (they were a TypeError, or taken as 1 and 0)."""
+    x = np.random.default_rng(0).normal(size=(4, 2))
+    shares = np.array([[0.5, 0.5], [0.2, 0.8]])
+    with pytest.raises(InputError, match=r"groups must be whole-number indices, got 0.5 at position 0"):
+        LabelProportions.from_arrays(x, [0.5, 0, 1, 1], shares)
+    with pytest.raises(InputError, match=r"got 1.5 at position 3"):
+        LabelProportions.from_bins([0, 1, 0, 1], [0, 0, 1, 1.5], shares, 2)
+    with pytest.raises(InputError, match=r"got nan at position 1"):
+        LabelProportions.from_arrays(x, [0, np.nan, 1, 1], shares)
+    assert LabelProportions.from_arrays(x, [0.0, 0.0, 1.0, 1.0], shares).item_group.tolist() == [0, 0, 1, 1]
+    with pytest.raises(InputError, match=r"features must be numbers, got 'a'"):
+        LabelProportions.from_arrays(np.array([["a", "b"]] * 4, dtype=object), [0, 0, 1, 1], shares)
+    with pytest.raises(InputError, match=r"features must be numbers, got 'a'"):
+        LabeledItems.from_arrays(np.array(["a", "b", "c", "d"], dtype=object), [0, 1, None, 1])
+    with pytest.raises(InputError, match=r"counts hold True/False"):
+        GroupedCounts.from_counts(np.array([[True, False], [True, True]]), [0.0, 1.0])
+    with pytest.raises(InputError, match=r"label codes must be whole-number indices"):
+        LabeledItems(x, [0, 1, 0.5, 1], ("x1", "x2"), ("a", "b"), np.zeros(2), np.ones(2), np.arange(4))
+
+
+#: levels that write another bin's name when joined naively ("a=x, b=y, b=z" twice), and ones with quotes
+COLLIDING_LEVELS = {"a": ["x", "x, b=y", 'q"', " s"], "b": ["y, b=z", "z", "=", ""]}
+
+
+def test_crossed_bin_labels_are_unique_for_adversarial_levels():
+    """Levels x / "x, b=y" of a crossed with "y, b=z" / z of b made two bins named a=x, b=y, b=z, and the
+    estimand table listed 3 rows for 4 bins; a level with the label's separators is quoted."""
+    import itertools
+
+    from bayes_wsc.data.grouped import BehaviorBins
+
+    for a, b in itertools.product(itertools.combinations(COLLIDING_LEVELS["a"], 2),
+                                  itertools.combinations(COLLIDING_LEVELS["b"], 2)):
+        bins = BehaviorBins(("a", "b"), (a, b))
+        assert len(set(bins.labels)) == bins.n_bins == 4, bins.labels
+    bins = BehaviorBins(("a", "b, a"), (("x", "x, b, a=y"), ("y", "a=y")))
+    assert len(set(bins.labels)) == 4, bins.labels
+    plain = BehaviorBins(("a", "b"), (("x", "w"), ("1", "2")))
+    assert plain.labels == ["a=x, b=1", "a=x, b=2", "a=w, b=1", "a=w, b=2"]
+
+
+def test_a_fit_of_colliding_levels_reports_every_bin():
+    from bayes_wsc.models.wsc import WSC
+
+    rng = np.random.default_rng(4)
+    n = 400
+    clicks = pd.DataFrame({"group": rng.choice([f"g{i}" for i in range(8)], n),
+                           "a": rng.choice(["x", "x, b=y"], n), "b": rng.choice(["y, b=z", "z"], n)})
+    groups = pd.DataFrame({"group": [f"g{i}" for i in range(8)], "he": np.linspace(-1.5, 1.5, 8)})
+    data = GroupedCounts.from_frames(clicks, groups)
+    assert data.n_bins == 4 and len(set(data.coords["bin"])) == 4
+    import warnings
+
+    from bayes_wsc.errors import FitWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        table = WSC(progressbar=False, checks=False).fit(data).summary(var_names=["rho"])
+    assert len(table) == 4

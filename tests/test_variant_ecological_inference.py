@@ -16,7 +16,8 @@ from scipy.stats import binom
 from bayes_wsc import criticism
 from bayes_wsc.checks.composition import VIF_MAX, collinearity_check, variance_inflation
 from bayes_wsc.data.grouped import GroupedCounts
-from bayes_wsc.errors import FitWarning
+from bayes_wsc.cli import main
+from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import load, load_variant
 from bayes_wsc.models.wsc import WSC
 
@@ -149,7 +150,18 @@ def test_the_variants_checks_are_its_own(tmp_path):
     assert any("too collinear" in m for m in said)
     assert not any("WH=" in m or "orientation" in m for m in said), said
     assert [r.check for r in criticism.run(est, data)] == ["composition_collinearity"]
-    est.save(tmp_path / "fit.nc")  # a loaded fit runs the checks its variant file declares
-    assert [r.check for r in criticism.run(load(tmp_path / "fit.nc"))] == ["composition_collinearity"]
+    est.save(tmp_path / "fit.nc")  # a loaded fit runs the checks its variant file declares from a file named
+    loaded = load(tmp_path / "fit.nc")
+    with pytest.raises(InputError, match="--model FILE.py"):  # never from the path the fit names
+        criticism.run(loaded)
+    other = tmp_path / "ecological_inference.py"
+    other.write_text(VARIANT.read_text() + "\n# edited\n")
+    with pytest.raises(InputError, match="not the file this fit was made with"):
+        loaded.use_variant_file(other)
+    loaded.use_variant_file(VARIANT)
+    assert [r.check for r in criticism.run(loaded)] == ["composition_collinearity"]
+    assert main(["check", str(tmp_path / "fit.nc"), "--draws", "10"]) == 2
+    assert main(["check", str(tmp_path / "fit.nc"), "--draws", "10", "--model", str(other)]) == 2
+    assert main(["check", str(tmp_path / "fit.nc"), "--draws", "10", "--model", str(VARIANT)]) == 0
     default = WSC(method="map", progressbar=False)  # the first model keeps its own checks
     assert default.variant_checks() is None

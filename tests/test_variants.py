@@ -321,6 +321,55 @@ def test_a_failing_variant_is_one_line_naming_its_file(files, tmp_path):
     assert "\n" not in str(err.value)
 
 
+NO_LIKELIHOOD = '''
+import pymc as pm
+
+
+def build_model(data, **settings):
+    """Priors only: nothing observed."""
+    with pm.Model(coords={"bin": list(data.bins.labels)}) as model:
+        pm.Beta("rho", 1.0, 1.0, dims="bin")
+        pm.Beta("pi", 1.0, 1.0)
+    return model
+'''
+
+
+def test_a_variant_that_observes_nothing_is_refused_before_the_fit(files, tmp_path):
+    """No observed variable and no Potential: its fit would be its prior (and said "No problems found");
+    it is one line naming the file, before the MAP."""
+    _, data = files
+    variant = tmp_path / "priors_only.py"
+    variant.write_text(NO_LIKELIHOOD)
+    for method in ("map", "nuts"):
+        est = WSC(model_file=str(variant), method=method, draws=10, tune=10, chains=1, progressbar=False)
+        with pytest.raises(InputError, match=r"priors_only.py': its build_model's model observes nothing") as err:
+            est.fit(data["wsc"])
+        assert "\n" not in str(err.value) and getattr(est, "_groups", None) is None
+
+
+@pytest.mark.parametrize("checks", ["'x'", "(1, 2)", "{'a': print}"])
+def test_a_variant_with_checks_of_the_wrong_kind_is_refused_before_the_fit(files, tmp_path, checks):
+    _, data = files
+    variant = tmp_path / "bad_checks.py"
+    variant.write_text(SETTING_VARIANT + f"\nCHECKS = {checks}\n")
+    with pytest.raises(InputError, match=r"bad_checks.py': CHECKS must be a tuple of functions") as err:
+        WSC(model_file=str(variant)).fit(data["wsc"])
+    assert "\n" not in str(err.value)
+
+
+def test_a_variant_check_returning_other_rows_is_one_line(files, tmp_path):
+    """A check returning dicts: the fit says its checks did not run (one line), and run_checks is an
+    InputError naming the file and the check."""
+    _, data = files
+    variant = tmp_path / "dict_checks.py"
+    variant.write_text(SETTING_VARIANT + "\n\ndef my_check(est, data, seed):\n    return [{'check': 'x'}]\n\n"
+                       "CHECKS = (my_check,)\n")
+    with pytest.warns(FitWarning, match="the model checks did not run on this variant"):
+        est = WSC(model_file=str(variant), progressbar=False).fit(data["wsc"])
+    with pytest.raises(InputError, match=r"dict_checks.py': its check my_check returned list"):
+        est.run_checks(draws=5)
+
+
 # ---------------------------------------------------------------------- summaries of the models themselves
 
 

@@ -7,6 +7,7 @@ import argparse
 from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
                                       add_variant_options, columns, non_negative_float, number, positive_float,
                                       positive_int, sampling_settings)
+from bayes_wsc.errors import InputError
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = "noisy group averages (Wager et al.): clicks + per-group HE"
@@ -54,15 +55,19 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 def run(args) -> None:
     from bayes_wsc.commands.common import fit_save_report
     from bayes_wsc.data.grouped import GroupedCounts
-    from bayes_wsc.data.stream import grouped_counts_from_parquet, is_parquet_source
+    from bayes_wsc.data.stream import grouped_counts_from_parquet, is_parquet_source, parts_read
     from bayes_wsc.data.tables import read_table
 
+    if args.scheduler is not None and not is_parquet_source(args.clicks):
+        raise InputError(f"--scheduler {args.scheduler!r} streams Parquet clicks through Dask; the clicks "
+                         f"{str(args.clicks)!r} are a text table, read in memory: leave --scheduler out")
     keys = [args.group_col]  # ids are text: '001' stays '001'
     groups = read_table(args.groups, "groups", sep=args.sep, text_columns=keys)
     options = dict(group_col=args.group_col, behavior=args.behavior, weight_col=args.weight_col,
                    he_col=args.he_col, he_prob_col=args.he_prob_col, max_group_weight=args.max_group_weight)
     if is_parquet_source(args.clicks):
         data = grouped_counts_from_parquet(args.clicks, groups, scheduler=args.scheduler, **options)
+        print(parts_read(args.clicks), flush=True)
     else:
         clicks = read_table(args.clicks, "clicks", sep=args.sep, text_columns=keys)
         data = GroupedCounts.from_frames(clicks, groups, **options)

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import logit
 
-from bayes_wsc.data.tables import (key_column, numeric_column, require_columns, require_rows, require_unique,
-                                   text_column)
+from bayes_wsc.data.tables import (float_array, key_column, numeric_column, require_columns, require_rows,
+                                   require_unique, text_column)
 from bayes_wsc.errors import InputError
 
 MAX_BINS = 100_000
@@ -36,6 +36,15 @@ def _sorted_levels(values: pd.Series) -> list[str]:
     if numeric.notna().all():
         return [uniques[i] for i in np.argsort(numeric.to_numpy(), kind="stable")]
     return sorted(uniques)
+
+
+def _label_part(text: str) -> str:
+    """A column name or level as it appears in a crossed bin's label: as written, or quoted (JSON) when it
+    holds what the label's syntax uses."""
+    import json
+
+    plain = not any(ch in text for ch in ',="') and text == text.strip() and text != ""
+    return text if plain else json.dumps(text, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -67,12 +76,14 @@ class BehaviorBins:
 
     @property
     def labels(self) -> list[str]:
+        """Each bin's name: its level, or for crossed columns "a=x, b=y", a name or level that holds the
+        separators (',' or '=') or a quote, or spaces at its ends, written as a quoted JSON string, so that
+        two bins never share a name (levels "x" and "x, b=y" of a, "y, b=z" and "z" of b)."""
         if len(self.columns) == 1:
             return list(self.levels[0])
-        return [
-            ", ".join(f"{c}={self.levels[j][i]}" for j, (c, i) in enumerate(zip(self.columns, row)))
-            for row in self.bin_levels
-        ]
+        names = [_label_part(c) for c in self.columns]
+        levels = [[_label_part(v) for v in lv] for lv in self.levels]
+        return [", ".join(f"{names[j]}={levels[j][i]}" for j, i in enumerate(row)) for row in self.bin_levels]
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, columns: Sequence[str], what: str) -> BehaviorBins:
@@ -163,6 +174,12 @@ class GroupedCounts:
             raise InputError("counts must be finite and non-negative")
         if not np.isfinite(self.counts.sum()):
             raise InputError("counts are too large: their total overflows")
+        tiny = (self.counts > 0) & (self.counts < np.finfo(float).tiny)
+        if tiny.any():
+            group, column = np.argwhere(tiny)[0]
+            raise InputError(f"group {str(self.group_ids[group])!r} holds {float(self.counts[group, column]):.3g} "
+                             f"weighted items in bin {str(self.bins.labels[column])!r}, a positive weight below the "
+                             f"smallest the arithmetic holds ({np.finfo(float).tiny:.3g}); rescale the weights")
         heaviest = int(np.argmax(self.counts.sum(axis=1)))
         if self.counts[heaviest].sum() > MAX_GROUP_WEIGHT:
             raise InputError(f"group {str(self.group_ids[heaviest])!r} holds {self.counts[heaviest].sum():.4g} "
@@ -342,12 +359,8 @@ def downweight(counts: np.ndarray, max_group_weight: float | None) -> tuple[np.n
 
 
 def _floats(values, name: str) -> np.ndarray:
-    """`values` as a float array, or an InputError naming them (text, ragged rows)."""
-    try:
-        return np.asarray(values, dtype=float)
-    except (TypeError, ValueError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{name} must be numbers in a regular table: {reason}") from None
+    """`values` as a float array, or an InputError naming them (`float_array`)."""
+    return float_array(values, name)
 
 
 def _read_he(groups, he_col: str | None, he_prob_col: str | None) -> tuple[np.ndarray, str | None, str | None]:

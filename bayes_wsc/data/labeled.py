@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import (FeatureScaling, check_scaled_features, feature_columns, read_ids, require_columns,
-                                   require_id_column, require_rows, require_unique, standardize, text_column)
+from bayes_wsc.data.tables import (FeatureScaling, check_scaled_features, feature_columns, float_array, index_array,
+                                   read_ids, require_columns, require_id_column, require_rows, require_unique,
+                                   standardize, text_column)
 from bayes_wsc.errors import InputError
 
 #: more distinct labels than this look like a continuous outcome, not classes
@@ -26,14 +27,14 @@ MAX_CLASSES = 50
 
 def _class_name(value) -> str:
     """A label cell as the text of its class: whole numbers lose their '.0' (pandas reads 0/1 with a
-    missing cell as floats), text is stripped."""
+    missing cell as floats), text is kept as written (' 1' is not '1', as behavior levels)."""
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     if isinstance(value, (float, np.floating)):
         return str(int(value)) if float(value).is_integer() else repr(float(value))
-    return str(value).strip()
+    return str(value)
 
 
 def _sorted_classes(names: Sequence[str]) -> tuple[str, ...]:
@@ -69,7 +70,7 @@ class LabeledItems:
     settings: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        self.y = np.asarray(self.y, dtype=np.int64)
+        self.y = index_array(self.y, "label codes")
         self.features = tuple(str(f) for f in self.features)
         self.classes = tuple(str(c) for c in self.classes)
         self.item_ids = np.asarray(self.item_ids).astype(str)
@@ -128,7 +129,7 @@ class LabeledItems:
         classes: Sequence | None = None,
     ) -> LabeledItems:
         """From a raw (n, D) feature array and labels with NaN (or None) for unlabeled items."""
-        x = np.asarray(x, dtype=float)
+        x = float_array(x, "features")
         if x.ndim == 1:
             x = x[:, None]
         names = [f"x{j + 1}" for j in range(x.shape[1])] if features is None else list(features)
@@ -195,8 +196,13 @@ class LabeledItems:
 def read_labels(frame: pd.DataFrame, label_col: str, what: str, classes: Sequence | None):
     """Class codes (-1 where the cell is empty) and the class names."""
     raw = frame[label_col]
-    missing = raw.isna().to_numpy() | raw.astype(str).str.strip().eq("").to_numpy()
+    missing = raw.isna().to_numpy() | raw.map(lambda v: isinstance(v, str) and v == "").to_numpy(dtype=bool)
     text_column(raw, label_col, f"{what} label")
+    blank = raw.map(lambda v: isinstance(v, str) and v != "" and not v.strip()).to_numpy(dtype=bool)
+    if blank.any():
+        row = int(np.flatnonzero(blank)[0])
+        raise InputError(f"{what} label column {label_col!r} has a cell of only spaces {raw.iloc[row]!r} (row "
+                         f"{row + 1}): a label is text as written, and only an empty cell means unlabeled")
     names = np.array([""] * len(raw), dtype=object)
     for row in np.flatnonzero(~missing):
         value = raw.iloc[row]

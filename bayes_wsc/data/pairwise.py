@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import ItemFeatures, key_column, numeric_column, read_items, require_columns, require_rows
+from bayes_wsc.data.tables import (ItemFeatures, index_array, key_column, numeric_column, read_items, require_columns,
+                                   require_rows)
 from bayes_wsc.errors import InputError
 
 CONSTRAINT_COLUMNS = ("expert", "i", "j", "link")
@@ -56,9 +57,9 @@ class PairwiseConstraints(ItemFeatures):
     def __post_init__(self):
         super().__post_init__()
         self.expert_names = np.asarray(self.expert_names).astype(str)
-        self.pairs = np.asarray(self.pairs, dtype=np.int64).reshape(-1, 2)
-        self.cell_pair = np.asarray(self.cell_pair, dtype=np.int64)
-        self.cell_expert = np.asarray(self.cell_expert, dtype=np.int64)
+        self.pairs = index_array(self.pairs, "pairs").reshape(-1, 2)
+        self.cell_pair = index_array(self.cell_pair, "cell pairs")
+        self.cell_expert = index_array(self.cell_expert, "cell experts")
         self.link = np.asarray(self.link, dtype=np.int8)
         n = self.item_ids.size
         if self.pairs.size == 0 or self.link.size == 0:

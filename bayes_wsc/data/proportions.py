@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 
 from bayes_wsc.data.grouped import BehaviorBins
-from bayes_wsc.data.tables import (FeatureScaling, check_scaled_features, feature_columns, key_column, numeric_column,
-                                   read_ids, require_columns, require_id_column, require_rows, require_unique,
-                                   standardize)
+from bayes_wsc.data.tables import (FeatureScaling, check_scaled_features, feature_columns, float_array, index_array,
+                                   key_column, numeric_column, read_ids, require_columns, require_id_column,
+                                   require_rows, require_unique, standardize)
 from bayes_wsc.defaults import LOG_ZERO
 from bayes_wsc.errors import InputError
 
@@ -76,7 +76,7 @@ class LabelProportions:
     settings: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        self.item_group = np.asarray(self.item_group, dtype=np.int64).reshape(-1)
+        self.item_group = index_array(self.item_group, "item groups").reshape(-1)
         self.proportions = np.asarray(self.proportions, dtype=float)
         self.group_ids = np.asarray(self.group_ids).astype(str)
         self.classes = tuple(str(c) for c in self.classes)
@@ -121,12 +121,12 @@ class LabelProportions:
             self.x, self.center, self.scale = check_scaled_features(self.x, self.features, self.center, self.scale,
                                                                     n)
         else:
-            self.item_bin = np.asarray(self.item_bin, dtype=np.int64).reshape(-1)
+            self.item_bin = index_array(self.item_bin, "item bins").reshape(-1)
             if self.item_bin.shape != (n,) or ((self.item_bin < 0) | (self.item_bin >= self.bins.n_bins)).any():
                 raise InputError(f"item bins must be {n} indices 0..{self.bins.n_bins - 1}")
             self.features = tuple(self.bins.columns)
         if self.counts is not None:
-            self.counts = np.asarray(self.counts, dtype=float)
+            self.counts = float_array(self.counts, "counts")
             if self.counts.shape != self.proportions.shape or (self.counts < 0).any() \
                     or (self.counts != np.round(self.counts)).any():
                 raise InputError("class counts must be whole numbers >= 0, one per group and class")
@@ -238,16 +238,16 @@ class LabelProportions:
         """From numeric features (n, D), each item's group index (0..I-1) and the (I, L) proportions
         (simulations, experiments). `standardize=False` keeps the features as they are (centre 0,
         scale 1), for data simulated on the model's own scale. `counts` gives whole class counts."""
-        x = np.asarray(x, dtype=float)
+        x = float_array(x, "features")
         x = x[:, None] if x.ndim == 1 else x
-        proportions = np.asarray(proportions, dtype=float)
+        proportions = float_array(proportions, "proportions")
         names = [f"x{j + 1}" for j in range(x.shape[1])] if features is None else list(features)
         if len(names) != x.shape[1]:
             raise InputError(f"{x.shape[1]} feature columns but {len(names)} names")
         n_groups = proportions.shape[0] if proportions.ndim == 2 else 0
         group_ids = [f"g{i}" for i in range(n_groups)] if group_ids is None else list(group_ids)
         classes = [str(c) for c in range(proportions.shape[-1])] if classes is None else list(classes)
-        item_group = np.asarray(groups, dtype=np.int64)
+        item_group = index_array(groups, "groups")
         scaling, z = FeatureScaling.fit(x, names, "feature", standardize)
         sizes = np.bincount(item_group, minlength=n_groups) if item_group.size and item_group.min() >= 0 else None
         if counts is None and sizes is not None and proportions.ndim == 2 and sizes.size == n_groups:
@@ -262,8 +262,8 @@ class LabelProportions:
                   classes: Sequence | None = None, behavior: str = "behavior",
                   counts: np.ndarray | None = None) -> LabelProportions:
         """From each item's bin (0..K-1) of one categorical feature, its group and the proportions."""
-        proportions = np.asarray(proportions, dtype=float)
-        item_group = np.asarray(groups, dtype=np.int64)
+        proportions = float_array(proportions, "proportions")
+        item_group = index_array(groups, "groups")
         n_groups = proportions.shape[0]
         classes = [str(c) for c in range(proportions.shape[-1])] if classes is None else list(classes)
         if counts is None and item_group.size and item_group.min() >= 0:

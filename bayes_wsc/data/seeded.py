@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import ItemFeatures, key_column, numeric_column, read_items, require_columns, require_rows
+from bayes_wsc.data.tables import (MAX_ABS_STANDARDIZED, ItemFeatures, index_array, key_column, numeric_column,
+                                   read_items, require_columns, require_rows)
 from bayes_wsc.errors import InputError
 
 CLUSTER_COL = "cluster"
@@ -59,8 +60,8 @@ class SeedSets(ItemFeatures):
         self.clusters = np.asarray(self.clusters).astype(str)
         self.perception = np.asarray(self.perception, dtype=float)
         self.perception_names = np.asarray(self.perception_names).astype(str)
-        self.seed_item = np.asarray(self.seed_item, dtype=np.int64)
-        self.seed_cluster = np.asarray(self.seed_cluster, dtype=np.int64)
+        self.seed_item = index_array(self.seed_item, "seed items")
+        self.seed_cluster = index_array(self.seed_cluster, "seed clusters")
         n, k = self.item_ids.size, self.clusters.size
         if k < 2:
             raise InputError(f"there are {k} clusters; give seeds and a perception vector for at least 2")
@@ -72,6 +73,12 @@ class SeedSets(ItemFeatures):
                              f"and {self.perception_names.size} names, got shape {self.perception.shape}")
         if not (np.isfinite(self.perception).all() and (self.perception >= 0).all()):
             raise InputError("perception vectors must be finite and non-negative")
+        if (self.perception > MAX_ABS_STANDARDIZED).any():  # refused before the fit, not as its non-finite values
+            row, column = np.argwhere(self.perception > MAX_ABS_STANDARDIZED)[0]
+            raise InputError(f"perception of cluster {str(self.clusters[row])!r}, column "
+                             f"{str(self.perception_names[column])!r}, is {float(self.perception[row, column]):.3g}, "
+                             f"beyond the {MAX_ABS_STANDARDIZED:g} the model's arithmetic holds; rescale the perception "
+                             "vectors")
         if self.seed_item.shape != self.seed_cluster.shape or self.seed_item.ndim != 1:
             raise InputError("seed_item and seed_cluster must be 1-D arrays of the same length")
         if ((self.seed_item < 0) | (self.seed_item >= n)).any():

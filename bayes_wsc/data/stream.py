@@ -15,6 +15,7 @@ Dask's local threaded scheduler runs it.
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,16 +23,18 @@ import pandas as pd
 
 from bayes_wsc.data.grouped import GroupedCounts
 from bayes_wsc.errors import InputError
+from bayes_wsc.outputs import folder_parts
 
 ITEMS, WEIGHT = "__items", "__weight"
 
 
 def parquet_paths(source: str | Path) -> list[str]:
-    """The Parquet files of a file, a directory (all *.parquet below it) or a glob pattern."""
+    """The Parquet files of a file, a directory (its parts: every *.parquet below it but names starting
+    with "_" or ".", `outputs.folder_parts`) or a glob pattern."""
     source = str(source)
     path = Path(source)
     if path.is_dir():
-        files = sorted(str(p) for p in path.rglob("*.parquet"))
+        files = folder_parts(path)[0]
     elif any(ch in source for ch in "*?["):
         files = sorted(glob.glob(source, recursive=True))
     elif path.exists():
@@ -247,3 +250,18 @@ def grouped_counts_from_parquet(
     data.settings["weight_col"] = weight_col
     data.settings["clicks_source"] = str(source)
     return data
+
+
+def parts_read(source: str | Path) -> str:
+    """Which Parquet files a click source was read from, in words (and, for a folder, which were skipped)."""
+    files = parquet_paths(source)
+    base = Path(source) if Path(source).is_dir() else None
+    names = [os.path.relpath(f, base) if base else f for f in files]
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    words = f"read {len(files)} Parquet file{'s' * (len(files) > 1)} of {str(source)!r}: {shown}"
+    if base is not None:
+        skipped = folder_parts(base)[1]
+        if skipped:
+            listed = ", ".join(os.path.relpath(f, base) for f in skipped[:4]) + (" ..." if len(skipped) > 4 else "")
+            words += f"; skipped {len(skipped)} whose name starts with '_' or '.' (not parts: {listed})"
+    return words

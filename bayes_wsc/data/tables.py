@@ -260,6 +260,8 @@ def require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> N
     """Fail naming the first column of `columns` that `frame` lacks (or repeats)."""
     check_frame(frame, what)
     for column in columns:
+        if not isinstance(column, str):  # group_col=["g"]: a name is one text, not a list
+            raise InputError(f"a column of {what} is named by text, got {column!r}")
         if column not in frame.columns:
             raise InputError(f"{what} has no column {column!r} ({describe_columns(frame.columns, column)})")
 
@@ -324,8 +326,11 @@ def numeric_column(
     raw = frame[column]
     if pd.api.types.is_bool_dtype(raw.dtype):
         raise InputError(f"{what} column {column!r} holds True/False, not numbers; give 1 and 0 if that is meant")
+    kind = _not_numbers(raw.dtype)
+    if kind:
+        raise InputError(f"{what} column {column!r} holds {kind} ({raw.dtype}), not numbers{hint}")
     if raw.dtype == object:
-        flags = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
+        flags = raw.map(lambda v: isinstance(v, (bool, np.bool_, bytes))).to_numpy(dtype=bool)
         if flags.any():
             row = int(np.flatnonzero(flags)[0])
             raise InputError(f"{what} column {column!r} has a non-numeric value {raw.iloc[row]!r} ({at(row)})")
@@ -358,6 +363,20 @@ def numeric_column(
             bound = f"< {upper}" if upper_open else f"<= {upper}"
             raise InputError(f"{what} column {column!r} has value {float(values[row])!r} ({at(row)}); it must be {bound}")
     return values
+
+
+def _not_numbers(dtype) -> str:
+    """What a column of a type that is not a number holds, in words ('' for numbers, text and objects,
+    which are parsed cell by cell): a date would otherwise become nanoseconds since 1970."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "categories (a categorical type)"
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return "dates and times"
+    if pd.api.types.is_timedelta64_dtype(dtype):
+        return "durations"
+    if isinstance(dtype, (pd.PeriodDtype, pd.IntervalDtype)):
+        return "periods or intervals"
+    return ""
 
 
 def feature_columns(frame: pd.DataFrame, features: Sequence[str] | None, reserved: Sequence[str | None],
@@ -551,6 +570,44 @@ class FeatureScaling:
         cells = cells or what
         raw = np.column_stack([numeric_column(frame, c, cells) for c in self.names])
         return check_standardized((raw - self.mean) / self.scale, raw, list(self.names), cells)
+
+
+def float_array(values, name: str) -> np.ndarray:
+    """Numbers given in Python (the API's arrays) as floats, or one line naming them: text, True/False and
+    ragged rows are refused, never parsed or taken as 1 and 0."""
+    try:
+        raw = values if isinstance(values, np.ndarray) else np.asarray(values)
+        numbers = None if raw.dtype.kind in "bUSO" else np.asarray(raw, dtype=float)
+    except (TypeError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{name} must be numbers in a regular table: {reason}") from None
+    if numbers is not None:
+        return numbers
+    if raw.dtype.kind == "b":
+        raise InputError(f"{name} hold True/False, not numbers; give 1 and 0 if that is meant")
+    first = next((v for v in raw.ravel() if isinstance(v, (str, bytes, bool, np.bool_))), None)
+    if first is not None:
+        raise InputError(f"{name} must be numbers, got {first!r}")
+    try:
+        return np.asarray(raw, dtype=float)
+    except (TypeError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{name} must be numbers in a regular table: {reason}") from None
+
+
+def index_array(values, name: str) -> np.ndarray:
+    """Indices given in Python (each item's group, a class code) as int64: a fractional, non-finite or
+    non-numeric value is one line naming its position, never truncated (0.5 is not group 0)."""
+    raw = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    if raw.dtype.kind in "iu":
+        return raw.astype(np.int64)
+    numbers = float_array(raw, name)
+    bad = ~np.isfinite(numbers) | (numbers != np.round(numbers))
+    if bad.any():
+        position = int(np.flatnonzero(bad.ravel())[0])
+        raise InputError(f"{name} must be whole-number indices, got {float(numbers.ravel()[position])!r} at position "
+                         f"{position}")
+    return numbers.astype(np.int64)
 
 
 def check_scaled_features(x, features: Sequence[str], center, scale,

@@ -785,6 +785,12 @@ class PerceptionMixture(PerceptionClustering):
         if self.restart_rule not in RESTART_RULES:
             raise InputError(f"restart_rule must be one of {', '.join(RESTART_RULES)}, got {self.restart_rule!r}")
 
+    def check_data(self, data: SeedSets) -> None:
+        """No more groups than items: k-means places each group's centre at an item."""
+        if int(self.groups) > data.n_items:
+            raise InputError(f"groups={int(self.groups)} (--groups) is more than the {data.n_items} items: each group "
+                             "of the mixture needs items to place it; give at most as many groups as items")
+
     def data_messages(self, data: SeedSets) -> list[str]:
         """Constant features before the fit: the mixture's Gaussian sd on them shrinks to its floor."""
         from bayes_wsc.diagnostics import GAUSSIAN_ON_CONSTANT, constant_features_message

@@ -27,6 +27,7 @@ from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
 from bayes_wsc.data.tables import key_text
 from bayes_wsc.defaults import DEFAULT_CI
+from bayes_wsc.diagnostics import weightless_data_message
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import Estimator
 from bayes_wsc.graph_inputs import declare
@@ -737,14 +738,9 @@ class WSC(Estimator):
         return "sampled"
 
     def _variant_takes_mu(self) -> bool:
-        if self.model_file is None:
-            return True
-        import inspect
-
-        from bayes_wsc.estimator import load_variant
-
-        build = getattr(load_variant(self.model_file), "build_model", None)
-        return build is not None and "mu" in inspect.signature(build).parameters
+        """Whether the model's build_model takes `mu`: a variant's as the fit stored it (never imported
+        to read a fit), else as its file says."""
+        return self.model_file is None or "mu" in self.variant_facts().build_model_takes
 
     def _integrates_mu(self) -> bool:
         return self.mu_used in INTEGRATING and not math.isinf(self.wh_used) and self._variant_takes_mu()
@@ -755,8 +751,10 @@ class WSC(Estimator):
         return effective_wh(self.wh)
 
     def data_messages(self, data: GroupedCounts) -> list[str]:
-        """A WH beyond `WH_LIMIT` (fitted as inf), and data with one group, which cannot identify rho."""
+        """A WH beyond `WH_LIMIT` (fitted as inf), data whose clicks weigh less than one click in all, and data
+        with one group, which cannot identify rho."""
         messages = [wh_limit_message(self.wh)] if self.wh_used != float(self.wh) else []
+        messages += [m for m in [weightless_data_message(float(data.group_totals.sum()), "click")] if m]
         with_clicks = data.n_groups - int((data.group_totals <= 0).sum())
         if with_clicks < 2:
             messages.append(
