@@ -64,6 +64,15 @@ def chain_statistics(draws: np.ndarray) -> tuple[float, float, float, float, flo
     return float(mcse_mean), float(mcse_sd), float(ess_bulk), float(ess_tail), float(rhat)
 
 
+def ess_mean(draws: np.ndarray) -> float:
+    """ESS of the mean of one scalar's (chain, draw) draws (`az.ess(method="mean")`; NaN with fewer
+    than 4 draws or any NaN): what PSIS-LOO's relative efficiency averages (`psis.py`)."""
+    ary = np.atleast_2d(np.asarray(draws, dtype=float))
+    if np.isnan(ary).any() or ary.shape[1] < 4:
+        return np.nan
+    return _ess(_split_chains(ary))
+
+
 def _split_chains(ary: np.ndarray) -> np.ndarray:
     half = ary.shape[1] // 2
     return np.vstack((ary[:, :half], ary[:, -half:]))
