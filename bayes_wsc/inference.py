@@ -266,21 +266,20 @@ def hdi_dataset(idata: InferenceData, var_names: list[str], prob: float) -> xr.D
 
 
 def convergence(idata: InferenceData, var_names: list[str]) -> dict[str, dict[str, float]]:
-    """Worst R-hat (rank-normalized), smallest bulk and tail ESS per variable."""
-    out = {}
-    with warnings.catch_warnings():
-        # a constant variable (pi with mu fixed at HE) has NaN R-hat and ESS: reported as NaN, not warned
-        warnings.simplefilter("ignore")
-        idata = _for_arviz(idata)
-        rhat = _az().rhat(idata, var_names=var_names)
-        ess_bulk = _az().ess(idata, var_names=var_names, method="bulk")
-        ess_tail = _az().ess(idata, var_names=var_names, method="tail")
+    """Worst R-hat (rank-normalized), smallest bulk and tail ESS per variable, by `draw_stats`: the
+    arithmetic of `summary`'s table, so that the status line and the table print one figure."""
+    from bayes_wsc import draw_stats
+
+    posterior, out = idata.posterior, {}
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        # a constant variable (pi with mu fixed at HE) has NaN R-hat: reported as NaN, not warned
+        warnings.simplefilter("ignore", RuntimeWarning)
         for name in var_names:
-            out[name] = {
-                "rhat": float(np.nanmax(rhat[name].values)),
-                "ess_bulk": float(np.nanmin(ess_bulk[name].values)),
-                "ess_tail": float(np.nanmin(ess_tail[name].values)),
-            }
+            values = posterior[name].transpose("chain", "draw", ...).values
+            flat = values.reshape(values.shape[0], values.shape[1], -1)
+            stats = np.array([draw_stats.chain_statistics(flat[:, :, j]) for j in range(flat.shape[2])])
+            out[name] = {"rhat": float(np.nanmax(stats[:, 4])), "ess_bulk": float(np.nanmin(stats[:, 2])),
+                         "ess_tail": float(np.nanmin(stats[:, 3]))}
     return out
 
 

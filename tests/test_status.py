@@ -248,3 +248,51 @@ def test_set_of_a_model_setting_names_its_option(wsc_data, tmp_path):
     with pytest.raises(InputError, match="--mu-prior on the command line"):
         WSC(model_file=str(path), model_settings={"mu_prior": "flat"}).fit(wsc_data)
     assert NoisyExperts.setting_options["n_clusters"] == "clusters"
+
+
+# ---------------------------------------------------------------------- chains that have not mixed
+def sampled(values: np.ndarray, step_size: float) -> inference.Groups:
+    """A fit of one variable `rho` with (chain, draw, 3) draws and NUTS's sample stats."""
+    import xarray as xr
+
+    chains, draws = values.shape[:2]
+    coords = {"chain": np.arange(chains), "draw": np.arange(draws)}
+    return inference.Groups(
+        posterior=xr.Dataset({"rho": (("chain", "draw", "bin"), values)}, coords=coords),
+        sample_stats=xr.Dataset({"step_size": (("chain", "draw"), np.full((chains, draws), step_size)),
+                                 "diverging": (("chain", "draw"), np.zeros((chains, draws), bool))}, coords=coords))
+
+
+def stuck_chains(seed=0) -> np.ndarray:
+    """Four chains that each barely move, at four different places (as chains started at a collapsed scale)."""
+    rng = np.random.default_rng(seed)
+    values = 0.5 + 1e-9 * rng.normal(size=(4, 200, 3))
+    values[:, :, 0] += np.arange(4)[:, None] * 0.1
+    return values
+
+
+def test_chains_that_never_mixed_say_so_in_one_sentence_with_the_cause():
+    from bayes_wsc.diagnostics import nuts_messages
+
+    stuck = nuts_messages(sampled(stuck_chains(), 1e-7), ["rho"])
+    assert stuck[0].startswith("The chains have not mixed at all after tuning: for rho each chain stayed")
+    assert "step size of 4 of 4 chains collapsed to 1e-07" in stuck[0]
+    [problem] = [p for p in problems_of(stuck) if "not mixed" in p.sentence]
+    assert problem.sentence == stuck[0] and problem.section == CONVERGENCE  # one sentence, whole
+    apart = nuts_messages(sampled(stuck_chains() + np.random.default_rng(1).normal(size=(4, 200, 3)) * 0.01, 0.3),
+                          ["rho"])
+    assert "separate modes" in apart[0]
+    mixed = np.random.default_rng(2).normal(size=(4, 200, 3))
+    assert not any("not mixed" in m for m in nuts_messages(sampled(mixed, 0.3), ["rho"]))
+
+
+def test_the_status_and_the_table_print_one_r_hat():
+    """The fit-time R-hat (the status line's) is the summary table's, even where chains are stuck and R-hat is
+    huge and sensitive to rounding."""
+    from bayes_wsc.diagnostics import nuts_messages
+
+    fit = sampled(stuck_chains(), 1e-7)
+    worst = inference.summary(fit, ["rho"])["r_hat"].max()
+    assert inference.convergence(fit, ["rho"])["rho"]["rhat"] == worst
+    [rhat] = [p.sentence for p in problems_of(nuts_messages(fit, ["rho"])) if p.sentence.startswith("R-hat")]
+    assert f"rho ({worst:.3f})" in rhat
