@@ -296,3 +296,31 @@ def test_the_status_and_the_table_print_one_r_hat():
     assert inference.convergence(fit, ["rho"])["rho"]["rhat"] == worst
     [rhat] = [p.sentence for p in problems_of(nuts_messages(fit, ["rho"])) if p.sentence.startswith("R-hat")]
     assert f"rho ({worst:.3f})" in rhat
+
+
+def test_summary_prints_the_status_first(laplace_fit, tmp_path, capsys):
+    """`bayes-wsc summary FIT.nc | head -1` is the status line; what the fit is follows it."""
+    path = laplace_fit.save(tmp_path / "fit.nc")
+    capsys.readouterr()
+    assert main(["summary", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("Status: ")
+    heading = next(i for i, line in enumerate(lines) if line.startswith("model: wsc  method: laplace"))
+    assert all(line.startswith(("Status: ", "  ! ")) for line in lines[:heading])
+
+
+def test_the_check_table_says_how_a_row_is_flagged(capsys):
+    """Effect over tolerance AND p-value below ALPHA; a row over its tolerance but with a large p-value is
+    named as not flagged, with why (issue 38: effect 5.91 over 5.0, p = 0.98)."""
+    import pandas as pd
+
+    from bayes_wsc.cli import _print_checks
+
+    table = pd.DataFrame({"check": ["group_misfit", "class_collapse"], "statistic": [1.0, 2.0],
+                          "reference": [1.0, 2.0], "p_value": [0.98, 0.001], "flagged": [False, True],
+                          "message": ["fine", "collapsed"], "effect": [5.91, 0.5], "tolerance": [5.0, 0.2]})
+    _print_checks(table)
+    out = capsys.readouterr().out
+    assert "flagged when its effect exceeds its tolerance AND its p-value is below 0.01" in out
+    assert "group_misfit: effect 5.91 over tolerance 5, but p = 0.98: not flagged" in out
+    assert "class_collapse: effect" not in out and "  - class_collapse: collapsed" in out

@@ -168,9 +168,9 @@ def variant_settings(pairs: list[tuple[str, object]]) -> dict:
     return settings
 
 
-def print_fit(est, ci: float | None = None) -> None:
-    """The status line (`bayes_wsc.status`), the estimands table at the credible level `ci` (default
-    `DEFAULT_CI`, as in the reports) and the diagnostics in plain words."""
+def print_fit(est, ci: float | None = None, heading: str | None = None) -> None:
+    """The status line (`bayes_wsc.status`) first, then `heading` (what the fit is), the estimands table at
+    the credible level `ci` (default `DEFAULT_CI`, as in the reports) and the diagnostics in plain words."""
     import pandas as pd
 
     from bayes_wsc.defaults import DEFAULT_CI
@@ -178,6 +178,8 @@ def print_fit(est, ci: float | None = None) -> None:
 
     for line in status_lines(est):
         print(line)
+    if heading:
+        print(heading)
     print()
     with pd.option_context("display.max_rows", 80, "display.width", 120):
         print(est.summary(hdi_prob=DEFAULT_CI if ci is None else ci).round(3).to_string())

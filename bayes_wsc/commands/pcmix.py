@@ -48,7 +48,8 @@ def _add_data_options(parser: argparse.ArgumentParser, out_type, out_help: str) 
                       help="feature columns (default: every column but the label and id columns)")
     data.add_argument("--classes", type=columns, default=None,
                       help="the label classes in order, the positive one last (default: the labels seen, sorted)")
-    data.add_argument("--id-col", default=None, help="an item id column (kept out of the features)")
+    data.add_argument("--id-col", default="id", help="the item id column, kept out of the features (default: id, "
+                                                     "when ITEMS has one; else the rows are numbered)")
 
 
 def _add_model_options(parser: argparse.ArgumentParser):
@@ -194,5 +195,5 @@ def run_simulate(args) -> None:
              "error_floor": truth.error_floor}
     tables = {"items.csv": items}
     written = write_simulation(args.out, tables, facts, truth_table)
-    report(written, tables, f"bayes-wsc fit pcmix --items {in_folder(args.out, 'items.csv')} --id-col id "
-                            f"--components 2 --lam 1 --out {in_folder(args.out, 'fit.nc')}")
+    report(written, tables, f"bayes-wsc fit pcmix --items {in_folder(args.out, 'items.csv')} "
+                            f"--components 2 --lam 4 --out {in_folder(args.out, 'fit.nc')}")
