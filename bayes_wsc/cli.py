@@ -324,7 +324,8 @@ def _print_checks(table) -> None:
     if {"effect", "tolerance"} <= set(table.columns):
         for row in table[(table["effect"] > table["tolerance"]) & ~table["flagged"].astype(bool)].itertuples():
             print(f"  {row.check}: effect {row.effect:.3g} over tolerance {row.tolerance:.3g}, but p = "
-                  f"{row.p_value:.3g}: not flagged, as a discrepancy that large is not unlikely by chance under the fit.")
+                  f"{row.p_value:.3g}: not flagged, as a discrepancy that large is not unlikely by chance "
+                  "under the fit.")
     flagged = table[table["flagged"]]
     print()
     if flagged.empty:

@@ -75,6 +75,7 @@ def test_experts(tmp_path, extra):
         assert len(constraints) == int(extra[-1]) * data.n_experts and "W" not in facts
     else:
         assert set(true["cluster"]) <= {"0", "1"} and len(facts["W"]) == 4
+        assert "sd 3" in facts["differs_from_the_fit"] and "N(0, 1)" in facts["differs_from_the_fit"]
 
 
 @pytest.mark.parametrize("extra", [("--n-items", "60", "--labeled-fraction", "0.25"), ("--study", "intervals")])
