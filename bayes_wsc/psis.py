@@ -49,12 +49,34 @@ def gpd_fit(excess: np.ndarray) -> tuple[float, float]:
     return float((n * k_post + PRIOR_K_WEIGHT * PRIOR_K) / (n + PRIOR_K_WEIGHT)), float(sigma)
 
 
-def _gpd_quantiles(probs: np.ndarray, k: float, sigma: float) -> np.ndarray:
-    if sigma <= 0:
-        return np.full_like(probs, np.nan)
-    if abs(k) < np.finfo(float).eps:
-        return -np.log1p(-probs) * sigma
-    return np.expm1(-k * np.log1p(-probs)) / k * sigma
+def gpd_fit_rows(excess: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`gpd_fit` of every row of an (r, n) array of sorted positive excesses at once."""
+    x = np.asarray(excess, dtype=float)
+    n = x.shape[1]
+    grid = 30 + int(np.sqrt(n))
+    b = 1 - np.sqrt(grid / (np.arange(1, grid + 1, dtype=float) - 0.5))
+    b = b[None, :] / (3 * x[:, int(n / 4 + 0.5) - 1])[:, None] + (1 / x[:, -1])[:, None]  # (r, grid)
+    k = np.log1p(-b[:, :, None] * x[:, None, :]).mean(axis=2)
+    log_lik = n * (np.log(-(b / k)) - k - 1)
+    with np.errstate(over="ignore"):
+        weights = 1 / np.exp(log_lik[:, None, :] - log_lik[:, :, None]).sum(axis=2)
+    weights = np.where(weights >= 10 * np.finfo(float).eps, weights, 0.0)
+    weights /= weights.sum(axis=1, keepdims=True)
+    b_post = np.sum(b * weights, axis=1)
+    k_post = np.log1p(-b_post[:, None] * x).mean(axis=1)
+    sigma = -k_post / b_post
+    return (n * k_post + PRIOR_K_WEIGHT * PRIOR_K) / (n + PRIOR_K_WEIGHT), sigma
+
+
+def _gpd_quantiles(probs: np.ndarray, k, sigma) -> np.ndarray:
+    """Quantiles of a generalized Pareto (k, sigma scalars, or arrays broadcasting against `probs`); NaN
+    where sigma <= 0."""
+    k, sigma = np.asarray(k, dtype=float), np.asarray(sigma, dtype=float)
+    tiny = np.abs(k) < np.finfo(float).eps
+    with np.errstate(divide="ignore", invalid="ignore"):
+        general = np.expm1(-k * np.log1p(-probs)) / np.where(tiny, 1.0, k)
+    quantiles = np.where(tiny, -np.log1p(-probs), general) * sigma
+    return np.where(sigma > 0, quantiles, np.nan)
 
 
 def tail_length(n_samples: int, r_eff: float) -> int:
@@ -82,6 +104,45 @@ def smooth(log_weights: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, flo
     return x - _logsumexp(x), k
 
 
+#: rows smoothed together by `smooth_rows` (bounds its (rows, grid, tail) work array)
+ROWS_AT_ONCE = 128
+
+
+def smooth_rows(log_weights: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """`smooth` of every row of a (units, S) array: rows whose tail is the usual one (its length's largest
+    values all above the cutoff) are smoothed together, only their tails sorted; the others (ties at the
+    cutoff) one by one."""
+    x = np.array(log_weights, dtype=float)
+    x -= x.max(axis=1, keepdims=True)
+    units, n = x.shape
+    length = tail_length(n, r_eff)
+    k = np.full(units, np.inf)
+    if length + 1 > n:  # too few draws for a tail: as `smooth` does it
+        return np.array([smooth(row, r_eff)[0] for row in log_weights]), k
+    top = np.argpartition(x, n - length - 1, axis=1)[:, n - length - 1:]  # the length + 1 largest, unordered
+    top = np.take_along_axis(top, np.argsort(np.take_along_axis(x, top, axis=1), axis=1), axis=1)
+    ordered = np.take_along_axis(x, top, axis=1)  # ascending: the cutoff, then the tail
+    cutoff = np.maximum(ordered[:, 0], np.log(np.finfo(float).tiny))
+    regular = (ordered[:, 1:] > cutoff[:, None]).all(axis=1) & (length > 4)
+    for i in np.flatnonzero(~regular):
+        x[i], k[i] = smooth(log_weights[i], r_eff)
+    probs = np.arange(0.5, length) / length
+    rows = np.flatnonzero(regular)
+    for start in range(0, rows.size, ROWS_AT_ONCE):
+        chunk = rows[start:start + ROWS_AT_ONCE]
+        k_chunk, sigma = gpd_fit_rows(np.exp(ordered[chunk, 1:]) - np.exp(cutoff[chunk])[:, None])
+        k[chunk] = k_chunk
+        done = np.isfinite(k_chunk)
+        fitted = chunk[done]
+        tail = np.log(_gpd_quantiles(probs[None, :], k_chunk[done, None], sigma[done, None])
+                      + np.exp(cutoff[fitted])[:, None])
+        smoothed = x[fitted]
+        np.put_along_axis(smoothed, top[fitted, 1:], tail, axis=1)
+        x[fitted] = np.minimum(smoothed, 0)
+        x[chunk] -= _logsumexp(x[chunk], axis=1)[:, None]
+    return x, k
+
+
 def _logsumexp(x: np.ndarray, axis=None) -> np.ndarray:
     top = np.max(x, axis=axis, keepdims=True)
     top = np.where(np.isfinite(top), top, 0)
@@ -95,11 +156,8 @@ def relative_efficiency(posterior_arrays, n_samples: int) -> float:
     arrays = [np.asarray(a, dtype=float) for a in posterior_arrays]
     if not arrays or arrays[0].shape[0] == 1:
         return 1.0
-    ess = []
-    for values in arrays:
-        flat = values.reshape(values.shape[0], values.shape[1], -1)
-        ess += [draw_stats.ess_mean(flat[:, :, j]) for j in range(flat.shape[2])]
-    return float(np.mean(ess) / n_samples)
+    ess = [draw_stats.ess_mean_columns(values.reshape(values.shape[0], values.shape[1], -1)) for values in arrays]
+    return float(np.mean(np.concatenate(ess)) / n_samples)
 
 
 @dataclass
@@ -127,10 +185,8 @@ def loo(log_likelihood: np.ndarray, r_eff: float = 1.0) -> Loo:
     units = values.shape[2:]
     samples = values.reshape(values.shape[0] * values.shape[1], -1).T  # (unit, sample), chain-major as ArviZ stacks
     n_samples, n_units = samples.shape[1], samples.shape[0]
-    loo_i, k = np.empty(n_units), np.empty(n_units)
-    for i, row in enumerate(samples):
-        log_weights, k[i] = smooth(-row, r_eff)
-        loo_i[i] = _logsumexp(log_weights + row)
+    log_weights, k = smooth_rows(-samples, r_eff)
+    loo_i = _logsumexp(log_weights + samples, axis=1)
     elpd = float(loo_i.sum())
     lppd = float(np.sum(_logsumexp(samples, axis=1) - np.log(n_samples)))
     return Loo(elpd_loo=elpd, se=float((n_units * np.var(loo_i)) ** 0.5), p_loo=lppd - elpd, n_samples=n_samples,

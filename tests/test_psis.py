@@ -76,3 +76,27 @@ def test_pareto_row_never_reads_equal_figures_as_above():
     assert criticism.distinct_figures(0.6389, 0.6412) == ("0.639", "0.641")
     assert criticism.distinct_figures(0.7, 0.91) == ("0.70", "0.91")
     assert criticism.distinct_figures(0.5, 0.5) == ("0.50", "0.50")
+
+
+@pytest.mark.parametrize("chains, draws", [(4, 300), (2, 51), (1, 80), (3, 5)])
+def test_smoothing_and_ess_in_bulk_are_the_one_by_one_arithmetic(chains, draws):
+    """`smooth_rows` and `ess_mean_columns` (what `loo` and r_eff use on thousands of units and elements)
+    give `smooth` and `ess_mean` row by row: ties at the cutoff, a constant row, a stuck chain."""
+    from bayes_wsc import draw_stats
+
+    rng = np.random.default_rng(chains * draws)
+    values = rng.normal(size=(chains, draws, 12))
+    for t in range(1, draws):
+        values[:, t] += 0.8 * values[:, t - 1]
+    values[..., 3] = 0.5
+    values[..., 4] = np.round(values[..., 4])
+    values[0, :, 5] += 4
+    np.testing.assert_allclose(draw_stats.ess_mean_columns(values),
+                               [draw_stats.ess_mean(values[..., j]) for j in range(12)], rtol=1e-12, equal_nan=True)
+    log_lik = values.reshape(chains * draws, 12).T * rng.uniform(0.2, 3, size=(12, 1))
+    smoothed, k = psis.smooth_rows(-log_lik, 0.8)
+    one_by_one = [psis.smooth(-row, 0.8) for row in log_lik]
+    # equal raw weights in the tail share its smoothed values in another order: compare each row's values sorted
+    np.testing.assert_allclose(np.sort(smoothed, axis=1), np.sort([w for w, _ in one_by_one], axis=1),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(k, [k for _, k in one_by_one], rtol=1e-12, atol=1e-14)
