@@ -32,25 +32,13 @@ def good_k(n_samples: int) -> float:
 def gpd_fit(excess: np.ndarray) -> tuple[float, float]:
     """Shape k and scale sigma of a generalized Pareto fitted to sorted positive excesses (Zhang &
     Stephens 2009), k pulled toward 0.5 by PSIS's prior; the loo package's `gpdfit`."""
-    x = np.asarray(excess, dtype=float)
-    n = x.size
-    grid = 30 + int(np.sqrt(n))
-    b = 1 - np.sqrt(grid / (np.arange(1, grid + 1, dtype=float) - 0.5))
-    b = b / (3 * x[int(n / 4 + 0.5) - 1]) + 1 / x[-1]
-    k = np.log1p(-b[:, None] * x).mean(axis=1)
-    log_lik = n * (np.log(-(b / k)) - k - 1)
-    with np.errstate(over="ignore"):  # a negligible grid point's weight: 1 / inf = 0
-        weights = 1 / np.exp(log_lik - log_lik[:, None]).sum(axis=1)
-    keep = weights >= 10 * np.finfo(float).eps
-    b, weights = b[keep], weights[keep] / weights[keep].sum()
-    b_post = np.sum(b * weights)
-    k_post = np.log1p(-b_post * x).mean()
-    sigma = -k_post / b_post
-    return float((n * k_post + PRIOR_K_WEIGHT * PRIOR_K) / (n + PRIOR_K_WEIGHT)), float(sigma)
+    k, sigma = gpd_fit_rows(np.asarray(excess, dtype=float)[None, :])
+    return float(k[0]), float(sigma[0])
 
 
 def gpd_fit_rows(excess: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`gpd_fit` of every row of an (r, n) array of sorted positive excesses at once."""
+    """`gpd_fit` of every row of an (r, n) array of sorted positive excesses at once (ArviZ's `_gpdfit`;
+    a grid point of negligible weight counts for nothing)."""
     x = np.asarray(excess, dtype=float)
     n = x.shape[1]
     grid = 30 + int(np.sqrt(n))
@@ -58,7 +46,7 @@ def gpd_fit_rows(excess: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     b = b[None, :] / (3 * x[:, int(n / 4 + 0.5) - 1])[:, None] + (1 / x[:, -1])[:, None]  # (r, grid)
     k = np.log1p(-b[:, :, None] * x[:, None, :]).mean(axis=2)
     log_lik = n * (np.log(-(b / k)) - k - 1)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # a negligible grid point's weight: 1 / inf = 0
         weights = 1 / np.exp(log_lik[:, None, :] - log_lik[:, :, None]).sum(axis=2)
     weights = np.where(weights >= 10 * np.finfo(float).eps, weights, 0.0)
     weights /= weights.sum(axis=1, keepdims=True)
