@@ -324,3 +324,26 @@ def test_the_check_table_says_how_a_row_is_flagged(capsys):
     assert "flagged when its effect exceeds its tolerance AND its p-value is below 0.01" in out
     assert "group_misfit: effect 5.91 over tolerance 5, but p = 0.98: not flagged" in out
     assert "class_collapse: effect" not in out and "  - class_collapse: collapsed" in out
+
+
+def test_a_long_estimands_table_is_shortened_and_says_so(capsys):
+    """A perception fit's weights (features x clusters, 120 rows in issue 38) are not all printed."""
+    import pandas as pd
+
+    from bayes_wsc.commands.common import SUMMARY_ROWS, print_fit
+
+    class Fitted:
+        diagnostics_, checks_, method = [], pd.DataFrame(), "nuts"
+
+        def summary(self, hdi_prob):
+            return pd.DataFrame({"mean": np.arange(120.0)}, index=[f"W[x{i}]" for i in range(120)])
+
+        def summary_notes(self):
+            return []
+
+        def log_likelihood_notes(self):
+            return []
+
+    print_fit(Fitted())
+    out = capsys.readouterr().out
+    assert f"(120 rows, {SUMMARY_ROWS} shown" in out and "W[x0]" in out and "W[x119]" in out and "W[x60]" not in out
