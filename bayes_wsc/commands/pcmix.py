@@ -192,7 +192,10 @@ def run_simulate(args) -> None:
                                 "labeled": truth.labeled.astype(int)})
     facts = {"model": "pcmix", "study": study, "generator": generator, "seed": args.seed, "settings": settings,
              "sources": sources, "positive_share": float(np.mean(truth.y)), "n_labeled": int(truth.labeled.sum()),
-             "error_floor": truth.error_floor}
+             "error_floor": truth.error_floor,
+             "parameters": ("none: the items are the paper's toy study (blobs or intervals with a label rule), not "
+                            "draws from the mixture, so no true pi, mean, sd or rho exists to compare a fit with; "
+                            "truth.csv holds every item's label, also the hidden ones, to score predictions")}
     tables = {"items.csv": items}
     written = write_simulation(args.out, tables, facts, truth_table)
     report(written, tables, f"bayes-wsc fit pcmix --items {in_folder(args.out, 'items.csv')} "
