@@ -116,8 +116,8 @@ def test_summary_and_report_show_the_same_default_level(laplace_fit, tmp_path, c
     assert main(["summary", str(path)]) == 0
     printed = capsys.readouterr().out
     assert low in printed and high in printed
-    assert printed.splitlines()[1].startswith("Status: 1 problem")  # the Laplace caveat, before the table
-    assert "Laplace approximation" in printed.splitlines()[2]
+    assert printed.splitlines()[0].startswith("Status: 1 problem")  # the Laplace caveat, first
+    assert "Laplace approximation" in printed.splitlines()[1]
     assert main(["report", str(path), "--out", str(tmp_path / "report")]) == 0
     page = (tmp_path / "report" / "report.html").read_text()
     assert f"{DEFAULT_CI:.0%} highest-density intervals" in page and "94%" not in page
