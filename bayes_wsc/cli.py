@@ -340,8 +340,8 @@ def cmd_summary(args) -> None:
 
     est = load(args.fit)
     attrs = est._fitted().posterior.attrs  # the fit's groups as read: no ArviZ
-    print(f"model: {attrs['model']}  method: {attrs['method']}  fitted with bayes_wsc {attrs.get('package_version')}")
-    print_fit(est, ci=args.ci)
+    print_fit(est, ci=args.ci, heading=f"model: {attrs['model']}  method: {attrs['method']}  "
+                                      f"fitted with bayes_wsc {attrs.get('package_version')}")
 
 
 def cmd_check(args) -> None:
@@ -361,8 +361,17 @@ def cmd_check(args) -> None:
 def _print_checks(table) -> None:
     import pandas as pd
 
+    from bayes_wsc.criticism import ALPHA
+
     with pd.option_context("display.width", 120, "display.max_columns", 10):
         print(table.drop(columns=["message"]).round(4).to_string(index=False))
+    print(f"A row is flagged when its effect exceeds its tolerance AND its p-value is below {ALPHA:g} (a misfit "
+          "both large and unlikely to be chance); loo_pareto_k when a Pareto k exceeds its threshold.")
+    if {"effect", "tolerance"} <= set(table.columns):
+        for row in table[(table["effect"] > table["tolerance"]) & ~table["flagged"].astype(bool)].itertuples():
+            print(f"  {row.check}: effect {row.effect:.3g} over tolerance {row.tolerance:.3g}, but p = "
+                  f"{row.p_value:.3g}: not flagged, as a discrepancy that large is not unlikely by chance "
+                  "under the fit.")
     flagged = table[table["flagged"]]
     print()
     if flagged.empty:

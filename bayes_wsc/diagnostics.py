@@ -24,6 +24,8 @@ def nuts_messages(idata, var_names: list[str], max_tree_depth: int = 10) -> list
     if draws < 4:
         return [f"only {draws} draws per chain: too few to judge convergence; use at least 200"]
     conv = inference.convergence(idata, var_names)
+    if chains > 1 and (unmixed := unmixed_message(idata, var_names, conv)):
+        messages.append(unmixed)
     ess_min = ESS_PER_CHAIN_MIN * chains
     for name, c in conv.items():
         if chains > 1 and c["rhat"] > RHAT_MAX:
@@ -55,6 +57,47 @@ def nuts_messages(idata, var_names: list[str], max_tree_depth: int = 10) -> list
                 "the posterior is badly scaled or very correlated."
             )
     return messages
+
+
+#: a chain whose median step size after tuning is below this has stopped moving (typical NUTS step
+#: sizes of these models, on the unconstrained scale: 0.05-1)
+STEP_SIZE_COLLAPSED = 1e-3
+
+
+def unmixed_message(idata, var_names: list[str], conv: dict | None = None) -> str | None:
+    """One sentence when the chains have not mixed at all after tuning: for some element of a variable,
+    no two chains' draws overlap (each chain stayed in values no other chain visited), with the likely
+    cause: a collapsed step size (the chains sit where the density grows without bound, as at a scale
+    collapsing to 0), else separate modes that tuning did not cross. None when every variable's chains
+    overlap."""
+    post = idata.posterior
+    chains = post.sizes["chain"]
+    apart = []
+    for name in var_names:
+        values = post[name].transpose("chain", "draw", ...).values.reshape(chains, post.sizes["draw"], -1)
+        low, high = values.min(axis=1), values.max(axis=1)
+        order = np.argsort(low, axis=0)
+        low, high = np.take_along_axis(low, order, 0), np.take_along_axis(high, order, 0)
+        if ((high[:-1] < low[1:]).all(axis=0)).any():
+            apart.append(name)
+    if not apart:
+        return None
+    conv = conv or inference.convergence(idata, apart)
+    worst = max((conv[n]["rhat"] for n in apart if n in conv and np.isfinite(conv[n]["rhat"])), default=float("nan"))
+    stats = idata.sample_stats if "sample_stats" in inference.group_names(idata) else None
+    steps = (np.median(np.asarray(stats["step_size"]), axis=1) if stats is not None and "step_size" in stats
+             else np.full(chains, np.nan))
+    collapsed = np.flatnonzero(steps < STEP_SIZE_COLLAPSED)
+    if collapsed.size:
+        cause = (f"the step size of {collapsed.size} of {chains} chains collapsed to {np.min(steps):.1g}, so those "
+                 "chains sit where the density grows without bound (a scale collapsing to 0 is the usual case): "
+                 "give that scale a prior that keeps it from 0, or hold it (map_fixed), and refit")
+    else:
+        cause = ("the posterior has separate modes (or chains started in different ones) that tuning did not "
+                 "cross: the report's rank plots show them; refit with more tuning, or from starts in one mode")
+    return (f"The chains have not mixed at all after tuning: for {', '.join(apart)} each chain stayed in values no "
+            f"other chain visited (R-hat up to {worst:.3g}), so the draws are not from the posterior; likely cause: "
+            f"{cause}.")
 
 
 #: the largest relative gradient (`map_program.optimum_check`: max_i |g_i| max(|x_i|, 1) / max(|f|, 1))

@@ -32,7 +32,7 @@ import json
 import math
 import numbers
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
@@ -414,7 +414,9 @@ class Estimator(abc.ABC):
                 # chain c at restart c's optimum: other labelings, maybe other modes, for relabeling to face
                 start = [draws.optima[c % len(draws.optima)] for c in range(self.chains)]
             if self.method == "nuts":
-                start, said = nondegenerate_start(start, draws, self.chain_starts, self.chains)
+                held = {n: draws.posterior[n][0, 0] for n in fixed}
+                initial = [{**dict(s or {}), **held} for s in starts]
+                start, said = nondegenerate_start(start, draws, self.chain_starts, self.chains, initial)
                 messages += said
         else:
             start = starts[0] if len(starts) == 1 else starts
@@ -1185,20 +1187,27 @@ def _usable_draws(idata, bounds: dict, source: str):
     return inference.select_draws(idata, kept)
 
 
-def nondegenerate_start(start, draws, chain_starts: str, chains: int) -> tuple:
+def nondegenerate_start(start, draws, chain_starts: str, chains: int, initial: Sequence[dict] = ({},)) -> tuple:
     """Where NUTS starts when the MAP is degenerate (`draws.info["degenerate"]`, see
     `map_program.degenerate_values`): the best restart whose optimum is not, if there is one (every chain
-    there, or in `chain_starts="restarts"` the chains cycling over such optima), and a message either
-    way; the start unchanged and no message when the MAP is not degenerate."""
+    there, or in `chain_starts="restarts"` the chains cycling over such optima); else the MAP's own
+    starts, `initial` (the model's initial values, constrained scale; a variable they leave out at the
+    model's initial point; jittered by `fit_nuts`), never the degenerate point, where chains stay stuck.
+    A message says which; the start unchanged and no message when the MAP is not degenerate."""
     info = draws.info
     if not info.get("degenerate"):
         return start, []
     flags = info.get("restart_degenerate") or []
     good = [i for i, bad in enumerate(flags) if not bad]
     if not good or not draws.optima:
-        return start, ["NUTS chains start at this degenerate MAP (no restart found another mode): they may "
-                       "stay stuck there and not mix. Give the MAP other starts or a prior that keeps the "
-                       "variable from its edge, and check R-hat."]
+        initial = [dict(s or {}) for s in initial] or [{}]
+        start = [initial[c % len(initial)] for c in range(chains)] if chain_starts == "restarts" else initial[0]
+        where = (f"the MAP's {len(initial)} starts" if chain_starts == "restarts" and len(initial) > 1
+                 else "the MAP's start")
+        return start, [f"NUTS chains start at {where} (the model's initial values, jittered), not at the MAP, which is "
+                       f"degenerate{' in every restart' if flags else ''}: chains started there stay stuck at its "
+                       "edge. Check R-hat; a prior that keeps the variable from that edge, or a fit with the "
+                       "variable held (map_fixed), may help."]
     good.sort(key=lambda i: -info["restart_log_densities"][i])
     if chain_starts == "restarts":
         start = [draws.optima[good[c % len(good)]] for c in range(chains)]

@@ -342,6 +342,27 @@ def loo(idata, pointwise: bool = True):
         return _az().loo(_for_arviz(idata), pointwise=pointwise)
 
 
+def psis_loo(idata):
+    """PSIS-LOO of the fit's `log_likelihood` group computed in NumPy (`psis.py`: `az.loo`'s arithmetic,
+    without importing ArviZ), read as `loo`'s result is read: `elpd_loo`, `se`, `p_loo`, `good_k`, and
+    `pareto_k` and `loo_i` as DataArrays over the units. What `check` and the report's LOO use."""
+    from bayes_wsc import psis
+
+    variables = list(idata["log_likelihood"].data_vars.values())
+    if len(variables) != 1:
+        raise ValueError(f"LOO needs one pointwise log-likelihood variable, the fit has {len(variables)}")
+    pointwise = variables[0].transpose("chain", "draw", ...)
+    posterior = idata.posterior
+    n_samples = posterior.sizes["chain"] * posterior.sizes["draw"]
+    r_eff = psis.relative_efficiency([v.transpose("chain", "draw", ...).values for v in posterior.data_vars.values()],
+                                     n_samples)
+    result = psis.loo(pointwise.values, r_eff)
+    units = pointwise.isel(chain=0, draw=0, drop=True)
+    result.pareto_k = units.copy(data=result.pareto_k).rename("pareto_shape")
+    result.loo_i = units.copy(data=result.loo_i).rename("loo_i")
+    return result
+
+
 class ELPD(NamedTuple):
     """A LOO result in one layout whichever ArviZ computed it (0.2x: elpd_loo, p_loo, loo_i; 1.x: elpd, p,
     elpd_i)."""

@@ -48,6 +48,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayes_wsc import psis
+
 #: how `pareto_k` estimates k (kept with every fit's record, so that records made otherwise are told apart)
 PARETO_K_METHOD = "zhang-stephens with the PSIS prior"
 
@@ -89,23 +91,7 @@ def pareto_k(log_ratios: np.ndarray) -> float:
     excess = np.exp(r[-tail:]) - np.exp(r[-tail - 1])
     if excess[-1] <= 0:
         return 0.0
-    return _zhang_stephens(excess)
-
-
-def _zhang_stephens(x: np.ndarray) -> float:
-    """k of a generalized Pareto fitted to the sorted positive excesses `x` (Zhang & Stephens 2009), with the
-    prior PSIS adds; the same steps as the loo package's `gpdfit`."""
-    n = x.size
-    grid = 30 + int(np.sqrt(n))
-    b = 1 - np.sqrt(grid / (np.arange(1, grid + 1) - 0.5))
-    b = b / (3 * x[int(n / 4 + 0.5) - 1]) + 1 / x[-1]
-    k = np.log1p(-b[:, None] * x).mean(axis=1)
-    log_lik = n * (np.log(-b / k) - k - 1)
-    weights = 1 / np.exp(log_lik - log_lik[:, None]).sum(axis=1)
-    keep = weights >= 10 * np.finfo(float).eps
-    b, weights = b[keep], weights[keep] / weights[keep].sum()
-    k_post = np.log1p(-np.sum(b * weights) * x).mean()
-    return float((n * k_post + 10 * 0.5) / (n + 10))
+    return psis.gpd_fit(excess)[0]
 
 
 def importance_check(log_density: np.ndarray, log_gaussian: np.ndarray) -> dict:

@@ -30,7 +30,8 @@ _ESS = re.compile(r"^(?P<kind>Bulk|Tail) effective sample size of (?P<name>.+?) 
                   r"\(below (?P<limit>[0-9]+) for")
 _CHECK = re.compile(r"^check (?P<check>\S+) flagged: (?P<message>.*)$", re.S)
 #: the sampler's own troubles, shown beside the rank plots
-_SAMPLER = ("transitions diverged", "maximum tree depth", "a single chain cannot show", "too few to judge convergence")
+_SAMPLER = ("have not mixed at all",
+            "transitions diverged", "maximum tree depth", "a single chain cannot show", "too few to judge convergence")
 
 
 @dataclass(frozen=True)

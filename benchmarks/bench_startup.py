@@ -20,14 +20,16 @@ the table, one row per command, to benchmarks/results/startup.csv and prints it.
 
     python benchmarks/bench_startup.py --read-only --rounds 2
 
-Read-only commands (issue 26): in every round each model is fitted anew (MAP
-and NUTS, a new seed, so a new fit file; NUTS keeps the default 4 x 1000
+Read-only commands (issues 26, 38): in every round each model is fitted anew (MAP,
+Laplace and NUTS, a new seed, so a new fit file; NUTS keeps the default 4 x 1000
 draws but `--nuts-tune` shortens tuning, which the commands never see), then
 `summary`, `predict` (the fit's own training items), `check`, `ppc` and
 `report` of that file each run in a fresh process, with warm caches (the
 state a user is in after fitting). Each is timed from outside as a ratio to
 `python -c "import numpy, pandas"` and to `bayes-wsc --help`, both timed in
-the same round. Writes the rows of every round to benchmarks/out/readonly.csv (git-ignored).
+the same round, and against the targets (`TARGETS`: summary and predict within 2 s,
+check within 5 s, on a quiet machine). Writes the rows of every round to
+benchmarks/out/readonly.csv (git-ignored).
 
     git archive 5c18b3b bayes_wsc | tar -x -C /tmp/before
     python benchmarks/bench_startup.py --read-only --rounds 1 --baseline /tmp/before
@@ -113,6 +115,8 @@ def write_inputs(folder: Path) -> dict[str, list[str]]:
 PREDICT_ITEMS = {"wsc": "clicks.csv", "experts": "cancer.csv", "pcmix": "toy.csv", "proportions": "charges.csv",
                  "perception": "digits.csv"}
 READ_ONLY = ("summary", "predict", "check", "ppc", "report")
+#: seconds a read-only command should take on a quiet machine (issue 38); ppc and report have none
+TARGETS = {"summary": 2.0, "predict": 2.0, "check": 5.0}
 
 
 def read_only_commands(fit: Path, model: str, folder: Path, out: Path) -> dict[str, list[str]]:
@@ -155,8 +159,10 @@ def read_only(args, tmp: Path, commands: dict[str, list[str]], env: dict) -> lis
                                      **{f"vs {k}": before / v for k, v in base.items()}})
                     else:
                         seconds = timed([CLI, *argv], env)
+                    target = TARGETS.get(name, float("nan"))
                     rows.append({"round": round_, "model": model, "method": method, "command": name,
-                                 "version": "this", "seconds": seconds,
+                                 "version": "this", "seconds": seconds, "target": target,
+                                 "within target": seconds <= target if name in TARGETS else None,
                                  **{f"vs {k}": seconds / v for k, v in base.items()}})
                     print(f"round {round_}: {name} {model} {method}: {seconds:.2f} s "
                           f"({seconds / base['import numpy, pandas']:.1f}x numpy+pandas"
@@ -176,7 +182,7 @@ def timed(command: list[str], env: dict) -> float:
 def main(argv=None) -> pd.DataFrame:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="wsc,experts,pcmix,proportions,perception")
-    parser.add_argument("--methods", default="map,nuts")
+    parser.add_argument("--methods", default=None, help="default: map,nuts; with --read-only map,laplace,nuts")
     parser.add_argument("--help-runs", type=int, default=5)
     parser.add_argument("--out", default=None, help="CSV to write (default: benchmarks/results/startup.csv, or "
                                                      "benchmarks/out/readonly.csv with --read-only)")
@@ -188,6 +194,7 @@ def main(argv=None) -> pd.DataFrame:
     parser.add_argument("--nuts-tune", type=int, default=200,
                         help="--read-only: NUTS tuning steps of the fits (their draws stay the default 4 x 1000)")
     args = parser.parse_args(argv)
+    args.methods = args.methods or ("map,laplace,nuts" if args.read_only else "map,nuts")
     args.out = args.out or str(OUT / "readonly.csv" if args.read_only else RESULTS / "startup.csv")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -201,6 +208,10 @@ def main(argv=None) -> pd.DataFrame:
             out.parent.mkdir(parents=True, exist_ok=True)
             table.to_csv(out, index=False)
             print(table.round(2).to_string(index=False))
+            timed_rows = table[table["command"].isin(list(TARGETS))]
+            slowest = timed_rows.groupby(["command", "method"])["seconds"].max().unstack()
+            print("\nslowest over models and rounds (s); targets", TARGETS)
+            print(slowest.round(2).to_string())
             print(f"\n{out}")
             return table
         for name, command in (("python -c pass", [sys.executable, "-c", "pass"]), ("bayes-wsc --help", [CLI, "--help"])):

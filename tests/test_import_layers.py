@@ -21,8 +21,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bayes_wsc"
 #: layers from the bottom up; a module's layer is that of the longest prefix of its path (within bayes_wsc/)
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("__init__.py", "_lazy.py", "_runtime.py", "errors.py", "defaults.py", "version.py",
-                    "registry.py", "contract.py", "jax_setup.py", "backends.py", "stack.py", "draws.py", "draw_stats.py", "transforms.py",
-                    "relabel.py", "status.py", "group_quadrature.py", "outputs.py", "datasets/")),
+                    "registry.py", "contract.py", "jax_setup.py", "backends.py", "stack.py", "draws.py", "draw_stats.py",
+                    "psis.py", "transforms.py", "relabel.py", "status.py", "group_quadrature.py", "outputs.py", "datasets/")),
     ("data", ("data/",)),
     ("maths", ("maths/",)),
     ("inference", ("inference.py", "posterior.py", "diagnostics.py", "map_program.py", "laplace.py", "nested_laplace.py",

@@ -259,10 +259,18 @@ def test_nuts_starts_at_the_best_nondegenerate_restart(shrunk_fit):
     assert start is optima[best_ok] and f"restart {best_ok}" in said
     starts, _ = nondegenerate_start([optima[c % 6] for c in range(4)], draws, "restarts", 4)
     assert all(s["tau"] > 0.5 for s in starts)
-    # every restart degenerate: the chains start there, and the fit says so
+    # every restart degenerate: the chains start at the MAP's initial values, never at the degenerate point
     stuck = Draws({}, {}, {**info, "restart_degenerate": [True] * 6}, optima)
-    start, [said] = nondegenerate_start({"tau": 1e-8}, stuck, "map", 4)
-    assert start == {"tau": 1e-8} and "degenerate MAP" in said
+    initial = [{"tau": 0.5 + i} for i in range(6)]
+    start, [said] = nondegenerate_start({"tau": 1e-8}, stuck, "map", 4, initial)
+    assert start == {"tau": 0.5} and "start at the MAP's start (the model's initial values" in said
+    assert "degenerate in every restart" in said
+    starts, [said] = nondegenerate_start([{"tau": 1e-8}] * 4, stuck, "restarts", 4, initial)
+    assert starts == initial[:4] and "the MAP's 6 starts" in said
+    # one start (no restarts), as a variant with a learned noise scale has: the same
+    single = Draws({}, {}, {"degenerate": ["tau fell to 1e-08"]}, [])
+    start, [said] = nondegenerate_start({"tau": 1e-8}, single, "map", 4, [{}])
+    assert start == {} and "not at the MAP, which is degenerate:" in said
     # a healthy MAP: nothing changes
     assert nondegenerate_start({"tau": 1.0}, Draws({}, {}, {"degenerate": []}, optima), "map", 4) == ({"tau": 1.0}, [])
 
@@ -286,3 +294,31 @@ def test_the_nuts_fit_takes_the_nondegenerate_start(shrunk_fit, monkeypatch):
         warnings.simplefilter("ignore", FitWarning)
         nuts.fit(data)
     assert float(seen["initvals"]["tau"]) > 0.1
+
+
+def test_nuts_never_starts_at_a_degenerate_map_of_one_start(monkeypatch, tmp_path):
+    """A variant with one MAP start whose scale collapses (as a learned rater noise did, issue 38): NUTS gets
+    the MAP's start (the variant's initial values), not the degenerate point (the message: the test above)."""
+    from bayes_wsc import fit as fitting
+    from bayes_wsc.data.labeled import LabeledItems
+    from bayes_wsc.models.pcmix import PCMixture
+
+    path = tmp_path / "shrunk_one_start.py"
+    path.write_text(SHRUNK_MEANS.replace("import pymc as pm", "import numpy as np\nimport pymc as pm").replace(
+        "    return estimator.initial_values(data)", "    return {'tau': 1e-3, 'mean_z': np.zeros((2, 1))}"))
+    rng = np.random.default_rng(0)
+    z = rng.integers(0, 2, 40)
+    data = LabeledItems.from_frame(pd.DataFrame({"x": rng.normal(size=40) + 2.0 * z, "y": z}),
+                                   features=["x"], label_col="y")
+    seen = {}
+
+    def record(model, **kwargs):
+        seen.update(kwargs)
+        raise RuntimeError("NUTS reached")
+
+    monkeypatch.setattr(fitting, "fit_nuts", record)
+    nuts = PCMixture(components=2, lam=1.0, seed=1, checks=False, method="nuts", model_file=str(path))
+    with pytest.raises(Exception, match="NUTS reached"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        nuts.fit(data)
+    assert float(seen["initvals"]["tau"]) == 1e-3

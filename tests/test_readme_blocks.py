@@ -108,3 +108,67 @@ def test_block_runs_as_written(block, tmp_path, monkeypatch, capsys):
         assert not missing, f"README.md line {line}: {command}\nleft no {missing}"
     elapsed = time.perf_counter() - started
     print(f"{block_id(block)}: {elapsed:.1f} s")
+
+
+# ---------------------------------------------------------------------- the API examples
+#: the tables an API block reads, by the names it gives them, from `bayes-wsc simulate MODEL`'s files
+#: (new items to predict: the training items themselves)
+API_TABLES = {
+    "wsc": {},  # the block reads clicks.csv and groups.csv itself
+    "experts": {"items": "items.csv", "constraints": "constraints.csv", "new_items": "items.csv"},
+    "proportions": {"items": "items.csv", "proportions": "proportions.csv", "new_items": "items.csv"},
+    "pcmix": {"items": "items.csv", "new": "items.csv"},
+    "perception": {"items": "items.csv", "seeds": "seeds.csv", "perception": "perception.csv",
+                   "new_items": "items.csv"},
+}
+CONTAINERS = {"GroupedCounts": "wsc", "PairwiseConstraints": "experts", "LabelProportions": "proportions",
+              "LabeledItems": "pcmix", "SeedSets": "perception"}
+
+
+def readme_api_blocks() -> list[tuple[int, str, str]]:
+    """(line, model, source) of every ```python block of the README that builds a model's data container."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    blocks = []
+    for i, line in enumerate(lines):
+        if line.strip() != "```python":
+            continue
+        end = next(k for k in range(i + 1, len(lines)) if lines[k].startswith("```"))
+        source = "\n".join(lines[i + 1:end])
+        models = {model for name, model in CONTAINERS.items() if f"{name}.from_" in source}
+        if len(models) == 1:
+            blocks.append((i + 1, models.pop(), source))
+    return blocks
+
+
+API_BLOCKS = readme_api_blocks()
+
+
+def test_every_model_has_an_api_block():
+    assert sorted(model for _, model, _ in API_BLOCKS) == sorted(FIT_COMMANDS)
+
+
+@pytest.mark.parametrize("block", API_BLOCKS, ids=[b[1] for b in API_BLOCKS])
+def test_api_block_reads_the_simulated_files(block, tmp_path, monkeypatch):
+    """Each API block's imports and its data container, as written, on the files `bayes-wsc simulate` writes
+    (the tables under the names the block uses): a column named `id` is the items' id in every container.
+    (The fits that follow in a block are NUTS fits at the default sizes, minutes each: not run here.)"""
+    import ast
+
+    import pandas as pd
+    from contract_cases import CASES
+
+    line, model, source = block
+    monkeypatch.chdir(tmp_path)
+    assert main(["simulate", model, "--out", "sim", "--seed", "1", *CASES[model].simulate]) == 0
+    monkeypatch.chdir(tmp_path / "sim")
+    namespace = {name: pd.read_csv(file) for name, file in API_TABLES[model].items()}
+    tree = ast.parse(source)
+    for statement in tree.body:
+        code = compile(ast.Module([statement], type_ignores=[]), f"README.md line {line}", "exec")
+        exec(code, namespace)  # noqa: S102 - the README's own example
+        if isinstance(statement, ast.Assign) and any(getattr(t, "id", None) == "data" for t in statement.targets):
+            break
+    data = namespace["data"]
+    if "items" in namespace:
+        assert list(data.item_ids) == [str(i) for i in namespace["items"]["id"]], \
+            f"README.md line {line}: the {model} block's container did not take the items' id column as their ids"

@@ -37,3 +37,24 @@ def test_summary_and_predict_import_no_pymc_pytensor_or_arviz(model, method, tmp
     assert f"model: {model}" in proc.stdout and (tmp_path / "pred.csv").exists()
     assert "LOADED []" in proc.stdout, (f"`summary` or `predict` of a {method} fit of {model} imported "
                                         f"{proc.stdout.split('LOADED')[-1].strip()}")
+
+
+CHECK = """
+import sys
+from bayes_wsc.cli import main
+code = main(sys.argv[1:])
+print("LOADED", sorted(m for m in ("arviz", "matplotlib") if m in sys.modules))
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("model", [spec.name for spec in registry.MODELS])
+def test_check_of_a_nuts_fit_imports_no_arviz(model, tmp_path):
+    """`check` computes LOO's Pareto k in NumPy (`psis.py`): ArviZ and matplotlib stay unloaded. (The first
+    model's aggregation check may still build a MAP program, with PyMC, when none is cached.)"""
+    path = model_fits(model)["nuts"].save(tmp_path / "fit.nc")
+    proc = subprocess.run([sys.executable, "-c", CHECK, "check", str(path)], capture_output=True, text=True,
+                          env=dict(os.environ), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "loo_pareto_k" in proc.stdout
+    assert "LOADED []" in proc.stdout, f"`check` of a NUTS fit of {model} imported {proc.stdout.split('LOADED')[-1]}"

@@ -154,3 +154,29 @@ def test_figure_to_data_uri_is_a_png():
     assert uri.startswith(PNG)
     assert base64.b64decode(uri[len(PNG):])[:8] == b"\x89PNG\r\n\x1a\n"
     assert not fig.axes  # freed
+
+
+def section_of(page: str, heading: str) -> str:
+    start = page.index(f"{heading}</h2>")  # the section, not its entry in the contents
+    end = page.find("<h2", start)
+    return page[start:end if end > 0 else None]
+
+
+def test_a_map_report_has_no_empty_pi_panel_nor_posterior_mean_captions(tmp_path, fits):
+    """A MAP's pi is a number in words (its panel was an empty axes with two lines); its mu figure is of the
+    posterior mode."""
+    page = write_report(fits["MAP"], tmp_path, half_sampling_reps=5).read_text()
+    pi = section_of(page, "pi: the overall share of class 1")
+    assert PNG not in pi and "MAP: posterior mode 0." in pi and "EM: 0." in pi
+    mu = section_of(page, "Human evaluation against posterior group quality")
+    assert "the posterior mode (MAP) of its quality mu" in mu and "posterior mean" not in mu
+
+
+def test_the_fit_intervals_are_drawn_above_the_baselines():
+    """NUTS's credible bars and means lie above EM's markers (zorder 4), which hid them (issue 38)."""
+    from bayes_wsc.report.wsc import _draw_fit
+
+    fig, axes = new_figure()
+    ax = axes[0, 0]
+    _draw_fit(ax, np.arange(3), np.full(3, 0.5), np.tile([0.4, 0.6], (3, 1)), "C0", "NUTS", 0.9)
+    assert min(artist.get_zorder() for artist in [*ax.collections, *ax.lines]) > 4

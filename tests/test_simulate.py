@@ -67,6 +67,7 @@ def test_experts(tmp_path, extra):
         assert len(constraints) == int(extra[-1]) * data.n_experts and "W" not in facts
     else:
         assert set(true["cluster"]) <= {"0", "1"} and len(facts["W"]) == 4
+        assert "sd 3" in facts["differs_from_the_fit"] and "N(0, 1)" in facts["differs_from_the_fit"]
 
 
 @pytest.mark.parametrize("extra", [("--n-items", "60", "--labeled-fraction", "0.25"), ("--study", "intervals")])
@@ -80,6 +81,7 @@ def test_pcmix(tmp_path, extra):
     labeled = true["labeled"].to_numpy(dtype=int) == 1
     assert data.n_labeled == labeled.sum() == (15 if extra[0] == "--n-items" else 350)
     assert (items["y"][labeled].astype(int).to_numpy() == true["y"][labeled].to_numpy(dtype=int)).all()
+    assert truth(tmp_path)["parameters"].startswith("none: the items are the paper's toy study")
 
 
 @pytest.mark.parametrize("extra", [(), ("--emission", "gaussian", "--n-classes", "3"),
@@ -116,6 +118,7 @@ def test_perception(tmp_path, extra):
     members = dict(zip(true["id"], true["clusters"].str.split(";")))
     assert all(cluster in members[i] for cluster, i in zip(seeds["cluster"], seeds["id"]))  # seeds are members
     assert data.n_clusters == len(truth(tmp_path)["clusters"])
+    assert "no true W, b or pi" in truth(tmp_path)["parameters"]
 
 
 # ---------------------------------------------------------------------- the folder, the seed, the options

@@ -116,8 +116,8 @@ def test_summary_and_report_show_the_same_default_level(laplace_fit, tmp_path, c
     assert main(["summary", str(path)]) == 0
     printed = capsys.readouterr().out
     assert low in printed and high in printed
-    assert printed.splitlines()[1].startswith("Status: 1 problem")  # the Laplace caveat, before the table
-    assert "Laplace approximation" in printed.splitlines()[2]
+    assert printed.splitlines()[0].startswith("Status: 1 problem")  # the Laplace caveat, first
+    assert "Laplace approximation" in printed.splitlines()[1]
     assert main(["report", str(path), "--out", str(tmp_path / "report")]) == 0
     page = (tmp_path / "report" / "report.html").read_text()
     assert f"{DEFAULT_CI:.0%} highest-density intervals" in page and "94%" not in page
@@ -248,3 +248,102 @@ def test_set_of_a_model_setting_names_its_option(wsc_data, tmp_path):
     with pytest.raises(InputError, match="--mu-prior on the command line"):
         WSC(model_file=str(path), model_settings={"mu_prior": "flat"}).fit(wsc_data)
     assert NoisyExperts.setting_options["n_clusters"] == "clusters"
+
+
+# ---------------------------------------------------------------------- chains that have not mixed
+def sampled(values: np.ndarray, step_size: float) -> inference.Groups:
+    """A fit of one variable `rho` with (chain, draw, 3) draws and NUTS's sample stats."""
+    import xarray as xr
+
+    chains, draws = values.shape[:2]
+    coords = {"chain": np.arange(chains), "draw": np.arange(draws)}
+    return inference.Groups(
+        posterior=xr.Dataset({"rho": (("chain", "draw", "bin"), values)}, coords=coords),
+        sample_stats=xr.Dataset({"step_size": (("chain", "draw"), np.full((chains, draws), step_size)),
+                                 "diverging": (("chain", "draw"), np.zeros((chains, draws), bool))}, coords=coords))
+
+
+def stuck_chains(seed=0) -> np.ndarray:
+    """Four chains that each barely move, at four different places (as chains started at a collapsed scale)."""
+    rng = np.random.default_rng(seed)
+    values = 0.5 + 1e-9 * rng.normal(size=(4, 200, 3))
+    values[:, :, 0] += np.arange(4)[:, None] * 0.1
+    return values
+
+
+def test_chains_that_never_mixed_say_so_in_one_sentence_with_the_cause():
+    from bayes_wsc.diagnostics import nuts_messages
+
+    stuck = nuts_messages(sampled(stuck_chains(), 1e-7), ["rho"])
+    assert stuck[0].startswith("The chains have not mixed at all after tuning: for rho each chain stayed")
+    assert "step size of 4 of 4 chains collapsed to 1e-07" in stuck[0]
+    [problem] = [p for p in problems_of(stuck) if "not mixed" in p.sentence]
+    assert problem.sentence == stuck[0] and problem.section == CONVERGENCE  # one sentence, whole
+    apart = nuts_messages(sampled(stuck_chains() + np.random.default_rng(1).normal(size=(4, 200, 3)) * 0.01, 0.3),
+                          ["rho"])
+    assert "separate modes" in apart[0]
+    mixed = np.random.default_rng(2).normal(size=(4, 200, 3))
+    assert not any("not mixed" in m for m in nuts_messages(sampled(mixed, 0.3), ["rho"]))
+
+
+def test_the_status_and_the_table_print_one_r_hat():
+    """The fit-time R-hat (the status line's) is the summary table's, even where chains are stuck and R-hat is
+    huge and sensitive to rounding."""
+    from bayes_wsc.diagnostics import nuts_messages
+
+    fit = sampled(stuck_chains(), 1e-7)
+    worst = inference.summary(fit, ["rho"])["r_hat"].max()
+    assert inference.convergence(fit, ["rho"])["rho"]["rhat"] == worst
+    [rhat] = [p.sentence for p in problems_of(nuts_messages(fit, ["rho"])) if p.sentence.startswith("R-hat")]
+    assert f"rho ({worst:.3f})" in rhat
+
+
+def test_summary_prints_the_status_first(laplace_fit, tmp_path, capsys):
+    """`bayes-wsc summary FIT.nc | head -1` is the status line; what the fit is follows it."""
+    path = laplace_fit.save(tmp_path / "fit.nc")
+    capsys.readouterr()
+    assert main(["summary", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("Status: ")
+    heading = next(i for i, line in enumerate(lines) if line.startswith("model: wsc  method: laplace"))
+    assert all(line.startswith(("Status: ", "  ! ")) for line in lines[:heading])
+
+
+def test_the_check_table_says_how_a_row_is_flagged(capsys):
+    """Effect over tolerance AND p-value below ALPHA; a row over its tolerance but with a large p-value is
+    named as not flagged, with why (issue 38: effect 5.91 over 5.0, p = 0.98)."""
+    import pandas as pd
+
+    from bayes_wsc.cli import _print_checks
+
+    table = pd.DataFrame({"check": ["group_misfit", "class_collapse"], "statistic": [1.0, 2.0],
+                          "reference": [1.0, 2.0], "p_value": [0.98, 0.001], "flagged": [False, True],
+                          "message": ["fine", "collapsed"], "effect": [5.91, 0.5], "tolerance": [5.0, 0.2]})
+    _print_checks(table)
+    out = capsys.readouterr().out
+    assert "flagged when its effect exceeds its tolerance AND its p-value is below 0.01" in out
+    assert "group_misfit: effect 5.91 over tolerance 5, but p = 0.98: not flagged" in out
+    assert "class_collapse: effect" not in out and "  - class_collapse: collapsed" in out
+
+
+def test_a_long_estimands_table_is_shortened_and_says_so(capsys):
+    """A perception fit's weights (features x clusters, 120 rows in issue 38) are not all printed."""
+    import pandas as pd
+
+    from bayes_wsc.commands.common import SUMMARY_ROWS, print_fit
+
+    class Fitted:
+        diagnostics_, checks_, method = [], pd.DataFrame(), "nuts"
+
+        def summary(self, hdi_prob):
+            return pd.DataFrame({"mean": np.arange(120.0)}, index=[f"W[x{i}]" for i in range(120)])
+
+        def summary_notes(self):
+            return []
+
+        def log_likelihood_notes(self):
+            return []
+
+    print_fit(Fitted())
+    out = capsys.readouterr().out
+    assert f"(120 rows, {SUMMARY_ROWS} shown" in out and "W[x0]" in out and "W[x119]" in out and "W[x60]" not in out

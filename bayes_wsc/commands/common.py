@@ -173,9 +173,14 @@ def variant_settings(pairs: list[tuple[str, object]]) -> dict:
     return settings
 
 
-def print_fit(est, ci: float | None = None) -> None:
-    """The status line (`bayes_wsc.status`), the estimands table at the credible level `ci` (default
-    `DEFAULT_CI`, as in the reports) and the diagnostics in plain words."""
+#: rows of the estimands table `print_fit` shows (the first and last halves; a perception fit has
+#: features x clusters weights)
+SUMMARY_ROWS = 60
+
+
+def print_fit(est, ci: float | None = None, heading: str | None = None) -> None:
+    """The status line (`bayes_wsc.status`) first, then `heading` (what the fit is), the estimands table at
+    the credible level `ci` (default `DEFAULT_CI`, as in the reports) and the diagnostics in plain words."""
     import pandas as pd
 
     from bayes_wsc.defaults import DEFAULT_CI
@@ -183,9 +188,14 @@ def print_fit(est, ci: float | None = None) -> None:
 
     for line in status_lines(est):
         print(line)
+    if heading:
+        print(heading)
     print()
-    with pd.option_context("display.max_rows", 80, "display.width", 120):
-        print(est.summary(hdi_prob=DEFAULT_CI if ci is None else ci).round(3).to_string())
+    table = est.summary(hdi_prob=DEFAULT_CI if ci is None else ci).round(3)
+    with pd.option_context("display.width", 120):
+        print(table.to_string(max_rows=SUMMARY_ROWS))
+    if len(table) > SUMMARY_ROWS:
+        print(f"({len(table)} rows, {SUMMARY_ROWS} shown: the report, or est.summary() in Python, has them all)")
     for note in [*est.summary_notes(), *est.log_likelihood_notes()]:
         print(f"Note: {note}")
     messages = est.diagnostics_

@@ -41,7 +41,8 @@ def _add_data_options(parser: argparse.ArgumentParser, out_type, out_help: str) 
                       help="feature columns (default: every column but the label and id columns)")
     data.add_argument("--classes", type=columns, default=None,
                       help="the label classes in order, the positive one last (default: the labels seen, sorted)")
-    data.add_argument("--id-col", default=None, help="an item id column (kept out of the features)")
+    data.add_argument("--id-col", default="id", help="the item id column, kept out of the features (default: id, "
+                                                     "when ITEMS has one; else the rows are numbered)")
 
 
 def _add_model_options(parser: argparse.ArgumentParser):
@@ -184,8 +185,11 @@ def run_simulate(args) -> None:
                                 "labeled": truth.labeled.astype(int)})
     facts = {"model": "pcmix", "study": study, "generator": generator, "seed": args.seed, "settings": settings,
              "sources": sources, "positive_share": float(np.mean(truth.y)), "n_labeled": int(truth.labeled.sum()),
-             "error_floor": truth.error_floor}
+             "error_floor": truth.error_floor,
+             "parameters": ("none: the items are the paper's toy study (blobs or intervals with a label rule), not "
+                            "draws from the mixture, so no true pi, mean, sd or rho exists to compare a fit with; "
+                            "truth.csv holds every item's label, also the hidden ones, to score predictions")}
     tables = {"items.csv": items}
     written = write_simulation(args.out, tables, facts, truth_table)
-    report(written, tables, f"bayes-wsc fit pcmix --items {in_folder(args.out, 'items.csv')} --id-col id "
-                            f"--components 2 --lam 1 --out {in_folder(args.out, 'fit.nc')}")
+    report(written, tables, f"bayes-wsc fit pcmix --items {in_folder(args.out, 'items.csv')} "
+                            f"--components 2 --lam 4 --out {in_folder(args.out, 'fit.nc')}")

@@ -254,7 +254,10 @@ def run_simulate(args) -> None:
              "perception": named_matrix(perception.iloc[:, 1:].to_numpy(), perception["cluster"],
                                         perception.columns[1:]),
              "cluster_sizes": {name: int(study_data.membership[:, k].sum()) for k, name in enumerate(names)},
-             "items_in_two_clusters": int((study_data.membership.sum(axis=1) > 1).sum())}
+             "items_in_two_clusters": int((study_data.membership.sum(axis=1) > 1).sum()),
+             "parameters": ("none: the items are the paper's study, not draws from the perception model, so no "
+                            "true W, b or pi exists to compare a fit with; truth.csv holds every item's clusters "
+                            "to score memberships")}
     tables = {"items.csv": study_data.items, "seeds.csv": study_data.seeds, "perception.csv": perception}
     written = write_simulation(args.out, tables, facts, truth_table)
     report(written, tables, f"bayes-wsc fit perception --items {in_folder(args.out, 'items.csv')} --seeds "

@@ -31,7 +31,8 @@ def _add_data_options(parser: argparse.ArgumentParser, out_type, out_help: str) 
     data.add_argument("--out", required=True, type=out_type, help=out_help)
     add_sep_option(data)
     data.add_argument("--group-col", default="group", help="the group column of both tables (default: group)")
-    data.add_argument("--id-col", default=None, help="an item id column (kept out of the features)")
+    data.add_argument("--id-col", default="id", help="the item id column, kept out of the features (default: id, "
+                                                     "when ITEMS has one; else the rows are numbered)")
     data.add_argument("--features", type=columns, default=None,
                       help="feature columns (default: every numeric column but the group and id columns; every "
                            "column for --emission categorical)")
@@ -72,7 +73,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 def read_items(args):
     from bayes_wsc.data.tables import read_table
 
-    keys = [c for c in (args.group_col, getattr(args, "id_col", None)) if c]
+    keys = [c for c in (args.group_col, getattr(args, "id_col", "id")) if c]
     return read_table(args.items, "items", sep=args.sep, text_columns=keys)
 
 
@@ -86,9 +87,9 @@ def read_data(args, categorical: bool, items=None, exclude=()):
     features = args.features
     if features is None and exclude:
         keep = set(items.columns) - set(exclude)
-        features = [c for c in items.columns if c in keep and c not in (args.group_col, getattr(args, "id_col", None))]
+        features = [c for c in items.columns if c in keep and c not in (args.group_col, getattr(args, "id_col", "id"))]
     return LabelProportions.from_frames(items, proportions, group_col=args.group_col,
-                                        id_col=getattr(args, "id_col", None), features=features, counts=args.counts,
+                                        id_col=getattr(args, "id_col", "id"), features=features, counts=args.counts,
                                         categorical=categorical)
 
 
@@ -134,7 +135,7 @@ def run_simulate(args) -> None:
     from bayes_wsc.simulate.proportions import simulate_proportion_tables, uci_proportion_tables
 
     fit = f"bayes-wsc fit proportions --items {in_folder(args.out, 'items.csv')} " \
-          f"--proportions {in_folder(args.out, 'proportions.csv')} --id-col id"
+          f"--proportions {in_folder(args.out, 'proportions.csv')}"
     if args.dataset is not None:
         for option in ("n_groups", "emission", "n_classes", "n_features", "n_bins"):
             if getattr(args, option) is not None:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.tables import (FeatureScaling, check_scaled_features, feature_columns, float_array, index_array,
-                                   read_ids, require_columns, require_id_column, require_rows, require_unique,
-                                   standardize, text_column)
+from bayes_wsc.data.tables import (DEFAULT_ID_COL, FeatureScaling, check_scaled_features, feature_columns, float_array,
+                                   index_array, optional_id_column, read_ids, require_columns, require_id_column,
+                                   require_rows, require_unique, standardize, text_column)
 from bayes_wsc.errors import InputError
 
 #: more distinct labels than this look like a continuous outcome, not classes
@@ -97,12 +97,14 @@ class LabeledItems:
         label_col: str = "y",
         features: Sequence[str] | None = None,
         classes: Sequence | None = None,
-        id_col: str | None = None,
+        id_col: str | None = DEFAULT_ID_COL,
         what: str = "items",
     ) -> LabeledItems:
         """Validate one row per item; every failure is one line naming the column, row and value.
 
         features : the feature columns (default: every column but the label and id columns).
+        id_col : the items' id column: by default `id` when the table has one, else the rows are
+            numbered; None numbers the rows whatever the columns.
         classes : the class names in order (default: the distinct labels, sorted; 0/1 labels give
             the classes 0 and 1 even when only one of them appears). With two classes the second
             is the positive one whose probability `predict` reports as `prob`.
@@ -111,6 +113,7 @@ class LabeledItems:
         if len(frame) == 1:
             raise InputError(f"{what} has one row; a mixture needs at least 2 items")
         require_columns(frame, [label_col], what)
+        id_col = optional_id_column(frame, id_col)
         require_id_column(frame, id_col, what, label_col, "label")
         features, hint = feature_columns(frame, features, (label_col, id_col), what, role="label or id")
         scaling, x = FeatureScaling.read(frame, features, f"{what} feature", hint=hint)

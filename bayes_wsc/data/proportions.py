@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 
 from bayes_wsc.data.grouped import BehaviorBins
-from bayes_wsc.data.tables import (FeatureScaling, check_scaled_features, feature_columns, float_array, index_array,
-                                   key_column, numeric_column, read_ids, require_columns, require_id_column,
-                                   require_rows, require_unique, standardize)
+from bayes_wsc.data.tables import (DEFAULT_ID_COL, FeatureScaling, check_scaled_features, feature_columns, float_array,
+                                   index_array, key_column, numeric_column, optional_id_column, read_ids, require_columns,
+                                   require_id_column, require_rows, require_unique, standardize)
 from bayes_wsc.defaults import LOG_ZERO
 from bayes_wsc.errors import InputError
 
@@ -144,7 +144,7 @@ class LabelProportions:
         proportions: pd.DataFrame,
         *,
         group_col: str = "group",
-        id_col: str | None = None,
+        id_col: str | None = DEFAULT_ID_COL,
         features: Sequence[str] | None = None,
         counts: bool = False,
         categorical: bool = False,
@@ -154,6 +154,8 @@ class LabelProportions:
         """Validate one row per item and one row per group; every failure is one line naming the
         table, column, row and value.
 
+        id_col : the items' id column: by default `id` when the items have one, else the rows are
+            numbered; None numbers the rows whatever the columns.
         features : the feature columns. By default every column of the items other than the group
             and id columns; a default column whose cells are not numbers is an error naming it.
         counts : the class columns hold counts of items (whole numbers adding up to the group's
@@ -164,6 +166,7 @@ class LabelProportions:
         require_rows(proportions, proportions_what)
         require_columns(items, [group_col], items_what)
         require_columns(proportions, [group_col], proportions_what)
+        id_col = optional_id_column(items, id_col)
         require_id_column(items, id_col, items_what, group_col, "group")
         features, hint = feature_columns(items, features, (group_col, id_col), items_what, role="group or id")
 

@@ -698,6 +698,20 @@ def require_unique(values, what: str) -> None:
         raise InputError(f"{what} {index[index.duplicated()][0]!r} appears more than once")
 
 
+#: the id column of every container and command: a column named so is the items' ids when present
+#: (`--id-col`, `id_col=` name another)
+DEFAULT_ID_COL = "id"
+
+
+def optional_id_column(frame: pd.DataFrame, id_col: str | None) -> str | None:
+    """The id column of a table whose ids are optional (`LabeledItems`, `LabelProportions`): `id_col`
+    when it names another column than the default, the default `id` when the table has it, else None
+    (the rows are numbered). One rule for every container and command."""
+    if id_col == DEFAULT_ID_COL and id_col not in frame.columns:
+        return None
+    return id_col
+
+
 def require_id_column(frame: pd.DataFrame, id_col: str | None, what: str, other: str, role: str) -> None:
     """An optional id column (`id_col` None: the rows are numbered) is present, and is not the `role`
     column `other` (the label or group column)."""

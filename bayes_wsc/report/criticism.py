@@ -213,7 +213,7 @@ def loo_section(fits: dict) -> Section:
             paragraphs.append(reason + ".")
             continue
         usable[label] = est
-        elpd = inference.loo(est.idata_)
+        elpd = inference.psis_loo(est.idata_)  # the numbers `check` prints
         noun = criticism.unit_noun(est.idata_)
         tables.append((loo_table(elpd).round(2),
                        f"{label}: LOO over {np.size(elpd.pareto_k)} {criticism.plural(noun)}."))

@@ -360,12 +360,13 @@ def _draw_fit(ax, x, mean, interval, color, label, ci, *, legend=True):
     """A Bayesian fit: mean points with wide translucent credible bars (NUTS) or diamonds only (MAP)."""
     style = "-"
     if interval is not None:
-        ax.vlines(x, interval[:, 0], interval[:, 1], color=color, lw=7, alpha=0.3, zorder=2,
+        # above the baselines' markers (EM's at zorder 4): the fit's intervals are the main result
+        ax.vlines(x, interval[:, 0], interval[:, 1], color=color, lw=7, alpha=0.3, zorder=5,
                   label=f"{label}: {ci:.0%} HDI (credible interval)" if legend else None)
-        ax.plot(x, mean, "o" + style, color=color, ms=5, lw=1.2, zorder=3,
+        ax.plot(x, mean, "o" + style, color=color, ms=5, lw=1.2, zorder=6,
                 label=f"{label}: posterior mean" if legend else None)
     else:
-        ax.plot(x, mean, "D" + style, color=color, mfc="white", mew=1.5, ms=6, lw=1.2, zorder=3,
+        ax.plot(x, mean, "D" + style, color=color, mfc="white", mew=1.5, ms=6, lw=1.2, zorder=6,
                 label=f"{label}: posterior mode (no interval)" if legend else None)
 
 
@@ -480,12 +481,23 @@ def _crossed_words(rhos: list[FitRho], bins: BehaviorBins) -> str:
 
 
 # ---------------------------------------------------------------------- pi
+PI_WORDS = ("pi is the share of class-1 items in the data: the item-weighted mean of sigmoid(mu) over groups. It "
+            "enters rho(k) through Bayes' rule, rho(k) = pi w1(k) / (pi w1(k) + (1 - pi) w0(k)).")
+
+
 def _pi_section(fits: dict, rhos: list[FitRho], base: Baselines, truth_pi, ci: float) -> Section:
+    draws = {rho.label: stacked(fits[rho.label].idata_, "pi").ravel() for rho in rhos}
+    if all(pi.size == 1 for pi in draws.values()):  # points only (MAP): their values in words, no empty axes
+        lines = [f"{label}: posterior mode {pi[0]:.3f} (no interval)." for label, pi in draws.items()]
+        lines.append(f"EM: {base.em_pi:.3f}.")
+        if truth_pi is not None:
+            lines.append(f"Truth: {float(truth_pi):.3f}.")
+        return Section("pi: the overall share of class 1", paragraphs=[PI_WORDS, " ".join(lines)])
     fig, axes = new_figure(width=7.0, height=3.8)
     ax = axes[0, 0]
     lines, values = [], []
     for rho in rhos:
-        pi = stacked(fits[rho.label].idata_, "pi").ravel()
+        pi = draws[rho.label]
         values.append(pi)
         if pi.size > 1:
             low, high = inference.hdi(pi, ci)
@@ -510,12 +522,7 @@ def _pi_section(fits: dict, rhos: list[FitRho], base: Baselines, truth_pi, ci: f
         ax.set_ylabel("posterior density")
     ax.set_xlabel(r"$\pi$ = item-weighted mean of sigmoid($\mu_i$)")
     ax.legend(fontsize=8, frameon=False)
-    paragraphs = [
-        "pi is the share of class-1 items in the data: the item-weighted mean of sigmoid(mu) over groups. It "
-        "enters rho(k) through Bayes' rule, rho(k) = pi w1(k) / (pi w1(k) + (1 - pi) w0(k)).",
-        " ".join(lines),
-    ]
-    return Section("pi: the overall share of class 1", paragraphs=paragraphs, figures=[fig])
+    return Section("pi: the overall share of class 1", paragraphs=[PI_WORDS, " ".join(lines)], figures=[fig])
 
 
 # ---------------------------------------------------------------------- HE against mu
@@ -530,8 +537,11 @@ def _mu_section(fits: dict, rhos: list[FitRho], data: GroupedCounts, ci: float, 
             and totals.max() / totals.min() > 20 else Normalize(totals.min(), totals.max()))
     size = 14 if data.n_groups <= 500 else 5
     rng = np.random.default_rng(seed)
+    maps = [fit_method(est) == "map" for est in fits.values()]
+    estimate = ("posterior mode (MAP)" if all(maps) else "posterior mean (the mode, for a MAP fit)" if any(maps)
+                else "posterior mean")
     paragraphs = [
-        "Each point is a group: its human evaluation HE against the posterior mean of its quality mu (both on "
+        f"Each point is a group: its human evaluation HE against the {estimate} of its quality mu (both on "
         "the logit scale). On the dashed line mu equals HE; points move off it when a group's items pull its "
         "estimated quality away from the human evaluation, more so for groups with many items and small WH.",
     ]
