@@ -50,7 +50,7 @@ def fits(request):
 
 def test_every_model_has_a_contract_case():
     assert sorted(CASES) == sorted(NAMES)
-    assert NAMES == ["wsc", "pcmix", "experts", "proportions", "perception"]
+    assert NAMES == ["wsc", "pcmix", "experts", "proportions", "perception", "combined"]
 
 
 def test_the_estimator_refuses_anything_but_its_data_container(fits):

@@ -20,7 +20,7 @@ from bayes_wsc.estimator import REGISTRY, Estimator
 
 
 def test_models_in_order_and_found_by_name():
-    assert registry.NAMES == ("wsc", "pcmix", "experts", "proportions", "perception")
+    assert registry.NAMES == ("wsc", "pcmix", "experts", "proportions", "perception", "combined")
     assert [registry.get(name).name for name in registry.NAMES] == list(registry.NAMES)
     with pytest.raises(KeyError, match="no model 'quantum' is registered"):
         registry.get("quantum")
