@@ -13,8 +13,24 @@ discrepancies where the statistic involves the parameters):
 * `bag_counts` (omnibus over bags' class counts) and `group_he` (omnibus over groups' averages).
 
 These are in-sample checks: a source the model can describe (an annotator who always answers wrong is,
-to Dawid-Skene, a reliable annotator with a permuted confusion matrix) passes them; the held-out-source
-check that asks whether a source agrees with what the others imply is not written yet.
+to Dawid-Skene, a reliable annotator with a permuted confusion matrix) passes them. The conflict check
+asks instead whether a source agrees with what the others imply (`source_conflict`, run when the estimator
+has `conflict_check=True`): each source in turn (the hand labels, each annotator, each expert, the bags, the
+groups) is left out, the model is refitted by MAP on the rest, and the source's observations are scored under
+that fit's predictive (the MAP plugged in: parameter uncertainty is left out, which the tolerances absorb):
+
+* hand labels: their mean predicted probability sum_j r_j[y_j] / n against labels drawn from r (lower tail;
+  effect = replicates' mean - observed, tolerance `LABEL_TOLERANCE`);
+* an annotator (an expert): its agreement with the rest, the mean predicted probability of its votes (of
+  its links agreeing with the co-classification), against a source that answers independently of the
+  class at its own vote (link) frequencies, i.e. chance (lower tail; effect = chance - observed, tolerance
+  `CHANCE_TOLERANCE`). An annotator or expert that is merely noisy, or answers at random, does not
+  contradict the rest (the model learns its reliability); one worse than chance does;
+* bags (groups): the chi-square discrepancy of their counts (averages) against replicates from the rest's
+  fit (`criticism.omnibus`, effect phi against `PHI_TOLERANCE`).
+
+One row names the source whose p-value (Bonferroni over the sources) is smallest among those beyond their
+tolerance; it flags when that p-value is below `criticism.ALPHA`.
 """
 
 from __future__ import annotations
@@ -22,10 +38,17 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_softmax, softmax
 
-from bayes_wsc.criticism import Check, Replicates, omnibus, p_value_two_sided, worst_element
+from bayes_wsc.criticism import (ALPHA, PHI_TOLERANCE, Check, Replicates, omnibus, p_value_two_sided,
+                                  p_value_upper, worst_element)
 
 #: a source's agreement statistic may differ from its replicates' by this much before it flags
 AGREEMENT_TOLERANCE = 0.1
+#: held-out hand labels: mean predicted probability this far below what honest labels give
+LABEL_TOLERANCE = 0.1
+#: a held-out annotator or expert: agreement with the rest this far below chance
+CHANCE_TOLERANCE = 0.05
+#: replicates of each held-out source's statistic
+CONFLICT_REPLICATES = 400
 
 
 def variates(data) -> int:
@@ -166,9 +189,139 @@ def unit_label(idata, label) -> str:
     return str(label)
 
 
+def held_out_sources(data) -> list[str]:
+    """Every source the conflict check leaves out in turn (`CombinedSupervision.without` names them)."""
+    out = ["labels"] if (data.label >= 0).any() else []
+    cast = data.cast
+    out += [f"votes:{n}" for i, n in enumerate(data.source_names) if (cast & (data.vote_source == i)).any()]
+    out += [f"pairs:{n}" for n in data.expert_names]
+    out += [kind for kind in ("bags", "groups") if kind in data.present_sources()]
+    return out
+
+
+def rest_fit(est, rest):
+    """The MAP of the model on the other sources (no checks of its own)."""
+    settings = {k: v for k, v in est.get_params().items() if k not in ("method", "checks", "conflict_check")}
+    return type(est)(**{**settings, "method": "map", "checks": False, "conflict_check": False,
+                        "progressbar": False}).fit(rest)
+
+
+def _rest_classes(fit, rest):
+    """The rest's MAP: each item's class given its features and the rest's labels and votes (n, K), and the
+    class model's probabilities (n, K)."""
+    from bayes_wsc.models.combined.model import class_log_probabilities, label_logp, vote_evidence
+
+    post = fit.idata_.posterior
+    params = {n: post[n].values[0] for n in ("W", "b", "confusion") if n in post}
+    log_q = class_log_probabilities(rest.features, params["W"], params["b"])
+    local = log_q + label_logp(rest)[None] + vote_evidence(rest, params.get("confusion"))
+    return softmax(local, axis=-1)[0], np.exp(log_q[0])
+
+
+def _lower(observed: float, replicated: np.ndarray) -> float:
+    """P(replicate <= observed), with normal tails beyond the replicates (`criticism.p_value_upper`)."""
+    return float(p_value_upper(np.asarray(-observed), -np.asarray(replicated)))
+
+
+def score_source(source: str, data, fit, rest, rng: np.random.Generator) -> tuple[float, float, float, str]:
+    """(p-value, effect, tolerance, words) of one held-out source under the rest's fit."""
+    r, q = _rest_classes(fit, rest)
+    kind, _, name = source.partition(":")
+    reps = CONFLICT_REPLICATES
+    if kind == "labels":
+        rows = np.flatnonzero(data.label >= 0)
+        observed = float(r[rows, data.label[rows]].mean())
+        drawn = _draw(np.broadcast_to(r[rows], (reps, *r[rows].shape)), rng)
+        replicated = np.take_along_axis(r[rows][None], drawn[..., None], axis=2)[..., 0].mean(axis=1)
+        effect = float(replicated.mean() - observed)
+        return _lower(observed, replicated), effect, LABEL_TOLERANCE, (
+            f"the hand labels' mean probability under the other sources is {observed:.3g}, where labels drawn from "
+            f"those sources give {replicated.mean():.3g}")
+    if kind == "votes":
+        mine = data.cast & (data.source_names[data.vote_source] == name)
+        items, votes = data.vote_item[mine], data.vote[mine]
+        observed = float(r[items, votes].mean())
+        frequency = np.bincount(votes, minlength=data.n_classes) / votes.size
+        chance = rng.choice(data.n_classes, size=(reps, votes.size), p=frequency)
+        replicated = r[items[None, :], chance].mean(axis=1)
+        return _lower(observed, replicated), float(replicated.mean() - observed), CHANCE_TOLERANCE, (
+            f"annotator {name!r}'s votes have mean probability {observed:.3g} under the other sources, where votes "
+            f"independent of the class at its own frequencies (chance) give {replicated.mean():.3g}")
+    if kind == "pairs":
+        mine = data.expert_names[data.cell_expert] == name
+        first, second = data.pairs[data.cell_pair[mine], 0], data.pairs[data.cell_pair[mine], 1]
+        gamma = np.sum(r[first] * r[second], axis=1)
+        link = data.link[mine].astype(float)
+        observed = float(np.mean(link * gamma + (1 - link) * (1 - gamma)))
+        chance_links = (rng.random((reps, link.size)) < link.mean()).astype(float)
+        replicated = np.mean(chance_links * gamma + (1 - chance_links) * (1 - gamma), axis=1)
+        return _lower(observed, replicated), float(replicated.mean() - observed), CHANCE_TOLERANCE, (
+            f"expert {name!r}'s links agree with the other sources' classes with probability {observed:.3g}, where "
+            f"links independent of the classes at its own rate (chance) give {replicated.mean():.3g}")
+    if kind == "bags":
+        inside = data.item_bag >= 0
+        drawn = _draw(np.broadcast_to(r[inside], (reps, *r[inside].shape)), rng)
+        bags = data.item_bag[inside]
+        replicated = np.stack([np.stack([np.bincount(drawn[s, bags == g], minlength=data.n_classes)
+                                         for g in range(data.n_bags)]) for s in range(reps)]).astype(float)
+        row = omnibus("bags", data.bag_counts, replicated, list(range(replicated[0].size)), "count", "", "")
+        return row.p_value, row.effect, PHI_TOLERANCE, (
+            f"the bags' class counts are {row.effect:.3g} times as far from what the other sources predict as "
+            "counts drawn from those predictions")
+    member = data.item_group >= 0
+    sizes = np.bincount(data.item_group[member], minlength=data.n_groups)
+    share = np.bincount(data.item_group[member], weights=q[member, 1], minlength=data.n_groups) / sizes
+    mu = np.log(share) - np.log1p(-share)
+    replicated = mu + rng.normal(0, 1 / np.sqrt(fit.wh), (reps, data.n_groups))
+    row = omnibus("groups", data.group_he, replicated, list(data.group_names), "group", "", "")
+    return row.p_value, row.effect, PHI_TOLERANCE, (
+        f"the groups' averages are {row.effect:.3g} times as far from the other sources' class shares as "
+        "averages drawn from them")
+
+
+def source_conflict(est, data, seed: int = 0) -> list[Check]:
+    """The held-out-source conflict check (module docstring): one row, naming the source that contradicts the
+    rest, if any; none when the estimator's `conflict_check` is off."""
+    if not getattr(est, "conflict_check", False):
+        return []
+    sources = held_out_sources(data)
+    if len(data.present_sources()) < 2 and len(sources) < 2:
+        return [Check("source_conflict", float("nan"), float("nan"), float("nan"), False,
+                      "Only one source is given: there is nothing to hold it against.")]
+    rng = np.random.default_rng(seed)
+    scored = []
+    for source in sources:
+        rest = data.without(source)
+        try:
+            fit = rest_fit(est, rest)
+        except Exception as exc:  # noqa: BLE001 - the rest cannot be fitted alone (no supervision left...)
+            scored.append((source, float("nan"), float("nan"), float("nan"), f"not scored: {exc}"))
+            continue
+        scored.append((source, *score_source(source, data, fit, rest, rng)))
+    finite = [s for s in scored if np.isfinite(s[1])]
+    if not finite:
+        return [Check("source_conflict", float("nan"), float("nan"), float("nan"), False,
+                      "No source could be held against the others: " + "; ".join(f"{s[0]} {s[4]}" for s in scored))]
+    beyond = [s for s in finite if s[2] > s[3]]
+    source, p, effect, tolerance, words = min(beyond or finite, key=lambda s: s[1])
+    p_corrected = min(1.0, p * len(finite))
+    flagged = bool(beyond) and p_corrected < ALPHA
+    if flagged:
+        message = (f"Source {source} contradicts the other sources: {words} (effect {effect:.3g}, tolerance "
+                   f"{tolerance:g}; p = {p_corrected:.3g}, Bonferroni over {len(finite)} sources). Look at it, or "
+                   "fit without it and compare.")
+    else:
+        message = (f"No source contradicts the others (held out in turn: {', '.join(s[0] for s in finite)}); the "
+                   f"least consistent is {source}: {words} (effect {effect:.3g}, tolerance {tolerance:g}, p = "
+                   f"{p_corrected:.3g} after Bonferroni).")
+    return [Check("source_conflict", float(effect), float(tolerance), p_corrected, flagged, message, float(effect),
+                  float(tolerance))]
+
+
 def targeted() -> list:
-    """The rows come from the replicates (`rows`); nothing more runs."""
-    return []
+    """The held-out-source conflict check (it refits the model once per source, so it runs only when the
+    estimator asks for it: `conflict_check=True`)."""
+    return [source_conflict]
 
 
 __all__ = ["variates", "parameters", "default_log_likelihood", "replicate", "rows", "targeted", "softmax"]

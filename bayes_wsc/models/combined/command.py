@@ -43,6 +43,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--wh", type=positive_float, default=10.0,
                        help="precision of the groups' averages on the logit scale (default 10)")
     model.add_argument("--restarts", type=positive_int, default=2, help="MAP starts (default 2)")
+    model.add_argument("--conflict-check", action="store_true",
+                       help="hold each source out in turn, refit on the rest and say whether it contradicts them "
+                            "(one MAP per source)")
     add_variant_options(parser)
     add_sampling_options(parser)
 
@@ -66,6 +69,7 @@ def run(args) -> None:
 
     est = CombinedClassifier(prior_sd=args.prior_sd, intercept_sd=args.intercept_sd,
                              vote_diagonal=args.vote_diagonal, wh=args.wh, restarts=args.restarts,
+                             conflict_check=args.conflict_check,
                              **sampling_settings(args))
     fit_save_report(est, data, args)
 

@@ -326,6 +326,8 @@ class CombinedClassifier(Estimator):
     accuracy_a, accuracy_b : the experts' alpha, beta ~ 0.5 + 0.5 Beta(a, b).
     wh : the groups' averages' precision on the logit scale (seed 000's WH).
     restarts : MAP starts (the first at zero weights, the rest drawn from the priors).
+    conflict_check : with the fit's checks, leave each source out in turn, refit by MAP on the rest and
+        score the source against it (`checks.source_conflict`): one MAP per source, so off by default.
     method, draws, tune, chains, seed, ... : as every estimator.
 
     After `fit(data)`: `idata_` with W[class, feature], b[class], and where their sources are given
@@ -334,7 +336,7 @@ class CombinedClassifier(Estimator):
 
     model_name = "combined"
     data_class = CombinedSupervision
-    required_groups = ("posterior", "constant_data")
+    required_groups = ("posterior", "observed_data", "constant_data")
     bounds = {"confusion": (0.0, 1.0), "accuracy": (0.0, 1.0), "alpha": (0.5, 1.0), "beta": (0.5, 1.0),
               "alpha_raw": (0.0, 1.0), "beta_raw": (0.0, 1.0)}
     estimands = ["b", "W", "accuracy", "confusion", "alpha", "beta"]
@@ -342,7 +344,7 @@ class CombinedClassifier(Estimator):
     unit_dims = ("item", "unit")
 
     def __init__(self, *, prior_sd=1.0, intercept_sd=2.0, vote_diagonal=4.0, accuracy_a=2.0, accuracy_b=2.0,
-                 wh=10.0, restarts=2, **kwargs):
+                 wh=10.0, restarts=2, conflict_check=False, **kwargs):
         super().__init__(**kwargs)
         self.prior_sd = prior_sd
         self.intercept_sd = intercept_sd
@@ -351,6 +353,7 @@ class CombinedClassifier(Estimator):
         self.accuracy_b = accuracy_b
         self.wh = wh
         self.restarts = restarts
+        self.conflict_check = conflict_check
 
     def build_settings(self) -> dict:
         return {"prior_sd": self.prior_sd, "intercept_sd": self.intercept_sd, "vote_diagonal": self.vote_diagonal,
@@ -360,6 +363,8 @@ class CombinedClassifier(Estimator):
         super().check_params()
         check_settings(**self.build_settings())
         check_whole("restarts", self.restarts)
+        if not isinstance(self.conflict_check, bool):
+            raise InputError(f"conflict_check must be True or False, got {self.conflict_check!r}")
 
     def build_model(self, data: CombinedSupervision) -> pm.Model:
         return build_model(data, **self.build_settings())
@@ -396,55 +401,68 @@ class CombinedClassifier(Estimator):
         return starts
 
     def data_groups(self, data: CombinedSupervision) -> dict:
+        """The supervision as observed data (labels, votes, links, bag counts, group averages; -1 for none), the
+        items' features, scaling and memberships as constant data: enough to rebuild the container."""
+        observed = {"label": data.label}
         const = {"features": data.features, "feature_mean": data.scaling.mean, "feature_scale": data.scaling.scale,
-                 "label": data.label, "item_bag": data.item_bag, "item_group": data.item_group}
+                 "item_bag": data.item_bag, "item_group": data.item_group}
         dims = {"features": ["item", "feature"], "feature_mean": ["feature"], "feature_scale": ["feature"],
                 "label": ["item"], "item_bag": ["item"], "item_group": ["item"]}
-        coords = {"class_name": list(data.classes)}
+        coords = {"class_name": ("class_name", list(data.classes))}
         if data.vote.size:
-            const.update(vote_item=data.vote_item, vote_source=data.vote_source, vote_value=data.vote)
-            dims.update(vote_item=["vote_row"], vote_source=["vote_row"], vote_value=["vote_row"])
-            coords.update(source_name=list(data.source_names))
+            observed["vote_value"] = data.vote
+            const.update(vote_item=data.vote_item, vote_source=data.vote_source)
+            dims.update(vote_item=["vote_row"], vote_source=["vote_row"], vote_value=["vote_row"],
+                        vote_source_name=["source_name"])
+            const["vote_source_name"] = np.arange(data.n_sources)
+            coords["source_name"] = ("source_name", list(data.source_names))
         if data.link.size:
+            observed["link"] = data.link.astype(np.int64)
             const.update(pair_first=data.pairs[:, 0], pair_second=data.pairs[:, 1], constraint_pair=data.cell_pair,
-                         constraint_expert=data.cell_expert, link=data.link.astype(np.int64))
+                         constraint_expert=data.cell_expert)
             dims.update(pair_first=["pair"], pair_second=["pair"], constraint_pair=["constraint"],
-                        constraint_expert=["constraint"], link=["constraint"])
-            coords.update(expert_name=list(data.expert_names))
+                        constraint_expert=["constraint"], link=["constraint"], expert_index=["expert_name"])
+            const["expert_index"] = np.arange(data.n_experts)
+            coords["expert_name"] = ("expert_name", list(data.expert_names))
         if data.n_bags:
-            const["bag_counts"] = data.bag_counts
+            observed["bag_counts"] = data.bag_counts
             dims["bag_counts"] = ["bag", "class_name"]
         if data.n_groups:
-            const["group_he"] = data.group_he
+            observed["group_he"] = data.group_he
             dims["group_he"] = ["group"]
-        return {"constant_data": const, "dims": dims, "coords": coords, "attrs": {"data_settings": data.settings}}
+        const["class_index"] = np.arange(data.n_classes)
+        dims["class_index"] = ["class_name"]
+        return {"observed_data": observed, "constant_data": const, "dims": dims, "extra_coords": coords,
+                "attrs": {"data_settings": data.settings}}
 
     def data_from_fit(self) -> CombinedSupervision:
         """The items and every source the fit saw, rebuilt from the saved fit."""
+        from bayes_wsc import inference
         from bayes_wsc.data.tables import FeatureScaling
 
         self._check_fitted()
         fitted = self._fitted()
-        const = fitted.constant_data
+        const, observed = fitted.constant_data, fitted.observed_data
 
         def get(name, default):
-            return const[name].values if name in const else default
+            group = observed if name in observed else const
+            return group[name].values if name in group else default
 
         def names(coord):
-            return np.asarray(const[coord].values).astype(str) if coord in const.coords else np.zeros(0, str)
+            for group in (const, observed):
+                if coord in group.coords:
+                    return np.asarray(group[coord].values).astype(str)
+            return np.zeros(0, str)
 
-        n_classes = len(const["class_name"])
-        first, second = get("pair_first", np.zeros(0, np.int64)), get("pair_second", np.zeros(0, np.int64))
-        from bayes_wsc import inference
-
+        none = np.zeros(0, np.int64)
+        first, second = get("pair_first", none), get("pair_second", none)
         return CombinedSupervision(
             const["item"].values, const["features"].values, FeatureScaling.saved(const), names("class_name"),
-            const["label"].values, get("vote_item", np.zeros(0, np.int64)), get("vote_source", np.zeros(0, np.int64)),
-            get("vote_value", np.zeros(0, np.int64)), names("source_name"), np.stack([first, second], axis=1),
-            get("constraint_pair", np.zeros(0, np.int64)), get("constraint_expert", np.zeros(0, np.int64)),
-            get("link", np.zeros(0, np.int64)), names("expert_name"), const["item_bag"].values, names("bag"),
-            get("bag_counts", np.zeros((0, n_classes))), const["item_group"].values, names("group"),
-            get("group_he", np.zeros(0)), dict(inference.get_attrs(fitted).get("data_settings", {})))
+            observed["label"].values, get("vote_item", none), get("vote_source", none), get("vote_value", none),
+            names("source_name"), np.stack([first, second], axis=1), get("constraint_pair", none),
+            get("constraint_expert", none), get("link", none), names("expert_name"), const["item_bag"].values,
+            names("bag"), get("bag_counts", np.zeros((0, len(names("class_name"))))), const["item_group"].values,
+            names("group"), get("group_he", np.zeros(0)), dict(inference.get_attrs(fitted).get("data_settings", {})))
 
     # ------------------------------------------------------------------ predictions
     @property

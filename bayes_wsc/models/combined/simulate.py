@@ -37,7 +37,8 @@ def supervision_tables(z: np.ndarray, q1: np.ndarray | None, class_names, rng: n
                        bag_size: int = 6, n_groups: int = 0, group_size: int = 6, wh: float = 10.0,
                        confusions=None) -> dict[str, pd.DataFrame]:
     """Every kind of supervision drawn from the true classes `z` (indices into `class_names`): a `label`,
-    `bag` and `group` column for the items table, and the votes, pairs, bags and groups tables. The labels,
+    `bag` and `group` column for the items table, and the votes (each source on round(vote_rate n) random
+    items, an abstention on the others), pairs, bags and groups tables. The labels,
     bags and groups fall on distinct random items; `q1` (P(class 1 | x) per item) gives the groups' averages."""
     n, k = z.size, len(class_names)
     class_names = np.asarray(class_names, dtype=object)
@@ -55,8 +56,10 @@ def supervision_tables(z: np.ndarray, q1: np.ndarray | None, class_names, rng: n
         rows = []
         for s, acc in enumerate(accuracy):
             matrix = confusions[s] if confusions is not None else _confusion(acc, k)
+            voted = np.zeros(n, dtype=bool)
+            voted[rng.choice(n, int(round(vote_rate * n)), replace=False)] = True  # a fixed number per source
             for j in range(n):
-                vote = (class_names[rng.choice(k, p=matrix[z[j]])] if rng.random() < vote_rate else None)
+                vote = class_names[rng.choice(k, p=matrix[z[j]])] if voted[j] else None
                 rows.append((ids[j], f"annotator{s + 1}", vote))
         tables["votes"] = pd.DataFrame(rows, columns=["item", "source", "vote"])
     if len(alpha) and pairs_per_expert:
