@@ -147,29 +147,21 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
 def rows(est, data, replicates: Replicates) -> list[Check]:
     out = []
     realized = replicates.realized
-    if "label_agreement" in realized:
-        obs, rep = realized["label_agreement"]
-        out.append(worst_element(
-            "label_agreement", p_value_two_sided(obs, rep), obs.mean(axis=0), rep.mean(axis=0), ["hand labels"],
-            "source", "How probable the class model finds the hand labels",
-            "The hand labels are less (or more) probable under the class model than labels drawn from it: some "
-            "may be wrong, or the features do not separate the classes as the other sources say.",
-            tolerance=AGREEMENT_TOLERANCE))
-    if "vote_agreement" in realized:
-        obs, rep = realized["vote_agreement"]
-        out.append(worst_element(
-            "vote_agreement", p_value_two_sided(obs, rep), obs.mean(axis=0), rep.mean(axis=0),
-            list(data.source_names), "source", "How probable the class model finds each annotator's votes",
-            "This annotator's votes agree with the class model out of line with its own confusion matrix: its "
-            "errors may depend on the item. Look at its votes, or fit without it and compare.",
-            tolerance=AGREEMENT_TOLERANCE))
-    if "link_agreement" in realized:
-        obs, rep = realized["link_agreement"]
-        out.append(worst_element(
-            "link_agreement", p_value_two_sided(obs, rep), obs.mean(axis=0), rep.mean(axis=0),
-            list(data.expert_names), "expert", "How often each expert's links agree with the class model",
-            "This expert's links agree with the classes out of line with any sensitivity and specificity in "
-            "[0.5, 1]: it may link against the classes. Fit without it and compare.", tolerance=AGREEMENT_TOLERANCE))
+    for name, labels, noun, what, advice in (
+            ("label_agreement", ["hand labels"], "source", "How probable the class model finds the hand labels",
+             "The hand labels are less (or more) probable under the class model than labels drawn from it: some "
+             "may be wrong, or the features do not separate the classes as the other sources say."),
+            ("vote_agreement", list(data.source_names), "source",
+             "How probable the class model finds each annotator's votes",
+             "This annotator's votes agree with the class model out of line with its own confusion matrix: its "
+             "errors may depend on the item. Look at its votes, or fit without it and compare."),
+            ("link_agreement", list(data.expert_names), "expert", "How often each expert's links agree with the "
+             "class model", "This expert's links agree with the classes out of line with any sensitivity and "
+             "specificity in [0.5, 1]: it may link against the classes. Fit without it and compare.")):
+        if name in realized:
+            obs, rep = realized[name]
+            out.append(worst_element(name, p_value_two_sided(obs, rep), obs.mean(axis=0), rep.mean(axis=0), labels,
+                                     noun, what, advice, tolerance=AGREEMENT_TOLERANCE))
     if "bag_counts" in replicates.replicated:
         labels = [f"{b}/{c}" for b in data.bag_names for c in data.classes]
         out.append(omnibus("bag_counts", replicates.observed["bag_counts"], replicates.replicated["bag_counts"],

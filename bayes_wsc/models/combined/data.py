@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayes_wsc.data.pairwise import CONSTRAINT_COLUMNS, _read_constraints
+from bayes_wsc.data.pairwise import CONSTRAINT_COLUMNS, _read_constraints, link_counts
 from bayes_wsc.data.tables import (FeatureScaling, ItemFeatures, feature_columns, key_column, key_text,
                                    numeric_column, read_ids, require_columns, require_rows, text_column)
 from bayes_wsc.errors import InputError
@@ -218,11 +218,7 @@ class CombinedSupervision(ItemFeatures):
 
     def link_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """(P, M) numbers of must-links and of cannot-links that each expert gave each pair."""
-        must = np.zeros((self.n_pairs, self.n_experts))
-        cannot = np.zeros((self.n_pairs, self.n_experts))
-        np.add.at(must, (self.cell_pair, self.cell_expert), self.link)
-        np.add.at(cannot, (self.cell_pair, self.cell_expert), 1 - self.link)
-        return must, cannot
+        return link_counts(self.cell_pair, self.cell_expert, self.link, self.n_pairs, self.n_experts)
 
     def evidence_items(self) -> np.ndarray:
         """Items whose class some item-level source speaks to: a hand label or a cast vote, or a bag."""
