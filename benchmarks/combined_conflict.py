@@ -45,7 +45,8 @@ def corrupt(tables: dict, scenario: str, rng: np.random.Generator) -> dict:
         votes["vote"] = swap(votes["vote"], rows)
     elif scenario == "wrong_bags":
         bags = tables["bags"]
-        bags.loc[:1, ["c0", "c1"]] = bags.loc[:1, ["c1", "c0"]].to_numpy()
+        c0, c1 = bags["c0"].to_numpy().copy(), bags["c1"].to_numpy().copy()
+        bags["c0"], bags["c1"] = np.r_[c1[:2], c0[2:]], np.r_[c0[:2], c1[2:]]
     elif scenario == "flipped_labels":
         items = tables["items"]
         labelled = items.index[items["label"].notna()]

@@ -130,21 +130,22 @@ def _proportions_tables():
 
 
 def _combined_tables():
-    """The FEATURES items with a label on three, two bags of three and two groups of four; votes from two
-    annotators (abstentions included), the experts' constraints, the bags' counts and the groups' averages."""
+    """The FEATURES items with a label on three, in four bags of three and two groups of six (every item in
+    one of each, so that their columns are ids throughout); votes from two annotators (abstentions included),
+    the experts' constraints, the bags' counts and the groups' averages."""
     items = FEATURES.frame.copy()
     side = np.arange(len(items)) % 2
     items["label"] = [str(v) if k in (0, 1, 6) else None for k, v in enumerate(side)]
-    items["bag"] = ["b1", "b1", "b1", "b2", "b2", "b2", None, None, None, None, None, None]
-    items["group"] = [None, None, None, None, "g1", "g1", "g1", "g1", "g2", "g2", "g2", "g2"]
+    items["bag"] = [f"b{k // 3}" for k in range(12)]
+    items["group"] = [f"g{k // 6}" for k in range(12)]
     votes = pd.DataFrame({"item": [f"i{k}" for k in range(12) for _ in range(2)],
                           "source": ["a1", "a2"] * 12,
                           "vote": [str(side[k]) if (k + a) % 3 else None for k in range(12) for a in range(2)]})
-    bags = pd.DataFrame({"bag": ["b1", "b2"], "0": [2, 1], "1": [1, 2]})
-    groups = pd.DataFrame({"group": ["g1", "g2"], "he": [0.2, -0.1]})
-    return (Table(items, ids=("id",), numbers=("x1", "x2")),
-            Table(votes, ids=("item", "source")), Table(bags, ids=("bag",), numbers=("0", "1")),
-            Table(groups, ids=("group",), numbers=("he",)))
+    ones = [int(side[3 * b:3 * b + 3].sum()) for b in range(4)]
+    bags = pd.DataFrame({"bag": [f"b{b}" for b in range(4)], "0": [3 - o for o in ones], "1": ones})
+    groups = pd.DataFrame({"group": ["g0", "g1"], "he": [0.2, -0.1]})
+    return (Table(items, ids=("id", "bag", "group"), numbers=("x1", "x2")), Table(votes, ids=("item", "source")),
+            Table(bags, ids=("bag",), numbers=("0", "1")), Table(groups, ids=("group",), numbers=("he",)))
 
 
 CLICKS, GROUPS = _wsc_tables()

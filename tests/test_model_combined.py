@@ -258,3 +258,36 @@ def test_sbc_ranks_are_uniform():
     table = result.uniformity()
     failed = table.loc[~table["passes"], ["quantity", "chi2", "p_value"]]
     assert failed.empty, failed.to_string()
+
+
+# ---------------------------------------------------------------------- the conflict check
+def test_each_source_can_be_held_out():
+    from bayes_wsc.models.combined.checks import held_out_sources
+
+    data = subset(tiny_tables(2, np.random.default_rng(0)), ("labels", "votes", "pairs", "bags", "groups"))
+    sources = held_out_sources(data)
+    assert sources == ["labels", "votes:s1", "votes:s2", "pairs:e1", "pairs:e2", "bags", "groups"]
+    assert "labels" not in data.without("labels").present_sources()
+    assert set(data.without("votes:s1").source_names[data.without("votes:s1").vote_source]) == {"s2"}
+    assert set(data.without("pairs:e2").cell_expert) == {0}
+    assert data.without("bags").n_bags == 0 and data.without("groups").n_groups == 0
+    with pytest.raises(InputError, match="no source 'nope'"):
+        data.without("nope")
+
+
+@pytest.mark.slow
+def test_the_conflict_check_names_an_adversarial_annotator_and_passes_honest_sources():
+    from bayes_wsc.models.combined.checks import source_conflict
+    from bayes_wsc.models.combined.model import CombinedClassifier
+
+    tables, _, _ = simulate_combined(200, 2, 2, seed=1, n_groups=4)
+    honest = data_from_tables(tables)
+    votes = tables["votes"].copy()
+    rows = (votes["source"] == "annotator1") & votes["vote"].notna()
+    votes.loc[rows, "vote"] = votes.loc[rows, "vote"].map({"c0": "c1", "c1": "c0"})
+    flipped = data_from_tables({**tables, "votes": votes})
+    for data, flags in ((honest, False), (flipped, True)):
+        est = fit_quietly(CombinedClassifier(checks=False, conflict_check=True), data)
+        [row] = source_conflict(est, data)
+        assert row.flagged == flags, row.message
+        assert ("Source votes:annotator1 contradicts" in row.message) == flags

@@ -306,7 +306,9 @@ def source_conflict(est, data, seed: int = 0) -> list[Check]:
         message = (f"No source contradicts the others (held out in turn: {', '.join(s[0] for s in finite)}); the "
                    f"least consistent is {source}: {words} (effect {effect:.3g}, tolerance {tolerance:g}, p = "
                    f"{p_corrected:.3g} after Bonferroni).")
-    return [Check("source_conflict", float(effect), float(tolerance), p_corrected, flagged, message, float(effect),
+    # the statistic is the worst source's effect (its own units: probability below what the rest implies, or
+    # the discrepancy's ratio); the message gives its observed value and what the rest implies
+    return [Check("source_conflict", float(effect), float("nan"), p_corrected, flagged, message, float(effect),
                   float(tolerance))]
 
 
@@ -316,4 +318,3 @@ def targeted() -> list:
     return [source_conflict]
 
 
-__all__ = ["variates", "parameters", "default_log_likelihood", "replicate", "rows", "targeted", "softmax"]

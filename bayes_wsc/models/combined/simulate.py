@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, softmax
+from scipy.special import softmax
 
 from bayes_wsc.errors import InputError
 
@@ -188,7 +188,6 @@ def sbc_case(n_items: int = 40, n_features: int = 2, n_classes: int = 2, *, draw
         same = z[template.pairs[template.cell_pair, 0]] == z[template.pairs[template.cell_pair, 1]]
         alpha, beta = np.asarray(draw["alpha"])[template.cell_expert], np.asarray(draw["beta"])[template.cell_expert]
         parts["link"] = np.where(same, sim_rng.random(same.size) < alpha, sim_rng.random(same.size) >= beta)
-        inside = template.item_bag >= 0
         parts["bag_counts"] = np.stack([np.bincount(z[template.item_bag == g], minlength=n_classes)
                                         for g in range(template.n_bags)]).astype(float)
         if template.n_groups:
@@ -196,7 +195,6 @@ def sbc_case(n_items: int = 40, n_features: int = 2, n_classes: int = 2, *, draw
             share = (np.bincount(template.item_group[member], weights=probs[member, 1])
                      / np.bincount(template.item_group[member]))
             parts["group_he"] = np.log(share) - np.log1p(-share) + sim_rng.normal(0, 1 / np.sqrt(wh), share.size)
-        del inside
         return CombinedSupervision(**parts)
 
     def estimator(est_seed):
@@ -212,4 +210,4 @@ def sbc_case(n_items: int = 40, n_features: int = 2, n_classes: int = 2, *, draw
     return SBCCase("combined", template, simulate, estimator, quantities, description=description)
 
 
-__all__ = ["simulate_combined", "supervision_tables", "example", "sbc_case", "data_from_tables", "expit"]
+__all__ = ["simulate_combined", "supervision_tables", "example", "sbc_case", "data_from_tables"]
