@@ -143,8 +143,8 @@ def sbc_case(n_items: int = 40, n_features: int = 2, n_classes: int = 2, *, draw
 
     Fixed across simulations: the features, which items are labelled, which items each of two annotators
     votes on, the pairs (each item in at most one pair and in no bag, so that the pairwise term is exact),
-    the bags and the groups. Drawn per simulation from the model's prior (`pm.draw`): W, b, the confusion
-    matrices, alpha and beta; then each item's class from softmax(x W^T + b) and every source from it.
+    the bags and the groups. Drawn per simulation from the model's prior (`pm.draw` of its free variables):
+    W_raw, b_raw, the confusion matrices, alpha_raw and beta_raw; then each item's class from softmax(x W^T + b) and every source from it.
     Ranked: b, W, each annotator's accuracy and each expert's alpha and beta."""
     from bayes_wsc.models.combined.data import CombinedSupervision
     from bayes_wsc.models.combined.model import CombinedClassifier
@@ -177,8 +177,7 @@ def sbc_case(n_items: int = 40, n_features: int = 2, n_classes: int = 2, *, draw
     wh = 10.0
 
     def simulate(draw, sim_rng):
-        W, b = np.asarray(draw["W"]), np.asarray(draw["b"])
-        probs = softmax(template.features @ W.T + b, axis=1)
+        probs = softmax(template.features @ np.asarray(draw["W_raw"]) + np.asarray(draw["b_raw"]), axis=1)
         z = (sim_rng.random(n_items)[:, None] > np.cumsum(probs, axis=1)).sum(axis=1).clip(max=n_classes - 1)
         parts = {f: getattr(template, f) for f in template.__dataclass_fields__}
         parts["label"] = np.where(template.label >= 0, z, -1)
@@ -186,7 +185,8 @@ def sbc_case(n_items: int = 40, n_features: int = 2, n_classes: int = 2, *, draw
         parts["vote"] = np.array([sim_rng.choice(n_classes, p=confusion[s, z[j]])
                                   for j, s in zip(template.vote_item, template.vote_source)])
         same = z[template.pairs[template.cell_pair, 0]] == z[template.pairs[template.cell_pair, 1]]
-        alpha, beta = np.asarray(draw["alpha"])[template.cell_expert], np.asarray(draw["beta"])[template.cell_expert]
+        alpha = 0.5 + 0.5 * np.asarray(draw["alpha_raw"])[template.cell_expert]
+        beta = 0.5 + 0.5 * np.asarray(draw["beta_raw"])[template.cell_expert]
         parts["link"] = np.where(same, sim_rng.random(same.size) < alpha, sim_rng.random(same.size) >= beta)
         parts["bag_counts"] = np.stack([np.bincount(z[template.item_bag == g], minlength=n_classes)
                                         for g in range(template.n_bags)]).astype(float)
