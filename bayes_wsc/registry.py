@@ -97,6 +97,15 @@ def _spec(name: str, estimator: str, data: str) -> ModelSpec:
                      simulate=f"bayes_wsc.simulate.{name}", example_data=f"bayes_wsc.simulate.{name}:example")
 
 
+def _folder(name: str, estimator: str, data: str) -> ModelSpec:
+    """A model that is one folder, `models/<name>/`, with a module per role: data, model, checks, command,
+    report, simulate."""
+    base = f"bayes_wsc.models.{name}"
+    return ModelSpec(name=name, estimator=f"{base}.model:{estimator}", data=f"{base}.data:{data}",
+                     commands=f"{base}.command", checks=f"{base}.checks", report=f"{base}.report",
+                     simulate=f"{base}.simulate", example_data=f"{base}.simulate:example")
+
+
 #: every model, in the order the command line lists them
 MODELS: tuple[ModelSpec, ...] = (
     _spec("wsc", "bayes_wsc.models.wsc:WSC", "bayes_wsc.data.grouped:GroupedCounts"),
@@ -105,6 +114,7 @@ MODELS: tuple[ModelSpec, ...] = (
     _spec("proportions", "bayes_wsc.models.proportions:ProportionsClassifier",
           "bayes_wsc.data.proportions:LabelProportions"),
     _spec("perception", "bayes_wsc.models.perception:PerceptionClustering", "bayes_wsc.data.seeded:SeedSets"),
+    _folder("combined", "CombinedClassifier", "CombinedSupervision"),
 )
 
 NAMES: tuple[str, ...] = tuple(spec.name for spec in MODELS)

@@ -300,6 +300,55 @@ def perception_density(data, post, est=None, own=True, noise=None):
     return np.log((1 - noise) * np.exp(clean) + noise * in_set.sum(axis=1) / data.n_clusters)
 
 
+# ---------------------------------------------------------------------- combined: hand labels wrong at a learned rate
+COMBINED_VARIANT = """
+    '''Hand labels wrong with a learned probability `label_noise`, spread evenly over the other classes.'''
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    from bayes_wsc.models.combined.model import (add_class_model, add_experts, add_units, add_vote_evidence,
+                                                 label_logp, model_coords)
+
+
+    def build_model(data, *, prior_sd=1.0, intercept_sd=2.0, vote_diagonal=4.0, accuracy_a=2.0, accuracy_b=2.0,
+                    wh=10.0):
+        with pm.Model(coords=model_coords(data)) as model:
+            log_q = add_class_model(data, prior_sd=prior_sd, intercept_sd=intercept_sd)
+            noise = pm.Beta("label_noise", 1.0, 9.0)
+            at_label = label_logp(data) == 0.0
+            labelled = (data.label >= 0)[:, None]
+            wrong = pt.log(noise / (data.n_classes - 1))
+            labels = pt.switch(labelled, pt.switch(at_label, pt.log1p(-noise), wrong), 0.0)
+            evidence = labels + add_vote_evidence(data, vote_diagonal=vote_diagonal)
+            alpha, beta = add_experts(data, accuracy_a=accuracy_a, accuracy_b=accuracy_b)
+            add_units(data, log_q, evidence, alpha, beta, wh=wh)
+        return model
+
+
+    def initial_values(data, estimator):
+        return [{**start, "label_noise": 0.1} for start in estimator.initial_values(data)]
+"""
+
+
+def combined_items(data) -> pd.DataFrame:
+    return _features(data.scaling.names, data.features, data.scaling.mean, data.scaling.scale)
+
+
+def combined_density(data, post, est, own=True):
+    """The units' log-likelihood (`unit_log_likelihood`, itself held to brute-force enumeration in
+    tests/test_model_combined.py) with the noisy labels' log P(label | class) in place of the exact ones."""
+    from bayes_wsc.models.combined.model import unit_log_likelihood
+
+    if not own:
+        return unit_log_likelihood(data, post, wh=est.wh)
+    noise = post["label_noise"][:, None, None]
+    labelled = (data.label >= 0)[None, :, None]
+    at_label = np.zeros((data.n_items, data.n_classes), dtype=bool)
+    at_label[np.flatnonzero(data.label >= 0), data.label[data.label >= 0]] = True
+    labels = np.where(labelled, np.where(at_label[None], np.log1p(-noise), np.log(noise / (data.n_classes - 1))), 0.0)
+    return unit_log_likelihood(data, post, wh=est.wh, label_evidence=labels)
+
+
 CASES = {
     "wsc": Case(wsc_items, ("--n-groups", "40", "--group-size", "20", "--n-bins", "5"), "clicks.csv",
                 WSC_VARIANT, "nu", wsc_density),
@@ -310,4 +359,6 @@ CASES = {
                         PROPORTIONS_VARIANT, "nu", proportions_density),
     "perception": Case(perception_items, ("--n-items", "200"), "items.csv", PERCEPTION_VARIANT, "noise",
                        perception_density),
+    "combined": Case(combined_items, ("--n-items", "60"), "items.csv", COMBINED_VARIANT, "label_noise",
+                     combined_density),
 }

@@ -3,7 +3,8 @@ module of `bayes_wsc/` is named.
 
 A table row names its module in its first cell: a file (`estimator.py`), a folder (`datasets/`, which
 names its `__init__.py`), or a per-model path with `<model>` (`checks/<model>.py`), which stands for
-that file of every registered model (`registry.NAMES`) and must exist for each.
+that file of every registered model laid out by part (`registry.NAMES`) and must exist for each; a model
+that is one folder (`models/<name>/`) has a row per module of its folder.
 """
 
 from __future__ import annotations
@@ -28,9 +29,15 @@ def named_modules() -> dict[str, list[str]]:
         if not found:
             continue
         cell = found.group(1)
-        paths = [cell.replace("<model>", name) for name in registry.NAMES] if "<model>" in cell else [cell]
+        paths = [cell.replace("<model>", name) for name in by_part()] if "<model>" in cell else [cell]
         named[cell] = [p + "__init__.py" if p.endswith("/") else p for p in paths]
     return named
+
+
+def by_part() -> list[str]:
+    """The registered models whose parts lie in the package's part folders (`checks/<model>.py`...), not in
+    a folder of their own."""
+    return [spec.name for spec in registry.MODELS if not spec.estimator.startswith(f"bayes_wsc.models.{spec.name}.")]
 
 
 def package_modules() -> set[str]:

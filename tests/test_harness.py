@@ -132,10 +132,30 @@ def _proportions_tables():
     return Table(items, ids=("group",), numbers=("x1", "x2")), Table(shares, ids=("group",), numbers=("ok", "crack"))
 
 
+def _combined_tables():
+    """The FEATURES items with a label on three, in four bags of three and two groups of six (every item in
+    one of each, so that their columns are ids throughout); votes from two annotators (abstentions included),
+    the experts' constraints, the bags' counts and the groups' averages."""
+    items = FEATURES.frame.copy()
+    side = np.arange(len(items)) % 2
+    items["label"] = [str(v) if k in (0, 1, 6) else None for k, v in enumerate(side)]
+    items["bag"] = [f"b{k // 3}" for k in range(12)]
+    items["group"] = [f"g{k // 6}" for k in range(12)]
+    votes = pd.DataFrame({"item": [f"i{k}" for k in range(12) for _ in range(2)],
+                          "source": ["a1", "a2"] * 12,
+                          "vote": [str(side[k]) if (k + a) % 3 else None for k in range(12) for a in range(2)]})
+    ones = [int(side[3 * b:3 * b + 3].sum()) for b in range(4)]
+    bags = pd.DataFrame({"bag": [f"b{b}" for b in range(4)], "0": [3 - o for o in ones], "1": ones})
+    groups = pd.DataFrame({"group": ["g0", "g1"], "he": [0.2, -0.1]})
+    return (Table(items, ids=("id", "bag", "group"), numbers=("x1", "x2")), Table(votes, ids=("item", "source")),
+            Table(bags, ids=("bag",), numbers=("0", "1")), Table(groups, ids=("group",), numbers=("he",)))
+
+
 CLICKS, GROUPS = _wsc_tables()
 SEEDS, PERCEPTION = _seed_tables()
 STICKS, SHARES = _proportions_tables()
 FEATURES = _feature_items(12, with_id=True, label=False)
+COMBINED_ITEMS, VOTES, BAGS, GROUP_AVERAGES = _combined_tables()
 LABELED = _feature_items(16, with_id=False, label=True)
 NEW_CLICKS = Table(pd.DataFrame({"group": ["g0", "g2", "zz", "g1"], "bounce": ["y", "n", "n", "y"]}), ids=("group",))
 NEW_ITEMS = _feature_items(5, with_id=True, label=False)
@@ -294,6 +314,10 @@ ENTRY_POINTS = [
     Entry("fit proportions", ("fit", "proportions", "--items", "{items}", "--proportions", "{proportions}",
                               "--out", "{out}"),
           {"items": STICKS, "proportions": SHARES}, {"out": "fit.nc"}, FIT, skip=READING),
+    Entry("fit combined", ("fit", "combined", "--items", "{items}", "--votes", "{votes}", "--pairs", "{pairs}",
+                           "--bags", "{bags}", "--groups", "{groups}", *SEED, "--out", "{out}"),
+          {"items": COMBINED_ITEMS, "votes": VOTES, "pairs": _constraints(), "bags": BAGS, "groups": GROUP_AVERAGES},
+          {"out": "fit.nc"}, FIT, skip=READING),
     Entry("baseline llp", ("baseline", "llp", "--items", "{items}", "--proportions", "{proportions}", "--k", "2",
                            "--out", "{out}"),
           {"items": STICKS, "proportions": SHARES}, {"out": "llp.json"}, llp_check, skip=READING),
@@ -328,6 +352,8 @@ ENTRY_POINTS = [
     Entry("simulate proportions", ("simulate", "proportions", "--n-groups", "4", "--out", "{out}"), {},
           {"out": "sim/"}, simulate_check),
     Entry("simulate perception", ("simulate", "perception", "--n-items", "40", "--out", "{out}"), {},
+          {"out": "sim/"}, simulate_check),
+    Entry("simulate combined", ("simulate", "combined", "--n-items", "40", "--out", "{out}"), {},
           {"out": "sim/"}, simulate_check),
     # the demo has no input; a successful run is minutes of NUTS, so only its output folder is tested
     Entry("demo", ("demo", "--out", "{out}"), {}, {"out": "demo/"}, None, examples=0),

@@ -38,6 +38,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("command line", ("cli.py",)),
     ("testing", ("testing.py",)),
 )
+#: a model that is one folder (`models/<name>/`) has a module per role, each in the layer of its role
+ROLE_LAYERS = {"data.py": "data", "report.py": "reports", "__init__.py": "models", "model.py": "models",
+               "checks.py": "model checks", "simulate.py": "simulations", "command.py": "commands"}
 #: folders whose modules must not import these folders, though they lie below: a model stands alone
 #: (a sixth model is added without touching the others) and is not built on its paper's baselines
 SEPARATE = {"models/": ("models/", "baselines/")}
@@ -57,9 +60,19 @@ def relative(path: Path) -> str:
     return path.relative_to(PACKAGE).as_posix()
 
 
+def model_folder(rel: str) -> str | None:
+    """"models/<name>/" for a module of a model that is one folder, else None."""
+    parts = rel.split("/")
+    return f"models/{parts[1]}/" if len(parts) == 3 and parts[0] == "models" else None
+
+
 def layer_of(path: Path) -> int | None:
-    """The index in `LAYERS` of the longest prefix matching the module's path, None when none does."""
+    """The index in `LAYERS` of the longest prefix matching the module's path, None when none does; a
+    module of a model folder (`models/<name>/<role>.py`) is in its role's layer (`ROLE_LAYERS`)."""
     rel, best, found = relative(path), -1, None
+    if model_folder(rel):
+        role = ROLE_LAYERS.get(rel.rsplit("/", 1)[1])
+        return None if role is None else [name for name, _ in LAYERS].index(role)
     for index, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
             if (rel == prefix or (prefix.endswith("/") and rel.startswith(prefix))) and len(prefix) > best:
@@ -113,6 +126,9 @@ def test_no_import_climbs_a_layer(name):
                             f"{LAYERS[own][0]})")
         for folder, barred in SEPARATE.items():
             target_path = relative(MODULES[target])
+            own_folder = model_folder(relative(path))
+            if own_folder and target_path.startswith(own_folder):
+                continue  # a model folder's roles import each other by layer
             if relative(path).startswith(folder) and any(target_path.startswith(b) for b in barred):
                 climbing.append(f"{relative(path)}:{line} imports {target}: a module of {folder} imports "
                                 f"none of {', '.join(barred)}")
@@ -149,6 +165,14 @@ def test_the_rule_catches_a_climbing_import(tmp_path):
     found = {t for t, _ in imports("bayes_wsc.data.fake", fake, MODULES)}
     assert found == {"bayes_wsc.models.wsc", "bayes_wsc.cli"}
     assert layer_of(PACKAGE / "data" / "fake.py") < layer_of(MODULES["bayes_wsc.models.wsc"])
+
+
+def test_a_model_folders_roles_have_their_layers():
+    """models/<name>/data.py is data, model.py a model, checks.py a model check, command.py a command."""
+    layers = [name for name, _ in LAYERS]
+    for role, layer in ROLE_LAYERS.items():
+        assert layer_of(PACKAGE / "models" / "any" / role) == layers.index(layer), role
+    assert layer_of(PACKAGE / "models" / "any" / "other.py") is None
 
 
 def test_architecture_states_these_layers():

@@ -18,13 +18,13 @@ README rather than marking it slow.
 
 from __future__ import annotations
 
-import importlib
 import shlex
 import time
 from pathlib import Path
 
 import pytest
 
+from bayes_wsc import registry
 from bayes_wsc.cli import main
 from bayes_wsc.commands import FIT_COMMANDS
 
@@ -75,7 +75,7 @@ def named_paths(words: list[str]) -> list[Path]:
         if option == "--report":
             paths += [Path(value) / name for name in REPORT_CONTENTS]
         elif option == "--out" and words[1] == "simulate":
-            paths += [Path(value) / name for name in importlib.import_module(f"bayes_wsc.commands.{words[2]}").SIMULATE_FILES]
+            paths += [Path(value) / name for name in registry.get(words[2]).module("commands").SIMULATE_FILES]
         elif option == "--out" or "/" in value or Path(value).suffix in (".csv", ".nc", ".parquet", ".json"):
             paths.append(Path(value))
     return paths

@@ -153,11 +153,7 @@ class PairwiseConstraints(ItemFeatures):
 
     def link_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """(P, M) numbers of must-links and of cannot-links that each expert gave each pair."""
-        must = np.zeros((self.n_pairs, self.n_experts))
-        cannot = np.zeros((self.n_pairs, self.n_experts))
-        np.add.at(must, (self.cell_pair, self.cell_expert), self.link)
-        np.add.at(cannot, (self.cell_pair, self.cell_expert), 1 - self.link)
-        return must, cannot
+        return link_counts(self.cell_pair, self.cell_expert, self.link, self.n_pairs, self.n_experts)
 
     def pair_votes(self) -> np.ndarray:
         """(P, 2) counts over experts of cannot-links (column 0) and must-links (column 1) per pair."""
@@ -172,6 +168,16 @@ class PairwiseConstraints(ItemFeatures):
             "j": self.item_ids[self.pairs[self.cell_pair, 1]],
             "link": self.link.astype(np.int64),
         })
+
+
+def link_counts(cell_pair, cell_expert, link, n_pairs: int, n_experts: int) -> tuple[np.ndarray, np.ndarray]:
+    """(P, M) numbers of must-links and of cannot-links that each expert gave each pair, from one row per
+    (pair, expert) cell."""
+    must = np.zeros((n_pairs, n_experts))
+    cannot = np.zeros((n_pairs, n_experts))
+    np.add.at(must, (cell_pair, cell_expert), link)
+    np.add.at(cannot, (cell_pair, cell_expert), 1 - np.asarray(link))
+    return must, cannot
 
 
 # ---------------------------------------------------------------------- reading
