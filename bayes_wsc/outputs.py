@@ -338,11 +338,19 @@ def _file_size(path) -> int:
 
 
 def _existing_folder(folder: Path) -> Path:
-    """The folder itself, or its nearest ancestor that exists."""
+    """The folder itself, or its nearest ancestor that exists (a path the system cannot even look up, a name
+    longer than the file system holds, does not exist)."""
     existing = folder if str(folder) else Path(".")
-    while not existing.exists() and existing != existing.parent:
+    while not _exists(existing) and existing != existing.parent:
         existing = existing.parent
     return existing
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 def _check_folder(folder: Path, where: str) -> None:

@@ -184,7 +184,7 @@ def test_architecture_states_these_layers():
 
 
 #: the layer of each part the registry names (`registry.ModelSpec`), by its role
-ROLE_LAYERS = {"estimator": "models", "data": "data", "commands": "commands", "checks": "model checks",
+PART_LAYERS = {"estimator": "models", "data": "data", "commands": "commands", "checks": "model checks",
                "report": "reports", "simulate": "simulations", "example_data": "simulations"}
 
 
@@ -203,7 +203,7 @@ def test_the_registrys_parts_lie_in_their_roles_layers():
             module = getattr(spec, role).partition(":")[0]
             if module not in MODULES:
                 wrong.append(f"{spec.name}.{role}: {module} is not a module of the package")
-            elif LAYERS[layer_of(MODULES[module])][0] != ROLE_LAYERS[role]:
+            elif LAYERS[layer_of(MODULES[module])][0] != PART_LAYERS[role]:
                 wrong.append(f"{spec.name}.{role}: {module} is in the {LAYERS[layer_of(MODULES[module])][0]} layer, "
-                             f"not {ROLE_LAYERS[role]}")
+                             f"not {PART_LAYERS[role]}")
     assert not wrong, "\n".join(wrong)
