@@ -277,10 +277,11 @@ def unit_noun(idata) -> str:
 
 def unit_label(idata, label) -> str:
     """A unit of the log-likelihood (a coordinate of its dim) named as the user knows it: a model's checks
-    module may define `unit_label(idata, label)` (the noisy-experts model names a pair by its items' ids)."""
+    module may define `unit_label(groups, label)` (the noisy-experts model names a pair by its items' ids),
+    handed the fit's groups as xarray Datasets whichever ArviZ family the fit was made for."""
     name = inference.get_attrs(idata).get("model")
     namer = getattr(registry.get(name).module("checks"), "unit_label", None) if name in MODULES else None
-    return str(label) if namer is None else namer(idata, label)
+    return str(label) if namer is None else namer(inference.groups_of(idata), label)
 
 
 def plural(noun: str) -> str:
