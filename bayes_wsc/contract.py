@@ -184,18 +184,19 @@ def check_module(model: str, role: str, module) -> None:
 
 
 # ---------------------------------------------------------------------- rules a fit's answers keep
-INTERVAL_SUFFIXES = ("_low", "_high")
 
 
 def probability_columns(pred, items) -> list[str]:
     """The `prob*` columns `predict` added (not the intervals, not an input column)."""
-    return [c for c in pred.columns if str(c).startswith("prob") and c not in items.columns
-            and not str(c).endswith(INTERVAL_SUFFIXES)]
+    bounds = {c for pair in interval_columns(pred) for c in pair}
+    return [c for c in pred.columns if str(c).startswith("prob") and c not in items.columns and c not in bounds]
 
 
 def interval_columns(pred) -> list[tuple[str, str]]:
-    """(low, high) column pairs of a prediction table, by their `_low` columns."""
-    return [(c, c[:-len("_low")] + "_high") for c in pred.columns if str(c).endswith("_low")]
+    """(low, high) column pairs of a prediction table, by their `_low` columns: `<column>_low` beside the
+    column it bounds (a class named "low" gives `prob_low`, a probability, not the bound of a `prob`)."""
+    return [(c, c[:-len("_low")] + "_high") for c in pred.columns
+            if str(c).endswith("_low") and c[:-len("_low")] in pred.columns]
 
 
 def prediction_problems(pred, items, *, has_draws: bool) -> list[str]:
@@ -225,7 +226,7 @@ def prediction_problems(pred, items, *, has_draws: bool) -> list[str]:
         if not ((values >= 0) & (values <= 1)).all():
             problems.append(f"predict's {column!r} holds values outside [0, 1] (or not numbers)")
     pairs = interval_columns(pred)
-    highs = {c for c in pred.columns if str(c).endswith("_high")}
+    highs = {c for c in pred.columns if str(c).endswith("_high") and c[:-len("_high")] in pred.columns}
     for column in sorted(highs - {high for _, high in pairs}, key=str):
         problems.append(f"predict's {column!r} has no matching _low column")
     if not pairs:
