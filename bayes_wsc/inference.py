@@ -106,8 +106,25 @@ def to_inference_data(groups: Groups):
     """The fit as the installed ArviZ works with it: a DataTree (ArviZ 1) or an InferenceData (0.2x),
     over the same Datasets."""
     if arviz_1():
-        return xr.DataTree.from_dict(dict(groups))
+        return xr.DataTree.from_dict(dict(_labels_beside_draws(groups)))
     return _az().InferenceData(**groups)
+
+
+def _labels_beside_draws(groups: Groups) -> Groups:
+    """The groups as ArviZ 1 can summarize them. Its `summary` stacks a group's variables and refuses a
+    coordinate that not all of them carry (a bin's level labels on rho[bin] beside a scalar pi), so the
+    groups of draws keep their dimension coordinates, and any other coordinate (labels) is kept once in
+    `constant_data`, beside the data."""
+    out, labels = Groups(groups), {}
+    for name, ds in groups.items():
+        extra = [c for c in ds.coords if c not in ds.dims] if name in DRAW_GROUPS else []
+        if extra:
+            labels.update({c: ds.coords[c].variable for c in extra})
+            out[name] = ds.drop_vars(extra)
+    if labels:
+        constant = out.get("constant_data", xr.Dataset())
+        out["constant_data"] = constant.assign_coords({c: v for c, v in labels.items() if c not in constant.variables})
+    return out
 
 
 def _for_arviz(idata):

@@ -171,7 +171,7 @@ def test_a_cached_command_line_map_loads_neither_pymc_nor_arviz(data, tmp_path, 
         assert proc.stderr == ""  # no warnings either way
         outputs.append(proc.stdout)
         fits.append(load(out))
-    assert "LOADED ['pymc', 'pytensor', 'arviz', 'scipy.stats']" in outputs[0]
+    assert "LOADED ['pymc', 'pytensor'" in outputs[0]  # building the program (PyMC 5 also loads ArviZ there)
     assert "LOADED []" in outputs[1]
     info = [json.loads(f.idata_.posterior.attrs["fit_info"])["map"]["compiled_program"] for f in fits]
     assert info == ["built", "cache"]
