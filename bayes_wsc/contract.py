@@ -193,10 +193,11 @@ def probability_columns(pred, items) -> list[str]:
 
 
 def interval_columns(pred) -> list[tuple[str, str]]:
-    """(low, high) column pairs of a prediction table, by their `_low` columns: `<column>_low` beside the
-    column it bounds (a class named "low" gives `prob_low`, a probability, not the bound of a `prob`)."""
+    """(low, high) column pairs of a prediction table, by their `_low` columns. A column with an interval of
+    its own is an estimate, not a bound: a class named "low" gives `prob_low` with `prob_low_low` and
+    `prob_low_high` beside it, while `prob_low` of a chosen class's probability has none."""
     return [(c, c[:-len("_low")] + "_high") for c in pred.columns
-            if str(c).endswith("_low") and c[:-len("_low")] in pred.columns]
+            if str(c).endswith("_low") and f"{c}_low" not in pred.columns]
 
 
 def prediction_problems(pred, items, *, has_draws: bool) -> list[str]:
@@ -226,7 +227,7 @@ def prediction_problems(pred, items, *, has_draws: bool) -> list[str]:
         if not ((values >= 0) & (values <= 1)).all():
             problems.append(f"predict's {column!r} holds values outside [0, 1] (or not numbers)")
     pairs = interval_columns(pred)
-    highs = {c for c in pred.columns if str(c).endswith("_high") and c[:-len("_high")] in pred.columns}
+    highs = {c for c in pred.columns if str(c).endswith("_high") and f"{c}_low" not in pred.columns}
     for column in sorted(highs - {high for _, high in pairs}, key=str):
         problems.append(f"predict's {column!r} has no matching _low column")
     if not pairs:
