@@ -11,6 +11,7 @@ import pytest
 from scipy.special import softmax
 from sklearn.metrics import normalized_mutual_info_score
 
+from bayes_wsc import inference
 from bayes_wsc.baselines.experts import (
     kmeans_labels,
     majority_vote,
@@ -392,12 +393,13 @@ def test_memberships_in_blocks_equal_the_per_draw_average(wine_case1, monkeypatc
     data, _, est = wine_case1
     rng = np.random.default_rng(0)
     fake = copy.copy(est)
-    fake.idata_ = est.idata_.copy()
-    post = fake.idata_.posterior.isel(draw=[0] * 6)
+    groups = inference.Groups(inference.groups_of(est.idata_))
+    post = groups["posterior"].isel(draw=[0] * 6)
     post = post.assign_coords(draw=np.arange(6))
     post["W"] = post["W"] + 0.3 * rng.standard_normal(post["W"].shape)
     post["b"] = post["b"] + 0.3 * rng.standard_normal(post["b"].shape)
-    fake.idata_.posterior = post
+    groups["posterior"] = post
+    fake.idata_ = groups
     W, b = post["W"].values[0], post["b"].values[0]
     alpha, beta = post["alpha"].values[0], post["beta"].values[0]
     linked = constraint_informed_memberships(data.features, W, b, alpha, beta, data, np.arange(data.n_items))
