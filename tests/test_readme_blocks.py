@@ -115,6 +115,7 @@ def test_block_runs_as_written(block, tmp_path, monkeypatch, capsys):
 #: (new items to predict: the training items themselves)
 API_TABLES = {
     "wsc": {},  # the block reads clicks.csv and groups.csv itself
+    "combined": {},  # likewise, items.csv and the supervision tables
     "experts": {"items": "items.csv", "constraints": "constraints.csv", "new_items": "items.csv"},
     "proportions": {"items": "items.csv", "proportions": "proportions.csv", "new_items": "items.csv"},
     "pcmix": {"items": "items.csv", "new": "items.csv"},
@@ -122,7 +123,7 @@ API_TABLES = {
                    "new_items": "items.csv"},
 }
 CONTAINERS = {"GroupedCounts": "wsc", "PairwiseConstraints": "experts", "LabelProportions": "proportions",
-              "LabeledItems": "pcmix", "SeedSets": "perception"}
+              "LabeledItems": "pcmix", "SeedSets": "perception", "CombinedSupervision": "combined"}
 
 
 def readme_api_blocks() -> list[tuple[int, str, str]]:
