@@ -164,6 +164,15 @@ def perception_configurations():
     return [(PerceptionClustering(restarts=2), study.data(), {"d": 2, "q": 3})]
 
 
+def combined_configurations():
+    from bayes_wsc.models.combined.model import CombinedClassifier
+    from bayes_wsc.models.combined.simulate import example
+
+    data = example(seed=1)
+    return [(CombinedClassifier(), data, {"D": data.n_features, "K": data.n_classes, "S": data.n_sources,
+                                          "M": data.n_experts})]
+
+
 def configurations(model: str):
     """(estimator, data, sizes) for each configuration of a registered model whose starts differ: the sizes
     name the README's shape symbols (`<model>_configurations` above; a new model adds its own)."""
