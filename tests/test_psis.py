@@ -19,10 +19,14 @@ def _field(elpd, *names):
 
 
 def assert_same_loo(ours, theirs):
+    """`psis.py` is ArviZ 0.2x's `az.loo`, step by step: equal to it to rounding. ArviZ 1 (arviz-stats) fits
+    the tails its own way (measured here: Pareto k up to 0.07 apart on the models' fits, NaN for a unit with
+    ties, elpd 1e-5 apart), so the comparison runs where ArviZ 0.2x is installed (Python 3.11): the NumPy
+    arithmetic `check` and the reports use is then the same on both stacks."""
+    if inference.arviz_1():
+        pytest.skip("psis.py is held to ArviZ 0.2x's az.loo (Python 3.11); ArviZ 1 smooths the tails otherwise")
     np.testing.assert_allclose(ours.elpd_loo, float(_field(theirs, "elpd_loo", "elpd")), rtol=1e-9)
-    units = np.size(ours.pareto_k)
-    ddof = 1 if inference.arviz_1() else 0  # ArviZ 1's standard error divides by n - 1, as R's loo
-    np.testing.assert_allclose(ours.se * np.sqrt(units / (units - ddof)), float(theirs.se), rtol=1e-9)
+    np.testing.assert_allclose(ours.se, float(theirs.se), rtol=1e-9)
     np.testing.assert_allclose(ours.p_loo, float(_field(theirs, "p_loo", "p")), rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(np.asarray(ours.pareto_k), np.asarray(theirs.pareto_k), rtol=1e-9, atol=1e-12)
     assert ours.good_k == pytest.approx(float(theirs.good_k))
