@@ -158,7 +158,7 @@ def test_a_laplace_fit_saves_loads_and_predicts(case, tmp_path):
     assert "loo_pareto_k" not in set(est.checks_["check"])
     path = est.save(tmp_path / "fit.nc")
     loaded = load(path)
-    loglik = loaded.idata_.log_likelihood
+    loglik = inference.groups_of(loaded.idata_)["log_likelihood"]
     assert set(loglik.data_vars) and loglik.sizes["draw"] == 1000 and np.isfinite(loglik.to_array()).all()
     if name.startswith("wsc"):  # every group's mu_i integrated out, as NUTS's log-likelihood has it
         from bayes_wsc.models.wsc import integrated_group_loglik
