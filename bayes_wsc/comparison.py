@@ -28,9 +28,9 @@ def compare(fits, ic: str = "loo"):
         reason = inference.loo_unavailable(fitted, f"fit {label!r}")
         if reason:
             raise InputError(reason)
-    first = fits[labels[0]]._fitted()
+    first = inference.groups_of(fits[labels[0]]._fitted())  # Datasets, whichever ArviZ family each fit is for
     for label in labels[1:]:
-        other = fits[label]._fitted()
+        other = inference.groups_of(fits[label]._fitted())
         if not other["observed_data"].equals(first["observed_data"]):
             raise InputError(f"fits {labels[0]!r} and {label!r} were made on different data; "
                              "LOO compares fits of the same data")
