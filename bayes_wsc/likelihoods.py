@@ -21,6 +21,19 @@ from bayes_wsc.defaults import LOG_ZERO  # log of "impossible", finite: no inf -
 from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
 
 
+def logistic_class_model(x, *, prior_sd: float = 1.0, intercept_sd: float = 2.0):
+    """log p(z = c | x) = log softmax(x W + b), (n, C), on standardized features `x`: free `W_raw[feature,
+    class]` ~ Normal(0, prior_sd) and `b_raw[class]` ~ Normal(0, intercept_sd). Adding a vector to every
+    class leaves the softmax unchanged, so the reported `W[class, feature]` and `b[class]` are the zero-sum
+    representative. The class model of label proportions' logistic emission and of the combined model."""
+    w_raw = pm.Normal("W_raw", 0.0, prior_sd, dims=("feature", "class"))
+    b_raw = pm.Normal("b_raw", 0.0, intercept_sd, dims="class")
+    pm.Deterministic("W", (w_raw - w_raw.mean(axis=1, keepdims=True)).T, dims=("class", "feature"))
+    pm.Deterministic("b", b_raw - b_raw.mean(), dims="class")
+    logits = pt.dot(x, w_raw) + b_raw
+    return logits - logsumexp(logits, axis=1, keepdims=True)
+
+
 def record_pointwise(name: str, terms, dims):
     """Keep the per-unit log-likelihood `terms` of the current model and return them unchanged.
 

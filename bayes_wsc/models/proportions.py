@@ -226,12 +226,7 @@ def add_logistic_emission(data: LabelProportions, *, prior_sd: float = 1.0, inte
     intercept_sd) on standardized features. Adding a vector to every class leaves the softmax unchanged,
     so the reported W[class, feature] and b[class] are the zero-sum representative. Returns log p(z | x), (n, L)."""
     x = declare(emission_inputs(data, "logistic", "independent"))["x"]
-    w_raw = pm.Normal("W_raw", 0.0, prior_sd, dims=("feature", "class"))
-    b_raw = pm.Normal("b_raw", 0.0, intercept_sd, dims="class")
-    pm.Deterministic("W", (w_raw - w_raw.mean(axis=1, keepdims=True)).T, dims=("class", "feature"))
-    pm.Deterministic("b", b_raw - b_raw.mean(), dims="class")
-    logits = pt.dot(x, w_raw) + b_raw
-    return logits - likelihoods.logsumexp(logits, axis=1, keepdims=True)
+    return likelihoods.logistic_class_model(x, prior_sd=prior_sd, intercept_sd=intercept_sd)
 
 
 def add_bag_likelihood(data: LabelProportions, emission: str, bag_likelihood: str, log_shares, log_emission,

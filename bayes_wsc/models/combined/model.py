@@ -156,12 +156,7 @@ def add_class_model(data: CombinedSupervision, *, prior_sd: float = 1.0, interce
     intercept_sd) on standardized features (as the proportions model's logistic emission); the reported
     W[class, feature] and b[class] are the zero-sum representative. Returns log q, (n, K)."""
     x = declare(class_inputs(data), DATA_DIMS, only=["x"])["x"]
-    w_raw = pm.Normal("W_raw", 0.0, prior_sd, dims=("feature", "class"))
-    b_raw = pm.Normal("b_raw", 0.0, intercept_sd, dims="class")
-    pm.Deterministic("W", (w_raw - w_raw.mean(axis=1, keepdims=True)).T, dims=("class", "feature"))
-    pm.Deterministic("b", b_raw - b_raw.mean(), dims="class")
-    logits = pt.dot(x, w_raw) + b_raw
-    return logits - likelihoods.logsumexp(logits, axis=1, keepdims=True)
+    return likelihoods.logistic_class_model(x, prior_sd=prior_sd, intercept_sd=intercept_sd)
 
 
 def add_label_evidence(data: CombinedSupervision):
