@@ -1,5 +1,5 @@
 """The public contract suite: every check a model of bayes_wsc keeps, runnable on any model, registered in
-the package or written by a user (in the spirit of scikit-learn's `utils/estimator_checks.py`).
+the package or written by a user (in the spirit of scikit-learn's `utils/estimator_checks.py`). ::
 
     from bayes_wsc.testing import check_model
     check_model(MyModel, my_small_data, new_items)        # raises AssertionError naming each failed check
@@ -58,6 +58,7 @@ class Case:
     simulate : `bayes-wsc simulate NAME` options for small data (registered models; empty: that check skips).
     predict_file : which simulated table `bayes-wsc predict --items` reads.
     variant : a variant file's source (indented text is dedented) with a free parameter of its own, `own`;
+
     density(data, posterior, estimator, own=True) -> (draws, units): that variant's pointwise
         log-likelihood at the posterior's draws written out independently in NumPy (own=False: the
         default model's, which must differ from it).
@@ -565,7 +566,7 @@ def parametrize_with_checks(models, *, expected_failures=None):
     models : `ModelFits` (a model, its data and case; `ModelFits.registered(spec, case)` for a registered
     one). expected_failures : {check name: reason}, or a function of the `ModelFits` returning one: those
     cases are marked xfail (strict: passing one fails, so the list stays true). A check that does not apply
-    to a model is marked skip with its reason; slow checks are marked `slow`.
+    to a model is marked skip with its reason; slow checks are marked `slow`. ::
 
         @parametrize_with_checks([ModelFits(MyModel, data, Case(new_items))])
         def test_contract(model, check):

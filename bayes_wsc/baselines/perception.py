@@ -1,6 +1,6 @@
 """Baselines for feature-level supervision (seed 004, Cheng et al. 2016, supplement eq. 1-6, Alg. 1-2).
 
-* `lpe`: linear perception embedding. Minimizes
+* `lpe`: linear perception embedding. Minimizes ::
 
       L(F, W, b) = ||X W + 1 b^T - F||^2 + beta sum_(k, i in S_k) ||F_i - p_k||^2 + gamma ||W||^2
 
@@ -8,7 +8,7 @@
   regularized, as the supplement argues). The seed term is the paper's beta ||S (F - P)||^2 with one
   row of S per (set, seed item) pair, so that an item in two sets is pulled towards both of their
   perception vectors; with disjoint sets it is the paper's diagonal seed selector.
-  Multiplicative updates (Long et al. 2012, the rule the supplement follows), one block at a time:
+  Multiplicative updates (Long et al. 2012, the rule the supplement follows), one block at a time::
 
       F <- F o sqrt((E+ + beta S^T P) / (F + beta c o F + E-))          E = X W + 1 b^T, c_i = sets of item i
       b <- b o sqrt((F^T 1 + [W^T X^T 1]-) / (n b + [W^T X^T 1]+))

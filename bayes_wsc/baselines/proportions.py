@@ -551,7 +551,7 @@ class InvCalModel:
 def fit_invcal(x: np.ndarray, item_group: np.ndarray, proportions: np.ndarray, *, kernel: str = "linear",
                C: float = 1.0, epsilon: float = 0.1) -> InvCalModel:
     """Inverse calibration (Rueping 2010), two classes: support vector regression whose constraint is on
-    each group's mean score, |mean_{x in g} f(x) - logit(p_g)| <= epsilon + slack, f in the kernel's space.
+    each group's mean score, `|mean_{x in g} f(x) - logit(p_g)| <= epsilon + slack`, f in the kernel's space.
 
     That is an SVR on the groups with the kernel between group means, mean_{x in g, x' in h} k(x, x')
     (scikit-learn's `SVR(kernel="precomputed")`). The targets are empirical logits, log((c + 1/2) / (n_g - c

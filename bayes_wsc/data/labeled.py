@@ -103,8 +103,10 @@ class LabeledItems:
         """Validate one row per item; every failure is one line naming the column, row and value.
 
         features : the feature columns (default: every column but the label and id columns).
+
         id_col : the items' id column: by default `id` when the table has one, else the rows are
             numbered; None numbers the rows whatever the columns.
+
         classes : the class names in order (default: the distinct labels, sorted; 0/1 labels give
             the classes 0 and 1 even when only one of them appears). With two classes the second
             is the positive one whose probability `predict` reports as `prob`.

@@ -93,6 +93,7 @@ class PairwiseConstraints(ItemFeatures):
         """Validate the items and either the constraints or the expert labels (exactly one).
 
         features : feature columns (default: every items column except `id_col`).
+
         max_pairs_per_expert : with expert labels, keep at most this many of each expert's
             implied pairs, drawn at random with `seed` (an expert who labels m items implies
             m (m - 1) / 2 pairs; all are kept by default).

@@ -156,10 +156,13 @@ class LabelProportions:
 
         id_col : the items' id column: by default `id` when the items have one, else the rows are
             numbered; None numbers the rows whatever the columns.
+
         features : the feature columns. By default every column of the items other than the group
             and id columns; a default column whose cells are not numbers is an error naming it.
+
         counts : the class columns hold counts of items (whole numbers adding up to the group's
             number of items) instead of proportions (adding up to 1).
+
         categorical : the features are categories, crossed into bins (the `categorical` emission).
         """
         require_rows(items, items_what)

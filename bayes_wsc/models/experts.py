@@ -212,7 +212,9 @@ def build_model(
     prior_sd : sd of the Gaussian prior on each column of W (the paper's lambda = 1 / (2 sd^2)
         on the unnormalized log-likelihood; the paper divides it by the number of constraints N,
         so its lambda corresponds to sd = 1 / sqrt(2 N lambda)).
+
     intercept_sd : sd of the Gaussian prior on each entry of b.
+
     accuracy_a, accuracy_b : alpha, beta ~ 0.5 + 0.5 Beta(a, b); (1, 1) is uniform on [0.5, 1]
         (the paper's unpenalized constraint), the default (2, 2) keeps the mode inside the interval.
     """

@@ -254,7 +254,7 @@ def memberships(x: np.ndarray, pi: np.ndarray, mean_z: np.ndarray, sd_z: np.ndar
 def basins(log_densities, tol: float = BASIN_TOL, atol: float = BASIN_ATOL) -> pd.DataFrame:
     """Restarts grouped by the log density they converged to: one row per basin, best first.
 
-    Restarts within max(atol, tol |value|) of a basin's best value share the
+    Restarts within `max(atol, tol |value|)` of a basin's best value share the
     basin. Label-switched copies of one solution have equal values and count
     as one basin.
     """

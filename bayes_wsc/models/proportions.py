@@ -19,8 +19,10 @@ Z is summed out per group, by one of two bag likelihoods:
   likelihood m_i ~ Multinomial(n_i, mean_j p(z | x_ij)) (Dirichlet-multinomial with
   concentration c when the proportions are noisy): the usual proportion loss of LLP.
 * `exact-counts`: the counts are known exactly, so the likelihood is P(X_i | m_i), the sum
-  over the assignments of classes to items that have those counts, each equally likely a priori:
+  over the assignments of classes to items that have those counts, each equally likely a priori::
+
       log P(X_i | m_i) = sum_j log p_eta(x_ij) + log PM(m_i; q_i) - log Multinomial(m_i; n_i, eta)
+
   with p_eta(x) = sum_l eta_l f_l(x), q_ijl = eta_l f_l(x_ij) / p_eta(x_ij), eta the overall
   class shares (eq. 2) and PM the Poisson-multinomial probability of the counts when item j
   is of class l with probability q_jl (`likelihoods.poisson_multinomial_logp`: exact by a
