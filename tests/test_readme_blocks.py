@@ -1,11 +1,14 @@
-"""The README's "Try it" blocks run as written, from an empty folder.
+"""The "Try it" blocks of the README and of the documentation's pages (docs/) run as written, from an
+empty folder.
 
 A block is a fenced code block (```) that follows a line reading exactly
 ``Try it:`` (blank lines between are allowed). Every non-blank line of it
 that does not start with ``#`` is one `bayes-wsc` command, written as a user
 would paste it into a shell (no prompt, no line continuation, no shell syntax
-but quoting). Each model's section starts with one: `simulate MODEL`, then
-`fit MODEL ... --report DIR`.
+but quoting). Each model's guide (docs/guides/MODEL.md) starts with one:
+`simulate MODEL`, then `fit MODEL ... --report DIR`; a block written in
+several pages (the README's example, the first fit of Getting started) runs
+once.
 
 Each block runs in a new empty folder, its commands in order and in this
 process (`bayes_wsc.cli.main(shlex.split(line)[1:])`, so the imports and
@@ -13,7 +16,7 @@ compiled programs are shared between blocks); every command must exit 0,
 and every path it names must exist afterwards: its input files, the files
 `simulate` declares in its folder, the fit and the report page. A block
 should run in seconds; when one grows slow, make its sizes smaller in the
-README rather than marking it slow.
+page rather than marking it slow.
 """
 
 from __future__ import annotations
@@ -28,13 +31,21 @@ from bayes_wsc import registry
 from bayes_wsc.cli import main
 from bayes_wsc.commands import FIT_COMMANDS
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+#: the pages whose blocks run: the README and every Markdown page of the documentation site
+PAGES = [README, *sorted(page for page in (ROOT / "docs").rglob("*.md")
+                          if not {"_build", "generated"} & set(page.relative_to(ROOT / "docs").parts))]
 MARKER = "Try it:"
 
 
-def readme_blocks() -> list[tuple[int, list[tuple[int, str]]]]:
-    """(line of the marker, [(line, command), ...]) of every block, lines numbered from 1."""
-    lines = README.read_text(encoding="utf-8").splitlines()
+def where(page: Path, line: int) -> str:
+    return f"{page.relative_to(ROOT)} line {line}"
+
+
+def page_blocks(page: Path) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(where the marker is, [(where, command), ...]) of every block of one page, lines numbered from 1."""
+    lines = page.read_text(encoding="utf-8").splitlines()
     blocks = []
     for i, line in enumerate(lines):
         if line.strip() != MARKER:
@@ -43,15 +54,27 @@ def readme_blocks() -> list[tuple[int, list[tuple[int, str]]]]:
         while j < len(lines) and not lines[j].strip():
             j += 1
         if j == len(lines) or not lines[j].startswith("```"):
-            raise AssertionError(f"README.md line {i + 1}: {MARKER!r} is not followed by a fenced block")
+            raise AssertionError(f"{where(page, i + 1)}: {MARKER!r} is not followed by a fenced block")
         commands = []
         k = j + 1
         while k < len(lines) and not lines[k].startswith("```"):
             text = lines[k].strip()
             if text and not text.startswith("#"):
-                commands.append((k + 1, text))
+                commands.append((where(page, k + 1), text))
             k += 1
-        blocks.append((i + 1, commands))
+        blocks.append((where(page, i + 1), commands))
+    return blocks
+
+
+def readme_blocks() -> list[tuple[str, list[tuple[str, str]]]]:
+    """Every block of the README and the docs, each distinct block once (the first page that writes it)."""
+    blocks, seen = [], set()
+    for page in PAGES:
+        for block in page_blocks(page):
+            commands = tuple(command for _, command in block[1])
+            if commands not in seen:
+                seen.add(commands)
+                blocks.append(block)
     return blocks
 
 
@@ -60,7 +83,7 @@ BLOCKS = readme_blocks()
 
 def block_id(block) -> str:
     words = shlex.split(block[1][0][1]) if block[1] else []
-    return " ".join(words[1:3]) or f"line {block[0]}"
+    return " ".join(words[1:3]) or block[0]
 
 
 def named_paths(words: list[str]) -> list[Path]:
@@ -82,16 +105,17 @@ def named_paths(words: list[str]) -> list[Path]:
 
 
 def test_every_model_has_a_block():
-    """One block per model, each starting with `simulate MODEL` and fitting the same model."""
-    models = []
+    """Every block starts with `simulate MODEL` and fits the same model; each model's guide has one."""
     for line, commands in BLOCKS:
-        assert commands, f"README.md line {line}: an empty block"
+        assert commands, f"{line}: an empty block"
         first = shlex.split(commands[0][1])
-        assert first[:2] == ["bayes-wsc", "simulate"], f"README.md line {commands[0][0]}: not a simulate command"
+        assert first[:2] == ["bayes-wsc", "simulate"], f"{commands[0][0]}: not a simulate command"
         assert any(shlex.split(c)[1:3] == ["fit", first[2]] for _, c in commands), \
-            f"README.md line {line}: the block of {first[2]} does not fit it"
-        models.append(first[2])
-    assert sorted(models) == sorted(FIT_COMMANDS)
+            f"{line}: the block of {first[2]} does not fit it"
+    for model in FIT_COMMANDS:
+        guide = ROOT / "docs" / "guides" / f"{model}.md"
+        models = [shlex.split(commands[0][1])[2] for _, commands in page_blocks(guide)]
+        assert models == [model], f"{guide.relative_to(ROOT)}: its blocks simulate {models}, not [{model!r}]"
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[block_id(b) for b in BLOCKS])
@@ -100,12 +124,12 @@ def test_block_runs_as_written(block, tmp_path, monkeypatch, capsys):
     started = time.perf_counter()
     for line, command in block[1]:
         words = shlex.split(command)
-        assert words[0] == "bayes-wsc", f"README.md line {line}: not a bayes-wsc command"
+        assert words[0] == "bayes-wsc", f"{line}: not a bayes-wsc command"
         code = main(words[1:])
         err = capsys.readouterr().err
-        assert code == 0, f"README.md line {line}: exit {code}: {command}\n{err}"
+        assert code == 0, f"{line}: exit {code}: {command}\n{err}"
         missing = [str(p) for p in named_paths(words) if not (tmp_path / p).exists()]
-        assert not missing, f"README.md line {line}: {command}\nleft no {missing}"
+        assert not missing, f"{line}: {command}\nleft no {missing}"
     elapsed = time.perf_counter() - started
     print(f"{block_id(block)}: {elapsed:.1f} s")
 
@@ -126,18 +150,20 @@ CONTAINERS = {"GroupedCounts": "wsc", "PairwiseConstraints": "experts", "LabelPr
               "LabeledItems": "pcmix", "SeedSets": "perception", "CombinedSupervision": "combined"}
 
 
-def readme_api_blocks() -> list[tuple[int, str, str]]:
-    """(line, model, source) of every ```python block of the README that builds a model's data container."""
-    lines = README.read_text(encoding="utf-8").splitlines()
+def readme_api_blocks() -> list[tuple[str, str, str]]:
+    """(where, model, source) of every ```python block of the README and the docs that builds a model's data
+    container."""
     blocks = []
-    for i, line in enumerate(lines):
-        if line.strip() != "```python":
-            continue
-        end = next(k for k in range(i + 1, len(lines)) if lines[k].startswith("```"))
-        source = "\n".join(lines[i + 1:end])
-        models = {model for name, model in CONTAINERS.items() if f"{name}.from_" in source}
-        if len(models) == 1:
-            blocks.append((i + 1, models.pop(), source))
+    for page in PAGES:
+        lines = page.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            if line.strip() != "```python":
+                continue
+            end = next(k for k in range(i + 1, len(lines)) if lines[k].startswith("```"))
+            source = "\n".join(lines[i + 1:end])
+            models = {model for name, model in CONTAINERS.items() if f"{name}.from_" in source}
+            if len(models) == 1:
+                blocks.append((where(page, i + 1), models.pop(), source))
     return blocks
 
 
@@ -165,11 +191,11 @@ def test_api_block_reads_the_simulated_files(block, tmp_path, monkeypatch):
     namespace = {name: pd.read_csv(file) for name, file in API_TABLES[model].items()}
     tree = ast.parse(source)
     for statement in tree.body:
-        code = compile(ast.Module([statement], type_ignores=[]), f"README.md line {line}", "exec")
-        exec(code, namespace)  # noqa: S102 - the README's own example
+        code = compile(ast.Module([statement], type_ignores=[]), line, "exec")
+        exec(code, namespace)  # noqa: S102 - the page's own example
         if isinstance(statement, ast.Assign) and any(getattr(t, "id", None) == "data" for t in statement.targets):
             break
     data = namespace["data"]
     if "items" in namespace:
         assert list(data.item_ids) == [str(i) for i in namespace["items"]["id"]], \
-            f"README.md line {line}: the {model} block's container did not take the items' id column as their ids"
+            f"{line}: the {model} block's container did not take the items' id column as their ids"

@@ -1,4 +1,4 @@
-"""The README's "Writing a model variant" stays true to the code, so that a variant can be written from it.
+"""The documentation's "Writing a model variant" (docs/variants.md) stays true to the code, so that a variant can be written from it.
 
 Read from the section: the table (one row per model: its blocks and helpers, its shipped variants), and
 each model's subsection: the signatures written as `name(params)`, the keys and shapes of the MAP's
@@ -38,9 +38,10 @@ START = re.compile(r"`(\w+)`\s+(\(\)|\([^()]*,[^()]*\))")
 
 
 def section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("\n## Writing a model variant")
-    end = text.index("\n## ", start + 1)
+    """The page docs/variants.md up to its last part, "Checking a model of your own"."""
+    text = (ROOT / "docs" / "variants.md").read_text()
+    start = text.index("# Writing a model variant")
+    end = text.index("\n## Checking a model of your own", start + 1)
     return text[start:end]
 
 
@@ -60,9 +61,9 @@ def table() -> dict[str, tuple[list[str], list[str]]]:
 
 def subsection(model: str) -> str:
     """The model's subsection, found by its heading's (`model`)."""
-    parts = section().split("\n### ")[1:]
+    parts = section().split("\n## ")[1:]
     found = [p for p in parts if p.splitlines()[0].endswith(f"(`{model}`)")]
-    assert len(found) == 1, f"the README has no subsection for {model!r} under Writing a model variant"
+    assert len(found) == 1, f"docs/variants.md has no subsection for {model!r} under Writing a model variant"
     return found[0]
 
 
@@ -110,25 +111,25 @@ def documented_calls(model: str):
 
 @pytest.mark.parametrize("model", MODELS)
 def test_documented_signatures_and_defaults_are_the_code(model):
-    """Parameters in order, keyword-only where the README puts them after `*`, and every default it
+    """Parameters in order, keyword-only where the page puts them after `*`, and every default it
     states equal to the code's: the priors and settings a variant starts from."""
     calls = documented_calls(model)
     assert "build_model" in [c[0] for c in calls], f"the {model} subsection does not give build_model's settings"
     for name, function, args in calls:
         real = list(inspect.signature(function).parameters.values())
         written = [(a.arg, False) for a in args.args] + [(a.arg, True) for a in args.kwonlyargs]
-        assert len(written) <= len(real), f"{name}: the README lists more parameters than {name} takes"
+        assert len(written) <= len(real), f"{name}: the page lists more parameters than {name} takes"
         defaults = dict(zip([a.arg for a in args.args][len(args.args) - len(args.defaults):], args.defaults))
         defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
         for (arg, keyword_only), param in zip(written, real):
-            assert arg == param.name, f"{name}: the README has {arg!r} where the code has {param.name!r}"
+            assert arg == param.name, f"{name}: the page has {arg!r} where the code has {param.name!r}"
             assert keyword_only == (param.kind is param.KEYWORD_ONLY), f"{name}({arg}): keyword-only or not"
             if arg in defaults:
                 value = ast.literal_eval(defaults[arg])
                 assert param.default is not param.empty and param.default == value, \
-                    f"{name}({arg}): the README says {value!r}, the code {param.default!r}"
+                    f"{name}({arg}): the page says {value!r}, the code {param.default!r}"
         missing = [p.name for p in real[len(written):] if p.default is p.empty]
-        assert not missing, f"{name}: the README leaves out required parameters {missing}"
+        assert not missing, f"{name}: the page leaves out required parameters {missing}"
 
 
 # ---------------------------------------------------------------------- the settings and starts, on data
@@ -175,9 +176,9 @@ def combined_configurations():
 
 def configurations(model: str):
     """(estimator, data, sizes) for each configuration of a registered model whose starts differ: the sizes
-    name the README's shape symbols (`<model>_configurations` above; a new model adds its own)."""
+    name the page's shape symbols (`<model>_configurations` above; a new model adds its own)."""
     found = globals().get(f"{model}_configurations")
-    assert found is not None, f"test_variant_docs.py has no {model}_configurations for the README's shapes"
+    assert found is not None, f"test_variant_docs.py has no {model}_configurations for the page's shapes"
     return found()
 
 
@@ -190,20 +191,20 @@ def returned_starts(est, data) -> dict[str, tuple]:
 
 @pytest.mark.parametrize("model", MODELS)
 def test_the_starts_the_readme_lists_are_the_estimators(model):
-    """Every key the README lists is returned by the estimator's `initial_values(data)`, with the shape it
+    """Every key the page lists is returned by the estimator's `initial_values(data)`, with the shape it
     gives, in some configuration of the model; and every key returned is listed."""
     listed = START.findall(paragraph(subsection(model), "Starts and held values:"))
     assert listed, f"the {model} subsection lists no starts"
     configs = [(returned_starts(est, data), sizes) for est, data, sizes in configurations(model)]
     returned = set().union(*(set(r) for r, _ in configs))
     for key, shape in listed:
-        assert key in returned, f"the README lists {key!r}, which {model}'s initial_values never returns"
+        assert key in returned, f"the page lists {key!r}, which {model}'s initial_values never returns"
         terms = [t.strip() for t in shape.strip("()").split(",") if t.strip()]
         wanted = [tuple(int(eval(t, {"__builtins__": {}}, sizes)) for t in terms) for _, sizes in configs]
         got = [r[key] for r, _ in configs if key in r]
-        assert any(g in wanted for g in got), f"{model} start {key!r}: the README says {shape}, it is {got}"
+        assert any(g in wanted for g in got), f"{model} start {key!r}: the page says {shape}, it is {got}"
     assert returned <= {key for key, _ in listed}, \
-        f"{model}'s initial_values returns {sorted(returned - {k for k, _ in listed})}, which the README omits"
+        f"{model}'s initial_values returns {sorted(returned - {k for k, _ in listed})}, which the page omits"
 
 
 @pytest.mark.parametrize("model", MODELS)
