@@ -59,16 +59,22 @@ extensions = [
 ]
 
 root_doc = "index"
+# a fenced block without a language is shell commands or output: shown as written, not coloured as Python
+highlight_language = "none"
 # `name` in a docstring is code, as the package writes it
 default_role = "literal"
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "jupyter_execute", "**.ipynb_checkpoints", "_api_listing.md"]
 html_theme = "pydata_sphinx_theme"
 html_title = "bayes_wsc"
-html_static_path = []
+html_static_path = ["_static"]
+# a favicon of the site's own (the browser asks for one; without it, a 404 on every page)
+html_favicon = "_static/favicon.svg"
+# the theme's colour mode when the reader has not chosen one (empty, the theme logs an error on every page)
+html_context = {"default_mode": "light"}
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
-    "header_links_before_dropdown": 8,
+    "header_links_before_dropdown": 5,
     "secondary_sidebar_items": ["page-toc"],
 }
 html_sidebars = {"index": [], "getting-started": [], "reproducing": []}

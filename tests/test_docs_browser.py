@@ -4,8 +4,9 @@ browser of its own here).
 
 The site is built with the command of docs/development.md (warnings as errors) into tests/out/docs/html
 (git-ignored; the notebooks' outputs come from the build cache when their code has not changed), served on
-localhost, and every page is opened: no console error or failed request, every internal link leads to a
-page that exists and, with a `#fragment`, to an element of that id; the search page finds "variant".
+localhost, and every page is opened: no console error or failed request, nothing loaded from another site
+but MathJax's script (answered empty: the test runs offline), every internal link leads to a page that
+exists and, with a `#fragment`, to an element of that id; the search page finds "variant".
 Screenshots of the landing page and of the first model's guide are written to tests/out/docs/.
 """
 
@@ -76,12 +77,27 @@ def browser(tmp_path_factory):
             context.close()
 
 
-def open_page(browser, url: str):
-    """The page at `url` loaded, with the console errors, page errors and failed requests it gave."""
+#: the hosts a page may load from beyond the site: MathJax's CDN, which renders the LaTeX of notebook outputs
+#: (Sphinx's default). Offline, such a request is answered with an empty script and recorded, not fetched.
+EXTERNAL_HOSTS = {"cdn.jsdelivr.net"}
+
+
+def open_page(browser, url: str, external: set[str] | None = None):
+    """The page at `url` loaded, with the console errors, page errors and failed requests it gave; requests to
+    other sites are answered empty, and their hosts added to `external`."""
     page = browser.new_page()
     problems = []
-    page.on("console", lambda message: problems.append(f"console {message.type}: {message.text}")
-            if message.type == "error" else None)
+
+    def elsewhere(route):
+        host = urlparse(route.request.url).hostname
+        if external is not None:
+            external.add(host)
+        route.fulfill(status=200, content_type="application/javascript", body="")
+
+    page.route(lambda target: urlparse(target).hostname not in ("127.0.0.1", None), elsewhere)
+    page.on("console", lambda message: problems.append(
+        f"console {message.type}: {message.text} ({message.location.get('url')})")
+        if message.type == "error" else None)
     page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
     page.on("requestfailed", lambda request: problems.append(f"request failed: {request.url}"))
     page.on("response", lambda response: problems.append(f"HTTP {response.status}: {response.url}")
@@ -96,15 +112,16 @@ def test_every_page_loads_cleanly_and_its_links_resolve(site, server, browser):
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
                    if not {"_static", "_sources", "_images"} & set(p.relative_to(site).parts))
     assert len(pages) > 20
-    ids, links, problems = {}, [], []
+    ids, links, problems, external = {}, [], [], set()
     for name in pages:
-        page, found = open_page(browser, server + name)
+        page, found = open_page(browser, server + name, external)
         ids[name] = set(page.eval_on_selector_all("[id]", "nodes => nodes.map(n => n.id)"))
         hrefs = page.eval_on_selector_all("a[href]", "nodes => nodes.map(n => n.href)")
         links += [(name, href) for href in hrefs]
         problems += [f"{name}: {p}" for p in found]
         page.close()
     assert not problems, "\n".join(problems)
+    assert external <= EXTERNAL_HOSTS, f"pages load from {sorted(external - EXTERNAL_HOSTS)}"
     broken = []
     for name, href in links:
         url, fragment = urldefrag(href)
