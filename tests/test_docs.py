@@ -31,8 +31,16 @@ DOTTED = re.compile(r"\bbayes_wsc(?:\.[A-Za-z_]\w*)+")
 
 @pytest.fixture(scope="module")
 def conf():
-    """docs/conf.py's names, read as Sphinx reads them (it imports only bayes_wsc)."""
-    return runpy.run_path(str(DOCS / "conf.py"))
+    """docs/conf.py's names, read as Sphinx reads them (it imports only bayes_wsc; the environment variable it
+    sets for the notebooks is put back)."""
+    import os
+
+    environment = dict(os.environ)
+    try:
+        return runpy.run_path(str(DOCS / "conf.py"))
+    finally:
+        os.environ.clear()
+        os.environ.update(environment)
 
 
 def resolve(dotted: str):
