@@ -79,11 +79,11 @@ html_theme_options = {
 }
 html_sidebars = {"index": [], "getting-started": [], "reproducing": []}
 
-# MyST: `[text](page.md#heading)` links to headings down to level 3; fenced blocks stay literal
+# MyST: `[text](page.md#heading)` links to headings down to level 3
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence", "deflist"]
-# Pages moved from the README open with a heading below the page title in places (a level-4 table heading of
-# RESULTS.md, included as it is written); that is not an error of the page
+# reproducing.md includes RESULTS.md's section as it is written there, whose tables sit under level-4 headings
+# below the page's title: MyST would warn of the skipped levels
 suppress_warnings = ["myst.header"]
 
 # Notebooks: executed at build time, with the small settings the tests use (minutes, not hours, on 2
