@@ -110,7 +110,7 @@ def class_formed(task: str, seed: int) -> list[dict]:
         row = est.checks_.set_index("check").loc["group_misfit"]
         kappa = re.search(r"kappa = ([0-9.]+)", row["message"])
         predicted = est.class_probabilities(data.x)["mean"].argmax(axis=1)
-        named = re.search(r"group (\S+)", row["message"])
+        named = re.search(r"group (g\d+)", row["message"])
         rows.append({"task": task, "seed": seed, "case": case, "flagged": bool(row["flagged"]),
                      "p_value": float(row["p_value"]), "names_group": named.group(1) if named else "",
                      "kappa": float(kappa.group(1)) if kappa else 0.0,
