@@ -68,24 +68,11 @@ CLASS_FORMED_CSV = OUT / "planted_misfit_class_formed.csv"
 CLASS_FORMED_MIX = (0.1, 0.3, 0.7, 0.9)
 
 
-def class_formed_groups(labels: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Items (indices) and their group: four equal groups of `CLASS_FORMED_MIX`, drawn by label."""
-    ones, zeros = rng.permutation(np.flatnonzero(labels == 1)), rng.permutation(np.flatnonzero(labels == 0))
-    size = min(ones.size, zeros.size) // 2  # the mixes sum to 2 groups' worth of each class
-    taken, groups, a, b = [], [], 0, 0
-    for g, share in enumerate(CLASS_FORMED_MIX):
-        k = int(round(share * size))
-        taken += [ones[a:a + k], zeros[b:b + size - k]]
-        groups += [np.full(size, g)]
-        a, b = a + k, b + size - k
-    return np.concatenate(taken), np.concatenate(groups)
-
-
 def class_formed(task: str, seed: int) -> list[dict]:
     from bayes_wsc.data.proportions import LabelProportions
     from bayes_wsc.errors import FitWarning
     from bayes_wsc.models.proportions import ProportionsClassifier
-    from bayes_wsc.simulate.proportions import class_counts, simulate_proportions
+    from bayes_wsc.simulate.proportions import class_counts, class_formed_groups, simulate_proportions
     from proportions_sec4 import scaled_dataset
 
     if task == "digits":
@@ -95,7 +82,8 @@ def class_formed(task: str, seed: int) -> list[dict]:
                                            seed=seed)
         x, labels = pool.x, truth.z
     rng = np.random.default_rng(seed)
-    items, groups = class_formed_groups(labels, rng)
+    size = min(np.bincount(labels, minlength=2)) // 2  # the mixes sum to two groups' worth of each class
+    items, groups = class_formed_groups(labels, CLASS_FORMED_MIX, size, rng)
     counts = class_counts(labels[items], groups, 2)
     planted = counts.copy()
     planted[1] = counts[2]

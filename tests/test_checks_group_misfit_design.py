@@ -8,7 +8,7 @@ from scipy.special import softmax
 
 from bayes_wsc.checks.proportions import _replicate_logistic, collapse_discrepancy, design_shift, rows
 from bayes_wsc.data.proportions import LabelProportions
-from bayes_wsc.simulate.proportions import class_counts
+from bayes_wsc.simulate.proportions import class_counts, class_formed_groups
 
 W_TRUE = np.array([[-1.5, 0.0], [1.5, 0.0]])  # (class, feature): accuracy about 0.85, calibrated
 
@@ -18,14 +18,7 @@ def _class_formed(seed, mix=(0.1, 0.3, 0.7, 0.9), size=300):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((4000, 2))
     labels = (rng.random(4000) < softmax(x @ W_TRUE.T, axis=1)[:, 1]).astype(int)
-    ones, zeros = np.flatnonzero(labels == 1), np.flatnonzero(labels == 0)
-    items, groups, a, b = [], [], 0, 0
-    for g, share in enumerate(mix):
-        k = int(round(share * size))
-        items += [ones[a:a + k], zeros[b:b + size - k]]
-        groups += [np.full(size, g)]
-        a, b = a + k, b + size - k
-    items, groups = np.concatenate(items), np.concatenate(groups)
+    items, groups = class_formed_groups(labels, mix, size, rng)
     return x[items], labels[items], groups
 
 
