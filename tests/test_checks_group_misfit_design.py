@@ -29,7 +29,8 @@ def _misfit_row(x, groups, counts, seed=0):
     sizes = data.group_sizes.astype(float)
     replicates = _replicate_logistic(data, params, np.random.default_rng(seed), sizes,
                                      {"group": list(data.group_ids), "class": list(data.classes)})
-    found = collapse_discrepancy(data, softmax(x @ W_TRUE.T, axis=1)[None], np.random.default_rng(seed))
+    probs = np.broadcast_to(softmax(x @ W_TRUE.T, axis=1), (20, len(x), 2))  # the collapse row needs a few draws
+    found = collapse_discrepancy(data, probs, np.random.default_rng(seed))
     replicates.realized.update({"class_collapse": found["predicted"], "class_collapse_shares": found["shares"],
                                 "predicted_shares": (found["predicted_shares"],) * 2})
     return data, rows(None, data, replicates)[0]
