@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
+from bayes_wsc.checks import proportions as proportions_checks
 from bayes_wsc.checks.proportions import _replicate_logistic, collapse_discrepancy, design_shift, rows
 from bayes_wsc.data.proportions import LabelProportions
 from bayes_wsc.simulate.proportions import class_counts, class_formed_groups
@@ -37,7 +38,7 @@ def _misfit_row(x, groups, counts, seed=0):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_exact_proportions_of_groups_formed_by_class_are_not_flagged(seed):
+def test_exact_proportions_of_groups_formed_by_class_are_not_flagged(seed, monkeypatch):
     x, labels, groups = _class_formed(seed)
     data, row = _misfit_row(x, groups, class_counts(labels, groups, 2))
     # the classifier alone expects far less skewed groups: the check that ignored the design flagged them
@@ -45,6 +46,9 @@ def test_exact_proportions_of_groups_formed_by_class_are_not_flagged(seed):
     assert expected[0] > 0.15 and expected[3] < 0.85
     assert not row.flagged, row.message
     assert "kappa = " in row.message
+    monkeypatch.setattr(proportions_checks, "DESIGN_SHIFT_GRID", np.zeros(1))  # the classifier alone, as before
+    _, unshifted = _misfit_row(x, groups, class_counts(labels, groups, 2))
+    assert unshifted.flagged, unshifted.message
 
 
 def test_a_group_given_another_groups_counts_is_still_flagged():
