@@ -28,7 +28,10 @@ on the held-out fold's individual labels:
   set and sigma, each baseline at its best kernel or k on the test folds, as the paper's Tables 2-3 rank
   its methods' best models, into results/proportions_sec4_ranks.csv.
 
-Data sets: breast_cancer, wine, and digits (1797 items, 64 features) as two classes, >= 5 against < 5.
+Data sets: breast_cancer, wine, and digits (1797 items, 64 features) as two classes, >= 5 against < 5; on request
+`simulated` (1000 items, 10 features, classes from a logistic model). The bayes/default row also records
+candidate measures of what the groups identify (issue 42: `names_chi_square`, the names warning's statistic;
+`signal_whitened`, `signal_standardized`, `group_signal`; `laplace_firm`): pass a new --seed for new splits.
 Splits 0-9 are the folds of one shuffled 10-fold split; splits 10-19 the folds of a second one (another
 shuffle), so `--folds 20` gives 20 train/test splits.
 
