@@ -28,7 +28,10 @@ on the held-out fold's individual labels:
   set and sigma, each baseline at its best kernel or k on the test folds, as the paper's Tables 2-3 rank
   its methods' best models, into results/proportions_sec4_ranks.csv.
 
-Data sets: breast_cancer, wine, and digits (1797 items, 64 features) as two classes, >= 5 against < 5.
+Data sets: breast_cancer, wine, and digits (1797 items, 64 features) as two classes, >= 5 against < 5; on request
+`simulated` (1000 items, 10 features, classes from a logistic model). The bayes/default row also records
+candidate measures of what the groups identify (issue 42: `names_chi_square`, the names warning's statistic;
+`signal_whitened`, `signal_standardized`, `group_signal`; `laplace_firm`): pass a new --seed for new splits.
 Splits 0-9 are the folds of one shuffled 10-fold split; splits 10-19 the folds of a second one (another
 shuffle), so `--folds 20` gives 20 train/test splits.
 
@@ -73,15 +76,26 @@ LLP_LEARN = ("em-lr", "alter-svm", "dllp")
 #: 1000 x (number of bags) steps: 100 here, so that the sweep runs on a shared machine
 DLLP_EPOCHS = 100
 COLUMNS = ["dataset", "sigma", "fold", "method", "accuracy", "seconds", "k", "err_pi", "warnings", "flagged",
-           "predicted_classes", "program", "restarts"]
+           "predicted_classes", "program", "restarts", "names_chi_square", "signal_whitened", "signal_standardized",
+           "laplace_firm"]
 DATASETS = ("breast_cancer", "wine", "digits")
+#: the one draw of the `simulated` data set (issue 42: a simulated task at bags of 128)
+SIMULATED_SEED = 2042
 #: Mean Map's kernel feature maps, kept per (data set, split, kernel) across the group sizes of a run
 FEATURE_MAPS: dict = {}
 
 
 def scaled_dataset(name: str):
-    """Features scaled to [0, 1] and the classes; digits as two classes (>= 5 against < 5)."""
-    if name == "digits":
+    """Features scaled to [0, 1] and the classes; digits as two classes (>= 5 against < 5); simulated: 1000
+    items of 10 standard normal features whose class follows a logistic model (`simulate_proportions`, one
+    fixed draw: the splits vary with --seed)."""
+    if name == "simulated":
+        from bayes_wsc.simulate.proportions import simulate_proportions
+
+        pool, truth = simulate_proportions("logistic", n_groups=1, group_size=1000, n_classes=2, n_features=10,
+                                           seed=SIMULATED_SEED)
+        x, labels = pool.x, truth.z.astype(np.int64)
+    elif name == "digits":
         from sklearn.datasets import load_digits
 
         bunch = load_digits()
@@ -108,6 +122,61 @@ def pca_bins(x_train: np.ndarray, x_test: np.ndarray, components: int = 2, per_c
         codes_test.append(np.searchsorted(cuts, test[:, j]))
     shape = (per_component,) * components
     return np.ravel_multi_index(codes_train, shape), np.ravel_multi_index(codes_test, shape), int(np.prod(shape))
+
+
+def group_signal(data, whiten: bool) -> float:
+    """A candidate measure of what the groups identify (issue 42), from the data alone: the expected squared
+    cosine between the classes' direction in feature space as the groups' feature means estimate it (weighted
+    least squares of the group means on the centred proportions) and the true one, snr / (1 + snr), snr the
+    statistic T^2 over its mean under no class signal, minus 1. `whiten`: on features whitened by the
+    within-group covariance (Hotelling), else on the standardized features (the logistic prior's scale)."""
+    sizes = data.group_sizes.astype(float)
+    x = np.asarray(data.x, dtype=float)
+    if data.n_groups <= data.n_classes:
+        return float("nan")
+    sums = np.zeros((data.n_groups, x.shape[1]))
+    np.add.at(sums, data.item_group, x)
+    means = sums / sizes[:, None]
+    within = x - means[data.item_group]
+    cov = within.T @ within / max(1.0, data.n_items - data.n_groups)
+    z = means - sizes @ means / sizes.sum()
+    if whiten:
+        values, vectors = np.linalg.eigh(cov)
+        keep = values > 1e-8 * values.max()
+        z, noise = z @ (vectors[:, keep] / np.sqrt(values[keep])), float(keep.sum())
+    else:
+        noise = float(np.trace(cov))
+    shares = np.asarray(data.proportions, dtype=float)[:, :-1]
+    shares = shares - sizes @ shares / sizes.sum()
+    gram = shares.T @ (sizes[:, None] * shares)
+    b_hat = np.linalg.lstsq(gram, shares.T @ (sizes[:, None] * z), rcond=None)[0]
+    snr = max(float(np.trace(b_hat.T @ gram @ b_hat)) / (gram.shape[0] * noise) - 1.0, 0.0)
+    return snr / (1.0 + snr)
+
+
+def laplace_firm(data, W, b, prior_sd=1.0, intercept_sd=2.0, draws=200, seed=0) -> float:
+    """A candidate measure from the fit (issue 42): the share of training items that keep the fit's class in
+    90% of draws of a Laplace approximation of the logistic emission's posterior at the MAP, its precision
+    the prior's plus the Gauss-Newton information of the groups' counts taken as normal (first order)."""
+    from scipy.special import softmax
+
+    n_classes, n_features = W.shape
+    xt = np.hstack([data.x, np.ones((data.n_items, 1))])
+    theta = np.vstack([W.T, b[None, :]])
+    probs = softmax(xt @ theta, axis=1)
+    slope = probs[:, :, None] * (np.eye(n_classes)[None] - probs[:, None, :])
+    size = (n_features + 1) * n_classes
+    precision = np.diag(np.tile(np.r_[np.full(n_features, prior_sd ** -2.0), intercept_sd ** -2.0][:, None],
+                                (1, n_classes)).ravel())
+    for i in range(data.n_groups):
+        members = data.item_group == i
+        jac = np.einsum("jkl,jd->kdl", slope[members], xt[members]).reshape(n_classes, size)
+        precision += jac.T @ np.linalg.pinv(slope[members].sum(axis=0), rcond=1e-10, hermitian=True) @ jac
+    root = np.linalg.cholesky(np.linalg.inv(precision + 1e-10 * np.eye(size)))
+    drawn = theta.ravel()[None, :] + np.random.default_rng(seed).standard_normal((draws, size)) @ root.T
+    logits = np.einsum("nd,sdl->snl", xt, drawn.reshape(draws, n_features + 1, n_classes))
+    agreement = (logits.argmax(axis=2) == probs.argmax(axis=1)[None, :]).mean(axis=0)
+    return float(np.mean(agreement >= 0.9))
 
 
 def llp_learn_predict(method: str, x_train, groups, proportions, x_test, seed: int) -> np.ndarray:
@@ -222,10 +291,19 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, fam
         checks = est.checks_
         flagged = ";".join(checks.loc[checks["flagged"].astype(bool), "check"].astype(str)) if len(checks) else ""
         info = inference.get_attrs(est._fitted())["fit_info"]["map"]
+        from bayes_wsc.models.proportions import between_group_chi_square
+
+        post = est.idata_.posterior
+        W_fit = np.asarray(post["W"].values, dtype=float).reshape(-1, *post["W"].shape[-2:]).mean(axis=0)
+        b_fit = np.asarray(post["b"].values, dtype=float).reshape(-1, post["b"].shape[-1]).mean(axis=0)
         record("bayes/default", float(np.mean(predicted == y_test)), seconds,
                warnings=sum(issubclass(w.category, FitWarning) for w in caught), flagged=flagged,
                predicted_classes=int(np.unique(predicted).size), program=info.get("compiled_program"),
-               restarts=len(info.get("restart_log_densities") or [0]))
+               restarts=len(info.get("restart_log_densities") or [0]),
+               names_chi_square=round(between_group_chi_square(numeric), 3),
+               signal_whitened=round(group_signal(numeric, True), 3),
+               signal_standardized=round(group_signal(numeric, False), 3),
+               laplace_firm=round(laplace_firm(numeric, W_fit, b_fit), 3))
     for method in LLP_LEARN if "llp-learn" in families else ():
         if (name, sigma, fold, f"llp-learn/{method}") in done:
             continue

@@ -13,7 +13,9 @@ Every replicate draws each group's classes anew and then the data the emission e
   l are Multinomial(c_il, w_l).
 * logistic (the counts are the data, the features given): each item's class z_j ~ softmax(x_j W + b),
   and the group's class counts are counted from them (the generative story of the exact-counts
-  likelihood; the bag-mean likelihood approximates it).
+  likelihood; the bag-mean likelihood approximates it). For `group_misfit` the classifier's odds are first
+  moved toward each group's class mix as far as the groups say they were formed by class (`design_shift`):
+  a group drawn with 10% of a class holds fewer of it than an imperfect classifier expects from its items.
 
 Statistics (in the data's units):
 
@@ -66,6 +68,12 @@ COLLAPSE_TOLERANCE = 0.15
 MISFIT_REPLICATES_PER_GROUP = 1000
 #: at most this many random numbers for those replicates (fewer replicates for big data)
 MISFIT_VARIATES = 30_000_000
+#: the values of kappa, the share of the given proportions in the mix each group was formed with, that
+#: `design_shift` tries (logistic emission: 0 the groups formed from the items, 1 by class)
+DESIGN_SHIFT_GRID = np.linspace(0.0, 1.0, 21)
+#: the median of a chi-square on one degree of freedom: `design_shift` stops at the first kappa whose median
+#: group is this close to its expected counts, per class
+DESIGN_SHIFT_MEDIAN = 0.455
 
 
 def variates(data) -> int:
@@ -258,10 +266,54 @@ def _replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
         realized={"group_misfit": group_discrepancy(observed_sum / sizes[:, None], group_sum / sizes[None, :, None])})
 
 
+def design_shift(data, probs: np.ndarray) -> tuple[np.ndarray, float]:
+    """The classifier's class probabilities (n, L) in the groups as they were formed, and the share kappa of
+    each group's class mix that went into forming it.
+
+    The logistic emission's story draws an item's class from the classifier alone, as if the groups had been
+    formed from the items (at random, or by their features). Groups formed by class (a fixed mix of each
+    class per group: four groups of 10/30/70/90% class 1) hold a class more often than their items'
+    features say: by Bayes, P(z = l | x, group i) is proportional to P(z = l | x) theta_il / eta_l, theta_i
+    the mix the group was drawn with (Saerens, Latinne & Decaestecker 2002). A calibrated classifier of
+    accuracy 0.9 then expects 19% class 1 in the group of 10% (measured on digits), and every such group
+    looks wrong to a check that ignores how the groups were formed. Here theta_i = eta + kappa (Pi_i - eta):
+    kappa = 0 the groups formed from the items, 1 by the given proportions. kappa is the smallest value of
+    the grid at which the median group's counts are as close to their expectation as chance allows (its
+    sum over classes of (m_il - E_il)^2 / V_il at most `DESIGN_SHIFT_MEDIAN` per class, the median of a
+    chi-square on one degree of freedom, plus two standard errors of a median over I groups), the
+    smallest that fits best if none does: groups formed from the
+    items keep kappa = 0 (pulling the classifier toward each group's own counts would fit their chance
+    scatter too and hide wrong ones), and one wrong group, or a few, does not move the median."""
+    eta = np.asarray(data.eta, dtype=float)
+    observed = np.asarray(data.counts if data.counts is not None else data.expected_counts, dtype=float)
+    given = np.asarray(data.proportions, dtype=float)
+    best = (np.inf, probs, 0.0)
+    # the median of I chi-squares on one degree of freedom scatters by about 1.06 / sqrt(I) (1 / (2 f(m) sqrt(I)),
+    # f(m) = 0.47 the density at the median m): two of those above m is still chance
+    chance = DESIGN_SHIFT_MEDIAN + 2 * 1.06 / np.sqrt(observed.shape[0])
+    for kappa in DESIGN_SHIFT_GRID:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(eta > 0, (eta + kappa * (given - eta)) / np.where(eta > 0, eta, 1.0), 0.0)
+        shifted = probs * np.clip(ratio, 0.0, None)[data.item_group]
+        total = shifted.sum(axis=1, keepdims=True)
+        shifted = np.where(total > 0, shifted / np.where(total > 0, total, 1.0), probs)
+        expected = np.zeros_like(observed)
+        variance = np.zeros_like(observed)
+        np.add.at(expected, data.item_group, shifted)
+        np.add.at(variance, data.item_group, shifted * (1.0 - shifted))
+        score = float(np.median((((observed - expected) ** 2) / np.maximum(variance, 0.25)).sum(axis=1)))
+        if score <= chance * observed.shape[1]:
+            return shifted, float(kappa)
+        if score < best[0] - 1e-12:
+            best = (score, shifted, float(kappa))
+    return best[1], best[2]
+
+
 def _replicate_logistic(data, params, rng, sizes, coords) -> Replicates:
     W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)  # (S, L, D), (S, L)
     n_rep, n_classes = b.shape
-    probs = lambda s: softmax(data.x @ W[s].T + b[s], axis=1)  # noqa: E731  (n, L)
+    shifted = [design_shift(data, softmax(data.x @ W[s].T + b[s], axis=1)) for s in range(n_rep)]
+    probs = lambda s: shifted[s][0]  # noqa: E731  (n, L)
     counts = np.stack([_group_counts(_draw(probs(s), rng, 1), data.item_group, data.n_groups, n_classes)[0]
                        for s in range(n_rep)])
     observed = np.asarray(data.counts if data.counts is not None else data.expected_counts, dtype=float)
@@ -270,7 +322,8 @@ def _replicate_logistic(data, params, rng, sizes, coords) -> Replicates:
     return Replicates({"class_share": counts.sum(axis=1) / sizes.sum(), "group_class_share": counts / sizes[None, :, None]},
                       {"class_share": observed.sum(axis=0) / sizes.sum(), "group_class_share": observed / sizes[:, None]},
                       dims={"class_share": ["class"], "group_class_share": ["group", "class"]}, coords=coords,
-                      realized={"group_misfit": misfit})
+                      realized={"group_misfit": misfit,
+                                "design_shift": (np.array([k for _, k in shifted]), np.array([k for _, k in shifted]))})
 
 
 def _draw(probs: np.ndarray, rng: np.random.Generator, replicates: int | None = None) -> np.ndarray:
@@ -339,7 +392,10 @@ def rows(est, data, replicates: Replicates) -> list[Check]:
     elif "group_bin_share" in obs:
         what = "The group's bin shares"
     else:
-        what = "The group's class shares (given against the classifier's)"
+        kappa = float(np.median(replicates.realized["design_shift"][0])) if "design_shift" in replicates.realized else 0.0
+        what = ("The group's class shares (given against the classifier's"
+                + (f", its odds moved toward each group's mix by kappa = {kappa:.2f} of the way, as for groups "
+                   "formed by class)" if kappa > 0 else ")"))
     d_obs, d_rep = replicates.realized["group_misfit"]
     # compared on the cube root, near normal for a chi-square-like discrepancy (Wilson and Hilferty 1931):
     # beyond the replicates, the p-value comes from a normal fit to them (`checks._tail`)

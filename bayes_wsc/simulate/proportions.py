@@ -40,6 +40,23 @@ def random_groups(n: int, sigma: int, rng: np.random.Generator) -> np.ndarray:
     return groups
 
 
+def class_formed_groups(labels: np.ndarray, mix, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Groups formed by class, two classes: group g takes `size` items of which round(mix[g] size) are of
+    class 1, drawn without replacement by label. Returns the items taken (indices into `labels`) and their
+    groups. Such groups hold a class more often than a classifier of their items' features expects (the
+    case of `checks.proportions.design_shift`)."""
+    ones, zeros = rng.permutation(np.flatnonzero(labels == 1)), rng.permutation(np.flatnonzero(labels == 0))
+    taken, groups, a, b = [], [], 0, 0
+    for g, share in enumerate(mix):
+        k = int(round(share * size))
+        if a + k > ones.size or b + size - k > zeros.size:
+            raise InputError(f"class_formed_groups: too few items of a class for groups of {size} with mix {tuple(mix)}")
+        taken += [ones[a:a + k], zeros[b:b + size - k]]
+        groups.append(np.full(size, g))
+        a, b = a + k, b + size - k
+    return np.concatenate(taken), np.concatenate(groups)
+
+
 def class_counts(labels: np.ndarray, groups: np.ndarray, n_classes: int) -> np.ndarray:
     """(I, L) the number of items of each class in each group."""
     n_groups = int(groups.max()) + 1
