@@ -1,4 +1,7 @@
-"""Every notebook runs top to bottom with small settings (BAYES_WSC_SMALL=1)."""
+"""Every notebook runs top to bottom with small settings (BAYES_WSC_SMALL=1).
+
+Slow tier: the five take minutes of the default tier's time; the docs build (slow tier too) executes them
+again as pages."""
 
 import os
 from pathlib import Path
@@ -8,6 +11,7 @@ import pytest
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
