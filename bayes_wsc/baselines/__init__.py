@@ -1,1 +1,1 @@
-"""The papers own algorithms, kept as baselines and as references for the tests."""
+"""The papers' own algorithms live in each model's folder (`models/<name>/baselines.py`); this package keeps their old paths."""

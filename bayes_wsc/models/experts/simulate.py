@@ -246,7 +246,7 @@ def sbc_case(
     from scipy.special import softmax as _softmax
 
     from bayes_wsc.data.pairwise import PairwiseConstraints
-    from bayes_wsc.models.experts import NoisyExperts, raw_coordinates
+    from bayes_wsc.models.experts.model import NoisyExperts, raw_coordinates
     from bayes_wsc.sbc import SBCCase
 
     rng = np.random.default_rng([seed, 2017])

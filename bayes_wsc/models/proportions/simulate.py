@@ -172,7 +172,7 @@ def sbc_case(emission: str = "gaussian", bag_likelihood: str = "exact-counts", *
     Ranked: the emission's parameters of every class on the first feature (mean and sd; w of every
     bin; W and b) and the group log-likelihood of the first group.
     """
-    from bayes_wsc.models.proportions import ProportionsClassifier
+    from bayes_wsc.models.proportions.model import ProportionsClassifier
     from bayes_wsc.sbc import SBCCase
 
     rng = np.random.default_rng(123)
