@@ -58,7 +58,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                        help="auto (default): fit both and keep the one whose seeds, held out, score better (it says "
                             "which and both scores); conditional: a model of the seed sets given the features, "
                             "fitted on the seeds; mixture: a seeded mixture of the features of every item "
-                            "(PerceptionMixture, models/perception.py) (README, Perception)")
+                            "(PerceptionMixture, models/perception/model.py) (README, Perception)")
     model.add_argument("--groups", type=positive_int, default=None,
                        help="--formulation mixture: groups of the features' own structure (default 5)")
     model.add_argument("--seed-weight", type=positive_float, default=None, metavar="LAM",
