@@ -1,1 +1,1 @@
-"""One folder per model (`models/<name>/`): its data container, model, checks, command, simulator, report and baselines."""
+"""One folder per model (`models/<name>/`): its model, checks, command, simulator, report, baselines, data."""

@@ -1,4 +1,6 @@
-"""The prediction-constrained supervised mixture (seed 003): one folder, a module per role (model, checks, command, simulate, report, baselines).
+"""The prediction-constrained supervised mixture (seed 003).
+
+One folder, a module per role: model, checks, command, simulate, report, baselines.
 
 `from bayes_wsc.models.pcmix import ...` reads the names of `model.py`, as it did when the model was one file.
 """

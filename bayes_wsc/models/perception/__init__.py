@@ -1,4 +1,6 @@
-"""Perception-guided clustering from seed sets (seed 004): one folder, a module per role (model, checks, command, simulate, report, baselines).
+"""Perception-guided clustering from seed sets (seed 004).
+
+One folder, a module per role: model, checks, command, simulate, report, baselines, data.
 
 `from bayes_wsc.models.perception import ...` reads the names of `model.py`, as it did when the model was one file.
 """

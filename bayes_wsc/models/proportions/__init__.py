@@ -1,4 +1,6 @@
-"""Learning from label proportions (seed 001): one folder, a module per role (model, checks, command, simulate, report, baselines).
+"""Learning from label proportions (seed 001).
+
+One folder, a module per role: model, checks, command, simulate, report, baselines.
 
 `from bayes_wsc.models.proportions import ...` reads the names of `model.py`, as it did when the model was one file.
 """

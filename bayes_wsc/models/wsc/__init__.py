@@ -1,4 +1,6 @@
-"""Weakly supervised clustering from noisy group averages (seed 000): one folder, a module per role (model, checks, command, simulate, report, baselines).
+"""Weakly supervised clustering from noisy group averages (seed 000).
+
+One folder, a module per role: model, checks, command, simulate, report, baselines.
 
 `from bayes_wsc.models.wsc import ...` reads the names of `model.py`, as it did when the model was one file.
 """
