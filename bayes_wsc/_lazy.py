@@ -25,7 +25,7 @@ FOLDER_ROLES = frozenset({"data", "model", "checks", "command", "simulate", "rep
 def forward(package: str, module: str = "model"):
     """A package's module-level `__getattr__` (PEP 562) answering with the names of `package.module`,
     imported on first use: a model folder (`models/<name>/`) keeps the import path its model file had
-    (`from bayes_wsc.models.wsc.model import WSC`), while importing one of its other modules (the command, at the
+    (`from bayes_wsc.models.wsc import WSC`), while importing one of its other modules (the command, at the
     command line's start-up) loads no model."""
 
     def __getattr__(name: str):
