@@ -8,10 +8,12 @@ first use:
     from bayes_wsc import GroupedCounts, WSC, load
 """
 
+from bayes_wsc._moved import install as _install_old_paths
 from bayes_wsc._runtime import configure as _configure
 from bayes_wsc.registry import public_names as _public_names
 
 _configure()
+_install_old_paths()
 
 _LAZY = {**_public_names(), "simulate_wsc": "bayes_wsc.simulate:simulate_wsc"}
 

@@ -2,7 +2,7 @@
 
 Only argparse is imported at start-up; PyMC, JAX and ArviZ load when a
 command needs them, so `bayes-wsc --help` answers at once. Each model's
-`fit` options live in `bayes_wsc/commands/<model>.py`.
+`fit` options live in `bayes_wsc/models/<model>/command.py`.
 """
 
 from __future__ import annotations

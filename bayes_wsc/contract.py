@@ -34,7 +34,7 @@ class ContractError(TypeError):
 
 
 class CommandsModule(Protocol):
-    """`bayes-wsc fit NAME` and `bayes-wsc simulate NAME` (commands/<name>.py): options and runs.
+    """`bayes-wsc fit NAME` and `bayes-wsc simulate NAME` (models/<name>/command.py): options and runs.
     Optional groups: `path` (`bayes-wsc path NAME`, a weight swept over a grid), `baselines`
     (`bayes-wsc baseline KEY`: `BASELINES = {key: (help, add_parser, run)}`), `predict_options` and
     `baseline_model` (what `bayes-wsc predict` takes of this model only)."""
@@ -84,7 +84,7 @@ class BaselineModelReader(Protocol):
 
 
 class ChecksModule(Protocol):
-    """A model's checks (checks/<name>.py), run by `criticism.py`, and one of `DefaultLikelihood` or
+    """A model's checks (models/<name>/checks.py), run by `criticism.py`, and one of `DefaultLikelihood` or
     `LikelihoodTerms` (how `model_terms.py` tells a variant's terms from the default model's). Optional:
     `unit_label(idata, label)` (a unit of the log-likelihood named as the user knows it), `REPLICATE_ROWS`."""
 
@@ -114,13 +114,13 @@ class LikelihoodTerms(Protocol):
 
 
 class ReportModule(Protocol):
-    """A model's HTML report (report/<name>.py)."""
+    """A model's HTML report (models/<name>/report.py)."""
 
     def write_report(self, est, out_dir, **kwargs): ...
 
 
 class SimulateModule(Protocol):
-    """A model's simulations (simulate/<name>.py): small example data for tests and `sbc_case` for SBC."""
+    """A model's simulations (models/<name>/simulate.py): small example data for tests and `sbc_case` for SBC."""
 
     def example(self, seed: int = 0): ...
 

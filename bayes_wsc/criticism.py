@@ -3,7 +3,7 @@
 A check puts a statistic of the observed data beside the same statistic of
 data replicated from the fit: posterior draws (subsampled; a MAP fit's one
 point for every replicate), with every latent class drawn anew, never copied
-from the data. Each model's module (`checks/<model>.py`, registered in `registry.py`)
+from the data. Each model's module (`models/<model>/checks.py`, registered in `registry.py`)
 says which statistics it replicates (`replicate`) and which rows it reports
 (`rows`); this module draws the replicates, turns statistics into p-values
 and rows, and runs a model's checks at fit time or on a saved fit.

@@ -27,8 +27,8 @@ def run_demo(out="bayes-wsc-demo", *, n_groups=500, items_per_group=100, n_bins=
 
     from bayes_wsc import outputs
     from bayes_wsc.errors import FitWarning
-    from bayes_wsc.models.wsc import WSC
-    from bayes_wsc.report.wsc import write_report
+    from bayes_wsc.models.wsc.model import WSC
+    from bayes_wsc.models.wsc.report import write_report
     from bayes_wsc.simulate import counts_to_clicks, simulate_wsc
 
     t0 = time.perf_counter()

@@ -90,30 +90,24 @@ def _checked_module(model: str, part: str, name: str):
     return module
 
 
-def _spec(name: str, estimator: str, data: str) -> ModelSpec:
-    """A model whose parts follow the package's layout: `<part>/<name>.py` for each part."""
-    return ModelSpec(name=name, estimator=estimator, data=data, commands=f"bayes_wsc.commands.{name}",
-                     checks=f"bayes_wsc.checks.{name}", report=f"bayes_wsc.report.{name}",
-                     simulate=f"bayes_wsc.simulate.{name}", example_data=f"bayes_wsc.simulate.{name}:example")
-
-
 def _folder(name: str, estimator: str, data: str) -> ModelSpec:
-    """A model that is one folder, `models/<name>/`, with a module per role: data, model, checks, command,
-    report, simulate."""
+    """A model that is one folder, `models/<name>/`, with a module per role: model, checks, command, report,
+    simulate (and its data container's `data`, unless the container is shared by several models and lives in
+    `data/`: then `data` is its "module:Class")."""
     base = f"bayes_wsc.models.{name}"
-    return ModelSpec(name=name, estimator=f"{base}.model:{estimator}", data=f"{base}.data:{data}",
+    return ModelSpec(name=name, estimator=f"{base}.model:{estimator}",
+                     data=data if ":" in data else f"{base}.data:{data}",
                      commands=f"{base}.command", checks=f"{base}.checks", report=f"{base}.report",
                      simulate=f"{base}.simulate", example_data=f"{base}.simulate:example")
 
 
 #: every model, in the order the command line lists them
 MODELS: tuple[ModelSpec, ...] = (
-    _spec("wsc", "bayes_wsc.models.wsc:WSC", "bayes_wsc.data.grouped:GroupedCounts"),
-    _spec("pcmix", "bayes_wsc.models.pcmix:PCMixture", "bayes_wsc.data.labeled:LabeledItems"),
-    _spec("experts", "bayes_wsc.models.experts:NoisyExperts", "bayes_wsc.data.pairwise:PairwiseConstraints"),
-    _spec("proportions", "bayes_wsc.models.proportions:ProportionsClassifier",
-          "bayes_wsc.data.proportions:LabelProportions"),
-    _spec("perception", "bayes_wsc.models.perception:PerceptionClustering", "bayes_wsc.data.seeded:SeedSets"),
+    _folder("wsc", "WSC", "bayes_wsc.data.grouped:GroupedCounts"),
+    _folder("pcmix", "PCMixture", "bayes_wsc.data.labeled:LabeledItems"),
+    _folder("experts", "NoisyExperts", "bayes_wsc.data.pairwise:PairwiseConstraints"),
+    _folder("proportions", "ProportionsClassifier", "bayes_wsc.data.proportions:LabelProportions"),
+    _folder("perception", "PerceptionClustering", "SeedSets"),
     _folder("combined", "CombinedClassifier", "CombinedSupervision"),
 )
 

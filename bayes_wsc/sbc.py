@@ -24,7 +24,7 @@ ECDF-difference plots (PNG) and an HTML report.
 
 A new model plugs in with an `SBCCase`: a template data set (shapes), a
 simulator from one prior draw, an estimator factory and the quantities to
-rank (`"rho[2]"`, `"pi"`). See `bayes_wsc.simulate.wsc.sbc_case`.
+rank (`"rho[2]"`, `"pi"`). See `bayes_wsc.models.wsc.simulate.sbc_case`.
 """
 
 from __future__ import annotations

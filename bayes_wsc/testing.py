@@ -16,7 +16,7 @@ Laplace and NUTS give draws and intervals; save -> load loses nothing; `predict`
 (`contract.prediction_problems`) and its intervals narrow with the level; a bad credible level is an
 `InputError` everywhere; LOO, WAIC and `compare` from draws only; one log-likelihood value per unit and
 draw; a MAP stopped early says so; the default seed reproduces a fit. A model whose parts the package
-knows (registered, `registry.py`) is checked further: its replicated data and checks (`checks/<name>.py`),
+knows (registered, `registry.py`) is checked further: its replicated data and checks (`models/<name>/checks.py`),
 a variant with a parameter of its own scored by the variant's own log-likelihood (`Case.variant`,
 `Case.density`), and every command of `bayes-wsc` on it. A check that does not apply to a model is
 skipped with its reason; a check known to fail is named in `expected_failures` with its reason.

@@ -362,3 +362,17 @@ CASES = {
     "combined": Case(combined_items, ("--n-items", "60"), "items.csv", COMBINED_VARIANT, "label_noise",
                      combined_density),
 }
+
+#: model -> settings of its simulator's `sbc_case` small enough for the slow tier's calibration of every model
+#: (`tests/test_sbc_models_slow.py`: 20 simulations); None: the model's own tests calibrate it, with the settings
+#: its likelihood needs (named in the reason). A new model declares one or the other.
+SBC_SETTINGS = {
+    "wsc": {"n_groups": 20, "items_per_group": 20, "n_bins": 3, "draws": 500, "tune": 400, "chains": 2},
+    "experts": {"n_items": 20, "n_features": 2, "n_clusters": 2, "n_experts": 2, "pairs_per_expert": 40,
+                "restarts": 3, "draws": 500, "tune": 400, "chains": 2},
+    "pcmix": {"n_items": 30, "n_features": 1, "components": 2, "labeled_fraction": 0.5, "restarts": 3,
+              "draws": 500, "tune": 400, "chains": 2},
+    "perception": {"n_items": 40, "n_features": 2, "n_seeded": 30, "draws": 500, "tune": 400, "chains": 2},
+    "proportions": None,  # tests/test_model_proportions_slow.py::test_sbc_ranks_are_uniform
+    "combined": None,  # tests/test_model_combined.py::test_sbc_ranks_are_uniform
+}

@@ -20,15 +20,20 @@ import numpy as np
 import pandas as pd
 import pytest
 import test_harness as harness
-from test_harness import ENTRY_POINTS, NEW_CLICKS, NEW_ITEMS, NEW_POINTS, Case, Entry, Layout, run_case, run_cli
+from test_harness import ENTRY_POINTS, Case, Entry, Layout, fit_models, run_case, run_cli
 
-from bayes_wsc import inference
+from bayes_wsc import inference, registry
 from bayes_wsc.errors import FitWarning, InputError
-from bayes_wsc.estimator import REGISTRY, load
+from bayes_wsc.estimator import load
 
-MODELS = ("wsc", "experts", "pcmix", "perception", "proportions")
-NEW = {"wsc": NEW_CLICKS, "experts": NEW_ITEMS, "pcmix": NEW_POINTS, "perception": NEW_ITEMS,
-       "proportions": NEW_ITEMS}
+MODELS = registry.NAMES
+
+
+def new_items(model: str):
+    """The table `bayes-wsc predict` reads for a fit of `model`: that of its row in `test_harness.ENTRY_POINTS`."""
+    rows = [e for e in ENTRY_POINTS if e.name == "predict" and fit_models(e) == [model]]
+    assert rows, f"test_harness.ENTRY_POINTS has no predict row for model {model!r}: add one"
+    return rows[0].tables["items"]
 
 
 # ---------------------------------------------------------------------- the generator
@@ -54,10 +59,7 @@ def _write_into(groups, name, value, draw=0):
 
 
 def _cls(model):
-    import importlib
-
-    module, name = REGISTRY[model].split(":")
-    return getattr(importlib.import_module(module), name)
+    return registry.get(model).estimator_class()
 
 
 def _bounded(model) -> str:
@@ -136,7 +138,7 @@ def test_damaged_fit_is_one_line_for_every_command(map_fits, tmp_path, model, ki
     problem, writes nothing, and leaves the file as it was; `load` raises the same `InputError`."""
     bad = corrupted(map_fits[model], model, kind, tmp_path / "bad.nc")
     before = bad.read_bytes()
-    items = Layout(NEW[model].frame).write(tmp_path / "items")
+    items = Layout(new_items(model).frame).write(tmp_path / "items")
     words = DAMAGE[kind][1]
     with pytest.raises(InputError) as error:
         load(bad)
@@ -161,7 +163,7 @@ def test_a_model_loads_only_its_own_fits(map_fits):
 
 def test_every_model_declares_bounds_and_groups():
     """What `load` checks is declared for every registered model (so the generator reaches each)."""
-    for model in REGISTRY:
+    for model in registry.NAMES:
         cls = _cls(model)
         assert cls.bounds and "posterior" in cls.required_groups, model
 
@@ -184,7 +186,7 @@ def test_some_damaged_draws_are_left_out_with_a_warning(laplace_fits, tmp_path, 
         est = load(bad)
     assert len([w for w in seen if issubclass(w.category, FitWarning)]) == 2
     assert est.idata_.posterior.sizes["draw"] == len(keep)
-    items = Layout(NEW[model].frame).write(tmp_path / "items")
+    items = Layout(new_items(model).frame).write(tmp_path / "items")
     for command, (argv, outputs) in commands(bad, items, tmp_path / "bad_out").items():
         code, stdout, stderr = run_cli(argv)
         assert code == 0 and "Traceback" not in stderr, f"{command}: {stderr}"
@@ -274,7 +276,7 @@ def test_reading_a_fit_never_imports_the_file_it_names(map_fits, laplace_fits, t
         bad = _naming(fit, planted, tmp_path / f"{name.replace(' ', '_')}.nc", kind)
         est = load(bad)
         assert est.model_file == str(planted)
-        items = Layout(NEW[model].frame).write(tmp_path / f"items_{model}")
+        items = Layout(new_items(model).frame).write(tmp_path / f"items_{model}")
         for command, (argv, _) in commands(bad, items, tmp_path / f"out_{kind}_{name.replace(' ', '_')}").items():
             code, _, stderr = run_cli(argv)
             assert code in (0, 2) and "Traceback" not in stderr, f"{name} {command}: {stderr}"

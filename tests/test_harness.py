@@ -331,6 +331,8 @@ ENTRY_POINTS = [
           {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
     Entry("predict", ("predict", "{fit:proportions}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
+    Entry("predict", ("predict", "{fit:combined}", "--items", "{items}", "--out", "{out}"),
+          {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
     Entry("predict", ("predict", "{fit:llp}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=(*READING, "fit file")),
     Entry("report", ("report", "{fit:wsc}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),

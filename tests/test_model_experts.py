@@ -386,7 +386,7 @@ def test_memberships_in_blocks_equal_the_per_draw_average(wine_case1, monkeypatc
     """Six jittered draws: the chunked summaries equal the plain average over draws of each rule."""
     import copy
 
-    import bayes_wsc.models.experts as experts_module
+    import bayes_wsc.models.experts.model as experts_module
     import bayes_wsc.posterior as posterior_module
     from bayes_wsc.models.experts import constraint_informed_memberships
 

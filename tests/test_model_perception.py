@@ -336,7 +336,7 @@ def test_seed_items_are_scored_and_seed_counts_replicated(model_fits):
         assert replicated.dims[2:] == observed.dims == ("cluster",) and replicated.shape[2:] == (data.n_clusters,)
         assert replicated.values.std(axis=(0, 1)).min() > 0  # drawn anew, even from a MAP's one point
         np.testing.assert_allclose(replicated.sum("cluster"), data.seed_items.size)
-    assert checks.MODULES["perception"] == "bayes_wsc.checks.perception"
+    assert checks.MODULES["perception"] == "bayes_wsc.models.perception.checks"
 
 
 def test_seed_neighbours_flags_a_cluster_no_linear_rule_separates():

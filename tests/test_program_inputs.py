@@ -256,7 +256,7 @@ def test_the_command_line_fits_laplace(case, tmp_path, capsys):
 def test_a_model_inputs_that_misses_a_value_fails_the_build(cache_home, monkeypatch):
     """The safety net under the cache: an input the model reads but `model_inputs` does not compute
     (here the pooled frequencies, as if a new block forgot to list its pm.Data) stops the build."""
-    from bayes_wsc.models import wsc
+    from bayes_wsc.models.wsc import model as wsc
 
     original = wsc.model_data
     monkeypatch.setattr(wsc, "model_data", lambda data: {k: v for k, v in original(data).items()

@@ -135,19 +135,29 @@ def test_block_runs_as_written(block, tmp_path, monkeypatch, capsys):
 
 
 # ---------------------------------------------------------------------- the API examples
-#: the tables an API block reads, by the names it gives them, from `bayes-wsc simulate MODEL`'s files
-#: (new items to predict: the training items themselves)
-API_TABLES = {
-    "wsc": {},  # the block reads clicks.csv and groups.csv itself
-    "combined": {},  # likewise, items.csv and the supervision tables
-    "experts": {"items": "items.csv", "constraints": "constraints.csv", "new_items": "items.csv"},
-    "proportions": {"items": "items.csv", "proportions": "proportions.csv", "new_items": "items.csv"},
-    "pcmix": {"items": "items.csv", "new": "items.csv"},
-    "perception": {"items": "items.csv", "seeds": "seeds.csv", "perception": "perception.csv",
-                   "new_items": "items.csv"},
-}
-CONTAINERS = {"GroupedCounts": "wsc", "PairwiseConstraints": "experts", "LabelProportions": "proportions",
-              "LabeledItems": "pcmix", "SeedSets": "perception", "CombinedSupervision": "combined"}
+#: each registered model's data container, by its class name
+CONTAINERS = {spec.data.partition(":")[2]: spec.name for spec in registry.MODELS}
+
+
+def api_tables(source: str, folder: Path, predict_file: str) -> dict[str, Path]:
+    """The tables an API block reads, by the names it gives them, from `bayes-wsc simulate MODEL`'s files in
+    `folder`: each name the block uses without defining it, read from `<name>.csv`; new items to predict
+    (`new...`) are the training items themselves (the model's contract case's `predict_file`)."""
+    import ast
+    import builtins
+
+    tree = ast.parse(source)
+    names = [node for node in ast.walk(tree) if isinstance(node, ast.Name)]
+    defined = {node.id for node in names if isinstance(node.ctx, ast.Store)} | set(dir(builtins))
+    defined |= {(alias.asname or alias.name).split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    tables = {}
+    for name in sorted({node.id for node in names if isinstance(node.ctx, ast.Load)} - defined):
+        if (folder / f"{name}.csv").is_file():
+            tables[name] = folder / f"{name}.csv"
+        elif name.startswith("new"):
+            tables[name] = folder / predict_file
+    return tables
 
 
 def readme_api_blocks() -> list[tuple[str, str, str]]:
@@ -188,7 +198,8 @@ def test_api_block_reads_the_simulated_files(block, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["simulate", model, "--out", "sim", "--seed", "1", *CASES[model].simulate]) == 0
     monkeypatch.chdir(tmp_path / "sim")
-    namespace = {name: pd.read_csv(file) for name, file in API_TABLES[model].items()}
+    tables = api_tables(source, Path("."), CASES[model].predict_file)
+    namespace = {name: pd.read_csv(file) for name, file in tables.items()}
     tree = ast.parse(source)
     for statement in tree.body:
         code = compile(ast.Module([statement], type_ignores=[]), line, "exec")

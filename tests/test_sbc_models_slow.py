@@ -1,4 +1,4 @@
-"""Simulation-based calibration of every model: WSC, noisy experts, PC mixture, perception (slow tier: pytest -m slow).
+"""Simulation-based calibration of every registered model (slow tier: pytest -m slow).
 
 About 20 simulations of tiny data per model, every quantity ranked among 99
 thinned NUTS draws; the test fails when some quantity's binned ranks fail the
@@ -9,7 +9,9 @@ often. The full version (100 simulations) is `benchmarks/sbc.py`.
 
 import numpy as np
 import pytest
+from contract_cases import SBC_SETTINGS
 
+from bayes_wsc import registry
 from bayes_wsc.sbc import run_sbc
 
 pytestmark = pytest.mark.slow
@@ -18,23 +20,11 @@ N_SIMS = 20
 
 
 def small_case(model: str):
-    if model == "wsc":
-        from bayes_wsc.simulate.wsc import sbc_case
-
-        return sbc_case(n_groups=20, items_per_group=20, n_bins=3, draws=500, tune=400, chains=2)
-    if model == "experts":
-        from bayes_wsc.simulate.experts import sbc_case
-
-        return sbc_case(n_items=20, n_features=2, n_clusters=2, n_experts=2, pairs_per_expert=40, restarts=3,
-                        draws=500, tune=400, chains=2)
-    if model == "perception":
-        from bayes_wsc.simulate.perception import sbc_case
-
-        return sbc_case(n_items=40, n_features=2, n_seeded=30, draws=500, tune=400, chains=2)
-    from bayes_wsc.simulate.pcmix import sbc_case
-
-    return sbc_case(n_items=30, n_features=1, components=2, labeled_fraction=0.5, restarts=3, draws=500,
-                    tune=400, chains=2)
+    """The model's `sbc_case` (its simulator's, through the registry) at `contract_cases.SBC_SETTINGS`."""
+    assert model in SBC_SETTINGS, f"tests/contract_cases.py: SBC_SETTINGS declares nothing for model {model!r}"
+    if SBC_SETTINGS[model] is None:
+        pytest.skip(f"{model} is calibrated by its own tests (see tests/contract_cases.py SBC_SETTINGS)")
+    return registry.get(model).module("simulate").sbc_case(**SBC_SETTINGS[model])
 
 
 def check_calibration(model: str, n_sims: int = N_SIMS, seed: int = 6):
@@ -52,6 +42,6 @@ def check_calibration(model: str, n_sims: int = N_SIMS, seed: int = 6):
     return result
 
 
-@pytest.mark.parametrize("model", ["wsc", "experts", "pcmix", "perception"])
+@pytest.mark.parametrize("model", registry.NAMES)
 def test_sbc_ranks_are_uniform(model):
     check_calibration(model)

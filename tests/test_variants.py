@@ -10,16 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_wsc import inference
+from bayes_wsc import inference, registry
 from bayes_wsc.cli import main
 from bayes_wsc.data.grouped import GroupedCounts
 from bayes_wsc.data.pairwise import PairwiseConstraints
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import load
-from bayes_wsc.models.experts import NoisyExperts
-from bayes_wsc.models.pcmix import PCMixture
-from bayes_wsc.models.perception import PerceptionClustering
-from bayes_wsc.models.proportions import ProportionsClassifier
 from bayes_wsc.models.wsc import WSC
 from bayes_wsc.relabel import canonical_permutation
 from bayes_wsc.simulate import simulate_intervals, simulate_wsc, toy_items
@@ -51,6 +47,7 @@ def cli(argv):
 
 def test_every_shipped_variant_is_tested_and_short():
     assert set(VARIANTS) == set(MODEL_OF)
+    assert set(MODEL_OF.values()) <= set(registry.NAMES)
     for name in ("experts_symmetric", "pcmix_tied_variances"):
         assert len(VARIANTS[name].read_text().splitlines()) <= 30
 
@@ -112,13 +109,13 @@ def cli_fit_args(model, path):
                            "--perception", path / "perception.csv", "--restarts", "1"]}[model]
 
 
+#: small settings of each model that has a shipped variant (the models tested here are those of `MODEL_OF`)
+SMALL = {"experts": {"n_clusters": 3, "restarts": 3}, "pcmix": {"components": 2, "lam": 4.0, "restarts": 3},
+         "proportions": {"emission": "gaussian"}, "perception": {"restarts": 1}}
+
+
 def estimator(model, **settings):
-    small = {"wsc": {}, "experts": {"n_clusters": 3, "restarts": 3}, "pcmix": {"components": 2, "lam": 4.0,
-                                                                              "restarts": 3}, "proportions": {"emission": "gaussian"},
-             "perception": {"restarts": 1}}[model]
-    cls = {"wsc": WSC, "experts": NoisyExperts, "pcmix": PCMixture, "proportions": ProportionsClassifier,
-           "perception": PerceptionClustering}[model]
-    return cls(**small, **settings)
+    return registry.get(model).estimator_class()(**SMALL.get(model, {}), **settings)
 
 
 # ---------------------------------------------------------------------- every variant, API and CLI

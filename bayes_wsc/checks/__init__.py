@@ -1,2 +1,2 @@
-"""Each model's checks, one module per model (`checks/<model>.py`, named in `registry.py`): its replicated
-statistics, its rows and its targeted checks. The machinery that runs them is `criticism.py`."""
+"""Checks that more than one model or a variant use; each model's own checks are its folder's `checks.py`
+(named in `registry.py`). The machinery that runs them is `criticism.py`."""

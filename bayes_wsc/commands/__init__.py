@@ -1,6 +1,7 @@
-"""One light module per model for `bayes-wsc fit MODEL`: its options (`add_parser`) and its run (`run`).
+"""What the models' commands share; each model's `bayes-wsc fit MODEL` is its folder's `command.py`: its
+options (`add_parser`) and its run (`run`).
 
-These modules import only argparse at the top, so building the whole parser
+Those modules import only argparse at the top, so building the whole parser
 stays instant; a command imports PyMC and the model when it runs. A new model
 names its module in `registry.py`.
 """

@@ -1,8 +1,8 @@
 """The noisy-experts model's maths that its estimator and the paper's baselines share (seed 002), in NumPy.
 
 `constraint_informed_memberships`, a training item's cluster given its features and the links on
-its own pairs, serves the estimator's memberships (`models/experts.py`) and the paper's point
-estimate (`baselines/experts.py`) alike.
+its own pairs, serves the estimator's memberships (`models/experts/model.py`) and the paper's point
+estimate (`models/experts/baselines.py`) alike.
 """
 
 from __future__ import annotations

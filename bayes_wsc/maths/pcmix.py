@@ -1,6 +1,6 @@
 """The supervised Gaussian mixture of seed 003 in NumPy: its parameters, priors, densities and starts.
 
-What both the Bayesian model (`models/pcmix.py`) and the paper's own algorithms (`baselines/pcmix.py`:
+What both the Bayesian model (`models/pcmix/model.py`) and the paper's own algorithms (`models/pcmix/baselines.py`:
 ML+rep by EM, the PC objective) stand on, so that neither imports the other. Everything works on the
 standardized features of `LabeledItems`, where the weakly informative priors are set.
 """

@@ -1,7 +1,7 @@
 """The perception model's maths that its estimator and the paper's baselines share (seed 004).
 
-`threshold_clusters` is the overlap rule: the estimator's `predict` (`models/perception.py`)
-and the embeddings of LPE and NPE (`baselines/perception.py`) assign overlapping clusters by it.
+`threshold_clusters` is the overlap rule: the estimator's `predict` (`models/perception/model.py`)
+and the embeddings of LPE and NPE (`models/perception/baselines.py`) assign overlapping clusters by it.
 """
 
 from __future__ import annotations

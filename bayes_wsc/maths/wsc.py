@@ -1,7 +1,7 @@
 """The first model's maths that its estimator and the paper's baselines share (seed 000).
 
 `naive_emissions` is the naive solution's w0, w1 (eq. 4.1-4.4): the paper's EM starts there
-(`baselines/wsc.py`) and so does the model's MAP (`models/wsc.py`).
+(`models/wsc/baselines.py`) and so does the model's MAP (`models/wsc/model.py`).
 """
 
 from __future__ import annotations

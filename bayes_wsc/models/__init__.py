@@ -1,1 +1,1 @@
-"""One file per model: blocks that build a pm.Model, and the estimator around it."""
+"""One folder per model (`models/<name>/`): its model, checks, command, simulator, report, baselines, data."""

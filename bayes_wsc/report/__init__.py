@@ -1,1 +1,1 @@
-"""Self-contained HTML reports of fits: generic building blocks in `html`, one module per model."""
+"""Self-contained HTML reports of fits: generic building blocks in `html`; each model's own in its folder."""

@@ -573,13 +573,13 @@ class NoisyExperts(Estimator):
     # ------------------------------------------------------------------ report
     def write_report(self, out_dir, **kwargs):
         """Write `out_dir/report.html`: the expert table and forest plot, the clustering, diagnostics."""
-        from bayes_wsc.report.experts import write_report
+        from bayes_wsc.models.experts.report import write_report
 
         return write_report(self, out_dir, **kwargs)
 
     def plot_experts(self, **kwargs):
         """Forest plot of omega, alpha and beta per expert, sorted by omega (a matplotlib Figure)."""
-        from bayes_wsc.report.experts import plot_experts
+        from bayes_wsc.models.experts.report import plot_experts
 
         return plot_experts(self, **kwargs)
 

@@ -58,7 +58,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                        help="auto (default): fit both and keep the one whose seeds, held out, score better (it says "
                             "which and both scores); conditional: a model of the seed sets given the features, "
                             "fitted on the seeds; mixture: a seeded mixture of the features of every item "
-                            "(PerceptionMixture, models/perception.py) (README, Perception)")
+                            "(PerceptionMixture, models/perception/model.py) (README, Perception)")
     model.add_argument("--groups", type=positive_int, default=None,
                        help="--formulation mixture: groups of the features' own structure (default 5)")
     model.add_argument("--seed-weight", type=positive_float, default=None, metavar="LAM",
@@ -69,7 +69,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def read_data(args):
     """The three tables, validated (one line naming the file, column, row or value), before any model."""
-    from bayes_wsc.data.seeded import CLUSTER_COL, SeedSets
+    from bayes_wsc.models.perception.data import CLUSTER_COL, SeedSets
     from bayes_wsc.data.tables import read_table
 
     # ids and cluster names are text: '001' stays '001'
@@ -86,11 +86,11 @@ def run(args) -> None:
     from bayes_wsc.commands.common import fit_save_report
 
     _, data = read_data(args)
-    from bayes_wsc.models.perception import OVERLAP_THRESHOLD, PerceptionClustering  # PyMC loads after the data
+    from bayes_wsc.models.perception.model import OVERLAP_THRESHOLD, PerceptionClustering  # PyMC loads after the data
 
     threshold = OVERLAP_THRESHOLD if args.overlap_threshold is None else args.overlap_threshold
     from bayes_wsc.errors import InputError
-    from bayes_wsc.models.perception import DEFAULT_GROUPS, PerceptionAuto, PerceptionMixture
+    from bayes_wsc.models.perception.model import DEFAULT_GROUPS, PerceptionAuto, PerceptionMixture
 
     if args.formulation == "mixture" and (args.weight_scale != 3.0 or args.intercept_sd != 1.0):
         raise InputError("--weight-scale and --intercept-sd are settings of --formulation conditional (or auto)")
@@ -170,7 +170,7 @@ def distractor_settings(args) -> dict:
     """simulate_distractor_study's arguments: the family's knobs of data set --family (if given), then the
     options given."""
     from bayes_wsc.errors import InputError
-    from bayes_wsc.simulate.perception import distractor_knobs
+    from bayes_wsc.models.perception.simulate import distractor_knobs
 
     settings = {"n_items": 400}
     if args.family is not None:
@@ -190,7 +190,7 @@ def run_simulate(args) -> None:
 
     from bayes_wsc.errors import InputError
     from bayes_wsc.simulate.files import in_folder, named_matrix, report, write_simulation
-    from bayes_wsc.simulate.perception import DIGIT_CONCEPTS, digits_example, simulate_study
+    from bayes_wsc.models.perception.simulate import DIGIT_CONCEPTS, digits_example, simulate_study
 
     distractor_only = [o for o in ("family", *list(DISTRACTOR_OPTIONS)[3:-1]) if getattr(args, o) is not None]
     if args.study != "distractor" and distractor_only:
@@ -207,13 +207,13 @@ def run_simulate(args) -> None:
         study = ("Cheng et al. (2016), the digits example: scikit-learn's 8 x 8 handwritten digits, the user's "
                  "clusters " + "; ".join(f"{name} (digits {', '.join(map(str, digits))})"
                                          for name, (digits, _) in DIGIT_CONCEPTS.items()))
-        generator = "bayes_wsc.simulate.perception.digits_example"
+        generator = "bayes_wsc.models.perception.simulate.digits_example"
         dominant = "digit"
     elif args.study == "distractor":
-        from bayes_wsc.simulate.perception import simulate_distractor_study
+        from bayes_wsc.models.perception.simulate import simulate_distractor_study
 
         settings = distractor_settings(args)
-        from bayes_wsc.simulate.perception import family_data_seed
+        from bayes_wsc.models.perception.simulate import family_data_seed
 
         data_seed = args.seed if args.family is None else family_data_seed(args.family, args.seed)
         study_data = simulate_distractor_study(seed=data_seed, **settings)
@@ -221,7 +221,7 @@ def run_simulate(args) -> None:
                  "clusters, which shift other features (simulate_distractor_study"
                  + (f", knobs of data set {args.family} of distractor_family" if args.family is not None else "")
                  + ")")
-        generator = "bayes_wsc.simulate.perception.simulate_distractor_study"
+        generator = "bayes_wsc.models.perception.simulate.simulate_distractor_study"
         dominant = "nuisance"
     else:
         if args.seeds_per_cluster is not None:
@@ -241,7 +241,7 @@ def run_simulate(args) -> None:
         study = ("Cheng et al. (2016), the simulated study: the features' dominant clusters (3 groups) are not the "
                  "user's; each of her clusters is a set of perception attributes that raise their own features, "
                  "15% of the items are in two clusters, 3 to 10 seeds per cluster")
-        generator = "bayes_wsc.simulate.perception.simulate_study"
+        generator = "bayes_wsc.models.perception.simulate.simulate_study"
         dominant = "dominant"
     names = study_data.clusters
     members = [[names[k] for k in ([row.argmax()] + [k for k in range(len(names)) if row[k] and k != row.argmax()])]
@@ -281,10 +281,10 @@ def add_lpe_parser(parser: argparse.ArgumentParser) -> None:
 def run_lpe(args) -> None:
     import numpy as np
 
-    from bayes_wsc.baselines import perception as bp
+    from bayes_wsc.models.perception import baselines as bp
     from bayes_wsc.data.tables import restore_names
     from bayes_wsc.errors import InputError
-    from bayes_wsc.models.perception import CLUSTER_SEPARATOR, OVERLAP_THRESHOLD
+    from bayes_wsc.models.perception.model import CLUSTER_SEPARATOR, OVERLAP_THRESHOLD
     from bayes_wsc.outputs import write_csv
 
     items, data = read_data(args)

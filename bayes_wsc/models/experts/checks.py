@@ -44,7 +44,7 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
     model these checks replicate from (`model_terms`)."""
     from scipy.special import log_softmax, logsumexp
 
-    from bayes_wsc.models.experts import pair_ends
+    from bayes_wsc.models.experts.model import pair_ends
 
     W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
     alpha, beta = np.asarray(params["alpha"], dtype=float), np.asarray(params["beta"], dtype=float)

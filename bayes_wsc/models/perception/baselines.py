@@ -52,7 +52,7 @@ from scipy.optimize import linear_sum_assignment, nnls
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
-from bayes_wsc.data.seeded import SeedSets
+from bayes_wsc.models.perception.data import SeedSets
 from bayes_wsc.errors import InputError
 from bayes_wsc.maths.perception import threshold_clusters  # noqa: F401  (the overlap rule, beside LPE and NPE)
 

@@ -70,7 +70,7 @@ class PerceptionStudy:
 
     def data(self, **kwargs):
         """The three tables validated as `SeedSets` (kwargs go to `SeedSets.from_frames`)."""
-        from bayes_wsc.data.seeded import SeedSets
+        from bayes_wsc.models.perception.data import SeedSets
 
         return SeedSets.from_frames(self.items, self.seeds, self.perception, **kwargs)
 
@@ -336,7 +336,7 @@ def _coarsened_seeds(z: np.ndarray, seeded: np.ndarray, n_clusters: int, coarsen
 
 def model_probabilities(x: np.ndarray, W: np.ndarray, b: np.ndarray, perception: np.ndarray) -> np.ndarray:
     """P(z = k | x) of the perception model (`models.perception.membership_log_probabilities`)."""
-    from bayes_wsc.models.perception import membership_log_probabilities
+    from bayes_wsc.models.perception.model import membership_log_probabilities
 
     return np.exp(membership_log_probabilities(x, W, b, perception))
 
@@ -367,7 +367,7 @@ def simulate_model(
     b: np.ndarray | None = None,
     seed: int | None = 0,
 ) -> tuple[PerceptionStudy, ModelTruth]:
-    """Data from the perception model itself (`bayes_wsc.models.perception`), for recovery tests.
+    """Data from the perception model itself (`bayes_wsc.models.perception.model`), for recovery tests.
 
     x ~ Normal(0, I); W, b drawn from the model's prior unless given; z_i ~ P(z | x_i); then
     `seeds_per_cluster` items of each cluster are seeds, each also put in one other set with
@@ -426,7 +426,7 @@ def simulate_mixture_model(
     shift: float = 2.5,
     seed: int | None = 0,
 ) -> tuple[PerceptionStudy, MixtureTruth]:
-    """Data from the seeded mixture itself (`PerceptionMixture` in `bayes_wsc.models.perception`), for recovery tests.
+    """Data from the seeded mixture itself (`PerceptionMixture` in `bayes_wsc.models.perception.model`), for recovery tests.
 
     z_i uniform over the K clusters, g_i uniform over the groups, x_i ~ Normal(A p_k + B_g, diag(sd^2))
     with A's entries ~ Normal(0, shift^2 / q), B's ~ Normal(0, shift^2), sd ~ U(0.5, 1.5);
@@ -496,8 +496,8 @@ def sbc_case(
     Ranked: every entry of W and b, and pi (the share of the items in each cluster).
     """
     from bayes_wsc.data.tables import FeatureScaling
-    from bayes_wsc.data.seeded import SeedSets
-    from bayes_wsc.models.perception import PerceptionClustering
+    from bayes_wsc.models.perception.data import SeedSets
+    from bayes_wsc.models.perception.model import PerceptionClustering
     from bayes_wsc.sbc import SBCCase
 
     P = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0]])

@@ -4,7 +4,7 @@
   from the chosen emission (gaussian, categorical, logistic); returns the container and the truth.
 * `random_groups`, `class_counts`: the paper's experiment (Sec. 4.1) partitions a training fold into
   groups of size sigma uniformly at random (the last one smaller) and gives each group its label
-  proportions; `load_uci` (in `simulate.experts`) reads breast_cancer and wine from scikit-learn.
+  proportions; `load_uci` (in `datasets/uci.py`) reads breast_cancer and wine from scikit-learn.
 * `sbc_case`: simulation-based calibration of the model (`bayes_wsc.sbc`).
 """
 
@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from bayes_wsc.data.proportions import LabelProportions
+from bayes_wsc.datasets.uci import load_uci  # noqa: F401  (the Sec. 4 data sets)
 from bayes_wsc.errors import InputError
-from bayes_wsc.simulate.experts import load_uci  # noqa: F401  (the Sec. 4 data sets)
 
 
 @dataclass
@@ -156,7 +156,7 @@ def uci_proportion_tables(name: str, group_size: int, *, seed: int = 0):
     into groups of `group_size` uniformly at random (the last one smaller), and each group's label
     proportions. Returns items (id, group, features), proportions (group, one column per class named
     as scikit-learn names it), and the true class of every item."""
-    from bayes_wsc.simulate.experts import uci_class_names
+    from bayes_wsc.datasets.uci import uci_class_names
 
     items, labels = load_uci(name)
     features = items.columns[1:]
@@ -189,7 +189,7 @@ def sbc_case(emission: str = "gaussian", bag_likelihood: str = "exact-counts", *
     Ranked: the emission's parameters of every class on the first feature (mean and sd; w of every
     bin; W and b) and the group log-likelihood of the first group.
     """
-    from bayes_wsc.models.proportions import ProportionsClassifier
+    from bayes_wsc.models.proportions.model import ProportionsClassifier
     from bayes_wsc.sbc import SBCCase
 
     rng = np.random.default_rng(123)

@@ -13,7 +13,7 @@ SIMULATE_HELP = ("noisy experts (Chang et al.): items and constraints from the m
                  "the experts of Sec. 3.2 (--dataset)")
 #: what `simulate experts --out DIR` writes in DIR
 SIMULATE_FILES = ("items.csv", "constraints.csv", "truth.csv", "truth.json")
-#: the data sets of Sec. 3.2, bundled with scikit-learn (`bayes_wsc.simulate.experts.UCI_DATASETS`)
+#: the data sets of Sec. 3.2, bundled with scikit-learn (`bayes_wsc.models.experts.simulate.UCI_DATASETS`)
 UCI_DATASETS = ("breast_cancer", "wine", "iris")
 #: the defaults of `simulate experts`: the model's own simulation, and Sec. 3.2's Case 1 for --dataset
 MODEL_ALPHA, MODEL_BETA = (0.95, 0.85, 0.75, 0.65), (0.9, 0.8, 0.7, 0.6)
@@ -76,7 +76,7 @@ def run(args) -> None:
     )
     print(f"{data.n_items} items ({data.linked_items.size} in a constraint), {data.n_features} features, "
           f"{data.n_experts} experts, {data.n_constraints} constraints on {data.n_pairs} pairs", flush=True)
-    from bayes_wsc.models.experts import NoisyExperts  # PyMC loads only once the data are known to be good
+    from bayes_wsc.models.experts.model import NoisyExperts  # PyMC loads only once the data are known to be good
 
     a, b = args.accuracy_prior
     est = NoisyExperts(n_clusters=args.clusters, prior_sd=args.prior_sd, intercept_sd=args.intercept_sd,
@@ -132,7 +132,7 @@ def run_simulate(args) -> None:
     import pandas as pd
 
     from bayes_wsc.errors import InputError
-    from bayes_wsc.simulate.experts import (load_uci, omega_of, simulate_experts_model, simulate_uci_experts,
+    from bayes_wsc.models.experts.simulate import (load_uci, omega_of, simulate_experts_model, simulate_uci_experts,
                                            uci_class_names)
     from bayes_wsc.simulate.files import in_folder, named, report, write_simulation
 
@@ -157,7 +157,7 @@ def run_simulate(args) -> None:
         study = (f"Chang et al. (2017), Sec. 3.2: the UCI data set {args.dataset} (scikit-learn); q = "
                  f"{n_constraints // 2} true must-link and q true cannot-link pairs rated by every expert, expert m "
                  "flipping floor(q (1 - alpha_m)) must-links and floor(q (1 - beta_m)) cannot-links")
-        generator = "bayes_wsc.simulate.experts.simulate_uci_experts"
+        generator = "bayes_wsc.models.experts.simulate.simulate_uci_experts"
     else:
         if args.n_constraints is not None:
             raise InputError("--n-constraints is for --dataset; simulated items take --pairs-per-expert")
@@ -178,7 +178,7 @@ def run_simulate(args) -> None:
         clusters = truth.labels
         study = ("Chang et al. (2017), data from the model: x ~ N(0, I), z ~ softmax(x W + b); each expert links "
                  "random pairs with probability alpha_m if they share a cluster, 1 - beta_m if not")
-        generator = "bayes_wsc.simulate.experts.simulate_experts_model"
+        generator = "bayes_wsc.models.experts.simulate.simulate_experts_model"
     settings.update(alpha=alpha, beta=beta)
     experts = list(dict.fromkeys(constraints["expert"]))
     facts = {

@@ -106,7 +106,7 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
 
     from bayes_wsc.defaults import LOG_ZERO
     from bayes_wsc.graph_inputs import declare
-    from bayes_wsc.models import proportions as mp
+    from bayes_wsc.models.proportions import model as mp
 
     emission = _emission(params)
     concentration = None if emission == "logistic" else est.concentration
@@ -158,7 +158,7 @@ def class_probabilities(data, params: dict) -> np.ndarray:
         with np.errstate(divide="ignore"):
             joint = log_eta[:, None, :] + np.log(np.transpose(w[:, :, data.item_bin], (0, 2, 1)))
     else:
-        from bayes_wsc.models.proportions import gaussian_logp_draws
+        from bayes_wsc.models.proportions.model import gaussian_logp_draws
 
         mean_z = (np.asarray(params["mean"], dtype=float) - data.center) / data.scale
         joint = log_eta[:, None, :] + gaussian_logp_draws(data.x, mean_z, np.asarray(params["sd"], float) / data.scale)

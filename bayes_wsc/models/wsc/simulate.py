@@ -104,7 +104,7 @@ def sbc_case(
     simulated here given (mu, w0, w1). Ranked: every rho[k], pi, mu_loc, mu_scale, the first
     `n_mu` mu[i], w0[0] and w1[0].
     """
-    from bayes_wsc.models.wsc import WSC
+    from bayes_wsc.models.wsc.model import WSC
     from bayes_wsc.sbc import SBCCase
 
     labels = [f"b{k + 1:02d}" for k in range(n_bins)]

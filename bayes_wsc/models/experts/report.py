@@ -156,7 +156,7 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
     """Write `out_dir/report.html` for a fitted `NoisyExperts`.
 
     truth : optional, with `alpha`, `beta` per expert and `labels` per training item (as returned
-        by `bayes_wsc.simulate.experts`): adds true values and NMI against the truth.
+        by `bayes_wsc.models.experts.simulate`): adds true values and NMI against the truth.
     baselines : also fit KMeans, majority vote + PCKMeans and the paper's point estimate (eq. 8)
         on the same data (seconds to a minute).
     """
@@ -270,7 +270,7 @@ def _clusters_section(est, data, members, ci, truth) -> Section:
 
 
 def _baselines_section(est, data, members, truth, seed) -> Section:
-    from bayes_wsc.baselines.experts import kmeans_labels, majority_vote_pckmeans, point_estimate
+    from bayes_wsc.models.experts.baselines import kmeans_labels, majority_vote_pckmeans, point_estimate
 
     k = est.idata_.posterior.sizes["cluster"]
     ours = members["cluster"].to_numpy()

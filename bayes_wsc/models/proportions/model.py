@@ -815,6 +815,6 @@ class ProportionsClassifier(Estimator):
     # ------------------------------------------------------------------ reporting
     def write_report(self, out_dir, **kwargs):
         """Write `out_dir/report.html`: class-conditional parameters with intervals, fit to the proportions."""
-        from bayes_wsc.report.proportions import write_report
+        from bayes_wsc.models.proportions.report import write_report
 
         return write_report(self, out_dir, **kwargs)

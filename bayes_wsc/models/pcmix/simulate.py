@@ -148,7 +148,7 @@ def sbc_case(
     `data_loglik` and `label_loglik` (functions of the parameters and the data, which SBC covers).
     """
     from bayes_wsc.data.labeled import LabeledItems
-    from bayes_wsc.models.pcmix import PCMixture
+    from bayes_wsc.models.pcmix.model import PCMixture
     from bayes_wsc.sbc import SBCCase
 
     if not 0 < labeled_fraction <= 1:

@@ -613,13 +613,13 @@ class PCMixture(Estimator):
     # ------------------------------------------------------------------ reporting
     def write_report(self, out_dir, **kwargs) -> Path:
         """Write `out_dir/report.html`: the fitted clusters, estimands, restarts and diagnostics."""
-        from bayes_wsc.report.pcmix import write_report
+        from bayes_wsc.models.pcmix.report import write_report
 
         return write_report(self, out_dir, **kwargs)
 
     def plot_clusters(self, **kwargs):
         """The fitted clusters over the data (Fig. 2 / Fig. 3 style), a matplotlib Figure."""
-        from bayes_wsc.report.pcmix import plot_clusters
+        from bayes_wsc.models.pcmix.report import plot_clusters
 
         return plot_clusters(self, **kwargs)
 
@@ -685,17 +685,17 @@ class PCPath:
         return pd.DataFrame(rows)
 
     def plot_tradeoff(self, **kwargs):
-        from bayes_wsc.report.pcmix import plot_tradeoff
+        from bayes_wsc.models.pcmix.report import plot_tradeoff
 
         return plot_tradeoff(self, **kwargs)
 
     def plot_clusters(self, **kwargs):
-        from bayes_wsc.report.pcmix import plot_path_clusters
+        from bayes_wsc.models.pcmix.report import plot_path_clusters
 
         return plot_path_clusters(self, **kwargs)
 
     def report(self, out_dir, **kwargs) -> Path:
-        from bayes_wsc.report.pcmix import write_path_report
+        from bayes_wsc.models.pcmix.report import write_path_report
 
         return write_path_report(self, out_dir, **kwargs)
 

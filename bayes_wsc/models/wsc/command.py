@@ -74,7 +74,7 @@ def run(args) -> None:
     empty = int((data.group_totals <= 0).sum())
     print(f"{data.n_groups} groups{f' ({empty} without items)' if empty else ''}, {int(data.n_items.sum())} items, "
           f"{data.n_bins} behavior bins", flush=True)
-    from bayes_wsc.models.wsc import WSC  # PyMC loads only once the data are known to be good
+    from bayes_wsc.models.wsc.model import WSC  # PyMC loads only once the data are known to be good
 
     est = WSC(wh=args.wh, mu_prior=args.mu_prior, w_concentration=args.w_concentration, mu=args.mu,
               **sampling_settings(args))
@@ -94,7 +94,7 @@ def add_simulate_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run_simulate(args) -> None:
-    from bayes_wsc.simulate import counts_to_clicks, simulate_wsc
+    from bayes_wsc.models.wsc.simulate import counts_to_clicks, simulate_wsc
     from bayes_wsc.simulate.files import in_folder, named, report, write_simulation
 
     data, truth = simulate_wsc(n_groups=args.n_groups, items_per_group=args.group_size, n_bins=args.n_bins,

@@ -238,7 +238,7 @@ def _weights_section(est, ci: float) -> Section:
 
 
 def _scores_section(est, data, truth, baselines, seed) -> Section:
-    from bayes_wsc.baselines import perception as bp
+    from bayes_wsc.models.perception import baselines as bp
 
     rows = data.unseeded_items
     k = data.n_clusters

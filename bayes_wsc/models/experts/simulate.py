@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import softmax
 
+from bayes_wsc.datasets.uci import load_uci, uci_class_names  # noqa: F401  (the Sec. 3.2 data sets)
 from bayes_wsc.errors import InputError
 
 #: Sec. 3.2, Case 1: experts of unequal accuracy (alpha = beta)
@@ -56,34 +57,6 @@ def omega_of(alpha, beta) -> np.ndarray:
 
 def expert_names(n: int) -> list[str]:
     return [f"expert{m + 1}" for m in range(n)]
-
-
-def load_uci(name: str) -> tuple[pd.DataFrame, np.ndarray]:
-    """A UCI data set bundled with scikit-learn as (items table with `id` and features, true classes).
-
-    breast_cancer: 569 x 30, 2 classes; wine: 178 x 13, 3 classes; iris: 150 x 4, 3 classes.
-    """
-    from sklearn import datasets
-
-    loaders = {"breast_cancer": datasets.load_breast_cancer, "wine": datasets.load_wine,
-               "iris": datasets.load_iris}
-    if name not in loaders:
-        raise InputError(f"unknown data set {name!r}; choose one of {sorted(loaders)}")
-    bunch = loaders[name]()
-    items = pd.DataFrame(bunch.data, columns=[str(c).replace(" ", "_") for c in bunch.feature_names])
-    items.insert(0, "id", [f"{name}{i}" for i in range(len(items))])
-    return items, np.asarray(bunch.target, dtype=np.int64)
-
-
-def uci_class_names(name: str) -> np.ndarray:
-    """The names of the classes 0, 1, ... of `load_uci(name)`, as scikit-learn gives them (malignant, benign...)."""
-    from sklearn import datasets
-
-    loaders = {"breast_cancer": datasets.load_breast_cancer, "wine": datasets.load_wine,
-               "iris": datasets.load_iris}
-    if name not in loaders:
-        raise InputError(f"unknown data set {name!r}; choose one of {sorted(loaders)}")
-    return np.asarray([str(c) for c in loaders[name]().target_names])
 
 
 def sample_pairs(labels: np.ndarray, q: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -273,7 +246,7 @@ def sbc_case(
     from scipy.special import softmax as _softmax
 
     from bayes_wsc.data.pairwise import PairwiseConstraints
-    from bayes_wsc.models.experts import NoisyExperts, raw_coordinates
+    from bayes_wsc.models.experts.model import NoisyExperts, raw_coordinates
     from bayes_wsc.sbc import SBCCase
 
     rng = np.random.default_rng([seed, 2017])

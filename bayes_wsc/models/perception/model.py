@@ -54,7 +54,7 @@ from scipy.special import log_softmax, logsumexp
 
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
-from bayes_wsc.data.seeded import SeedSets
+from bayes_wsc.models.perception.data import SeedSets
 from bayes_wsc.data.tables import FeatureScaling
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
@@ -90,7 +90,7 @@ def check_settings(weight_scale, intercept_sd) -> None:
 
 def check_data(data) -> SeedSets:
     if not isinstance(data, SeedSets):
-        raise InputError(f"the perception model fits SeedSets (bayes_wsc.data.seeded), got {type(data).__name__}")
+        raise InputError(f"the perception model fits SeedSets (bayes_wsc.models.perception.data), got {type(data).__name__}")
     return data
 
 
@@ -583,7 +583,7 @@ class PerceptionClustering(Estimator):
     # ------------------------------------------------------------------ report
     def write_report(self, out_dir, **kwargs):
         """Write `out_dir/report.html`: the clusters, memberships, W, diagnostics (and scores given a truth)."""
-        from bayes_wsc.report.perception import write_report
+        from bayes_wsc.models.perception.report import write_report
 
         return write_report(self, out_dir, **kwargs)
 

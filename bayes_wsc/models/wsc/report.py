@@ -23,7 +23,7 @@ from matplotlib.colors import LogNorm, Normalize
 from matplotlib.lines import Line2D
 
 from bayes_wsc import inference
-from bayes_wsc.baselines.wsc import em_fit, half_sample_se, moments_rho, naive_rho
+from bayes_wsc.models.wsc.baselines import em_fit, half_sample_se, moments_rho, naive_rho
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError

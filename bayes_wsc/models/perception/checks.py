@@ -102,7 +102,7 @@ def mixture_log_likelihood(est, data, params: dict) -> np.ndarray:
     1: log p(x_i, z_i in S_i))."""
     from scipy.special import logsumexp
 
-    from bayes_wsc.models.perception import joint_log_density_np
+    from bayes_wsc.models.perception.model import joint_log_density_np
 
     A = np.asarray(params["A"], dtype=float)
     pi_group = np.asarray(params["pi_group"], dtype=float) if "pi_group" in params else np.ones((A.shape[0], 1))
@@ -120,7 +120,7 @@ def conditional_log_likelihood(est, data, params: dict) -> np.ndarray:
     (`likelihoods.seed_sets_logp`), in NumPy, the model these checks replicate from (`model_terms`)."""
     from scipy.special import logsumexp
 
-    from bayes_wsc.models.perception import membership_log_probabilities
+    from bayes_wsc.models.perception.model import membership_log_probabilities
 
     W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
     rows = data.seed_items
@@ -129,7 +129,7 @@ def conditional_log_likelihood(est, data, params: dict) -> np.ndarray:
 
 
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
-    from bayes_wsc.models.perception import condition_on_seeds
+    from bayes_wsc.models.perception.model import condition_on_seeds
 
     params = {name: np.asarray(value, dtype=float) for name, value in params.items()}
     n_rep, n_clusters = next(iter(params.values())).shape[0], data.n_clusters

@@ -99,7 +99,7 @@ def run(args) -> None:
     data = read_data(args, args.emission == "categorical")
     print(f"{data.n_items} items in {data.n_groups} groups, classes {', '.join(data.classes)}, "
           f"features {', '.join(data.features)}", flush=True)
-    from bayes_wsc.models.proportions import ProportionsClassifier  # PyMC loads once the data are known to be good
+    from bayes_wsc.models.proportions.model import ProportionsClassifier  # PyMC loads once the data are known to be good
 
     est = ProportionsClassifier(emission=args.emission, bag_likelihood=args.bag_likelihood,
                                 concentration=args.concentration, mean_prior_sd=args.mean_prior_sd,
@@ -132,7 +132,7 @@ def run_simulate(args) -> None:
 
     from bayes_wsc.errors import InputError
     from bayes_wsc.simulate.files import in_folder, named, named_matrix, report, write_simulation
-    from bayes_wsc.simulate.proportions import simulate_proportion_tables, uci_proportion_tables
+    from bayes_wsc.models.proportions.simulate import simulate_proportion_tables, uci_proportion_tables
 
     fit = f"bayes-wsc fit proportions --items {in_folder(args.out, 'items.csv')} " \
           f"--proportions {in_folder(args.out, 'proportions.csv')}"
@@ -144,7 +144,7 @@ def run_simulate(args) -> None:
         size = 16 if args.group_size is None else args.group_size
         items, proportions, classes = uci_proportion_tables(args.dataset, size, seed=args.seed)
         truth_table = pd.DataFrame({"id": items["id"], "group": items["group"], "class": classes})
-        facts = {"model": "proportions", "generator": "bayes_wsc.simulate.proportions.uci_proportion_tables",
+        facts = {"model": "proportions", "generator": "bayes_wsc.models.proportions.simulate.uci_proportion_tables",
                  "study": f"Stolpe & Morik (2011), Sec. 4.1: the UCI data set {args.dataset} (scikit-learn), every "
                           f"feature scaled to [0, 1], the items split uniformly at random into groups of {size} (the "
                           "last one smaller), each group keeping only its label proportions",
@@ -180,7 +180,7 @@ def run_simulate(args) -> None:
         else:
             levels = [f"b{k + 1}" for k in range(settings["n_bins"])]
             parameters = {"w": named_matrix(params["w"], classes, levels)}
-        facts = {"model": "proportions", "generator": "bayes_wsc.simulate.proportions.simulate_proportion_tables",
+        facts = {"model": "proportions", "generator": "bayes_wsc.models.proportions.simulate.simulate_proportion_tables",
                  "study": "Stolpe & Morik (2011), data from the model: group class shares theta_i ~ Dirichlet(0.5) "
                           "(logistic: the classes drawn from softmax(x W + b) instead), each group's proportions "
                           "the exact shares of its items' classes",
@@ -208,7 +208,7 @@ def add_llp_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run_llp(args) -> None:
-    from bayes_wsc.baselines.proportions import fit_llp_data
+    from bayes_wsc.models.proportions.baselines import fit_llp_data
     from bayes_wsc.errors import InputError
 
     items = read_items(args)
@@ -233,6 +233,6 @@ BASELINES = {"llp": (LLP_HELP, add_llp_parser, run_llp)}
 
 def read_baseline_model(path):
     """`bayes-wsc predict` from an LLP model written by `bayes-wsc baseline llp` (JSON)."""
-    from bayes_wsc.baselines.proportions import LLPModel
+    from bayes_wsc.models.proportions.baselines import LLPModel
 
     return LLPModel.load(path)

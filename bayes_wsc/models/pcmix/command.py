@@ -91,7 +91,7 @@ def _data_and_estimator(args, lam: float):
                                    features=args.features, classes=args.classes, id_col=args.id_col)
     print(f"{data.n_items} items, {data.n_features} features, {data.n_labeled} labeled "
           f"(classes {', '.join(data.classes)})", flush=True)
-    from bayes_wsc.models.pcmix import PCMixture  # PyMC loads only once the data are known to be good
+    from bayes_wsc.models.pcmix.model import PCMixture  # PyMC loads only once the data are known to be good
 
     est = PCMixture(components=args.components, lam=lam, restarts=args.restarts, sd_floor=args.sd_floor,
                     mean_prior_sd=args.mean_prior_sd, sd_prior_rate=args.sd_prior_rate,
@@ -154,7 +154,7 @@ def run_simulate(args) -> None:
 
     from bayes_wsc.errors import InputError
     from bayes_wsc.simulate.files import in_folder, report, write_simulation
-    from bayes_wsc.simulate.pcmix import BLOB_MEANS, BLOB_VARIANCES, simulate_intervals, simulate_two_blobs
+    from bayes_wsc.models.pcmix.simulate import BLOB_MEANS, BLOB_VARIANCES, simulate_intervals, simulate_two_blobs
 
     if args.study == "blobs":
         settings = {"study": "blobs", "n_items": args.n_items or 5000,
@@ -164,7 +164,7 @@ def run_simulate(args) -> None:
         items, truth = simulate_two_blobs(settings["n_items"], settings["labeled_fraction"], seed=args.seed)
         study = ("Hughes et al., Sec. 3.3: x in R^5 from 1/2 N(m1, S1) + 1/2 N(m2, S2) (diagonal), y = 1 iff "
                  "|x2| < 0.1, a random share of the labels kept")
-        generator = "bayes_wsc.simulate.pcmix.simulate_two_blobs"
+        generator = "bayes_wsc.models.pcmix.simulate.simulate_two_blobs"
         sources = {"blob 1": {"mean": BLOB_MEANS[0], "variance": BLOB_VARIANCES[0]},
                    "blob 2": {"mean": BLOB_MEANS[1], "variance": BLOB_VARIANCES[1]}}
     else:
@@ -176,7 +176,7 @@ def run_simulate(args) -> None:
         items, truth = simulate_intervals(seed=args.seed)
         study = ("Hughes et al., Sec. 3.2: A, 175 points on [-1, 1] labeled Bernoulli(1/2); B, 100 points on [1, 1.5] "
                  "all positive; C, 75 points on [1.5, 2] all negative")
-        generator = "bayes_wsc.simulate.pcmix.simulate_intervals"
+        generator = "bayes_wsc.models.pcmix.simulate.simulate_intervals"
         sources = {"A": {"interval": [-1.0, 1.0], "positive_share": 0.5}, "B": {"interval": [1.0, 1.5],
                    "positive_share": 1.0}, "C": {"interval": [1.5, 2.0], "positive_share": 0.0}}
     ids = [f"item{i}" for i in range(len(items))]

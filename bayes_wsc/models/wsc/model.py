@@ -978,13 +978,13 @@ class WSC(Estimator):
 
     def write_report(self, out_dir, **kwargs):
         """Write `out_dir/report.html`: rho(k) with intervals beside the paper's baselines, and more."""
-        from bayes_wsc.report.wsc import write_report
+        from bayes_wsc.models.wsc.report import write_report
 
         return write_report(self, out_dir, **kwargs)
 
     def plot_rho(self, **kwargs):
         """rho(k) with its credible intervals beside the paper's baselines (a matplotlib Figure)."""
-        from bayes_wsc.report.wsc import plot_rho
+        from bayes_wsc.models.wsc.report import plot_rho
 
         return plot_rho(self, **kwargs)
 
