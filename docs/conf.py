@@ -5,7 +5,7 @@ Build it (from the repository's root, after `pip install -e '.[docs]'`), warning
     python -m sphinx -W --keep-going -b html docs docs/_build/html
 
 The API reference is generated from names: every public name of `bayes_wsc.__all__`, and the modules in
-`PUBLIC_MODULES` below, the one list to change when a module moves.
+`PUBLIC_MODULES` below (each registered model's folder, and a few shared modules).
 """
 
 from __future__ import annotations
@@ -21,25 +21,20 @@ sys.path.insert(0, str(DOCS / "_ext"))
 
 import bayes_wsc  # noqa: E402
 
-#: the modules users import beyond `bayes_wsc` itself (named in the guides); each gets an API page
-PUBLIC_MODULES = [
-    "bayes_wsc.models.wsc",
-    "bayes_wsc.models.experts",
-    "bayes_wsc.models.pcmix",
-    "bayes_wsc.models.proportions",
-    "bayes_wsc.models.perception",
-    "bayes_wsc.models.combined",
-    "bayes_wsc.simulate",
-    "bayes_wsc.baselines.wsc",
-    "bayes_wsc.baselines.experts",
-    "bayes_wsc.baselines.pcmix",
-    "bayes_wsc.baselines.proportions",
-    "bayes_wsc.baselines.perception",
-    "bayes_wsc.testing",
-    "bayes_wsc.contract",
-    "bayes_wsc.defaults",
-    "bayes_wsc.errors",
-]
+#: the modules users import beyond `bayes_wsc` itself (named in the guides); each gets an API page: every
+#: registered model's folder gives its model, simulator and the paper's baselines (where it has them)
+def _model_modules():
+    import importlib.util
+
+    from bayes_wsc import registry
+
+    return [f"bayes_wsc.models.{name}.{role}" for role in ("model", "simulate", "baselines")
+            for name in registry.NAMES
+            if importlib.util.find_spec(f"bayes_wsc.models.{name}.{role}") is not None]
+
+
+PUBLIC_MODULES = [*_model_modules(), "bayes_wsc.testing", "bayes_wsc.contract", "bayes_wsc.defaults",
+                  "bayes_wsc.errors"]
 
 project = "bayes_wsc"
 author = "the bayes_wsc authors"
