@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bayes_wsc.errors import FitWarning, InputError
-from bayes_wsc.models.wsc import (GRID_END_WEIGHT, WSC, build_model, data_grid, grid_check, grid_message,
-                                  pooled_bin_frequencies)
+from bayes_wsc.models.wsc import (GRID_END_WEIGHT, MAX_GRID_NODES, WSC, build_model, data_grid, grid_check,
+                                  grid_message, grid_plan, pooled_bin_frequencies)
 from bayes_wsc.simulate import simulate_wsc
 from test_model_wsc_integrated_mu import PREFIX, brute_force
 
@@ -85,18 +85,57 @@ def test_grid_settings_refused(tiny):
             WSC(mu="grid", method=method).check_params()
     with pytest.raises(InputError, match="default model's"):
         WSC(mu="grid", method="nuts", model_file="models/learned_rater_noise.py").check_params()
-    heavy = simulate_wsc(n_groups=4, items_per_group=np.array([10, 10, 10, 20000]), n_bins=3, seed=1)[0]
-    with pytest.raises(InputError, match="mu='integrated'"):
-        build_model(heavy, mu="grid")
 
 
-def test_grid_fit_records_its_check_and_integrated_likelihood():
-    """A NUTS fit with mu="grid": mu, pi and rho drawn after sampling, the per-group log-likelihood
-    is the integrated one, the check's figures are kept with the fit and it raised no warning."""
+def test_default_mu_by_method_and_model():
+    """NUTS on the default model integrates on the grid by default; NUTS on a variant whose build_model
+    takes mu by per-group quadrature (the grid is the default model's); Laplace by per-group quadrature
+    (nested); a MAP and WH = inf sample every mu_i; `mu` given is kept."""
+    assert WSC(method="nuts").mu_used == "grid"
+    assert WSC(method="nuts", model_file="models/learned_rater_noise.py").mu_used == "integrated"
+    assert WSC(method="laplace").mu_used == "integrated"
+    assert WSC(method="map").mu_used == "sampled" and WSC(method="nuts", wh=math.inf).mu_used == "sampled"
+    assert WSC(method="nuts", mu="sampled").mu_used == "sampled"
+
+
+@pytest.fixture(scope="module")
+def heavy():
+    """Three groups of 10 clicks and one of 20,000: on one grid it would need thousands of nodes."""
+    return simulate_wsc(n_groups=4, items_per_group=np.array([10, 10, 10, 20000]), n_bins=3, seed=1)
+
+
+def test_heavy_group_by_per_group_quadrature_matches_scipy(heavy):
+    """A group too heavy for the shared grid is integrated by per-group quadrature (the rest stay on a
+    grid within MAX_GRID_NODES), and every group's value, in the groups' order, is its integral."""
+    import pytensor
+
+    from bayes_wsc.fit import transformed_start
+
+    data, truth = heavy
+    plan = grid_plan(data, 10.0, "hierarchical")
+    assert plan.on_grid.tolist() == [True, True, True, False] and 10 < plan.nodes.size <= MAX_GRID_NODES
+    point = point_of(truth, "hierarchical")
+    expected = [brute_force(data, i, point["w0"], point["w1"], 0.3, 0.8, 1 / math.sqrt(10))
+                for i in range(data.n_groups)]
+    model = build_model(data, mu="grid")
+    fn = pytensor.function(model.value_vars, model.replace_rvs_by_values([model[PREFIX + "groups"]]),
+                           on_unused_input="ignore", mode="FAST_COMPILE")
+    start = transformed_start(model, point)
+    (pointwise,) = fn(*[start[v.name] for v in model.value_vars])
+    np.testing.assert_allclose(pointwise[:3], expected[:3], rtol=0, atol=TOLERANCE)
+    assert pointwise[3] == pytest.approx(expected[3], abs=1e-4)  # 5-node Gauss-Hermite on a near-Gaussian integrand
+
+
+def test_grid_fit_by_default_records_its_check_split_and_integrated_likelihood(tmp_path):
+    """A NUTS fit with the default mu on data with one heavy group: the grid, that group by per-group
+    quadrature; mu, pi and rho drawn after sampling, the per-group log-likelihood is the integrated one,
+    the check's figures are kept with the fit, it raised no warning, the summary's notes say how mu was
+    treated, and a loaded fit knows it."""
     from bayes_wsc import inference
+    from bayes_wsc.estimator import load
 
-    data, _ = simulate_wsc(n_groups=30, items_per_group=40, n_bins=4, seed=7)
-    est = WSC(method="nuts", mu="grid", draws=60, tune=60, chains=2, seed=1, progressbar=False)
+    data, _ = simulate_wsc(n_groups=30, items_per_group=np.array([40] * 29 + [20000]), n_bins=4, seed=7)
+    est = WSC(method="nuts", draws=60, tune=60, chains=2, seed=1, progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         est.fit(data)
@@ -106,7 +145,13 @@ def test_grid_fit_records_its_check_and_integrated_likelihood():
     attrs = inference.get_attrs(est.idata_)
     check = attrs["fit_info"]["nuts"]["mu_grid"]
     assert check["ok"] and check["draws_checked"] == 100 and check["nodes"] > 10
-    assert "mu='grid'" in attrs["log_likelihood_holds"]
+    assert check["groups_on_grid"] == 29 and check["groups_by_quadrature"] == 1 and check["heaviest_on_grid"] == 40
+    assert "mu='grid'" in attrs["log_likelihood_holds"] and attrs["settings_used"]["mu"] == "grid"
     assert not any("mu='grid'" in m for m in attrs["diagnostics"])
+    note = est.summary_notes()[-1]
+    assert "grid of" in note and "except the 1 heaviest (more than 40 clicks)" in note and "the default" in note
     # the nodes come from the data: no MAP program is cached for other data of the same shapes
-    assert est.model_inputs(data) is None and WSC(method="nuts").model_inputs(data) is not None
+    assert est.model_inputs(data) is None and WSC(method="nuts", mu="sampled").model_inputs(data) is not None
+    est.save(tmp_path / "fit.nc")
+    back = load(tmp_path / "fit.nc")
+    assert back.mu is None and back.mu_used == "grid" and back.summary_notes()[-1] == note

@@ -1,6 +1,7 @@
 """Simulation-based calibration of every model: WSC, noisy experts, PC mixture, perception (slow tier: pytest -m slow).
 
-About 20 simulations of tiny data per model, every quantity ranked among 99
+About 20 simulations of tiny data per model (the first model with NUTS's default, mu on the shared grid,
+and with mu integrated by per-group quadrature or sampled), every quantity ranked among 99
 thinned NUTS draws; the test fails when some quantity's binned ranks fail the
 chi-square test at 0.01 / (number of quantities). A correct model fails with
 probability about 0.01; a wrong likelihood, transform or prior fails much more
@@ -18,10 +19,11 @@ N_SIMS = 20
 
 
 def small_case(model: str):
-    if model == "wsc":
+    if model.startswith("wsc"):  # "wsc": NUTS's default (the shared grid); "wsc-integrated", "wsc-sampled"
         from bayes_wsc.simulate.wsc import sbc_case
 
-        return sbc_case(n_groups=20, items_per_group=20, n_bins=3, draws=500, tune=400, chains=2)
+        mu = model.partition("-")[2] or None
+        return sbc_case(n_groups=20, items_per_group=20, n_bins=3, draws=500, tune=400, chains=2, mu=mu)
     if model == "experts":
         from bayes_wsc.simulate.experts import sbc_case
 
@@ -52,6 +54,6 @@ def check_calibration(model: str, n_sims: int = N_SIMS, seed: int = 6):
     return result
 
 
-@pytest.mark.parametrize("model", ["wsc", "experts", "pcmix", "perception"])
+@pytest.mark.parametrize("model", ["wsc", "wsc-integrated", "wsc-sampled", "experts", "pcmix", "perception"])
 def test_sbc_ranks_are_uniform(model):
     check_calibration(model)
