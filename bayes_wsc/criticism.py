@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from bayes_wsc import inference, registry
+from bayes_wsc import inference, psis, registry
 from bayes_wsc.errors import InputError
 
 #: replicated data sets per check (posterior draws are subsampled to about this many)
@@ -265,16 +265,17 @@ def loo_rows(est, fitted=None) -> list[Check]:
     """A row on the Pareto k values of LOO, for a fit with draws and a log-likelihood (none otherwise):
     the estimator's, or `fitted`, some of its draws (the row then says how many)."""
     whole = _posterior(est)
-    fitted = whole if fitted is None else fitted
+    fitted = est._complete_log_likelihood() if fitted is None else fitted  # one waiting for first use: now
     if inference.loo_unavailable(fitted) is not None:
         return []
     elpd = inference.psis_loo(fitted)  # NumPy: `check` imports no ArviZ
-    row = pareto_row(elpd, unit_noun(fitted), fitted)
     used, of = (f.posterior.sizes["chain"] * f.posterior.sizes["draw"] for f in (fitted, whole))
-    if used < of:
-        row = replace(row, message=f"{row.message} (Checked when fitting on {used} of the {of} draws, evenly "
-                                   "spaced in each chain; LOO on the fit uses them all.)")
-    return [row]
+    if used == of:
+        return [pareto_row(elpd, unit_noun(fitted), fitted)]
+    # k judged against the threshold of the whole fit's draws, which LOO on the fit uses
+    row = pareto_row(elpd, unit_noun(fitted), fitted, threshold=psis.good_k(of))
+    return [replace(row, message=f"{row.message} (Checked when fitting on {used} of the {of} draws, evenly spaced "
+                                 "in each chain; LOO on the fit uses them all.)")]
 
 
 def unit_noun(idata) -> str:
@@ -311,9 +312,10 @@ def distinct_figures(a: float, b: float) -> tuple[str, str]:
     return first, second
 
 
-def pareto_row(elpd, noun: str, idata=None) -> Check:
-    """The LOO row; with the fit's `idata`, the worst unit is named as the user knows it (`unit_label`)."""
-    k = inference.pareto_k_summary(elpd)
+def pareto_row(elpd, noun: str, idata=None, threshold: float | None = None) -> Check:
+    """The LOO row; with the fit's `idata`, the worst unit is named as the user knows it (`unit_label`);
+    `threshold` instead of the one for the draws `elpd` used."""
+    k = inference.pareto_k_summary(elpd, threshold)
     flagged = k["bad"] > 0
     noun = noun.replace("_", " ")  # a dim name: "seed item"
     worst = k["worst"] if idata is None else unit_label(idata, k["worst"])

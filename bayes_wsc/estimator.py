@@ -910,7 +910,7 @@ class Estimator(abc.ABC):
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
         """Write the fit as netCDF: draws, data, coords and every setting (no pickle). A fit whose
-        pointwise log-likelihood is still pending (Laplace) and can be rebuilt from the file
+        pointwise log-likelihood is still pending (Laplace, NUTS) and can be rebuilt from the file
         (`log_likelihood_from_file`) is written without it, saying so: `load` computes it on first use
         (at 10,000 groups it costs as much as the fit, and most fits saved are never compared)."""
         self._check_fitted()

@@ -194,6 +194,7 @@ def test_hierarchical_wsc_loo_is_reliable(wsc_fits):
 
 
 def test_saved_fits_keep_the_group_and_old_fits_say_refit(wsc_fits, tmp_path):
+    wsc_fits["nuts"].idata_  # its log-likelihood, waiting for first use, computed: the file keeps it
     path = wsc_fits["nuts"].save(tmp_path / "fit.nc")
     again = load(path)
     np.testing.assert_array_equal(again.idata_.log_likelihood["groups"].values,

@@ -126,22 +126,30 @@ def test_heavy_group_by_per_group_quadrature_matches_scipy(heavy):
     assert pointwise[3] == pytest.approx(expected[3], abs=1e-4)  # 5-node Gauss-Hermite on a near-Gaussian integrand
 
 
-def test_grid_fit_by_default_records_its_check_split_and_integrated_likelihood(tmp_path):
+def test_grid_fit_by_default_records_its_check_split_and_integrated_likelihood(tmp_path, monkeypatch):
     """A NUTS fit with the default mu on data with one heavy group: the grid, that group by per-group
     quadrature; mu, pi and rho drawn after sampling, the per-group log-likelihood is the integrated one,
     the check's figures are kept with the fit, it raised no warning, the summary's notes say how mu was
-    treated, and a loaded fit knows it."""
-    from bayes_wsc import inference
+    treated, and a loaded fit knows it. The pointwise log-likelihood waits for first use; the Pareto k
+    check at fit time took half the draws, and fires as LOO on all of them does (the heavy group moves
+    the emissions)."""
+    from bayes_wsc import criticism, estimator, inference
     from bayes_wsc.estimator import load
 
+    monkeypatch.setattr(estimator, "FIT_TIME_LOO_DRAWS", 30)
     data, _ = simulate_wsc(n_groups=30, items_per_group=np.array([40] * 29 + [20000]), n_bins=4, seed=7)
     est = WSC(method="nuts", draws=60, tune=60, chains=2, seed=1, progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         est.fit(data)
-    post = est.idata_.posterior
+    assert "_pending_log_likelihood" in est.__dict__ and "log_likelihood" not in est._fitted()
+    at_fit = est.checks_.set_index("check").loc["loo_pareto_k"]
+    assert "on 60 of the 120 draws" in at_fit["message"]
+    post = est.idata_.posterior  # first use: the log-likelihood of every draw
     assert post["mu"].dims == ("chain", "draw", "group") and post["rho"].dims == ("chain", "draw", "bin")
     assert est.idata_.log_likelihood["groups"].shape == (2, 60, 30)
+    (every,) = criticism.loo_rows(est)
+    assert bool(at_fit["flagged"]) and every.flagged and at_fit["reference"] == pytest.approx(every.reference)
     attrs = inference.get_attrs(est.idata_)
     check = attrs["fit_info"]["nuts"]["mu_grid"]
     assert check["ok"] and check["draws_checked"] == 100 and check["nodes"] > 10
@@ -155,3 +163,27 @@ def test_grid_fit_by_default_records_its_check_split_and_integrated_likelihood(t
     est.save(tmp_path / "fit.nc")
     back = load(tmp_path / "fit.nc")
     assert back.mu is None and back.mu_used == "grid" and back.summary_notes()[-1] == note
+
+
+def test_default_grid_that_does_not_hold_is_redone_by_per_group_quadrature(monkeypatch):
+    """With the default mu, a grid fit whose check fails (here: every check, by a limit of 0) is redone with
+    mu="integrated", without the discarded fit's warnings; the fit and its notes say so. Asked for
+    explicitly, mu="grid" keeps its fit and warns."""
+    from bayes_wsc import inference
+    from bayes_wsc.models import wsc
+
+    monkeypatch.setattr(wsc, "GRID_SPACING_LIMIT", 0.0)
+    data, _ = simulate_wsc(n_groups=12, items_per_group=20, n_bins=3, seed=3)
+    settings = dict(method="nuts", draws=40, tune=40, chains=1, seed=2, progressbar=False, checks=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = WSC(**settings).fit(data)
+    attrs = inference.get_attrs(est._fitted())
+    assert est.mu_used == "integrated" and attrs["settings_used"]["mu"] == "integrated"
+    assert attrs["mu_grid_refused"]["spacing_over_finest_width"] > 0 and "mu_grid" not in attrs["fit_info"]["nuts"]
+    assert not any("mu='grid'" in str(w.message) for w in caught)
+    assert "did not hold every group" in est.summary_notes()[-1] and "so it was redone" in est.summary_notes()[-1]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asked = WSC(mu="grid", **settings).fit(data)
+    assert asked.mu_used == "grid" and any("mu='grid'" in str(w.message) for w in caught)

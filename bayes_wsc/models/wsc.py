@@ -426,6 +426,12 @@ def grid_message(check: dict) -> list[str]:
     """The plain warning of a grid that did not hold every group's integrand (`grid_check`)."""
     if check.get("ok", True):
         return []
+    return [f"mu='grid': {' and '.join(grid_reasons(check))}, so the density NUTS sampled may differ from the "
+            "model's by more than 1e-4 nats a group: do not trust this fit; refit with mu='integrated'."]
+
+
+def grid_reasons(check: dict) -> list[str]:
+    """Why the grid did not hold (`grid_check`), in words."""
     why = []
     if check["largest_end_weight"] > GRID_END_WEIGHT:
         why.append(f"a group put {check['largest_end_weight']:.1g} of its integral on an end node of the grid "
@@ -433,8 +439,7 @@ def grid_message(check: dict) -> list[str]:
     if check["spacing_over_finest_width"] > GRID_SPACING_LIMIT:
         why.append(f"the nodes are {check['spacing_over_finest_width']:.2f}x the finest width a group's integrand "
                    f"can have at some draw's F0 scale (more than {GRID_SPACING_LIMIT})")
-    return [f"mu='grid': {' and '.join(why)}, so the density NUTS sampled may differ from the model's by more than "
-            "1e-4 nats a group: do not trust this fit; refit with mu='integrated'."]
+    return why
 
 
 def click_weighted_share(totals, p1):
@@ -823,8 +828,25 @@ class WSC(Estimator):
         return messages
 
     def fit(self, data: GroupedCounts):
+        """With the default mu, a NUTS fit on the shared grid that the grid did not hold (`grid_check`: a
+        group's integrand reached past it, or F0 narrower than its spacing, as where the groups' qualities
+        barely vary) is redone by per-group quadrature (mu="integrated"), and says so in the summary's
+        notes; the discarded fit's warnings are not shown."""
         self.__dict__.pop("_mu_of_fit", None)  # a refit resolves its own default
-        return super().fit(data)
+        if self.mu is not None or self.mu_used != "grid":
+            return super().fit(data)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            super().fit(data)
+        check = inference.get_attrs(self._fitted()).get("fit_info", {}).get("nuts", {}).get("mu_grid", {})
+        if check.get("ok", True):
+            for w in caught:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            return self
+        self._mu_of_fit = "integrated"
+        super().fit(data)
+        inference.set_attrs(self._fitted(), {"mu_grid_refused": check})
+        return self
 
     @classmethod
     def from_idata(cls, idata, source: str = "this fit"):
@@ -855,7 +877,11 @@ class WSC(Estimator):
                         "enough for them would cost more")
         elif used == "integrated":
             how = "each mu_i integrated out by per-group quadrature"
-            if self.mu is None:
+            refused = attrs.get("mu_grid_refused")
+            if isinstance(refused, dict):
+                how += (f" (the default, NUTS on a shared grid, was fitted first and did not hold every group: "
+                        f"{' and '.join(grid_reasons(refused))}; so it was redone)")
+            elif self.mu is None and self.model_file is not None:
                 how += " (the shared grid is written for the default model only)"
         else:
             how = "NUTS sampled every mu_i"
