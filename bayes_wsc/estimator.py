@@ -451,8 +451,7 @@ class Estimator(abc.ABC):
             with self.variant_errors("NUTS"):
                 draws = fit_nuts(model, draws=self.draws, tune=self.tune, chains=self.chains, seed=self.seed,
                                  initvals=start, backend=backend, target_accept=self.target_accept,
-                                 progressbar=self.progressbar, precision=precision, defer_log_likelihood=True,
-                                 **self.nuts_options())
+                                 progressbar=self.progressbar, precision=precision, **self.nuts_options())
                 labels = model_labels(model)
                 coords, dims = labels["coords"], {**labels["dims"], **self.complete_draws(draws, data)}
                 fit_info["nuts"] = draws.info
@@ -464,7 +463,7 @@ class Estimator(abc.ABC):
         self._fit_terms, found = self._likelihood_terms(draws, data)
         messages += found
         holds = None
-        if draws.deferred is not None:  # Laplace and NUTS by NumPyro: the pointwise log-likelihood waits for first use
+        if draws.deferred is not None:  # Laplace, and NUTS where asked: the pointwise log-likelihood waits for first use
             self._pending_log_likelihood = (draws, data, dims)
         else:
             holds = self.pointwise_log_likelihood(draws, data)

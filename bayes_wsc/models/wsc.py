@@ -971,8 +971,9 @@ class WSC(Estimator):
     def nuts_options(self) -> dict:
         """With mu integrated out NUTS samples 2K + 2 correlated dimensions (each bin's w0_k and w1_k
         trade off against the bin's overall share): a full mass matrix is cheap there and shortens
-        the trees."""
-        return {"dense_mass": True} if self._integrates_mu() else {}
+        the trees. Its pointwise log-likelihood (each group's integral in float64 at every draw: 30-50 s
+        at 10,000 groups) waits for first use, and a saved fit leaves it out (`log_likelihood_from_file`)."""
+        return {"dense_mass": True, "defer_log_likelihood": True} if self._integrates_mu() else {}
 
     def complete_draws(self, draws, data: GroupedCounts) -> dict:
         """With mu integrated out: draw mu[group] from its conditional per draw
