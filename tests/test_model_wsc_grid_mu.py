@@ -165,6 +165,7 @@ def test_grid_fit_by_default_records_its_check_split_and_integrated_likelihood(t
     assert back.mu is None and back.mu_used == "grid" and back.summary_notes()[-1] == note
 
 
+@pytest.mark.slow  # three NUTS fits, each compiled anew
 def test_default_grid_that_does_not_hold_is_redone_by_per_group_quadrature(monkeypatch):
     """With the default mu, a grid fit whose check fails (here: every check, by a limit of 0) is redone with
     mu="integrated", without the discarded fit's warnings; the fit and its notes say so. Asked for
