@@ -833,7 +833,10 @@ class WSC(Estimator):
         barely vary) is redone by per-group quadrature (mu="integrated"), and says so in the summary's
         notes; the discarded fit's warnings are not shown."""
         self.__dict__.pop("_mu_of_fit", None)  # a refit resolves its own default
-        if self.mu is not None or self.mu_used != "grid":
+        if self.mu is not None or self.method != "nuts":
+            return super().fit(data)
+        self.check_params()  # bad settings: one line, before `mu_used` reads them
+        if self.mu_used != "grid":
             return super().fit(data)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
