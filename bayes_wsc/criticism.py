@@ -36,12 +36,12 @@ import contextlib
 import contextvars
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
-from bayes_wsc import inference, registry
+from bayes_wsc import inference, psis, registry
 from bayes_wsc.errors import InputError
 
 #: replicated data sets per check (posterior draws are subsampled to about this many)
@@ -205,7 +205,7 @@ def posterior_predictive(est, data=None, *, draws: int = PPC_DRAWS, seed: int = 
 
 # ---------------------------------------------------------------------- running the checks
 def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
-        targeted: Sequence[Callable] | None = None, loo: bool = True) -> list[Check]:
+        targeted: Sequence[Callable] | None = None, loo=True) -> list[Check]:
     """Every check of a fitted estimator: the posterior predictive checks and targeted checks of its
     model, and, for a fit with draws, the Pareto k values of LOO. Fits that a check makes (refits on
     halves of the data) do not run checks themselves.
@@ -216,7 +216,9 @@ def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
     targeted : functions (est, data, seed) -> list of `Check` run instead of the model's own targeted
         checks (`checks/<model>.targeted`): tests pass stand-ins here.
 
-    loo : False leaves out the Pareto k row (a Laplace fit at fit time, whose log-likelihood waits).
+    loo : False leaves out the Pareto k row (a Laplace fit at fit time, whose log-likelihood waits); a fit
+        (`inference.Groups`) computes it there instead (a NUTS fit at fit time: some of its draws, with
+        their log-likelihood, while the rest waits for first use).
     """
     module = module_of(est)
     data = est.data_from_fit() if data is None else data
@@ -240,8 +242,8 @@ def run(est, data=None, *, draws: int | None = PPC_DRAWS, seed: int = 0,
                          for name, message in replicates.not_run.items()]
             for check in (module.targeted() if targeted is None else targeted):
                 rows += check(est, data, seed)
-        if loo:
-            rows += loo_rows(est)
+        if loo is not False:
+            rows += loo_rows(est, None if loo is True else loo)
     return rows
 
 
@@ -259,13 +261,21 @@ def _variant_rows(est, checks, data, seed: int) -> list[Check]:
     return rows
 
 
-def loo_rows(est) -> list[Check]:
-    """A row on the Pareto k values of LOO, for a fit with draws and a log-likelihood (none otherwise)."""
-    fitted = _posterior(est)
+def loo_rows(est, fitted=None) -> list[Check]:
+    """A row on the Pareto k values of LOO, for a fit with draws and a log-likelihood (none otherwise):
+    the estimator's, or `fitted`, some of its draws (the row then says how many)."""
+    whole = _posterior(est)
+    fitted = est._complete_log_likelihood() if fitted is None else fitted  # one waiting for first use: now
     if inference.loo_unavailable(fitted) is not None:
         return []
     elpd = inference.psis_loo(fitted)  # NumPy: `check` imports no ArviZ
-    return [pareto_row(elpd, unit_noun(fitted), fitted)]
+    used, of = (f.posterior.sizes["chain"] * f.posterior.sizes["draw"] for f in (fitted, whole))
+    if used == of:
+        return [pareto_row(elpd, unit_noun(fitted), fitted)]
+    # k judged against the threshold of the whole fit's draws, which LOO on the fit uses
+    row = pareto_row(elpd, unit_noun(fitted), fitted, threshold=psis.good_k(of))
+    return [replace(row, message=f"{row.message} (Checked when fitting on {used} of the {of} draws, evenly spaced "
+                                 "in each chain; LOO on the fit uses them all.)")]
 
 
 def unit_noun(idata) -> str:
@@ -302,9 +312,10 @@ def distinct_figures(a: float, b: float) -> tuple[str, str]:
     return first, second
 
 
-def pareto_row(elpd, noun: str, idata=None) -> Check:
-    """The LOO row; with the fit's `idata`, the worst unit is named as the user knows it (`unit_label`)."""
-    k = inference.pareto_k_summary(elpd)
+def pareto_row(elpd, noun: str, idata=None, threshold: float | None = None) -> Check:
+    """The LOO row; with the fit's `idata`, the worst unit is named as the user knows it (`unit_label`);
+    `threshold` instead of the one for the draws `elpd` used."""
+    k = inference.pareto_k_summary(elpd, threshold)
     flagged = k["bad"] > 0
     noun = noun.replace("_", " ")  # a dim name: "seed item"
     worst = k["worst"] if idata is None else unit_label(idata, k["worst"])

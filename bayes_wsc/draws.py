@@ -17,6 +17,8 @@ class Draws:
     info: dict = field(default_factory=dict)
     #: MAP with restarts: every restart's optimum (free variables, constrained scale), in restart order
     optima: list[dict] = field(default_factory=list)
-    #: posterior variables left for first use, computed by this function (a Laplace fit's pointwise
-    #: log-likelihood, `laplace.run_laplace(defer_log_likelihood=True)`)
-    deferred: Callable[[], dict[str, np.ndarray]] | None = None
+    #: posterior variables left for first use, computed by this function (the pointwise log-likelihood of
+    #: a Laplace fit, `laplace.run_laplace(defer_log_likelihood=True)`, and of a NUTS fit,
+    #: `fit.fit_nuts(defer_log_likelihood=True)`, whose function also takes draw indices within each
+    #: chain and computes those draws only)
+    deferred: Callable[..., dict[str, np.ndarray]] | None = None

@@ -58,6 +58,10 @@ REQUIRED_ATTRIBUTES = ("model_name", "estimands", "data_class")
 LOG_LIKELIHOOD_LEFT_OUT = inference.LOG_LIKELIHOOD_LEFT_OUT
 #: what a loaded fit keeps pending when its file left the log-likelihood out (`Estimator.save`)
 SAVED_WITHOUT_LOG_LIKELIHOOD = "saved without it"
+#: draws per chain whose pointwise log-likelihood a NUTS fit computes at fit time, for its Pareto k check
+#: (`_thinned_fit`); the rest wait for first use (at 10,000 groups with mu integrated out, all 4000 draws
+#: cost 30-50 s, a fifth of the run)
+FIT_TIME_LOO_DRAWS = 250
 
 
 class Estimator(abc.ABC):
@@ -459,7 +463,7 @@ class Estimator(abc.ABC):
         self._fit_terms, found = self._likelihood_terms(draws, data)
         messages += found
         holds = None
-        if draws.deferred is not None:  # Laplace, the fast path: its pointwise log-likelihood waits for first use
+        if draws.deferred is not None:  # Laplace, and NUTS where asked: the pointwise log-likelihood waits for first use
             self._pending_log_likelihood = (draws, data, dims)
         else:
             holds = self.pointwise_log_likelihood(draws, data)
@@ -471,7 +475,7 @@ class Estimator(abc.ABC):
             inference.set_attrs(self._fitted(), {"log_likelihood_holds": holds or self._recorded_words()})
         with self.variant_errors("the diagnostics"):
             if self.method == "nuts":
-                messages += diagnostics.nuts_messages(self.idata_, self.diagnosed_names())
+                messages += diagnostics.nuts_messages(self._fitted(), self.diagnosed_names())
         with self.variant_errors("model_checks"):
             messages += self.model_checks(self._fitted())
         # a check's own refits do not check again; a model without a checks module has none
@@ -537,7 +541,8 @@ class Estimator(abc.ABC):
         """Run the model's checks, store their rows in the fit, and return the flagged ones as messages.
         A variant whose variables the checks cannot use gets one line saying so, not a failed fit."""
         try:
-            rows = criticism.run(self, data, draws=None, loo="_pending_log_likelihood" not in self.__dict__)
+            rows = criticism.run(self, data, draws=None, loo="_pending_log_likelihood" not in self.__dict__
+                                 or self._thinned_fit())
         except (InputError, KeyError, IndexError, ValueError) as exc:
             if self.model_file is None:
                 raise
@@ -545,6 +550,31 @@ class Estimator(abc.ABC):
             return [f"the model checks did not run on this variant ({type(exc).__name__}: {reason})"]
         inference.set_attrs(self._fitted(), {"checks": [r.as_dict() for r in rows]})
         return criticism.flagged_messages(rows)
+
+    def _thinned_fit(self):
+        """For the Pareto k check at fit time of a NUTS fit whose log-likelihood waits for first use: the fit
+        at `FIT_TIME_LOO_DRAWS` draws of each chain, evenly spaced, with their log-likelihood (the waiting
+        function at those draws only, then `pointwise_log_likelihood`, as on first use). False for a
+        Laplace fit, whose check waits with its log-likelihood."""
+        import numpy as np
+
+        from bayes_wsc.draws import Draws
+
+        pending = self.__dict__.get("_pending_log_likelihood")
+        if self.method != "nuts" or not isinstance(pending, tuple):
+            return False
+        draws, data, dims = pending
+        n = self._groups["posterior"].sizes["draw"]
+        keep = np.unique(np.linspace(0, n - 1, min(n, FIT_TIME_LOO_DRAWS)).round().astype(int))
+        thinned = Draws({k: np.asarray(v)[:, keep] for k, v in draws.posterior.items()}, info=draws.info)
+        recorded = draws.deferred(keep)
+        thinned.posterior.update(recorded)
+        self.pointwise_log_likelihood(thinned, data)
+        values = {name: thinned.posterior.pop(name) for name in recorded}
+        check_finite(values)
+        fit = inference.select_draws(self._groups, keep)
+        inference.add_log_likelihood(fit, values, dims or {})
+        return fit
 
     def _map_program(self, data, starts: list[dict], fixed: dict, laplace: dict | None = None):
         """The MAP's compiled program, the held values, the program's inputs (data and held values)
@@ -879,7 +909,7 @@ class Estimator(abc.ABC):
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
         """Write the fit as netCDF: draws, data, coords and every setting (no pickle). A fit whose
-        pointwise log-likelihood is still pending (Laplace) and can be rebuilt from the file
+        pointwise log-likelihood is still pending (Laplace, NUTS) and can be rebuilt from the file
         (`log_likelihood_from_file`) is written without it, saying so: `load` computes it on first use
         (at 10,000 groups it costs as much as the fit, and most fits saved are never compared)."""
         self._check_fitted()

@@ -179,16 +179,18 @@ def grid_loglik(ops: Ops, g: Integrand, nodes: np.ndarray):
     return ops.log(total) + top + math.log(spacing)
 
 
-def shared_grid(g: Integrand, *, spacing: float, reach: float, steps: int = 8) -> np.ndarray:
-    """Uniform nodes, `spacing` apart, from `reach` of its own widths below the lowest group's
-    integrand (its Newton mode, or HE if lower, at the values in the NumPy integrand `g`) to as far
-    above the highest: where every group's integrand lies at those values."""
+def integrand_extent(g: Integrand, *, reach: float, steps: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """Where each group's integrand lies at the values in the NumPy integrand `g`: from `reach` of its
+    own widths below its Newton mode (or HE if lower) to as far above, (low (I,), high (I,))."""
     mode, curvature = newton_mode(numpy_ops(), g, gaussian_start(g), steps)
     width = 1.0 / np.sqrt(-curvature)
     anchors = np.stack([mode, gaussian_start(g) + 0 * mode])
-    low, high = float((anchors.min(0) - reach * width).min()), float((anchors.max(0) + reach * width).max())
-    count = int(math.ceil((high - low) / spacing)) + 1
-    return low + spacing * np.arange(count)
+    return anchors.min(0) - reach * width, anchors.max(0) + reach * width
+
+
+def grid_over(low: float, high: float, spacing: float) -> np.ndarray:
+    """Uniform nodes `spacing` apart from `low` to at least `high`."""
+    return low + spacing * np.arange(int(math.ceil((high - low) / spacing)) + 1)
 
 
 def grid_end_weight(terms: np.ndarray) -> np.ndarray:

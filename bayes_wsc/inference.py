@@ -448,12 +448,12 @@ def compare(fits: dict, ic: str = "loo") -> pd.DataFrame:
     return table[COMPARE_COLUMNS + [c for c in table.columns if c not in COMPARE_COLUMNS]]
 
 
-def pareto_k_summary(elpd) -> dict:
+def pareto_k_summary(elpd, threshold: float | None = None) -> dict:
     """The Pareto k values of a `loo` result: how many units exceed ArviZ's threshold for this number of
-    draws (min(1 - 1/log10(S), 0.7)) and which unit is worst."""
+    draws (min(1 - 1/log10(S), 0.7); or `threshold`) and which unit is worst."""
     values = elpd_values(elpd)
     k = np.asarray(values.pareto_k)
-    threshold = values.good_k
+    threshold = values.good_k if threshold is None else threshold
     worst = int(np.nanargmax(k)) if k.size else -1
     dims = getattr(values.pareto_k, "dims", ())
     labels = values.pareto_k.coords[dims[0]].values if dims and dims[0] in values.pareto_k.coords else None

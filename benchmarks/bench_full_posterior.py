@@ -10,14 +10,18 @@ Reports the wall time, the largest R-hat and smallest bulk ESS over rho(k), and 
 fit where the time went (MAP start, sampling, drawing the mu_i after sampling, the grid's check), the mean leapfrog steps per draw and tree depth,
 and the adapted step size.
 
-    python benchmarks/bench_full_posterior.py --mu sampled integrated
+    python benchmarks/bench_full_posterior.py                      # default settings (no --mu: the grid)
+    python benchmarks/bench_full_posterior.py --mu default sampled   # the default, then every mu_i sampled
     python benchmarks/bench_full_posterior.py --mu integrated --draws 200 --tune 200   # shortened: labelled so
+
+Each row also holds the machine's load average (`os.getloadavg`) before and after the command.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -29,7 +33,8 @@ HERE = Path(__file__).resolve().parent
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mu", nargs="+", default=["sampled", "integrated"], choices=("sampled", "integrated", "grid"))
+    parser.add_argument("--mu", nargs="+", default=["default"], choices=("default", "sampled", "integrated", "grid"),
+                        help="default: no --mu (the CLI's default)")
     parser.add_argument("--groups", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--draws", type=int, default=None, help="default: the CLI's (1000)")
@@ -47,17 +52,20 @@ def main(argv=None):
             out = Path(tmp) / f"fit_{mu}.nc"
             cmd = [sys.executable, "-m", "bayes_wsc.cli", "fit", "wsc", "--clicks", str(clicks), "--groups",
                    str(groups), "--method", "nuts", "--chains", "4", "--out", str(out), "--no-progress"]
-            cmd += ["--mu", mu] if mu != "sampled" else []
+            cmd += ["--mu", mu] if mu != "default" else []
             cmd += ["--draws", str(args.draws)] if args.draws else []
             cmd += ["--tune", str(args.tune)] if args.tune else []
+            load_before = os.getloadavg()
             t0 = time.perf_counter()
             proc = subprocess.run(cmd, capture_output=True, text=True)
             seconds = time.perf_counter() - t0
+            load = {"load_before": [round(x, 2) for x in load_before],
+                    "load_after": [round(x, 2) for x in os.getloadavg()]}
             if proc.returncode != 0:
                 print(json.dumps({"mu": mu, "error": proc.stderr.strip().splitlines()[-3:]}), flush=True)
                 continue
             print(json.dumps({"mu": mu, "command": " ".join(["bayes-wsc", *cmd[3:]]), **describe(out, truth),
-                              "seconds": round(seconds, 1)}), flush=True)
+                              "seconds": round(seconds, 1), **load}), flush=True)
 
 
 def describe(path, truth) -> dict:
@@ -73,6 +81,7 @@ def describe(path, truth) -> dict:
     return {"rhat_max_rho": round(conv["rhat"], 4), "ess_bulk_min_rho": round(conv["ess_bulk"]),
             "draws": int(stats.sizes["draw"]), "tune": info["nuts"]["tune"],
             "map_seconds": round(info["map"]["seconds"], 1), "sampling_seconds": round(info["nuts"]["seconds"], 1),
+            "mu_used": inference.get_attrs(idata).get("settings_used", {}).get("mu", "sampled"),
             "mu_draw_seconds": round(info["nuts"].get("mu_draws", {}).get("seconds", float("nan")), 1),
             "grid": info["nuts"].get("mu_grid"),
             "steps_per_draw": round(float(stats["n_steps"].mean()), 1),

@@ -59,7 +59,8 @@ def build_case(args):
     if args.model == "wsc":
         from bayes_wsc.simulate.wsc import sbc_case
 
-        return sbc_case(args.groups, args.items or 20, args.bins, wh=args.wh, model_file=args.variant, **nuts)
+        return sbc_case(args.groups, args.items or 20, args.bins, wh=args.wh, model_file=args.variant, mu=args.mu,
+                        **nuts)
     if args.variant:
         raise SystemExit(f"--variant is only supported with --model wsc, not {args.model}")
     if args.model == "proportions":
@@ -103,6 +104,8 @@ def main(argv=None, program: str = "benchmarks/sbc.py", prefix: str | None = Non
     sizes.add_argument("--emission", default="gaussian", help="proportions: gaussian, categorical or logistic")
     sizes.add_argument("--bag", default="exact-counts", help="proportions: independent or exact-counts")
     parser.add_argument("--variant", default=None, help="wsc: a variant file from models/ instead of the default model")
+    parser.add_argument("--mu", default=None, choices=("sampled", "integrated", "grid"),
+                        help="wsc: how NUTS treats the group qualities (default: the estimator's, the grid)")
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--chains", type=int, default=2)

@@ -368,6 +368,11 @@ CASES = {
 #: its likelihood needs (named in the reason). A new model declares one or the other.
 SBC_SETTINGS = {
     "wsc": {"n_groups": 20, "items_per_group": 20, "n_bins": 3, "draws": 500, "tune": 400, "chains": 2},
+    # the first model's other ways of handling mu_i under NUTS (the default above: the shared grid)
+    "wsc-integrated": {"n_groups": 20, "items_per_group": 20, "n_bins": 3, "draws": 500, "tune": 400, "chains": 2,
+                       "mu": "integrated"},
+    "wsc-sampled": {"n_groups": 20, "items_per_group": 20, "n_bins": 3, "draws": 500, "tune": 400, "chains": 2,
+                    "mu": "sampled"},
     "experts": {"n_items": 20, "n_features": 2, "n_clusters": 2, "n_experts": 2, "pairs_per_expert": 40,
                 "restarts": 3, "draws": 500, "tune": 400, "chains": 2},
     "pcmix": {"n_items": 30, "n_features": 1, "components": 2, "labeled_fraction": 0.5, "restarts": 3,

@@ -1,6 +1,7 @@
 """Simulation-based calibration of every registered model (slow tier: pytest -m slow).
 
-About 20 simulations of tiny data per model, every quantity ranked among 99
+About 20 simulations of tiny data per model (the first model with NUTS's default, mu on the shared grid,
+and with mu integrated by per-group quadrature or sampled), every quantity ranked among 99
 thinned NUTS draws; the test fails when some quantity's binned ranks fail the
 chi-square test at 0.01 / (number of quantities). A correct model fails with
 probability about 0.01; a wrong likelihood, transform or prior fails much more
@@ -20,11 +21,12 @@ N_SIMS = 20
 
 
 def small_case(model: str):
-    """The model's `sbc_case` (its simulator's, through the registry) at `contract_cases.SBC_SETTINGS`."""
+    """The model's `sbc_case` (its simulator's, through the registry) at `contract_cases.SBC_SETTINGS`; a case
+    named `<model>-<name>` is one more setting of the model."""
     assert model in SBC_SETTINGS, f"tests/contract_cases.py: SBC_SETTINGS declares nothing for model {model!r}"
     if SBC_SETTINGS[model] is None:
         pytest.skip(f"{model} is calibrated by its own tests (see tests/contract_cases.py SBC_SETTINGS)")
-    return registry.get(model).module("simulate").sbc_case(**SBC_SETTINGS[model])
+    return registry.get(model.partition("-")[0]).module("simulate").sbc_case(**SBC_SETTINGS[model])
 
 
 def check_calibration(model: str, n_sims: int = N_SIMS, seed: int = 6):
@@ -42,6 +44,6 @@ def check_calibration(model: str, n_sims: int = N_SIMS, seed: int = 6):
     return result
 
 
-@pytest.mark.parametrize("model", registry.NAMES)
+@pytest.mark.parametrize("model", [*registry.NAMES, *(case for case in SBC_SETTINGS if "-" in case)])
 def test_sbc_ranks_are_uniform(model):
     check_calibration(model)

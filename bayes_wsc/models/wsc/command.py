@@ -46,8 +46,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--w-concentration", type=positive_float, default=1.0, help="Dirichlet c of w0, w1")
     model.add_argument("--mu", choices=("sampled", "integrated", "grid"), default=None,
                        help="NUTS or laplace: treat every group's mu as a parameter, or integrate them out and draw "
-                            "them afterwards (grid: NUTS only, on one grid of nodes shared by all groups) (default: "
-                            "integrated for --method laplace, sampled otherwise)")
+                            "them afterwards (grid: NUTS only, on one grid of nodes shared by all groups, the heaviest "
+                            "by per-group quadrature) (default: grid for --method nuts, integrated for --method "
+                            "laplace or for nuts with a --model file that takes mu, sampled otherwise)")
     add_variant_options(parser)
     add_sampling_options(parser)
 

@@ -16,6 +16,7 @@ import functools
 import math
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -237,12 +238,12 @@ def build_model(
     Add to it inside `with model:` before fitting, or copy a file from
     `models/` to swap a block. `mu="integrated"` integrates every mu_i out of the density
     (`add_integrated_clicks`); that model has no mu, pi or rho, which `WSC.complete_draws`
-    adds to its draws. `mu="grid"` takes the same integrals on one grid of nodes (`data_grid`). With
+    adds to its draws. `mu="grid"` takes the same integrals on one grid of nodes (`grid_plan`). With
     WH = inf (mu = HE) there is nothing to integrate, and all are the same.
     """
     check_settings(wh, mu_prior, w_concentration, mu=mu)
     if mu in INTEGRATING and not math.isinf(wh):
-        grid = data_grid(data, wh, mu_prior) if mu == "grid" else None
+        grid = grid_plan(data, wh, mu_prior) if mu == "grid" else None
         with pm.Model(coords=data.coords) as model:
             w = add_emissions(data, w_concentration=w_concentration)
             add_integrated_clicks(data, w, wh=wh, mu_prior=mu_prior, grid=grid)
@@ -269,15 +270,15 @@ MODEL_NEWTON_STEPS = {True: 2, False: 4}  # by whether HE is modelled
 
 
 def add_integrated_clicks(data: GroupedCounts, w, *, wh: float = 10.0, mu_prior: str = "hierarchical",
-                          nodes: int = MODEL_GH_NODES, sigma_h=None, grid: np.ndarray | None = None):
+                          nodes: int = MODEL_GH_NODES, sigma_h=None, grid: GridPlan | None = None):
     """F0's hyperparameters and the clicks and HE of every group with its mu_i integrated out
     (`group_quadrature`): NUTS then samples 2K + 2 dimensions instead of I + 2K + 2, without the
     funnel between mu_scale and the mu_i. The click term is centred as in `add_click_likelihood`;
     the pointwise log-likelihood per group is the integral itself (what LOO leaves out under the
     hierarchical F0). Returns (mu_loc, mu_scale), None for a flat F0; mu_i is drawn after NUTS
     (`draw_group_qualities`). `sigma_h`, a variable of the model, replaces 1 / sqrt(wh) (a variant
-    that learns the rater noise). `grid`: the nodes shared by all groups (`data_grid`), instead of
-    Gauss-Hermite nodes per group."""
+    that learns the rater noise). `grid`: the nodes shared by the groups on it (`grid_plan`), instead of
+    Gauss-Hermite nodes per group, which integrate the groups too heavy for it."""
     from bayes_wsc import group_quadrature as gq
 
     he = declare(he_inputs(data), DATA_DIMS)["he_data"]
@@ -288,11 +289,18 @@ def add_integrated_clicks(data: GroupedCounts, w, *, wh: float = 10.0, mu_prior:
     sigma = sigma_h if sigma_h is not None else (1.0 / math.sqrt(wh) if wh > 0 else None)
     g = gq.Integrand(counts, he, w[0] / q, w[1] / q, loc, scale, sigma)
     ops = gq.pytensor_ops()
-    if grid is not None:
-        per_group = gq.grid_loglik(ops, g, grid)
-    else:
-        per_group = gq.integrated_loglik(ops, g, gq.gaussian_start(g), nodes=nodes,
-                                         steps=MODEL_NEWTON_STEPS[sigma is not None])
+    def by_quadrature(g):
+        return gq.integrated_loglik(ops, g, gq.gaussian_start(g), nodes=nodes, steps=MODEL_NEWTON_STEPS[sigma is not None])
+
+    if grid is None or not grid.on_grid.any():
+        per_group = by_quadrature(g)
+    elif grid.on_grid.all():
+        per_group = gq.grid_loglik(ops, g, grid.nodes)
+    else:  # the heaviest groups by per-group quadrature, the rest on the grid, back in the groups' order
+        light, heavy = np.flatnonzero(grid.on_grid), np.flatnonzero(~grid.on_grid)
+        parts = [gq.grid_loglik(ops, g._replace(counts=counts[light], he=he[light]), grid.nodes),
+                 by_quadrature(g._replace(counts=counts[heavy], he=he[heavy]))]
+        per_group = pt.concatenate(parts)[np.argsort(np.concatenate([light, heavy]))]
     pm.Potential("clicks", per_group.sum())
     likelihoods.record_pointwise("groups", per_group + pt.dot(counts, pt.log(q)), dims="group")
     return loc, scale
@@ -309,9 +317,17 @@ GRID_SPACING = 1.0
 GRID_REACH = 8.0
 #: the gradient's cost grows with the nodes: at 10,000 groups of 100 clicks 2.1 ms at 78 nodes against 4.8 ms
 #: by per-group quadrature; with one group of 1000 clicks 207 nodes, 6.7 against 5.4 ms; of 3000 clicks 352
-#: nodes, 20 against 3.5 ms. Past this many nodes (a group of about 2000 clicks among groups of 100) the grid
-#: is refused before the fit, naming mu="integrated"
+#: nodes, 20 against 3.5 ms. A grid never takes more than this many nodes: the heaviest groups (narrow
+#: everywhere, so they set the spacing) are then integrated by per-group quadrature instead (`grid_plan`)
 MAX_GRID_NODES = 250
+#: what one group costs by per-group quadrature (5 Gauss-Hermite nodes and Newton steps), in nodes of the
+#: shared grid: a gradient cost 0.44 ms per-group against 0.34 ms on 76 nodes at 1000 groups (98 nodes a
+#: group) and 4.25 against 2.31 ms on 78 nodes at 10,000 (143) (benchmarks/bench_gradient.py, RESULTS.md);
+#: the lower, so that a doubtful split leaves the heavy groups to the quadrature
+GRID_NODES_PER_QUADRATURE_GROUP = 100
+#: a grid that holds every group within MAX_GRID_NODES is split only where that costs at most this share of it:
+#: the grid is the more accurate (2e-8 nats a group against up to 9e-4 by 5-node quadrature)
+GRID_SPLIT_GAIN = 0.5
 #: the check after sampling (`grid_check`): on up to GRID_CHECK_DRAWS draws, no group may put more than
 #: GRID_END_WEIGHT of its integral on an end node, and no draw's finest width may be below the spacing
 #: over GRID_SPACING_LIMIT (where the error of the sum reaches about 1e-4 nats)
@@ -320,11 +336,22 @@ GRID_END_WEIGHT = 1e-6
 GRID_SPACING_LIMIT = 1.5
 
 
-def data_grid(data: GroupedCounts, wh: float, mu_prior: str) -> np.ndarray:
-    """The nodes of `mu="grid"`, from the data alone: spaced by the finest width the integrands can
-    have (F0's scale at its moment estimate), and covering every group's integrand at the paper's
-    starting point (naive emissions, F0 at the moments of HE). InputError when that takes more than
-    `MAX_GRID_NODES` (a group with many clicks is narrow everywhere)."""
+class GridPlan(NamedTuple):
+    """Which groups `mu="grid"` integrates on the shared nodes (`on_grid`, (I,) bools) and which, the
+    heaviest, by per-group quadrature (`add_integrated_clicks`); `nodes` is empty when none is on it."""
+
+    nodes: np.ndarray
+    on_grid: np.ndarray
+
+
+def grid_plan(data: GroupedCounts, wh: float, mu_prior: str) -> GridPlan:
+    """The nodes of `mu="grid"` and the groups on them, from the data alone. The nodes are spaced by the
+    finest width the integrands on the grid can have (set by its heaviest group, F0's scale at its moment
+    estimate) and cover each of them at the paper's starting point (naive emissions, F0 at the moments of
+    HE). A heavy group narrows the spacing for all: the split that costs the least per gradient, in nodes
+    (`GRID_NODES_PER_QUADRATURE_GROUP` for a group by per-group quadrature), within `MAX_GRID_NODES`,
+    among sending none, the heaviest 1, 2, 4, ... groups, or all of them to the quadrature; every group on
+    the grid unless a split costs at most `GRID_SPLIT_GAIN` of that."""
     from bayes_wsc import group_quadrature as gq
 
     q = pooled_bin_frequencies(data.counts)
@@ -334,26 +361,51 @@ def data_grid(data: GroupedCounts, wh: float, mu_prior: str) -> np.ndarray:
     if mu_prior == "hierarchical":
         loc, scale = float(np.mean(data.he)), hierarchical_scale_fixed(data, wh, mu_prior)["mu_scale"]
     g = gq.Integrand(np.asarray(data.counts, float), np.asarray(data.he, float), w0 / q, w1 / q, loc, scale, sigma)
-    heaviest = float(np.asarray(data.counts).sum(axis=1).max())
-    nodes = gq.shared_grid(g, spacing=GRID_SPACING * float(gq.narrowest_width(heaviest, sigma, scale)),
-                           reach=GRID_REACH)
-    if nodes.size > MAX_GRID_NODES:
-        raise InputError(f"mu='grid' would need {nodes.size} nodes here (the heaviest group has {heaviest:g} "
-                         f"clicks), more than {MAX_GRID_NODES}, and cost more per gradient than mu='integrated': "
-                         "use mu='integrated'")
-    return nodes
+    low, high = gq.integrand_extent(g, reach=GRID_REACH)
+    totals = np.asarray(data.counts, float).sum(axis=1)
+    heaviest_first = np.sort(totals)[::-1]
+    best = GridPlan(np.zeros(0), np.zeros(totals.size, bool))
+    best_cost = GRID_NODES_PER_QUADRATURE_GROUP * totals.size
+    whole = None  # every group on the grid, and its cost
+    heavy = 0
+    while heavy < totals.size:
+        on_grid = totals <= heaviest_first[heavy]
+        quadrature_cost = GRID_NODES_PER_QUADRATURE_GROUP * int((~on_grid).sum())
+        if quadrature_cost >= best_cost:
+            break
+        spacing = GRID_SPACING * float(gq.narrowest_width(heaviest_first[heavy], sigma, scale))
+        nodes = gq.grid_over(float(low[on_grid].min()), float(high[on_grid].max()), spacing)
+        cost = int(on_grid.sum()) * nodes.size + quadrature_cost
+        if nodes.size <= MAX_GRID_NODES:
+            whole = (GridPlan(nodes, on_grid), cost) if heavy == 0 else whole
+            best, best_cost = (GridPlan(nodes, on_grid), cost) if cost < best_cost else (best, best_cost)
+        heavy = max(1, 2 * heavy)
+    return whole[0] if whole is not None and best_cost > GRID_SPLIT_GAIN * whole[1] else best
 
 
-def grid_check(data: GroupedCounts, nodes: np.ndarray, w0, w1, mu_loc=None, mu_scale=None, sigma_h=None) -> dict:
-    """Whether the grid held every group's integrand at the sampled values: the largest share of a
-    group's integral on an end node over up to `GRID_CHECK_DRAWS` draws spread over the run, and the
-    largest spacing over the finest width any group can have, over every draw (F0's scale and
-    sigma_H per draw). w0, w1 (S, K); mu_loc, mu_scale, sigma_h (S,) or None. `ok` is False past
-    `GRID_END_WEIGHT` or `GRID_SPACING_LIMIT`."""
+def data_grid(data: GroupedCounts, wh: float, mu_prior: str) -> np.ndarray:
+    """The shared nodes of `mu="grid"` on these data (`grid_plan`)."""
+    return grid_plan(data, wh, mu_prior).nodes
+
+
+def grid_check(data: GroupedCounts, nodes: np.ndarray, w0, w1, mu_loc=None, mu_scale=None, sigma_h=None,
+               on_grid=None) -> dict:
+    """Whether the grid held every group on it (`on_grid`, default all) at the sampled values: the
+    largest share of a group's integral on an end node over up to `GRID_CHECK_DRAWS` draws spread over
+    the run, and the largest spacing over the finest width any of them can have, over every draw (F0's
+    scale and sigma_H per draw). w0, w1 (S, K); mu_loc, mu_scale, sigma_h (S,) or None. `ok` is False
+    past `GRID_END_WEIGHT` or `GRID_SPACING_LIMIT`."""
     from bayes_wsc import group_quadrature as gq
 
     q = pooled_bin_frequencies(data.counts)
     counts, he = np.asarray(data.counts, float), np.asarray(data.he, float)
+    on_grid = np.ones(len(he), bool) if on_grid is None else np.asarray(on_grid, bool)
+    counts, he = counts[on_grid], he[on_grid]
+    found = {"nodes": int(nodes.size), "groups_on_grid": int(on_grid.sum()),
+             "groups_by_quadrature": int((~on_grid).sum()), "draws_checked": 0, "largest_end_weight": 0.0,
+             "spacing_over_finest_width": 0.0, "ok": True}
+    if not on_grid.any():
+        return found
     spacing = float(nodes[1] - nodes[0])
     heaviest = float(counts.sum(axis=1).max())
     n_draws = np.shape(w0)[0]
@@ -365,7 +417,7 @@ def grid_check(data: GroupedCounts, nodes: np.ndarray, w0, w1, mu_loc=None, mu_s
                          None if mu_loc is None else float(mu_loc[s]), None if mu_scale is None else float(mu_scale[s]),
                          None if sigma_h is None else float(np.broadcast_to(sigma_h, (n_draws,))[s]))
         end = max(end, float(gq.grid_end_weight(gq.grid_log_terms(gq.numpy_ops(), g, nodes)).max()))
-    return {"nodes": int(nodes.size), "spacing": spacing, "range": [float(nodes[0]), float(nodes[-1])],
+    return {**found, "spacing": spacing, "range": [float(nodes[0]), float(nodes[-1])], "heaviest_on_grid": heaviest,
             "draws_checked": int(picked.size), "largest_end_weight": end, "spacing_over_finest_width": ratio,
             "ok": bool(end <= GRID_END_WEIGHT and ratio <= GRID_SPACING_LIMIT)}
 
@@ -374,6 +426,12 @@ def grid_message(check: dict) -> list[str]:
     """The plain warning of a grid that did not hold every group's integrand (`grid_check`)."""
     if check.get("ok", True):
         return []
+    return [f"mu='grid': {' and '.join(grid_reasons(check))}, so the density NUTS sampled may differ from the "
+            "model's by more than 1e-4 nats a group: do not trust this fit; refit with mu='integrated'."]
+
+
+def grid_reasons(check: dict) -> list[str]:
+    """Why the grid did not hold (`grid_check`), in words."""
     why = []
     if check["largest_end_weight"] > GRID_END_WEIGHT:
         why.append(f"a group put {check['largest_end_weight']:.1g} of its integral on an end node of the grid "
@@ -381,8 +439,7 @@ def grid_message(check: dict) -> list[str]:
     if check["spacing_over_finest_width"] > GRID_SPACING_LIMIT:
         why.append(f"the nodes are {check['spacing_over_finest_width']:.2f}x the finest width a group's integrand "
                    f"can have at some draw's F0 scale (more than {GRID_SPACING_LIMIT})")
-    return [f"mu='grid': {' and '.join(why)}, so the density NUTS sampled may differ from the model's by more than "
-            "1e-4 nats a group: do not trust this fit; refit with mu='integrated'."]
+    return why
 
 
 def click_weighted_share(totals, p1):
@@ -688,9 +745,11 @@ class WSC(Estimator):
     mu : "sampled" (NUTS samples every mu_i) or "integrated" (NUTS, or Laplace, takes the emissions and
         F0 with every mu_i integrated out by quadrature, then each mu_i is drawn from its conditional;
         not for a MAP, and no variant file unless its build_model takes `mu`). The posterior is the
-        same. None (the default): "integrated" for a Laplace fit that can integrate, else "sampled".
-        "grid" integrates on one grid of nodes shared by all groups (`data_grid`; NUTS and the default
-        model only), and the fit says so at the top if the grid did not hold every group (`grid_check`).
+        same. "grid" integrates on one grid of nodes shared by the groups (`grid_plan`: the heaviest by
+        per-group quadrature where they would need too fine a grid; NUTS and the default model only), and
+        the fit says so at the top if the grid did not hold every group on it (`grid_check`). None (the
+        default): "grid" for NUTS on the default model, "integrated" for Laplace and for NUTS on a
+        variant whose build_model takes `mu`, else "sampled" (`mu_used`; the summary's notes say which).
     model_file : a variant file (see `models/`) whose `build_model(data, **settings)` replaces the default.
     model_settings : the variant's own settings, passed to its `build_model` with the ones above.
 
@@ -728,14 +787,18 @@ class WSC(Estimator):
 
     @property
     def mu_used(self) -> str:
-        """How the fit treats the group qualities: `mu` when given; by default "integrated" for a Laplace
-        fit whose model can integrate them (nested Laplace: WH finite, and a variant file's build_model
-        takes `mu`), "sampled" otherwise."""
+        """How the fit treats the group qualities: `mu` when given; by default, where the model can
+        integrate them (WH finite, and a variant file's build_model takes `mu`), "grid" for NUTS on the
+        default model (its heaviest groups by per-group quadrature where they would need too fine a grid:
+        `grid_plan`), "integrated" for NUTS on a variant (the grid is written for the default model only)
+        and for Laplace (nested); "sampled" otherwise (a MAP, WH = inf, a variant that cannot integrate)."""
         if self.mu is not None:
             return self.mu
-        if self.method == "laplace" and not math.isinf(effective_wh(float(self.wh))) and self._variant_takes_mu():
-            return "integrated"
-        return "sampled"
+        if "_mu_of_fit" in self.__dict__:  # a loaded fit: as it was fitted (an older default, too)
+            return self._mu_of_fit
+        if self.method == "map" or math.isinf(effective_wh(float(self.wh))) or not self._variant_takes_mu():
+            return "sampled"
+        return "grid" if self.method == "nuts" and self.model_file is None else "integrated"
 
     def _variant_takes_mu(self) -> bool:
         """Whether the model's build_model takes `mu`: a variant's as the fit stored it (never imported
@@ -763,6 +826,72 @@ class WSC(Estimator):
                 "cannot identify it (any rho fits its clicks as well). Give clicks of at least two groups with "
                 "different HE.")
         return messages
+
+    def fit(self, data: GroupedCounts):
+        """With the default mu, a NUTS fit on the shared grid that the grid did not hold (`grid_check`: a
+        group's integrand reached past it, or F0 narrower than its spacing, as where the groups' qualities
+        barely vary) is redone by per-group quadrature (mu="integrated"), and says so in the summary's
+        notes; the discarded fit's warnings are not shown."""
+        self.__dict__.pop("_mu_of_fit", None)  # a refit resolves its own default
+        if self.mu is not None or self.method != "nuts":
+            return super().fit(data)
+        self.check_params()  # bad settings: one line, before `mu_used` reads them
+        if self.mu_used != "grid":
+            return super().fit(data)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            super().fit(data)
+        check = inference.get_attrs(self._fitted()).get("fit_info", {}).get("nuts", {}).get("mu_grid", {})
+        if check.get("ok", True):
+            for w in caught:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            return self
+        self._mu_of_fit = "integrated"
+        super().fit(data)
+        inference.set_attrs(self._fitted(), {"mu_grid_refused": check})
+        return self
+
+    @classmethod
+    def from_idata(cls, idata, source: str = "this fit"):
+        """The saved fit's estimator, with the mu it was fitted with when the default chose it (the fit's
+        `settings_used`, which name mu unless it was sampled)."""
+        estimator = super().from_idata(idata, source)
+        used = inference.get_attrs(estimator._fitted()).get("settings_used")
+        if estimator.mu is None and isinstance(used, dict):
+            estimator._mu_of_fit = used.get("mu", "sampled")
+        return estimator
+
+    def summary_notes(self) -> list[str]:
+        return super().summary_notes() + self._mu_notes()
+
+    def _mu_notes(self) -> list[str]:
+        """How a NUTS fit treated the group qualities, in words: what `mu` chose (`mu_used`), and
+        which groups the grid left to per-group quadrature."""
+        attrs = inference.get_attrs(self._fitted())
+        if attrs.get("method") != "nuts" or math.isinf(self.wh_used):
+            return []
+        used, chosen = self.mu_used, "the default" if self.mu is None else "as asked"
+        grid = attrs.get("fit_info", {}).get("nuts", {}).get("mu_grid") or {}
+        if used == "grid":
+            how = f"each mu_i integrated out on one grid of {grid.get('nodes', '?')} nodes shared by the groups"
+            if grid.get("groups_by_quadrature"):
+                how += (f", except the {grid['groups_by_quadrature']} heaviest (more than "
+                        f"{grid.get('heaviest_on_grid', 0):g} clicks), by per-group quadrature: a grid fine "
+                        "enough for them would cost more")
+        elif used == "integrated":
+            how = "each mu_i integrated out by per-group quadrature"
+            refused = attrs.get("mu_grid_refused")
+            if isinstance(refused, dict):
+                how += (f" (the default, NUTS on a shared grid, was fitted first and did not hold every group: "
+                        f"{' and '.join(grid_reasons(refused))}; so it was redone)")
+            elif self.mu is None and self.model_file is not None:
+                how += " (the shared grid is written for the default model only)"
+        else:
+            how = "NUTS sampled every mu_i"
+            if self.mu is None and self.model_file is not None:
+                how += " (the variant's build_model takes no mu, so they cannot be integrated out)"
+        after = ", then drawn from its conditional at every draw" if used != "sampled" else ""
+        return [f"Group qualities: {how}{after} (mu={used!r}, {chosen})."]
 
     def check_params(self) -> None:
         super().check_params()
@@ -845,8 +974,9 @@ class WSC(Estimator):
     def nuts_options(self) -> dict:
         """With mu integrated out NUTS samples 2K + 2 correlated dimensions (each bin's w0_k and w1_k
         trade off against the bin's overall share): a full mass matrix is cheap there and shortens
-        the trees."""
-        return {"dense_mass": True} if self._integrates_mu() else {}
+        the trees. Its pointwise log-likelihood (each group's integral in float64 at every draw: 30-50 s
+        at 10,000 groups) waits for first use, and a saved fit leaves it out (`log_likelihood_from_file`)."""
+        return {"dense_mass": True, "defer_log_likelihood": True} if self._integrates_mu() else {}
 
     def complete_draws(self, draws, data: GroupedCounts) -> dict:
         """With mu integrated out: draw mu[group] from its conditional per draw
@@ -873,8 +1003,9 @@ class WSC(Estimator):
                                   "seconds": time.perf_counter() - started}
         if self.mu_used == "grid":
             started = time.perf_counter()
-            draws.info["mu_grid"] = grid_check(data, data_grid(data, wh, self.mu_prior), flat["w0"], flat["w1"],
-                                               flat.get("mu_loc"), flat.get("mu_scale"), sigma_h)
+            plan = grid_plan(data, wh, self.mu_prior)
+            draws.info["mu_grid"] = grid_check(data, plan.nodes, flat["w0"], flat["w1"], flat.get("mu_loc"),
+                                               flat.get("mu_scale"), sigma_h, on_grid=plan.on_grid)
             draws.info["mu_grid"]["seconds"] = time.perf_counter() - started
         if self.method == "laplace":
             from bayes_wsc.nested_laplace import mark_nested

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,13 +98,15 @@ def sbc_case(
     chains: int = 2,
     target_accept: float = 0.8,
     n_mu: int = 3,
+    mu: str | None = None,
 ):
-    """Simulation-based calibration of the WSC model (see `bayes_wsc.sbc`).
+    """Simulation-based calibration of the WSC model (see `bayes_wsc.sbc`), fitted with `mu` (None: the
+    default, the shared grid for NUTS; "integrated", "sampled").
 
-    The prior draw holds mu_loc, mu_scale, mu, w0, w1 and the observed HE ~ N(mu, 1/sqrt(WH)),
-    all drawn from the model's own prior; the clicks (a `pm.Potential` in the model) are
-    simulated here given (mu, w0, w1). Ranked: every rho[k], pi, mu_loc, mu_scale, the first
-    `n_mu` mu[i], w0[0] and w1[0].
+    The prior draw holds mu_loc, mu_scale, mu, w0, w1, the observed HE ~ N(mu, 1/sqrt(WH)) and rho and pi,
+    all drawn from the prior of the model that samples every mu_i, whichever `mu` fits (a model with mu
+    integrated out has no mu to draw); the clicks (a `pm.Potential` in the model) are simulated here given
+    (mu, w0, w1). Ranked: every rho[k], pi, mu_loc, mu_scale, the first `n_mu` mu[i], w0[0] and w1[0].
     """
     from bayes_wsc.models.wsc.model import WSC
     from bayes_wsc.sbc import SBCCase
@@ -116,19 +120,36 @@ def sbc_case(
         counts = simulate_counts(draw["mu"], draw["w0"], draw["w1"], items_per_group, rng)
         return GroupedCounts.from_counts(counts, draw["he"], group_ids=ids, bin_labels=labels)
 
-    def estimator(seed):
-        return WSC(wh=wh, w_concentration=w_concentration, model_file=model_file, method="nuts",
+    def estimator(seed, mu=mu):
+        return WSC(wh=wh, w_concentration=w_concentration, model_file=model_file, method="nuts", mu=mu,
                    draws=draws, tune=tune, chains=chains, seed=seed, target_accept=target_accept,
                    progressbar=False)
+
+    @functools.cache
+    def sampled_model():
+        return estimator(0, mu="sampled")._recipe()[0](template)
+
+    def draw_prior(rng):
+        import pymc as pm
+
+        from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
+
+        model = sampled_model()
+        names = [v.name for v in [*model.free_RVs, *model.observed_RVs, *model.deterministics]
+                 if not v.name.startswith(LOG_LIKELIHOOD_PREFIX)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            values = pm.draw([model[n] for n in names], random_seed=int(rng.integers(2**31)))
+        return {n: np.asarray(v) for n, v in zip(names, values)}
 
     quantities = [f"rho[{k}]" for k in range(n_bins)] + ["pi", "mu_loc", "mu_scale"]
     quantities += [f"mu[{i}]" for i in range(min(n_mu, n_groups))]
     if n_bins > 1:
         quantities += ["w0[0]", "w1[0]"]
     description = (f"WSC model, I = {n_groups} groups of J = {items_per_group} clicks, K = {n_bins} bins, "
-                   f"WH = {wh}, Dirichlet({w_concentration}); NUTS {chains} chains x ({tune} tune + {draws} draws)"
-                   + (f"; variant {model_file}" if model_file else ""))
-    return SBCCase("wsc", template, simulate, estimator, quantities, description=description)
+                   f"WH = {wh}, Dirichlet({w_concentration}); NUTS {chains} chains x ({tune} tune + {draws} draws), "
+                   f"mu={estimator(0).mu_used!r}" + (f"; variant {model_file}" if model_file else ""))
+    return SBCCase("wsc", template, simulate, estimator, quantities, draw_prior=draw_prior, description=description)
 
 
 def counts_to_clicks(data: GroupedCounts) -> tuple[pd.DataFrame, pd.DataFrame]:
