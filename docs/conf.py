@@ -22,18 +22,18 @@ sys.path.insert(0, str(DOCS / "_ext"))
 import bayes_wsc  # noqa: E402
 
 #: the modules users import beyond `bayes_wsc` itself (named in the guides); each gets an API page: every
-#: registered model's folder gives its model, simulator and the paper's baselines (where it has them)
+#: registered model's folder gives its model and the paper's baselines (where it has them)
 def _model_modules():
     import importlib.util
 
     from bayes_wsc import registry
 
-    return [f"bayes_wsc.models.{name}.{role}" for role in ("model", "simulate", "baselines")
+    return [f"bayes_wsc.models.{name}.{role}" for role in ("model", "baselines")
             for name in registry.NAMES
             if importlib.util.find_spec(f"bayes_wsc.models.{name}.{role}") is not None]
 
 
-PUBLIC_MODULES = [*_model_modules(), "bayes_wsc.testing", "bayes_wsc.contract", "bayes_wsc.defaults",
+PUBLIC_MODULES = [*_model_modules(), "bayes_wsc.simulate", "bayes_wsc.testing", "bayes_wsc.contract", "bayes_wsc.defaults",
                   "bayes_wsc.errors"]
 
 project = "bayes_wsc"

@@ -1,5 +1,5 @@
 """One posterior from every kind of supervision: hand labels, crowd votes, expert pairs, bag counts and
-noisy group averages, on one latent class per item.
+noisy group averages, on one latent class per item::
 
     p(z_j = c | x_j) = q_jc = softmax(x_j W + b)_c           the class model every source shares
     hand label y_j = z_j                                      (exact)
