@@ -311,7 +311,7 @@ def test_alpha_beta_recovered_from_the_model_itself():
     from bayes_wsc.models.experts import NoisyExperts
 
     items, constraints, truth = simulate_experts_model(n_items=300, n_features=4, n_clusters=3,
-                                                       pairs_per_expert=1500, seed=5)
+                                                       pairs_per_expert=1500, separation=3.0, seed=5)
     data = PairwiseConstraints.from_frames(items, constraints)
     est = fit_quietly(NoisyExperts(n_clusters=3, seed=1, restarts=10), data)
     post = est.idata_.posterior
@@ -329,7 +329,7 @@ def test_credible_intervals_cover_the_truth_from_the_model_itself():
     covered = []
     for seed in range(3):
         items, constraints, truth = simulate_experts_model(n_items=300, n_features=4, n_clusters=3,
-                                                           pairs_per_expert=800, seed=100 + seed)
+                                                           pairs_per_expert=800, separation=3.0, seed=100 + seed)
         data = PairwiseConstraints.from_frames(items, constraints)
         est = fit_quietly(NoisyExperts(n_clusters=3, seed=seed, method="nuts", draws=500, tune=500,
                                        progressbar=False), data)
