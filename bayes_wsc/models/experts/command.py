@@ -120,6 +120,10 @@ def add_simulate_parser(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--separation", type=positive_float, default=None, metavar="SD",
                         help="simulated items: W drawn at sd SD on the raw features and b = 0 instead of from the "
                              "fit's prior (clear clusters, not the fit's prior; the scale used before 2026-11)")
+    source.add_argument("--same-cluster", choices=("item", "pair"), default=None,
+                        help="simulated items: item (default) draws each item's cluster once, the paper's model; pair "
+                             "draws each rated pair's 'same cluster' once from sum_k p_ik p_jk, the pairwise "
+                             "likelihood the fit uses, exact for those data")
     experts = parser.add_argument_group("experts")
     experts.add_argument("--alpha", type=accuracies, default=None, metavar="A1,A2,...",
                          help="each expert's sensitivity P(must-link | same cluster), one per expert (default "
@@ -147,7 +151,7 @@ def run_simulate(args) -> None:
     settings = {}
     if args.dataset is not None:
         for option in ("n_items", "n_features", "clusters", "pairs_per_expert", "prior_sd", "intercept_sd",
-                       "separation"):
+                       "separation", "same_cluster"):
             if getattr(args, option) is not None:
                 raise InputError(f"--{option.replace('_', '-')} is for simulated items; --dataset {args.dataset} "
                                  "has its own (give --n-constraints)")
@@ -183,7 +187,7 @@ def run_simulate(args) -> None:
             raise InputError("--separation draws W at its own scale and b = 0: give it or --prior-sd/--intercept-sd, "
                              "not both")
         settings.update(n_items=args.n_items or 300, n_features=args.n_features or 4, clusters=k,
-                        pairs_per_expert=args.pairs_per_expert or 1000)
+                        pairs_per_expert=args.pairs_per_expert or 1000, same_cluster=args.same_cluster or "item")
         if args.separation is None:
             settings.update(prior_sd=args.prior_sd or 1.0, intercept_sd=args.intercept_sd or 2.0)
         else:
@@ -191,6 +195,7 @@ def run_simulate(args) -> None:
         items, constraints, truth = simulate_experts_model(
             settings["n_items"], settings["n_features"], k, alpha, beta, settings["pairs_per_expert"],
             **{key: settings[key] for key in ("prior_sd", "intercept_sd", "separation") if key in settings},
+            same_cluster=settings["same_cluster"],
             seed=args.seed)
         clusters = truth.labels
         study = ("Chang et al. (2017), data from the model: x ~ N(0, I), z ~ softmax(x W + b); each expert links "
@@ -215,9 +220,14 @@ def run_simulate(args) -> None:
                 f"intercept_sd={settings['intercept_sd']:g} (fit with those settings to match; every entry of a "
                 "full W and b drawn, then centred over the clusters as the fit reports them), acting on the "
                 "features standardized as the fit standardizes them, so they compare with the fit's W and b "
-                "directly; alpha and beta are the values given, not draws from their prior; each item's cluster "
-                "is drawn once, which the fit's pairwise (composite) likelihood treats pair by pair. Clusters "
-                "are exchangeable: compare W and b after matching the fit's clusters to these.")
+                "directly; alpha and beta are the values given, not draws from their prior. "
+                + ("Each item's cluster is drawn once, so pairs that share an item are dependent, which the fit's "
+                   "pairwise (composite) likelihood ignores: its 90% intervals of W and b are narrower than these "
+                   "data warrant (benchmarks/RESULTS.md; --same-cluster pair simulates the data for which the "
+                   "fit's likelihood is exact). " if settings["same_cluster"] == "item" else
+                   "Each rated pair's 'same cluster' is drawn once from sum_k p_ik p_jk (--same-cluster pair), the "
+                   "fit's pairwise likelihood exactly; truth.csv's clusters are one draw the links do not use. ")
+                + "Clusters are exchangeable: compare W and b after matching the fit's clusters to these.")
         else:
             facts["differs_from_the_fit"] = (
                 f"W is drawn with entries of sd {settings['separation']:g} on the raw features (then centred over "

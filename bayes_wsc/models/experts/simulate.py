@@ -149,6 +149,7 @@ def simulate_experts_model(
     prior_sd: float = 1.0,
     intercept_sd: float = 2.0,
     separation: float | None = None,
+    same_cluster: str = "item",
     common_pairs: bool = False,
     seed: int | None = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame, ExpertsTruth]:
@@ -163,6 +164,11 @@ def simulate_experts_model(
     clusters, not a draw from the fit's prior (the scale the package's checks and benchmarks were
     measured at; a fit's intervals are not expected to cover that W at their nominal rate).
     alpha and beta are the values given, not draws from their prior.
+    `same_cluster`: "item" (the paper's model) draws each item's cluster once, so pairs that share an
+    item are dependent, which the fit's pairwise composite likelihood ignores (its intervals are then
+    narrower than the truth warrants: benchmarks/RESULTS.md); "pair" draws each rated pair's "same
+    cluster" once from sum_k p_ik p_jk, shared by the experts who rate it, the data for which the
+    fit's likelihood is exact (`labels` are then one draw of z that the links do not use).
     Each expert rates `pairs_per_expert` distinct random pairs, its own (or, with `common_pairs`,
     the same set for all). Returns (items table, constraints table, truth).
     """
@@ -170,6 +176,8 @@ def simulate_experts_model(
     alpha, beta = np.asarray(alpha, dtype=float), np.asarray(beta, dtype=float)
     if alpha.shape != beta.shape or alpha.ndim != 1:
         raise InputError("alpha and beta must be equally long lists, one value per expert")
+    if same_cluster not in ("item", "pair"):
+        raise InputError(f"same_cluster must be 'item' or 'pair', got {same_cluster!r}")
     if n_items > 3000:
         raise InputError("simulate_experts_model enumerates all pairs; it supports up to 3000 items")
     max_pairs = n_items * (n_items - 1) // 2
@@ -199,12 +207,25 @@ def simulate_experts_model(
         return all_i[chosen], all_j[chosen]
 
     shared = random_pairs() if common_pairs else None
+    names = expert_names(alpha.size)
+    if same_cluster == "item":  # each item's cluster z drawn once: pairs and links expert by expert
+        rated = []
+        for m in range(alpha.size):
+            i, j = shared if common_pairs else random_pairs()
+            rated.append((i, j, z[i] == z[j], rng.random(i.size), rng.random(i.size)))
+    else:  # "pair": each rated pair's "same cluster" drawn once from sum_k p_ik p_jk, shared by its experts
+        pairs = [shared if common_pairs else random_pairs() for _ in range(alpha.size)]
+        keys = np.concatenate([i * n_items + j for i, j in pairs])
+        unique, where = np.unique(keys, return_inverse=True)
+        gamma = (probs[unique // n_items] * probs[unique % n_items]).sum(axis=1)
+        same_pair = (rng.random(unique.size) < gamma)[where]
+        bounds = np.cumsum([0] + [i.size for i, _ in pairs])
+        rated = [(i, j, same_pair[bounds[m]:bounds[m + 1]], rng.random(i.size), rng.random(i.size))
+                 for m, (i, j) in enumerate(pairs)]
     frames = []
     realized_alpha, realized_beta = np.empty(alpha.size), np.empty(alpha.size)
-    for m, name in enumerate(expert_names(alpha.size)):
-        i, j = shared if common_pairs else random_pairs()
-        same = z[i] == z[j]
-        link = np.where(same, rng.random(i.size) < alpha[m], rng.random(i.size) >= beta[m]).astype(np.int64)
+    for m, (name, (i, j, same, u_must, u_cannot)) in enumerate(zip(names, rated)):
+        link = np.where(same, u_must < alpha[m], u_cannot >= beta[m]).astype(np.int64)
         frames.append(pd.DataFrame({"expert": name, "i": ids[i], "j": ids[j], "link": link}))
         realized_alpha[m] = link[same].mean() if same.any() else np.nan
         realized_beta[m] = 1 - link[~same].mean() if (~same).any() else np.nan
@@ -212,6 +233,26 @@ def simulate_experts_model(
                          realized_beta=realized_beta, W=W, b=b,
                          weight_scale="prior" if separation is None else "separation")
     return items, pd.concat(frames, ignore_index=True), truth
+
+
+def truth_covered(W_draws: np.ndarray, b_draws: np.ndarray, truth: ExpertsTruth, ci: float = 0.9) -> np.ndarray:
+    """Which free entries of the true [b; W] the equal-tailed `ci` intervals of a fit's draws cover.
+
+    W_draws (draw, feature, cluster) and b_draws (draw, cluster) are the fit's zero-sum W and b; the
+    fit's clusters are first matched to the truth's (Hungarian, on the squared distance between the
+    posterior means of the columns of [b; W] and the true ones), since clusters are exchangeable.
+    The last K - 1 clusters' entries are returned, (d + 1) (K - 1) booleans: the first cluster's
+    follow from them (zero sum).
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    draws = np.concatenate([b_draws[:, None, :], W_draws], axis=1)  # (draw, 1 + d, K)
+    true = np.vstack([truth.b[None, :], truth.W])
+    cost = ((draws.mean(axis=0)[:, :, None] - true[:, None, :]) ** 2).sum(axis=0)  # fit cluster x true cluster
+    fit_cluster, true_cluster = linear_sum_assignment(cost)
+    matched = draws[:, :, fit_cluster[np.argsort(true_cluster)]]
+    low, high = np.quantile(matched, [(1 - ci) / 2, (1 + ci) / 2], axis=0)
+    return ((low <= true) & (true <= high))[:, 1:].ravel()
 
 
 def example(seed: int | None = 0):
