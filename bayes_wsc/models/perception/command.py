@@ -130,8 +130,8 @@ def add_simulate_parser(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--n-perception", type=positive_int, default=None,
                         help="perception features, two of them per cluster (default 6)")
     source.add_argument("--seeds-per-cluster", type=positive_int, default=None,
-                        help="seeds of each cluster (digits: default 5; distractor: default 5; simulated: 3 to 10 "
-                             "at random)")
+                        help="seeds of each cluster (digits: default 5; distractor: default 5; model: default 50; "
+                             "simulated: 3 to 10 at random)")
     family = parser.add_argument_group("the distractor study (--study distractor)")
     family.add_argument("--study", choices=("simulated", "distractor", "model"), default="simulated",
                         help="simulated (default): Cheng et al.'s study; distractor: strong nuisance clusters in "
