@@ -117,7 +117,7 @@ def data_sets(model: str, seed: int):
         from bayes_wsc.simulate.experts import simulate_experts_model
 
         items, constraints, _ = simulate_experts_model(n_items=300, n_features=4, n_clusters=3, pairs_per_expert=500,
-                                                       seed=9000 + seed)
+                                                       separation=3.0, seed=9000 + seed)
         first = constraints["expert"] == constraints["expert"].iloc[0]
         turned = constraints.assign(link=np.where(first, 1 - constraints["link"], constraints["link"]))
         from bayes_wsc.simulate.experts import load_uci, simulate_uci_experts

@@ -58,7 +58,7 @@ def simulate(model: str, seed: int):
         from bayes_wsc.simulate.experts import simulate_experts_model
 
         items, constraints, _ = simulate_experts_model(n_items=300, n_features=4, n_clusters=3, pairs_per_expert=500,
-                                                       seed=7000 + seed)
+                                                       separation=3.0, seed=7000 + seed)
         return PairwiseConstraints.from_frames(items, constraints), lambda **kw: NoisyExperts(n_clusters=3, **kw)
     if model == "pcmix":
         from bayes_wsc.data.labeled import LabeledItems

@@ -73,7 +73,7 @@ def wsc_fits(wsc_data):
 @pytest.fixture(scope="module")
 def experts_data():
     items, constraints, truth = simulate_experts_model(n_items=60, n_features=2, n_clusters=2, alpha=(0.9, 0.8, 0.7),
-                                                       beta=(0.9, 0.8, 0.7), pairs_per_expert=80, seed=5)
+                                                       beta=(0.9, 0.8, 0.7), pairs_per_expert=80, separation=3.0, seed=5)
     return PairwiseConstraints.from_frames(items, constraints), items, constraints, truth
 
 

@@ -90,7 +90,7 @@ def test_an_expert_who_only_says_must_link():
     omega grows without bound as alpha -> 1 whatever beta is, as eq. 8's weight does.)"""
     items, constraints, truth = simulate_experts_model(n_items=60, n_features=3, n_clusters=2,
                                                        alpha=(0.9, 0.8, 0.8, 0.9), beta=(0.9, 0.8, 0.8, 0.9),
-                                                       pairs_per_expert=150, seed=5)
+                                                       pairs_per_expert=150, separation=3.0, seed=5)
     constraints.loc[constraints["expert"] == constraints["expert"].iloc[-1], "link"] = 1
     est = quietly(NoisyExperts(n_clusters=2, restarts=3, seed=1), PairwiseConstraints.from_frames(items, constraints))
     post = est.idata_.posterior
@@ -102,7 +102,7 @@ def test_an_expert_who_only_says_must_link():
 
 def test_clusters_that_end_up_empty():
     items, constraints, _ = simulate_experts_model(n_items=60, n_features=3, n_clusters=2, alpha=(0.9, 0.8),
-                                                   beta=(0.9, 0.8), pairs_per_expert=150, seed=6)
+                                                   beta=(0.9, 0.8), pairs_per_expert=150, separation=3.0, seed=6)
     experts = quietly(NoisyExperts(n_clusters=4, restarts=3, seed=1), PairwiseConstraints.from_frames(items, constraints))
     pred = experts.predict(items)
     np.testing.assert_allclose(pred[[f"prob_{k}" for k in range(4)]].sum(axis=1), 1.0, atol=1e-8)
@@ -119,7 +119,7 @@ def test_chains_from_different_restarts_are_relabeled_to_one_labeling():
     """Four chains, each at the optimum of its own MAP restart (their cluster labels permuted at
     random): after relabeling, R-hat on what is reported is below 1.01."""
     items, constraints, _ = simulate_experts_model(n_items=80, n_features=3, n_clusters=3, alpha=(0.9, 0.8),
-                                                   beta=(0.9, 0.8), pairs_per_expert=300, seed=8)
+                                                   beta=(0.9, 0.8), pairs_per_expert=300, separation=3.0, seed=8)
     data = PairwiseConstraints.from_frames(items, constraints)
     est = NoisyExperts(n_clusters=3, restarts=4, seed=2, method="nuts", chains=4, draws=500, tune=500,
                        chain_starts="restarts", progressbar=False)

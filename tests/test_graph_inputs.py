@@ -33,7 +33,7 @@ def test_every_model_declares_exactly_its_model_data():
 
     grouped = simulate_wsc(n_groups=6, items_per_group=10, n_bins=3, seed=0)[0]
     items, constraints, _ = simulate_experts_model(n_items=12, n_features=2, n_clusters=2, alpha=(0.9, 0.8),
-                                                   beta=(0.85, 0.7), pairs_per_expert=20, seed=0)
+                                                   beta=(0.85, 0.7), pairs_per_expert=20, separation=3.0, seed=0)
     pairs = PairwiseConstraints.from_frames(items, constraints)
     labeled = toy_items(simulate_two_blobs(n=20, labeled_fraction=0.5, band=0.7, seed=0)[0])
     rng = np.random.default_rng(0)

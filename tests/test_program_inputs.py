@@ -36,7 +36,7 @@ def experts_data(seed):
 
     items, constraints, _ = simulate_experts_model(n_items=20, n_features=3, n_clusters=2, alpha=(0.9, 0.8),
                                                    beta=(0.85, 0.7), pairs_per_expert=80, common_pairs=True,
-                                                   seed=seed)
+                                                   separation=3.0, seed=seed)
     return PairwiseConstraints.from_frames(items, constraints)
 
 

@@ -67,7 +67,30 @@ def test_experts(tmp_path, extra):
         assert len(constraints) == int(extra[-1]) * data.n_experts and "W" not in facts
     else:
         assert set(true["cluster"]) <= {"0", "1"} and len(facts["W"]) == 4
-        assert "sd 3" in facts["differs_from_the_fit"] and "N(0, 1)" in facts["differs_from_the_fit"]
+        assert facts["weight_scale"] == "prior" and (facts["settings"]["prior_sd"], facts["settings"]["intercept_sd"]) \
+            == (1.0, 2.0) and "fit's prior at prior_sd=1, intercept_sd=2" in facts["differs_from_the_fit"]
+
+
+def test_experts_scale_of_the_weights(tmp_path):
+    """W from the fit's prior by default (entries of sd prior_sd before centring), at `separation` on request."""
+    from bayes_wsc.simulate.experts import simulate_experts_model
+
+    spread = {}
+    for scale in ({}, {"prior_sd": 3.0}, {"separation": 3.0}):
+        truths = [simulate_experts_model(20, 50, 3, (0.9,), (0.9,), 10, **scale, seed=s)[2] for s in range(20)]
+        W = np.concatenate([t.W.ravel() for t in truths])
+        spread[tuple(scale.items())] = (W.std() / np.sqrt(2 / 3), {t.weight_scale for t in truths},  # centring: 2/3
+                                        np.concatenate([t.b for t in truths]))
+    (prior, kinds, b), (wide, _, _), (clear, clear_kinds, clear_b) = spread.values()
+    assert abs(prior - 1) < 0.05 and abs(wide - 3) < 0.15 and abs(clear - 3) < 0.15, (prior, wide, clear)
+    assert kinds == {"prior"} and clear_kinds == {"separation"} and not clear_b.any()
+    assert abs(b.std() / np.sqrt(2 / 3) - 2) < 0.5  # intercept_sd 2, from 60 draws
+    assert run("simulate", "experts", "--out", tmp_path, "--n-items", "30", "--pairs-per-expert", "40",
+               "--separation", "3")[0] == 0
+    facts = truth(tmp_path)
+    assert facts["weight_scale"] == "separation" and "sd 3 on the raw features" in facts["differs_from_the_fit"]
+    code, _, err = run("simulate", "experts", "--out", tmp_path / "both", "--separation", "3", "--prior-sd", "2")
+    assert code == 2 and "not both" in err
 
 
 @pytest.mark.parametrize("extra", [("--n-items", "60", "--labeled-fraction", "0.25"), ("--study", "intervals")])
@@ -81,7 +104,18 @@ def test_pcmix(tmp_path, extra):
     labeled = true["labeled"].to_numpy(dtype=int) == 1
     assert data.n_labeled == labeled.sum() == (15 if extra[0] == "--n-items" else 350)
     assert (items["y"][labeled].astype(int).to_numpy() == true["y"][labeled].to_numpy(dtype=int)).all()
-    assert truth(tmp_path)["parameters"].startswith("none: the items are the paper's toy study")
+    facts = truth(tmp_path)
+    assert facts["components"] == (["blob 1", "blob 2"] if extra[0] == "--n-items" else ["A", "B", "C"])
+    source = true["source"].to_numpy()
+    y = true["y"].to_numpy(dtype=int)
+    x = items.drop(columns=["id", "y"]).to_numpy(dtype=float)
+    for k, name in enumerate(facts["components"]):  # the sources' parameters against the items they drew
+        members = source == name
+        tolerance = 4 / np.sqrt(members.sum())  # about 4 standard errors
+        assert abs(members.mean() - facts["pi"][name]) < tolerance
+        assert abs(y[members].mean() - facts["rho"][name]) < tolerance
+        assert np.allclose(x[members].mean(axis=0), list(facts["mean"][name].values()), atol=2 * tolerance)
+        assert np.allclose(x[members].std(axis=0), list(facts["sd"][name].values()), atol=2 * tolerance)
 
 
 @pytest.mark.parametrize("extra", [(), ("--emission", "gaussian", "--n-classes", "3"),
@@ -106,7 +140,8 @@ def test_proportions(tmp_path, extra):
         assert x.min() == 0 and x.max() == 1  # Sec. 4.1: every feature scaled to [0, 1]
 
 
-@pytest.mark.parametrize("extra", [("--n-items", "80", "--n-features", "12"), ("--dataset", "digits")])
+@pytest.mark.parametrize("extra", [("--n-items", "80", "--n-features", "12"), ("--dataset", "digits"),
+                                   ("--study", "model", "--n-items", "300", "--seeds-per-cluster", "20")])
 def test_perception(tmp_path, extra):
     from bayes_wsc.data.seeded import SeedSets
 
@@ -116,9 +151,81 @@ def test_perception(tmp_path, extra):
     data = SeedSets.from_frames(items, seeds, table(tmp_path, "perception.csv", ["cluster"]))
     true = table(tmp_path, "truth.csv", ["id", "cluster", "clusters"])
     members = dict(zip(true["id"], true["clusters"].str.split(";")))
-    assert all(cluster in members[i] for cluster, i in zip(seeds["cluster"], seeds["id"]))  # seeds are members
-    assert data.n_clusters == len(truth(tmp_path)["clusters"])
-    assert "no true W, b or pi" in truth(tmp_path)["parameters"]
+    if "model" in extra:  # coarsened at random: every seed's sets hold its cluster, and maybe one more
+        sets = seeds.groupby("id")["cluster"].agg(set)
+        assert all(members[i][0] in clusters for i, clusters in sets.items())
+    else:
+        assert all(cluster in members[i] for cluster, i in zip(seeds["cluster"], seeds["id"]))  # seeds are members
+    facts = truth(tmp_path)
+    assert data.n_clusters == len(facts["clusters"]) and np.isclose(sum(facts["pi"].values()), 1)
+    if "model" in extra:  # pi is the mean of P(z | x) at the truth, so near the clusters' shares
+        shares = true["cluster"].value_counts(normalize=True)
+        assert all(abs(shares[name] - facts["pi"][name]) < 0.1 for name in facts["clusters"])
+        assert "named as the conditional fit's posterior variables" in facts["parameters"]
+    else:
+        assert "W" not in facts and "no true W or b" in facts["parameters"]
+
+
+# ---------------------------------------------------------------------- the truth names the fit's parameters
+def fit_coords(est, data) -> dict[str, list[list[str]]]:
+    """The coords of every estimand of `est`'s model on `data`, dim by dim."""
+    model = est.build_model(data)
+    return {name: [[str(c) for c in model.coords[dim]] for dim in model.named_vars_to_dims.get(name, ())]
+            for name in est.estimands}
+
+
+def truth_coords(value) -> list[list[str]]:
+    """The keys of a truth entry, level by level ({name: value} or {row: {column: value}})."""
+    keys = []
+    while isinstance(value, dict):
+        keys.append(list(value))
+        value = next(iter(value.values()))
+    return keys
+
+
+SIMULATED_FITS = {  # model: (simulate options, the data container, the estimator, its exchangeable dim)
+    "experts": (("--n-items", "40", "--pairs-per-expert", "50", "--clusters", "2"), "experts", "cluster"),
+    "pcmix blobs": (("--n-items", "60"), "pcmix", "component"),
+    "pcmix intervals": (("--study", "intervals"), "pcmix", "component"),
+    "perception": (("--study", "model", "--n-items", "120", "--seeds-per-cluster", "10"), "perception", None),
+}
+
+
+@pytest.mark.parametrize("case", list(SIMULATED_FITS))
+def test_truth_holds_every_parameter_the_fit_estimates(tmp_path, case):
+    """Every estimand of the model fitted to `simulate`'s files is in truth.json, with the fit's
+    coords (the exchangeable clusters or components by number), and finite."""
+    from bayes_wsc.data.labeled import LabeledItems
+    from bayes_wsc.data.pairwise import PairwiseConstraints
+    from bayes_wsc.data.seeded import SeedSets
+    from bayes_wsc.models.experts import NoisyExperts
+    from bayes_wsc.models.pcmix import PCMixture
+    from bayes_wsc.models.perception import PerceptionClustering
+
+    options, model, exchangeable = SIMULATED_FITS[case]
+    assert run("simulate", model, "--out", tmp_path, *options)[0] == 0
+    facts = truth(tmp_path)
+    if model == "experts":
+        data = PairwiseConstraints.from_frames(table(tmp_path, "items.csv", ["id"]),
+                                               table(tmp_path, "constraints.csv", ["expert", "i", "j"]))
+        est = NoisyExperts(n_clusters=len(facts["b"]))
+    elif model == "pcmix":
+        data = LabeledItems.from_frame(table(tmp_path, "items.csv", ["id", "y"]), label_col="y", id_col="id")
+        est = PCMixture(components=len(facts["components"]))
+    else:
+        data = SeedSets.from_frames(table(tmp_path, "items.csv", ["id"]),
+                                    table(tmp_path, "seeds.csv", ["cluster", "id"]),
+                                    table(tmp_path, "perception.csv", ["cluster"]))
+        est = PerceptionClustering()
+    for name, coords in fit_coords(est, data).items():
+        assert name in facts, f"truth.json has no {name}"
+        held = truth_coords(facts[name])
+        assert [len(c) for c in held] == [len(c) for c in coords], (name, held, coords)
+        dims = est.build_model(data).named_vars_to_dims.get(name, ()) if exchangeable else ()
+        for dim, truth_keys, keys in zip(dims or [None] * len(coords), held, coords):
+            assert dim == exchangeable or truth_keys == keys, (name, dim, truth_keys, keys)
+        values = pd.json_normalize(facts[name]).to_numpy(dtype=float) if held else np.array([facts[name]])
+        assert np.isfinite(values).all(), name
 
 
 # ---------------------------------------------------------------------- the folder, the seed, the options

@@ -140,7 +140,7 @@ def test_fit_help_shows_the_nuts_defaults(capsys):
 # ---------------------------------------------------------------------- experts: pairs by the user's ids
 def test_the_experts_report_names_a_pair_by_its_items_ids(tmp_path):
     items, constraints, _ = simulate_experts_model(n_items=60, n_features=2, n_clusters=2, alpha=(0.9, 0.8),
-                                                   beta=(0.9, 0.8), pairs_per_expert=80, seed=3)
+                                                   beta=(0.9, 0.8), pairs_per_expert=80, separation=3.0, seed=3)
     data = PairwiseConstraints.from_frames(items, constraints)
     est = quietly(NoisyExperts(n_clusters=2, restarts=2, method="laplace", draws=200), data)
     idata = est.idata_

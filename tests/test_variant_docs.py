@@ -140,7 +140,7 @@ def wsc_configurations():
 
 def experts_configurations():
     items, constraints, _ = simulate_experts_model(n_items=20, n_features=2, n_clusters=3, alpha=(0.9, 0.8),
-                                                   beta=(0.9, 0.8), pairs_per_expert=15, seed=1)
+                                                   beta=(0.9, 0.8), pairs_per_expert=15, separation=3.0, seed=1)
     data = PairwiseConstraints.from_frames(items, constraints)
     return [(NoisyExperts(n_clusters=3, restarts=2), data, {"d": 2, "K": 3, "M": 2})]
 

@@ -204,7 +204,7 @@ def experts_data(seed=1):
 
     items, constraints, _ = simulate_experts_model(n_items=60, n_features=2, n_clusters=2, alpha=(0.95, 0.9, 0.85),
                                                    beta=(0.95, 0.9, 0.85), pairs_per_expert=200, common_pairs=True,
-                                                   seed=seed)
+                                                   separation=3.0, seed=seed)
     rng = np.random.default_rng(seed)
     pair = constraints["i"].astype(str) + "-" + constraints["j"].astype(str)
     junk = pd.Series(rng.random(pair.nunique()) < 0.3, index=pair.unique())

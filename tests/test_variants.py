@@ -78,7 +78,7 @@ def files(tmp_path_factory):
     clicks.to_csv(path / "clicks.csv", index=False)
     groups.to_csv(path / "groups.csv", index=False)
     items, constraints, _ = simulate_experts_model(n_items=80, n_features=2, n_clusters=3, alpha=(0.95, 0.8, 0.7),
-                                                   beta=(0.9, 0.8, 0.7), pairs_per_expert=150, seed=1)
+                                                   beta=(0.9, 0.8, 0.7), pairs_per_expert=150, separation=3.0, seed=1)
     items.to_csv(path / "items.csv", index=False)
     constraints.to_csv(path / "constraints.csv", index=False)
     frame, _ = simulate_intervals(seed=0)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import softmax
 
+from bayes_wsc.data.tables import FeatureScaling
 from bayes_wsc.datasets.uci import load_uci, uci_class_names  # noqa: F401  (the Sec. 3.2 data sets)
 from bayes_wsc.errors import InputError
 
@@ -33,7 +34,10 @@ class ExpertsTruth:
     alpha, beta : (M,) the experts' nominal sensitivity and specificity.
     realized_alpha, realized_beta : (M,) the share of true must-links (cannot-links) each expert
         kept, as the data actually hold them.
-    W, b : the clustering parameters (zero-sum over clusters) when simulated from the model, else None.
+    W, b : the clustering parameters (zero-sum over clusters) when simulated from the model, else None;
+        on the standardized features (the fit's `W`, `b`) unless `weight_scale` is "separation".
+    weight_scale : how W, b were drawn: "prior" (the fit's prior, `prior_sd` and `intercept_sd`),
+        "separation" (sd `separation` on the raw features, b = 0), or None (not simulated from the model).
     """
 
     labels: np.ndarray
@@ -43,6 +47,7 @@ class ExpertsTruth:
     realized_beta: np.ndarray
     W: np.ndarray | None = None
     b: np.ndarray | None = None
+    weight_scale: str | None = None
 
     @property
     def omega(self) -> np.ndarray:
@@ -141,14 +146,29 @@ def simulate_experts_model(
     beta=(0.9, 0.8, 0.7, 0.6),
     pairs_per_expert: int = 1000,
     *,
-    separation: float = 3.0,
+    prior_sd: float = 1.0,
+    intercept_sd: float = 2.0,
+    separation: float | None = None,
+    same_cluster: str = "item",
     common_pairs: bool = False,
     seed: int | None = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame, ExpertsTruth]:
     """Data drawn from the model itself: x ~ N(0, I), z ~ softmax(x W + b), and each expert's
     link on random pairs ~ Bernoulli(alpha if z_i = z_j else 1 - beta).
 
-    W has zero-sum columns with entries of size about `separation`, so that clusters are clear.
+    W and b are drawn from the fit's prior (`NoisyExperts`' defaults prior_sd = 1, intercept_sd = 2):
+    every entry of a full W ~ N(0, prior_sd^2) and b ~ N(0, intercept_sd^2), then centred over the
+    clusters (the zero-sum W, b the fit reports; the softmax is unchanged), acting on the features
+    standardized as the fit standardizes them, so that the truth's W and b are the fit's `W` and `b`.
+    With `separation`, W is instead drawn at sd `separation` on the raw features and b = 0: clear
+    clusters, not a draw from the fit's prior (the scale the package's checks and benchmarks were
+    measured at; a fit's intervals are not expected to cover that W at their nominal rate).
+    alpha and beta are the values given, not draws from their prior.
+    `same_cluster`: "item" (the paper's model) draws each item's cluster once, so pairs that share an
+    item are dependent, which the fit's pairwise composite likelihood ignores (its intervals are then
+    narrower than the truth warrants: benchmarks/RESULTS.md); "pair" draws each rated pair's "same
+    cluster" once from sum_k p_ik p_jk, shared by the experts who rate it, the data for which the
+    fit's likelihood is exact (`labels` are then one draw of z that the links do not use).
     Each expert rates `pairs_per_expert` distinct random pairs, its own (or, with `common_pairs`,
     the same set for all). Returns (items table, constraints table, truth).
     """
@@ -156,16 +176,25 @@ def simulate_experts_model(
     alpha, beta = np.asarray(alpha, dtype=float), np.asarray(beta, dtype=float)
     if alpha.shape != beta.shape or alpha.ndim != 1:
         raise InputError("alpha and beta must be equally long lists, one value per expert")
+    if same_cluster not in ("item", "pair"):
+        raise InputError(f"same_cluster must be 'item' or 'pair', got {same_cluster!r}")
     if n_items > 3000:
         raise InputError("simulate_experts_model enumerates all pairs; it supports up to 3000 items")
     max_pairs = n_items * (n_items - 1) // 2
     if pairs_per_expert > max_pairs:
         raise InputError(f"{pairs_per_expert} pairs per expert asked for, but {n_items} items have {max_pairs}")
     X = rng.standard_normal((n_items, n_features))
-    W = separation * rng.standard_normal((n_features, n_clusters))
+    if separation is None:
+        _, features = FeatureScaling.fit(X, [f"x{d + 1}" for d in range(n_features)], "simulated items")
+        W = prior_sd * rng.standard_normal((n_features, n_clusters))
+        b = intercept_sd * rng.standard_normal(n_clusters)
+        b -= b.mean()
+    else:
+        features = X
+        W = separation * rng.standard_normal((n_features, n_clusters))
+        b = np.zeros(n_clusters)
     W -= W.mean(axis=1, keepdims=True)
-    b = np.zeros(n_clusters)
-    probs = softmax(X @ W + b, axis=1)
+    probs = softmax(features @ W + b, axis=1)
     z = np.array([rng.choice(n_clusters, p=p) for p in probs])
     ids = np.array([f"item{i}" for i in range(n_items)])
     items = pd.DataFrame(X, columns=[f"x{d + 1}" for d in range(n_features)])
@@ -178,28 +207,62 @@ def simulate_experts_model(
         return all_i[chosen], all_j[chosen]
 
     shared = random_pairs() if common_pairs else None
+    names = expert_names(alpha.size)
+    if same_cluster == "item":  # each item's cluster z drawn once: pairs and links expert by expert
+        rated = []
+        for m in range(alpha.size):
+            i, j = shared if common_pairs else random_pairs()
+            rated.append((i, j, z[i] == z[j], rng.random(i.size), rng.random(i.size)))
+    else:  # "pair": each rated pair's "same cluster" drawn once from sum_k p_ik p_jk, shared by its experts
+        pairs = [shared if common_pairs else random_pairs() for _ in range(alpha.size)]
+        keys = np.concatenate([i * n_items + j for i, j in pairs])
+        unique, where = np.unique(keys, return_inverse=True)
+        gamma = (probs[unique // n_items] * probs[unique % n_items]).sum(axis=1)
+        same_pair = (rng.random(unique.size) < gamma)[where]
+        bounds = np.cumsum([0] + [i.size for i, _ in pairs])
+        rated = [(i, j, same_pair[bounds[m]:bounds[m + 1]], rng.random(i.size), rng.random(i.size))
+                 for m, (i, j) in enumerate(pairs)]
     frames = []
     realized_alpha, realized_beta = np.empty(alpha.size), np.empty(alpha.size)
-    for m, name in enumerate(expert_names(alpha.size)):
-        i, j = shared if common_pairs else random_pairs()
-        same = z[i] == z[j]
-        link = np.where(same, rng.random(i.size) < alpha[m], rng.random(i.size) >= beta[m]).astype(np.int64)
+    for m, (name, (i, j, same, u_must, u_cannot)) in enumerate(zip(names, rated)):
+        link = np.where(same, u_must < alpha[m], u_cannot >= beta[m]).astype(np.int64)
         frames.append(pd.DataFrame({"expert": name, "i": ids[i], "j": ids[j], "link": link}))
         realized_alpha[m] = link[same].mean() if same.any() else np.nan
         realized_beta[m] = 1 - link[~same].mean() if (~same).any() else np.nan
     truth = ExpertsTruth(labels=z, alpha=alpha, beta=beta, realized_alpha=realized_alpha,
-                         realized_beta=realized_beta, W=W, b=b)
+                         realized_beta=realized_beta, W=W, b=b,
+                         weight_scale="prior" if separation is None else "separation")
     return items, pd.concat(frames, ignore_index=True), truth
 
 
+def truth_covered(W_draws: np.ndarray, b_draws: np.ndarray, truth: ExpertsTruth, ci: float = 0.9) -> np.ndarray:
+    """Which free entries of the true [b; W] the equal-tailed `ci` intervals of a fit's draws cover.
+
+    W_draws (draw, feature, cluster) and b_draws (draw, cluster) are the fit's zero-sum W and b; the
+    fit's clusters are first matched to the truth's (Hungarian, on the squared distance between the
+    posterior means of the columns of [b; W] and the true ones), since clusters are exchangeable.
+    The last K - 1 clusters' entries are returned, (d + 1) (K - 1) booleans: the first cluster's
+    follow from them (zero sum).
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    draws = np.concatenate([b_draws[:, None, :], W_draws], axis=1)  # (draw, 1 + d, K)
+    true = np.vstack([truth.b[None, :], truth.W])
+    cost = ((draws.mean(axis=0)[:, :, None] - true[:, None, :]) ** 2).sum(axis=0)  # fit cluster x true cluster
+    fit_cluster, true_cluster = linear_sum_assignment(cost)
+    matched = draws[:, :, fit_cluster[np.argsort(true_cluster)]]
+    low, high = np.quantile(matched, [(1 - ci) / 2, (1 + ci) / 2], axis=0)
+    return ((low <= true) & (true <= high))[:, 1:].ravel()
+
+
 def example(seed: int | None = 0):
-    """Small data of the model: 40 items with 2 features in 2 clusters, three experts (alpha = beta =
-    0.9, 0.8, 0.7) rating 80 pairs each. The registry's example of the model
-    (`registry.ModelSpec.example`), for tests and trials."""
+    """Small data of the model: 40 items with 2 features in 2 clusters (W at `separation` 3: clear
+    clusters), three experts (alpha = beta = 0.9, 0.8, 0.7) rating 80 pairs each. The registry's
+    example of the model (`registry.ModelSpec.example`), for tests and trials."""
     from bayes_wsc.data.pairwise import PairwiseConstraints
 
     accuracy = (0.9, 0.8, 0.7)
-    items, constraints, _ = simulate_experts_model(40, 2, 2, accuracy, accuracy, 80, seed=seed)
+    items, constraints, _ = simulate_experts_model(40, 2, 2, accuracy, accuracy, 80, separation=3.0, seed=seed)
     return PairwiseConstraints.from_frames(items, constraints)
 
 

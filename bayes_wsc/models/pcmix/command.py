@@ -153,7 +153,7 @@ def run_simulate(args) -> None:
     import pandas as pd
 
     from bayes_wsc.errors import InputError
-    from bayes_wsc.simulate.files import in_folder, report, write_simulation
+    from bayes_wsc.simulate.files import in_folder, named, named_matrix, report, write_simulation
     from bayes_wsc.models.pcmix.simulate import BLOB_MEANS, BLOB_VARIANCES, simulate_intervals, simulate_two_blobs
 
     if args.study == "blobs":
@@ -186,9 +186,23 @@ def run_simulate(args) -> None:
     facts = {"model": "pcmix", "study": study, "generator": generator, "seed": args.seed, "settings": settings,
              "sources": sources, "positive_share": float(np.mean(truth.y)), "n_labeled": int(truth.labeled.sum()),
              "error_floor": truth.error_floor,
-             "parameters": ("none: the items are the paper's toy study (blobs or intervals with a label rule), not "
-                            "draws from the mixture, so no true pi, mean, sd or rho exists to compare a fit with; "
-                            "truth.csv holds every item's label, also the hidden ones, to score predictions")}
+             "components": list(truth.sources)}
+    features = [c for c in items.columns if c not in ("id", "y")]
+    facts.update({"pi": named(truth.parameters["pi"], truth.sources),
+                  "mean": named_matrix(truth.parameters["mean"], truth.sources, features),
+                  "sd": named_matrix(truth.parameters["sd"], truth.sources, features),
+                  "rho": named(truth.parameters["rho"], truth.sources),
+                  "parameters": ("pi, mean, sd and rho are those of the sources that generated the items, "
+                                 "named as the fit's posterior variables (rho = P(y = 1 | source)), one "
+                                 "component per source"
+                                 + (": the blobs are Gaussian, so a fit with --components 2 and --lam 0 "
+                                    "estimates them; a fit with lam > 0 trades them for the labels (the study's "
+                                    "point). " if args.study == "blobs" else
+                                    ": the sources are uniform on their intervals, not Gaussian, so mean and sd "
+                                    "are each interval's mean and sd, and no Gaussian mixture holds them exactly; "
+                                    "compare with a fit of --components 3. ")
+                                 + "Components are exchangeable: match the fit's to these before comparing. "
+                                 "truth.csv holds every item's label, also the hidden ones, to score predictions")})
     tables = {"items.csv": items}
     written = write_simulation(args.out, tables, facts, truth_table)
     report(written, tables, f"bayes-wsc fit pcmix --items {in_folder(args.out, 'items.csv')} "

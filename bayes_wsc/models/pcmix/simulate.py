@@ -2,9 +2,11 @@
 
 Each returns the items as a user's table would hold them (features and a
 label column, empty where the label is hidden) and the truth: every label,
-and which interval or blob each item came from. Neither study has "true"
-mixture parameters: both are built so that a K = 2 Gaussian mixture is
-misspecified, and the question is which compromise each objective picks.
+and which interval or blob each item came from. Both are built so that a
+K = 2 Gaussian mixture is misspecified, and the question is which compromise
+each objective picks; the truth still holds the parameters of the sources
+that generated the items, in the fit's terms (`PCToyTruth.parameters`: pi,
+mean, sd and rho per source), for a user to compare a fit with.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.special import ndtr
 
 from bayes_wsc.data.labeled import LabeledItems
 from bayes_wsc.errors import InputError
@@ -20,11 +23,16 @@ from bayes_wsc.errors import InputError
 
 @dataclass
 class PCToyTruth:
-    """What the simulation knows: all labels (0/1), the source of each item, which labels were kept."""
+    """What the simulation knows: all labels (0/1), the source of each item, which labels were kept,
+    and the sources' parameters named as the fit's posterior variables (`parameters`: pi[source],
+    mean[source, feature], sd[source, feature] and rho[source] = P(y = 1 | source), sources in the
+    order of `sources`)."""
 
     y: np.ndarray
     source: np.ndarray
     labeled: np.ndarray
+    sources: tuple[str, ...] = ()
+    parameters: dict[str, np.ndarray] | None = None
 
     @property
     def error_floor(self) -> float:
@@ -63,7 +71,12 @@ def simulate_intervals(
     y = np.concatenate([rng.random(n_a) < positive_share_a, np.ones(n_b, bool), np.zeros(n_c, bool)]).astype(int)
     source = np.repeat(np.array(["A", "B", "C"]), [n_a, n_b, n_c])
     labeled = np.ones(x.size, dtype=bool)
-    return _table(x[:, None], y, labeled, ["x"]), PCToyTruth(y, source, labeled)
+    bounds = np.array([[-1.0, 1.0], [1.0, 1.5], [1.5, 2.0]])
+    counts = np.array([n_a, n_b, n_c], dtype=float)
+    parameters = {"pi": counts / counts.sum(), "mean": bounds.mean(axis=1)[:, None],  # a uniform's mean and sd
+                  "sd": (bounds[:, 1] - bounds[:, 0])[:, None] / np.sqrt(12.0),
+                  "rho": np.array([positive_share_a, 1.0, 0.0])}
+    return _table(x[:, None], y, labeled, ["x"]), PCToyTruth(y, source, labeled, ("A", "B", "C"), parameters)
 
 
 #: the two blobs of Sec. 3.3: means and variances (the diagonal covariance matrices)
@@ -97,7 +110,11 @@ def simulate_two_blobs(
     labeled = np.zeros(n, dtype=bool)
     labeled[rng.choice(n, size=int(round(labeled_fraction * n)), replace=False)] = True
     source = np.where(blob == 0, "blob 1", "blob 2")
-    return _table(x, y, labeled, [f"x{j + 1}" for j in range(5)]), PCToyTruth(y, source, labeled)
+    sd = np.sqrt(BLOB_VARIANCES)
+    parameters = {"pi": np.array([0.5, 0.5]), "mean": BLOB_MEANS.copy(), "sd": sd,  # y = 1 iff |x_2| < band:
+                  "rho": ndtr((band - BLOB_MEANS[:, 1]) / sd[:, 1]) - ndtr((-band - BLOB_MEANS[:, 1]) / sd[:, 1])}
+    return (_table(x, y, labeled, [f"x{j + 1}" for j in range(5)]),
+            PCToyTruth(y, source, labeled, ("blob 1", "blob 2"), parameters))
 
 
 def toy_items(frame: pd.DataFrame) -> LabeledItems:

@@ -130,12 +130,15 @@ def add_simulate_parser(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--n-perception", type=positive_int, default=None,
                         help="perception features, two of them per cluster (default 6)")
     source.add_argument("--seeds-per-cluster", type=positive_int, default=None,
-                        help="seeds of each cluster (digits: default 5; distractor: default 5; simulated: 3 to 10 "
-                             "at random)")
+                        help="seeds of each cluster (digits: default 5; distractor: default 5; model: default 50; "
+                             "simulated: 3 to 10 at random)")
     family = parser.add_argument_group("the distractor study (--study distractor)")
-    family.add_argument("--study", choices=("simulated", "distractor"), default="simulated",
+    family.add_argument("--study", choices=("simulated", "distractor", "model"), default="simulated",
                         help="simulated (default): Cheng et al.'s study; distractor: strong nuisance clusters in "
-                             "features of their own, the user's clusters in others (simulate_distractor_study)")
+                             "features of their own, the user's clusters in others (simulate_distractor_study); "
+                             "model: data from the conditional model itself, W and b drawn from its prior, 3 "
+                             "clusters over 3 perception features (simulate_model; --n-items, --n-features, "
+                             "--seeds-per-cluster)")
     family.add_argument("--family", type=non_negative_int, default=None, metavar="INDEX",
                         help="the knobs of data set INDEX of the family of distractor studies (distractor_family); "
                              "options given below override them")
@@ -189,14 +192,14 @@ def run_simulate(args) -> None:
     import pandas as pd
 
     from bayes_wsc.errors import InputError
-    from bayes_wsc.simulate.files import in_folder, named_matrix, report, write_simulation
+    from bayes_wsc.simulate.files import in_folder, named, named_matrix, report, write_simulation
     from bayes_wsc.models.perception.simulate import DIGIT_CONCEPTS, digits_example, simulate_study
 
     distractor_only = [o for o in ("family", *list(DISTRACTOR_OPTIONS)[3:-1]) if getattr(args, o) is not None]
     if args.study != "distractor" and distractor_only:
         raise InputError(f"--{distractor_only[0].replace('_', '-')} is an option of --study distractor")
-    if args.dataset == "digits" and args.study == "distractor":
-        raise InputError("--dataset digits and --study distractor are two different data sets: give one")
+    if args.dataset == "digits" and args.study != "simulated":
+        raise InputError(f"--dataset digits and --study {args.study} are two different data sets: give one")
     if args.dataset == "digits":
         for option in ("n_items", "n_features", "clusters", "n_perception"):
             if getattr(args, option) is not None:
@@ -209,6 +212,24 @@ def run_simulate(args) -> None:
                                          for name, (digits, _) in DIGIT_CONCEPTS.items()))
         generator = "bayes_wsc.models.perception.simulate.digits_example"
         dominant = "digit"
+    elif args.study == "model":
+        from bayes_wsc.models.perception.simulate import model_probabilities, simulate_model
+
+        for option in ("clusters", "n_perception"):
+            if getattr(args, option) is not None:
+                raise InputError(f"--{option.replace('_', '-')} is not an option of --study model (3 clusters over 3 "
+                                 "perception features, each pair sharing one)")
+        settings = {"study": "model", "n_items": args.n_items or 1000, "n_features": args.n_features or 5,
+                    "seeds_per_cluster": args.seeds_per_cluster or 50, "weight_scale": 3.0, "intercept_sd": 1.0}
+        if settings["n_items"] < 10:
+            raise InputError(f"--n-items must be at least 10, got {settings['n_items']}")
+        study_data, generating = simulate_model(settings["n_items"], n_features=settings["n_features"],
+                                                seeds_per_cluster=settings["seeds_per_cluster"], seed=args.seed)
+        study = ("data from the perception model itself (the conditional formulation): x ~ N(0, I), W and b drawn "
+                 "from the fit's default prior, each item's cluster drawn from P(z | x), seeds drawn from each "
+                 "cluster's members, each also put in one other set with probability 0.1")
+        generator = "bayes_wsc.models.perception.simulate.simulate_model"
+        dominant = "z"
     elif args.study == "distractor":
         from bayes_wsc.models.perception.simulate import simulate_distractor_study
 
@@ -225,8 +246,8 @@ def run_simulate(args) -> None:
         dominant = "nuisance"
     else:
         if args.seeds_per_cluster is not None:
-            raise InputError("--seeds-per-cluster is for --dataset digits; the simulated study draws 3 to 10 seeds "
-                             "per cluster")
+            raise InputError("--seeds-per-cluster is for --dataset digits, --study distractor and --study model; the "
+                             "simulated study draws 3 to 10 seeds per cluster")
         settings = {"n_items": args.n_items or 1000, "n_features": args.n_features or 20,
                     "n_clusters": args.clusters or 4, "n_perception": args.n_perception or 6}
         lowest = {"n_items": 10, "n_clusters": 2, "n_perception": 2, "n_features": 2 * settings["n_perception"]}
@@ -254,15 +275,35 @@ def run_simulate(args) -> None:
              "perception": named_matrix(perception.iloc[:, 1:].to_numpy(), perception["cluster"],
                                         perception.columns[1:]),
              "cluster_sizes": {name: int(study_data.membership[:, k].sum()) for k, name in enumerate(names)},
-             "items_in_two_clusters": int((study_data.membership.sum(axis=1) > 1).sum()),
-             "parameters": ("none: the items are the paper's study, not draws from the perception model, so no "
-                            "true W, b or pi exists to compare a fit with; truth.csv holds every item's clusters "
-                            "to score memberships")}
+             "items_in_two_clusters": int((study_data.membership.sum(axis=1) > 1).sum())}
+    if args.study == "model":
+        data = study_data.data()
+        W, b = generating.standardized(data)
+        facts.update({
+            "pi": named(model_probabilities(data.features, W, b, data.perception).mean(axis=0), names),
+            "W": named_matrix(W, data.scaling.names, data.perception_names),
+            "b": named(b, data.perception_names),
+            "parameters": ("pi, W and b generated the items, named as the conditional fit's posterior variables "
+                           "(fit with --formulation conditional): W and b were drawn from the fit's default prior "
+                           "(weight_scale 3, intercept_sd 1) on the features as simulated, x ~ N(0, I), and are "
+                           "given here on the features standardized as the fit standardizes them (x W + b "
+                           "unchanged); pi is the mean over the items of P(z = k | x) at them, as the fit defines "
+                           "it. The clusters are named by the perception table, so no relabeling is needed")})
+    else:
+        share = study_data.membership / study_data.membership.sum(axis=1, keepdims=True)
+        facts.update({
+            "pi": named(share.mean(axis=0), names),
+            "parameters": ("pi only: the share of the items in each cluster (an item in two clusters counts half "
+                           "to each), the fit's pi as the data hold it; the items are a study, not draws from the "
+                           "perception model, so no true W or b exists to compare a fit with (--study model "
+                           "simulates from the model itself); truth.csv holds every item's clusters to score "
+                           "memberships")})
     tables = {"items.csv": study_data.items, "seeds.csv": study_data.seeds, "perception.csv": perception}
     written = write_simulation(args.out, tables, facts, truth_table)
     report(written, tables, f"bayes-wsc fit perception --items {in_folder(args.out, 'items.csv')} --seeds "
                             f"{in_folder(args.out, 'seeds.csv')} --perception {in_folder(args.out, 'perception.csv')} "
-                            f"--out {in_folder(args.out, 'fit.nc')}")
+                            + ("--formulation conditional " if args.study == "model" else "")
+                            + f"--out {in_folder(args.out, 'fit.nc')}")
 
 
 # ---------------------------------------------------------------------- bayes-wsc baseline lpe
