@@ -558,23 +558,33 @@ class Estimator(abc.ABC):
         Laplace fit, whose check waits with its log-likelihood."""
         import numpy as np
 
-        from bayes_wsc.draws import Draws
-
         pending = self.__dict__.get("_pending_log_likelihood")
         if self.method != "nuts" or not isinstance(pending, tuple):
             return False
         draws, data, dims = pending
         n = self._groups["posterior"].sizes["draw"]
         keep = np.unique(np.linspace(0, n - 1, min(n, FIT_TIME_LOO_DRAWS)).round().astype(int))
-        thinned = Draws({k: np.asarray(v)[:, keep] for k, v in draws.posterior.items()}, info=draws.info)
-        recorded = draws.deferred(keep)
-        thinned.posterior.update(recorded)
-        self.pointwise_log_likelihood(thinned, data)
-        values = {name: thinned.posterior.pop(name) for name in recorded}
-        check_finite(values)
+        values, _ = self._deferred_log_likelihood(draws, data, keep)
         fit = inference.select_draws(self._groups, keep)
         inference.add_log_likelihood(fit, values, dims or {})
         return fit
+
+    def _deferred_log_likelihood(self, draws, data, keep=None) -> tuple[dict, str | None]:
+        """The pointwise log-likelihood that waited in `draws.deferred`, at every draw or at the draws
+        `keep` of each chain, completed by `pointwise_log_likelihood`: its values (checked finite) and what
+        they hold. One path for first use and for the fit-time check on some draws."""
+        import numpy as np
+
+        from bayes_wsc.draws import Draws
+
+        recorded = draws.deferred() if keep is None else draws.deferred(keep)
+        target = draws if keep is None else Draws({k: np.asarray(v)[:, keep] for k, v in draws.posterior.items()},
+                                                  info=draws.info)
+        target.posterior.update(recorded)
+        holds = self.pointwise_log_likelihood(target, data)
+        values = {name: target.posterior.pop(name) for name in recorded}
+        check_finite(values)
+        return values, holds
 
     def _map_program(self, data, starts: list[dict], fixed: dict, laplace: dict | None = None):
         """The MAP's compiled program, the held values, the program's inputs (data and held values)
@@ -676,11 +686,7 @@ class Estimator(abc.ABC):
             inference.set_attrs(self._groups, {"log_likelihood_holds": holds, LOG_LIKELIHOOD_LEFT_OUT: False})
         elif pending is not None:
             draws, data, dims = pending
-            recorded = draws.deferred()
-            draws.posterior.update(recorded)
-            holds = self.pointwise_log_likelihood(draws, data)
-            values = {n: draws.posterior.pop(n) for n in recorded}
-            check_finite(values)
+            values, holds = self._deferred_log_likelihood(draws, data)
             inference.add_log_likelihood(self._groups, values, dims or {})
             inference.set_attrs(self._groups, {"log_likelihood_holds": holds or self._recorded_words()})
         return self._fitted()
