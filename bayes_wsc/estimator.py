@@ -29,18 +29,20 @@ import hashlib
 import importlib.util
 import inspect
 import json
-import math
-import numbers
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
 from bayes_wsc import criticism
-from bayes_wsc import contract, diagnostics, inference, registry
+from bayes_wsc import diagnostics, inference, registry
+from bayes_wsc.class_checks import (_check_contract, _check_levels, _checking_data, _naming_damaged_source,
+                                    _naming_missing_variables)
 from bayes_wsc.comparison import compare  # noqa: F401  (bayes_wsc.compare, kept importable from here)
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import FitWarning, InputError
+from bayes_wsc.value_checks import (_described, _is_mapping, _is_real, _is_texts, _is_whole, _shown,  # noqa: F401
+                                    check_finite, check_path, check_whole, is_count, is_labels)  # (the models' too)
 from bayes_wsc.version import package_version
 
 METHODS = ("map", "nuts", "laplace")
@@ -109,7 +111,7 @@ class Estimator(abc.ABC):
         line, as the base `fit` does: one place for every model (`check_data_type`)."""
         super().__init_subclass__(**kwargs)
         if not abstract:
-            _check_contract(cls)
+            _check_contract(cls, Estimator, REQUIRED_ATTRIBUTES)
         if "fit" in vars(cls) and not getattr(cls.fit, "_checks_data", False):
             cls.fit = _checking_data(cls.fit)
         if "predict" in vars(cls) and not getattr(cls.predict, "_names_missing", False):
@@ -991,150 +993,11 @@ class Estimator(abc.ABC):
         return estimator
 
 
-def _check_contract(cls) -> None:
-    """A model class lacking an abstract method of `Estimator` or a required class attribute: one
-    `TypeError` when the class is defined, naming the class and what it lacks."""
-    missing = [name for name in sorted(Estimator.__abstractmethods__)
-               if getattr(cls, name, None) is None or getattr(getattr(cls, name), "__isabstractmethod__", False)]
-    missing += [name for name in REQUIRED_ATTRIBUTES if getattr(cls, name, None) is None]
-    if missing:
-        raise contract.ContractError(f"model class {cls.__qualname__} ({cls.__module__}) does not define "
-                                     f"{', '.join(missing)}, which every model must (see bayes_wsc.estimator."
-                                     f"Estimator); a base class of models is declared with class "
-                                     f"{cls.__name__}(Estimator, abstract=True)")
-
-
-def _check_levels(cls) -> None:
-    """Every public method of `cls` taking a credible level `ci` (predict, reports, per-item tables),
-    wrapped to check it first (`posterior.check_ci`): one rule, at the one place every entry point
-    passes through, before any work."""
-    import functools
-
-    from bayes_wsc.posterior import check_ci
-
-    for name, method in list(vars(cls).items()):
-        if (name.startswith("_") or not inspect.isfunction(method) or getattr(method, "_checks_ci", False)
-                or getattr(method, "__isabstractmethod__", False)):
-            continue
-        signature = inspect.signature(method)
-        params = signature.parameters
-        if "ci" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-            continue
-
-        def checked(self, *args, __method=method, __signature=signature, **kwargs):
-            given = __signature.bind(self, *args, **kwargs).arguments
-            extra = next((given.get(p.name, {}) for p in __signature.parameters.values()
-                          if p.kind is p.VAR_KEYWORD), {})
-            if "ci" in given or "ci" in extra:
-                check_ci(given["ci"] if "ci" in given else extra["ci"])
-            return __method(self, *args, **kwargs)
-
-        checked = functools.wraps(method)(checked)
-        checked._checks_ci = True
-        setattr(cls, name, checked)
-
-
 _check_levels(Estimator)
 
 
 def _keyword_names(function) -> list[str]:
     return [p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]
-
-
-def _checking_data(fit):
-    """A subclass's `fit` that first checks its data's type (`Estimator.check_data_type`)."""
-    import functools
-
-    @functools.wraps(fit)
-    def checked(self, data, *args, **kwargs):
-        self.check_data_type(data)
-        return fit(self, data, *args, **kwargs)
-
-    checked._checks_data = True
-    return checked
-
-
-def _naming_missing_variables(predict):
-    """A model's `predict` that, on a variant's fit lacking a variable it reads, says so in one line
-    naming the variant instead of raising the bare KeyError; and whose table is held to the contract's
-    rules (`contract.prediction_problems`: a model that breaks them is a `ContractError`, not output)."""
-    import functools
-
-    @functools.wraps(predict)
-    def named(self, *args, **kwargs):
-        try:
-            out = predict(self, *args, **kwargs)
-        except KeyError as exc:
-            if self.model_file is None:
-                raise
-            import re
-
-            name = str(exc.args[0]) if exc.args else ""
-            found = re.search(r"No variable named '([^']+)'", name)  # xarray's words for a missing variable
-            name = found.group(1) if found else name
-            raise InputError(f"model file {str(self.model_file)!r}: its fit has no variable {name!r}, which "
-                             f"the {self.model_name} model's predict reads; report it from the variant (see the "
-                             "README, Writing a model variant)") from exc
-        items = args[0] if args else kwargs.get("items")
-        problems = contract.prediction_problems(out, items, has_draws=self.method != "map") \
-            if hasattr(items, "columns") else []
-        if problems:
-            raise contract.ContractError(f"{type(self).__name__}.predict breaks the contract: {'; '.join(problems)}")
-        return out
-
-    named._names_missing = True
-    return named
-
-
-def _naming_damaged_source(data_from_fit):
-    """A model's `data_from_fit` that, on a loaded fit whose saved data its container refuses (NaN HE,
-    negative counts), says the fit file is damaged, naming it."""
-    import functools
-
-    @functools.wraps(data_from_fit)
-    def named(self, *args, **kwargs):
-        try:
-            return data_from_fit(self, *args, **kwargs)
-        except InputError as exc:
-            source = self.__dict__.get("_source")
-            if source is None:
-                raise
-            raise InputError(f"{source} is damaged: the data it holds are refused: {exc}") from None
-
-    named._names_source = True
-    return named
-
-
-def _described(value) -> str:
-    """What a value is, for a message: None, 'a pandas DataFrame', 'a str ('clicks.csv')'..."""
-    if value is None:
-        return "None"
-    kind = type(value)
-    module = "" if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]} "
-    text = f"a {module}{kind.__name__}"
-    if isinstance(value, (str, Path, numbers.Number)):
-        shown = repr(str(value) if isinstance(value, Path) else value)
-        text += f" ({shown[:60]})"
-    return text
-
-
-def _shown(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _is_mapping(value) -> bool:
-    return isinstance(value, dict)
-
-
-def _is_texts(value) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
-
-def is_labels(value) -> bool:
-    """Class names: a non-empty list of text or numbers (never booleans or containers)."""
-    return (isinstance(value, list) and len(value) > 0
-            and all(isinstance(v, (str, numbers.Real)) and not isinstance(v, bool) for v in value))
 
 
 def _is_check_rows(value) -> bool:
@@ -1145,16 +1008,6 @@ def _is_check_rows(value) -> bool:
 def _is_fit_info(value) -> bool:
     """{"map": {...}, "nuts": {...}, "laplace": {...}, "free_variables": [...]}: each stage's record a mapping."""
     return isinstance(value, dict) and all(isinstance(value[k], dict) for k in ("map", "nuts", "laplace") if k in value)
-
-
-def check_whole(name: str, value, lowest: int = 1) -> None:
-    """A setting that counts something (draws, restarts): a whole number >= `lowest`, or one line naming it."""
-    if not (_is_whole(value) and value >= lowest):
-        raise InputError(f"{name} must be a whole number >= {lowest}, got {value!r}")
-
-
-def is_count(value) -> bool:
-    return _is_whole(value) and value >= 0
 
 
 #: what every saved fit's attrs must be, when present (`Estimator.from_idata`); a model adds `attr_kinds`
@@ -1295,20 +1148,6 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
-def check_finite(posterior: dict) -> None:
-    """Refuse a fit whose draws hold NaN or infinity: a number the arithmetic could not hold is
-    never saved or reported as a result."""
-    import numpy as np
-
-    for name, values in posterior.items():
-        values = np.asarray(values)
-        if values.dtype.kind in "fc" and not np.isfinite(values).all():
-            bad = int((~np.isfinite(values)).sum())
-            raise InputError(f"the fit produced {bad} non-finite value{'s' if bad > 1 else ''} of {name!r} "
-                             f"(of {values.size}): the data are beyond what the model's arithmetic holds "
-                             "(look for extreme values); nothing was saved")
-
-
 def _restricted(values, names):
     """A start (a dict, or a list of them) with only the variables in `names`: the model's own."""
     if isinstance(values, dict):
@@ -1336,14 +1175,6 @@ def _check_model_inputs(name: str, inputs: dict, computed: dict, coords: dict, m
         raise RuntimeError(f"{name}.model_inputs gives other coords than the model's")
 
 
-def _is_whole(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def load(path):
     """Load any saved fit; the model named in the file picks the estimator class."""
     check_path(path, "load")
@@ -1353,14 +1184,6 @@ def load(path):
         raise InputError(f"fit file {str(path)!r} holds a model {name!r} that this version does not know")
     cls = registry.get(name).estimator_class()
     return cls.from_idata(idata, source=f"fit file {str(path)!r}")
-
-
-def check_path(path, what: str, kind: str = "a fit file") -> None:
-    """A file path (text or a path object), else one line naming what `what` got."""
-    import os
-
-    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)) or not str(path).strip():
-        raise InputError(f"{what} expects the path of {kind} (a str or pathlib.Path), got {_described(path)}")
 
 
 def _check_draws_and_seed(draws, seed) -> None:

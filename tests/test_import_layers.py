@@ -22,7 +22,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bayes_wsc"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("__init__.py", "_lazy.py", "_moved.py", "_runtime.py", "errors.py", "defaults.py", "version.py",
                     "registry.py", "contract.py", "jax_setup.py", "backends.py", "stack.py", "draws.py", "draw_stats.py",
-                    "psis.py", "transforms.py", "relabel.py", "status.py", "group_quadrature.py", "outputs.py", "datasets/")),
+                    "psis.py", "transforms.py", "relabel.py", "status.py", "group_quadrature.py", "outputs.py", "value_checks.py",
+                    "datasets/")),
     ("data", ("data/",)),
     ("maths", ("maths/",)),
     ("inference", ("inference.py", "posterior.py", "diagnostics.py", "map_program.py", "laplace.py", "nested_laplace.py",
@@ -30,7 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "likelihoods.py", "graph_inputs.py", "model_terms.py", "comparison.py", "criticism.py")),
     ("baselines", ("baselines/",)),
     ("reports", ("report/",)),
-    ("estimator", ("estimator.py", "sbc.py")),
+    ("estimator", ("estimator.py", "class_checks.py", "sbc.py")),
     ("models", ("models/",)),
     ("model checks", ("checks/",)),
     ("simulations", ("simulate/",)),
