@@ -22,20 +22,16 @@ inherits the class's `initial_values` or `map_fixed` (see
 from __future__ import annotations
 
 import abc
-import ast
-import contextlib
 import datetime
-import hashlib
-import importlib.util
 import inspect
 import json
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 from bayes_wsc import criticism
-from bayes_wsc import diagnostics, inference, registry
+from bayes_wsc import diagnostics, inference, registry, variant_files
 from bayes_wsc.class_checks import (_check_contract, _check_levels, _checking_data, _naming_damaged_source,
                                     _naming_missing_variables)
 from bayes_wsc.comparison import compare  # noqa: F401  (bayes_wsc.compare, kept importable from here)
@@ -43,6 +39,7 @@ from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.value_checks import (_described, _is_mapping, _is_real, _is_texts, _is_whole, _shown,  # noqa: F401
                                     check_finite, check_path, check_whole, is_count, is_labels)  # (the models' too)
+from bayes_wsc.variant_files import VARIANT_ATTR, Recipe, VariantFacts, _one_line, load_variant  # noqa: F401
 from bayes_wsc.version import package_version
 
 METHODS = ("map", "nuts", "laplace")
@@ -217,46 +214,8 @@ class Estimator(abc.ABC):
         return {}
 
     def _recipe(self) -> Recipe:
-        """How this fit builds and starts its model: the class's own hooks, or a variant's.
-
-        A variant file in `model_file` must define `build_model(data, **settings)`, which gets the
-        model's settings (`build_settings`) and the variant's own (`model_settings`). Its
-        `initial_values` and `map_fixed` are its own or none at all, never the class's (a variant's
-        parameters are not the base model's): each is `hook(data)` or `hook(data, estimator)`, the
-        second to read the estimator's settings or reuse its hooks. `START_NUTS_AT_MAP = False`
-        starts the chains from the initial values instead of the MAP, for a variant whose posterior
-        mode is degenerate (a learned noise scale collapsing to 0).
-        """
-        if self.model_file is None:
-            return Recipe(self.build_model, self.initial_values, True, self.map_fixed)
-        own = self.model_settings or {}
-        clash = sorted(set(own) & set(self.build_settings()))
-        if clash:
-            option = self.setting_options.get(clash[0], clash[0].replace("_", "-"))
-            raise InputError(f"--set {clash[0]} (model_settings): {clash[0]!r} is a setting of the {self.model_name} "
-                             f"model itself: give it with --{option} on the command line, or as the estimator's "
-                             f"{clash[0]}= in Python")
-        variant = self._variant_code("fit it")
-        _check_accepts(variant.build_model, {**self.build_settings(), **own}, self.model_file)
-
-        def build(data):
-            settings = {**self.settings_for(data), **own}
-            with self.variant_errors("build_model"):
-                model = variant.build_model(data, **settings)
-            if not (getattr(model, "observed_RVs", None) or getattr(model, "potentials", None)):
-                raise InputError(f"model file {str(self.model_file)!r}: its build_model's model observes nothing (no "
-                                 "observed variable and no pm.Potential), so the data never enter: its fit would be "
-                                 "its prior. Give the likelihood observed=... or add it as a pm.Potential")
-            return model
-
-        def hook(name):
-            function = getattr(variant, name, None)
-            if function is None:
-                return lambda data: {}
-            return lambda data: function(data, self) if _takes_two(function) else function(data)
-
-        return Recipe(build, hook("initial_values"), bool(getattr(variant, "START_NUTS_AT_MAP", True)),
-                      hook("map_fixed"))
+        """How this fit builds and starts its model: the class's own hooks, or a variant's (`variant_files.recipe`)."""
+        return variant_files.recipe(self)
 
     def data_messages(self, data) -> list[str]:
         """Plain words, before anything is fitted, for data (or settings) that cannot identify what the
@@ -281,19 +240,10 @@ class Estimator(abc.ABC):
         model's to check): one `InputError` line. `fit` runs it after `check_data_type` and
         `check_params`, before any work. Nothing by default."""
 
-    @contextlib.contextmanager
     def variant_errors(self, stage: str):
         """A variant's failure in `stage` as one `InputError` line naming its file (the cause chained,
         for the API); the package's own models raise as they are."""
-        if self.model_file is None:
-            yield
-            return
-        try:
-            yield
-        except InputError:
-            raise
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: one line here, even sys.exit()
-            raise InputError(f"model file {str(self.model_file)!r}: {stage} failed: {_one_line(exc)}") from exc
+        return variant_files.variant_errors(self, stage)
 
     def model_inputs(self, data) -> tuple[dict, dict] | None:
         """(coords, values): the model's coordinates and every data-derived value its graph reads
@@ -309,63 +259,26 @@ class Estimator(abc.ABC):
         or when it declares none: then the model's checks run where the fit's terms are the default's
         (`model_terms`). A loaded fit whose variant declares checks runs them only from a file the user
         names (`use_variant_file`; `bayes-wsc check FIT.nc --model FILE.py`): a fit file never runs code."""
-        if self.model_file is None:
-            return None
-        count = self.variant_facts().checks
-        if count is None or count == 0:
-            return None if count is None else []
-        return list(self._variant_code("run its own checks (CHECKS)").CHECKS)
+        return variant_files.variant_checks(self)
 
     def variant_facts(self) -> VariantFacts:
         """What reading a variant's fit needs (`VariantFacts`): from the fit file when the fit was loaded
         (never importing the variant), else from the variant file itself, loaded once per fit."""
-        stored = self.__dict__.get("_variant_stored")
-        if stored is not None:
-            return stored
-        return self._loaded_variant()[1]
+        return variant_files.variant_facts(self)
 
     def _loaded_variant(self) -> tuple:
-        """(module, facts) of `model_file`, imported once (it runs as code: only at fit time, or from a
-        file the user named for a loaded fit)."""
-        loaded = self.__dict__.get("_variant_module")
-        if loaded is None or loaded[0] != str(self.model_file):
-            module, facts = read_variant(self.model_file)
-            loaded = self._variant_module = (str(self.model_file), module, facts)
-        return loaded[1], loaded[2]
+        """(module, facts) of `model_file`, imported once (`variant_files.loaded_variant`)."""
+        return variant_files.loaded_variant(self)
 
     def _variant_code(self, purpose: str):
-        """The variant's module, to run its code for `purpose`: a fit being made imports its file; a loaded
-        fit only a file the user named (`use_variant_file`), else one line saying how to name it."""
-        if "_variant_stored" in self.__dict__ and "_variant_module" not in self.__dict__:
-            raise InputError(f"this fit was made with the variant file {str(self.model_file)!r}; to {purpose}, "
-                             "name that file (bayes-wsc check FIT.nc --model FILE.py, or est.use_variant_file(path) "
-                             "in Python): a fit file never runs code")
-        return self._loaded_variant()[0]
+        """The variant's module, to run its code for `purpose` (`variant_files.variant_code`)."""
+        return variant_files.variant_code(self, purpose)
 
     def use_variant_file(self, path) -> None:
         """Let this loaded fit run its variant's own code (its `CHECKS`) from `path`, a file the user
         names: it must be the file the fit was made with (the sha256 the fit stored, or for a fit written
         before fits stored it, the same source), else one line and nothing is imported."""
-        self._check_fitted()
-        if self.model_file is None:
-            raise InputError(f"model file {str(path)!r}: this fit is of the default {self.model_name} model, not "
-                             "of a variant file: it has no model file to name")
-        path = Path(path)
-        if not path.is_file():
-            raise InputError(f"model file {str(path)!r} does not exist")
-        content = path.read_bytes()
-        stored = self.variant_facts().sha256
-        source = inference.get_attrs(self._fitted()).get("model_source")
-        if stored is not None:
-            same = hashlib.sha256(content).hexdigest() == stored
-        else:
-            same = isinstance(source, str) and _source_text(content) == source
-        if not same:
-            what = f"sha256 {stored[:12]}..." if stored else "source"
-            raise InputError(f"model file {str(path)!r} is not the file this fit was made with (its {what} differs "
-                             "from the one the fit stored): nothing of it was run")
-        module, facts = read_variant(path)
-        self._variant_module = (str(self.model_file), module, facts)
+        return variant_files.use_variant_file(self, path)
 
     def _laplace_local(self) -> tuple[str, ...]:
         """`laplace_local`, or a variant file's `LAPLACE_LOCAL`."""
@@ -1107,47 +1020,6 @@ def nondegenerate_start(start, draws, chain_starts: str, chains: int, initial: S
                    f"{info['log_density']:.6g}), so that they do not begin stuck at its edge."]
 
 
-class Recipe(NamedTuple):
-    """How a fit builds and starts its model (`Estimator._recipe`)."""
-
-    build: Callable
-    initial_values: Callable
-    start_nuts_at_map: bool
-    map_fixed: Callable
-
-
-def _takes_two(function) -> bool:
-    """Whether a variant's hook takes (data, estimator) rather than (data)."""
-    try:
-        params = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
-
-
-def _check_accepts(build_model, settings: dict, path) -> None:
-    """A variant's `build_model` takes every setting it will be given (one line if not)."""
-    try:
-        params = inspect.signature(build_model).parameters
-    except (TypeError, ValueError):
-        return
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return
-    missing = [k for k in settings if k not in params or params[k].kind is params[k].POSITIONAL_ONLY]
-    if missing:
-        takes = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]
-        raise InputError(f"model file {str(path)!r}: build_model takes no setting {missing[0]!r} "
-                         f"(it takes {', '.join(takes) or 'none'}; add {missing[0]}=... or **settings)")
-
-
-def _one_line(exc: BaseException) -> str:
-    if isinstance(exc, SystemExit):  # a variant is not the program: its sys.exit() ends nothing
-        return f"it called sys.exit({exc.code!r})"
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
-
-
 def _restricted(values, names):
     """A start (a dict, or a list of them) with only the variables in `names`: the model's own."""
     if isinstance(values, dict):
@@ -1190,92 +1062,3 @@ def _check_draws_and_seed(draws, seed) -> None:
     """The replicates' settings of `run_checks` and `posterior_predictive`: whole numbers, draws >= 1."""
     check_whole("draws", draws, 1)
     check_whole("seed", seed, 0)
-
-
-def load_variant(path):
-    """Import a model-variant file (it runs as code, like any Python module) and check it."""
-    return read_variant(path)[0]
-
-
-#: the attr of a variant's fit holding its `VariantFacts`
-VARIANT_ATTR = "variant"
-
-
-class VariantFacts(NamedTuple):
-    """What reading a variant's fit needs, stored in the fit when it is made (`VARIANT_ATTR`), so that
-    `load` and every read-only command never import the file: its source and that source's sha256 (a
-    file named later must match it), the settings its `build_model` takes by name, and how many
-    `CHECKS` it declares (None: none declared)."""
-
-    source: str
-    sha256: str | None
-    build_model_takes: tuple[str, ...]
-    checks: int | None
-
-    def stored(self) -> dict:
-        return {"sha256": self.sha256, "build_model_takes": list(self.build_model_takes), "checks": self.checks}
-
-    @classmethod
-    def from_attrs(cls, attrs: dict) -> VariantFacts:
-        """A saved fit's facts; a fit written before fits stored them is read from the source it kept,
-        parsed without running it (`ast`), or, without one, as a variant taking no setting and no checks."""
-        source = attrs.get("model_source") if isinstance(attrs.get("model_source"), str) else ""
-        stored = attrs.get(VARIANT_ATTR)
-        if isinstance(stored, dict):
-            return cls(source, stored["sha256"], tuple(stored["build_model_takes"]), stored.get("checks"))
-        return cls(source, None, *_parsed_variant(source))
-
-
-def _parsed_variant(source: str) -> tuple[tuple[str, ...], int | None]:
-    """(build_model's parameter names, how many CHECKS) read from a variant's source without running it."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return (), None
-    takes, checks = (), None
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "build_model":
-            args = node.args
-            takes = tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, ast.AnnAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == "CHECKS" for t in targets):
-            value = node.value
-            checks = (None if isinstance(value, ast.Constant) and value.value is None
-                      else len(value.elts) if isinstance(value, (ast.Tuple, ast.List)) else 1)
-    return takes, checks
-
-
-def _source_text(content: bytes) -> str:
-    """A variant's source as a fit keeps it: UTF-8 text with newlines as Python reads them."""
-    return content.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
-
-
-def read_variant(path) -> tuple:
-    """Import a model-variant file (it runs as code, like any Python module), check it, and say what a
-    fit of it stores (`VariantFacts`): (module, facts). Its `CHECKS` are checked here, before any fit."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"model file {str(path)!r} does not exist")
-    if path.suffix != ".py":
-        raise InputError(f"model file {str(path)!r} is not a Python file: a variant is a .py file defining "
-                         "build_model(data, **settings) (see models/)")
-    content = path.read_bytes()
-    spec = importlib.util.spec_from_file_location(f"bayes_wsc_variant_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code in one line, even sys.exit()
-        raise InputError(f"model file {str(path)!r} failed to load: {_one_line(exc)}") from None
-    if not callable(getattr(module, "build_model", None)):
-        raise InputError(f"model file {str(path)!r} defines no build_model(data, **settings) function")
-    checks = getattr(module, "CHECKS", None)
-    if checks is not None and (not isinstance(checks, (tuple, list)) or not all(callable(c) for c in checks)):
-        raise InputError(f"model file {str(path)!r}: CHECKS must be a tuple of functions check(est, data, seed) "
-                         f"returning a list of Check rows, got {_shown(checks)}")
-    try:
-        takes = tuple(inspect.signature(module.build_model).parameters)
-    except (TypeError, ValueError):
-        takes = ()
-    facts = VariantFacts(_source_text(content), hashlib.sha256(content).hexdigest(), takes, None if checks is None else len(checks))
-    return module, facts
