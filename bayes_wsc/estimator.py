@@ -22,7 +22,6 @@ inherits the class's `initial_values` or `map_fixed` (see
 from __future__ import annotations
 
 import abc
-import datetime
 import inspect
 import json
 import warnings
@@ -31,18 +30,17 @@ from pathlib import Path
 from typing import ClassVar
 
 from bayes_wsc import criticism
-from bayes_wsc import diagnostics, inference, registry, variant_files
+from bayes_wsc import diagnostics, fit_files, inference, registry, variant_files
 from bayes_wsc.class_checks import (_check_contract, _check_levels, _checking_data, _naming_damaged_source,
                                     _naming_missing_variables)
 from bayes_wsc.comparison import compare  # noqa: F401  (bayes_wsc.compare, kept importable from here)
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import FitWarning, InputError
-from bayes_wsc.value_checks import (_described, _is_mapping, _is_real, _is_texts, _is_whole, _shown,  # noqa: F401
-                                    check_finite, check_path, check_whole, is_count, is_labels)  # (the models' too)
-from bayes_wsc.variant_files import VARIANT_ATTR, Recipe, VariantFacts, _one_line, load_variant  # noqa: F401
-from bayes_wsc.version import package_version
+from bayes_wsc.fit_files import LOG_LIKELIHOOD_LEFT_OUT, METHODS, SAVED_WITHOUT_LOG_LIKELIHOOD
+from bayes_wsc.value_checks import (_described, _is_real, _is_whole, check_finite, check_path,  # noqa: F401
+                                    check_whole, is_count, is_labels)  # (the models' too)
+from bayes_wsc.variant_files import Recipe, VariantFacts, _one_line, load_variant  # noqa: F401
 
-METHODS = ("map", "nuts", "laplace")
 #: where NUTS chains start: all at the best MAP, or chain c at the optimum of MAP restart c
 CHAIN_STARTS = ("map", "restarts")
 #: model name -> "module:Class", imported only when needed (from `registry.MODELS`)
@@ -53,10 +51,6 @@ DEFAULT_SEED = 0
 
 #: the class attributes every model defines (`Estimator.__init_subclass__` checks them with the abstract methods)
 REQUIRED_ATTRIBUTES = ("model_name", "estimands", "data_class")
-#: the attr of a fit saved without its pointwise log-likelihood, which `load` computes on first use
-LOG_LIKELIHOOD_LEFT_OUT = inference.LOG_LIKELIHOOD_LEFT_OUT
-#: what a loaded fit keeps pending when its file left the log-likelihood out (`Estimator.save`)
-SAVED_WITHOUT_LOG_LIKELIHOOD = "saved without it"
 #: draws per chain whose pointwise log-likelihood a NUTS fit computes at fit time, for its Pareto k check
 #: (`_thinned_fit`); the rest wait for first use (at 10,000 groups with mu integrated out, all 4000 draws
 #: cost 30-50 s, a fifth of the run)
@@ -683,31 +677,8 @@ class Estimator(abc.ABC):
         return None
 
     def _assemble(self, coords, dims, draws, data, fit_info) -> inference.Groups:
-        groups = self.data_groups(data)
-        attrs = {
-            "model": self.model_name,
-            "package_version": package_version(),
-            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "method": self.method,
-            "settings": self.get_params(),
-            "settings_used": self.settings_for(data),
-            "fit_info": fit_info,
-            **groups.get("attrs", {}),
-        }
-        if self.model_file is not None:
-            facts = self.variant_facts()
-            attrs["model_source"] = facts.source
-            attrs[VARIANT_ATTR] = facts.stored()
-        return inference.from_draws(
-            draws.posterior,
-            sample_stats=draws.sample_stats,
-            coords=coords,
-            dims={**dims, **groups.get("dims", {})},
-            observed_data=groups.get("observed_data"),
-            constant_data=groups.get("constant_data"),
-            extra_coords=groups.get("extra_coords"),
-            attrs=attrs,
-        )
+        """The fit's groups with the attrs every fit file holds (`fit_files.assemble`)."""
+        return fit_files.assemble(self, coords, dims, draws, data, fit_info)
 
     def _check_fitted(self):
         if self._fitted() is None:
@@ -833,28 +804,13 @@ class Estimator(abc.ABC):
         pointwise log-likelihood is still pending (Laplace, NUTS) and can be rebuilt from the file
         (`log_likelihood_from_file`) is written without it, saying so: `load` computes it on first use
         (at 10,000 groups it costs as much as the fit, and most fits saved are never compared)."""
-        self._check_fitted()
-        check_path(path, "save", "a fit file")
-        if "_pending_log_likelihood" in self.__dict__ and self.log_likelihood_from_file() is not None:
-            return inference.save(inference.with_attrs(self._fitted(), {LOG_LIKELIHOOD_LEFT_OUT: True}), path)
-        return inference.save(self._complete_log_likelihood(), path)
+        return fit_files.save(self, path)
 
     @classmethod
     def load(cls, path):
         """A saved fit of this model (`load` of any model, then checked to be this one's); a model that is
         not registered (a user's own, `bayes_wsc.testing`) reads its own fits."""
-        if cls.model_name not in registry.NAMES:
-            check_path(path, "load")
-            idata = inference.load(path)
-            if idata.posterior.attrs.get("model") != cls.model_name:
-                raise InputError(f"fit file {str(path)!r} holds a {idata.posterior.attrs.get('model')!r} fit, not a "
-                                 f"{cls.model_name!r} one")
-            return cls.from_idata(idata, source=f"fit file {str(path)!r}")
-        estimator = load(path)
-        if not isinstance(estimator, cls):
-            raise InputError(f"fit file {str(path)!r} holds a {estimator.model_name!r} fit, not a "
-                             f"{cls.model_name!r} one: load it with bayes_wsc.load or {type(estimator).__name__}.load")
-        return estimator
+        return fit_files.load_as(cls, path)
 
     @classmethod
     def from_idata(cls, idata, source: str = "this fit"):
@@ -866,44 +822,7 @@ class Estimator(abc.ABC):
         `check_params` checks a new estimator's), and its draws: a draw holding a value that is not
         finite or is outside the variable's `bounds` is left out with a `FitWarning` per variable, and
         a fit with no draw left (a MAP's single point) is an `InputError`."""
-        if "posterior" not in inference.group_names(idata):
-            raise InputError(f"{source} is not a bayes_wsc fit (no posterior group), got {_described(idata)}")
-        idata = inference.groups_of(idata)
-        attrs = inference.get_attrs(idata)
-        version = attrs.get("package_version", "unknown")
-        written_by = f"written by bayes_wsc {version if isinstance(version, str) else 'unknown'}"
-        missing = [f"attribute {a!r}" for a in cls.required_attrs if a not in attrs]
-        missing += [f"group {g!r}" for g in cls.required_groups if g not in idata]
-        for group, names in cls.required_variables.items():
-            have = set(idata[group].variables) if group in idata else set()
-            missing += [f"{group} variable {n!r}" for n in names if n not in have]
-        if missing:
-            raise InputError(f"{source} ({written_by}) lacks {', '.join(missing)}, which bayes_wsc "
-                             f"{package_version()} needs for a {cls.model_name!r} fit")
-        wrong = [f"attribute {name!r} is {_shown(attrs[name])}, not {words}"
-                 for name, (words, test) in {**ATTR_KINDS, **cls.attr_kinds}.items()
-                 if name in attrs and not test(attrs[name])]
-        if wrong:
-            raise InputError(f"{source} ({written_by}) is damaged: {'; '.join(wrong)}")
-        params = attrs["settings"]
-        known = set(inspect.signature(cls.__init__).parameters) | set(_keyword_names(Estimator.__init__))
-        unknown = set(params) - known
-        if unknown:
-            warnings.warn(f"{source} ({written_by}) has settings this version does not know and ignores: "
-                          f"{sorted(unknown)}", FitWarning, stacklevel=2)
-        estimator = cls(**{k: v for k, v in params.items() if k in known})
-        if estimator.model_file is not None:  # what reading the variant's fit needs, never from its file
-            estimator._variant_stored = VariantFacts.from_attrs(attrs)
-        try:
-            estimator.check_params()
-        except InputError as exc:
-            raise InputError(f"{source} ({written_by}) holds a setting this version refuses: {exc}") from None
-        estimator.idata_ = _usable_draws(idata, cls.bounds, source)
-        estimator._source = source
-        if attrs.get(LOG_LIKELIHOOD_LEFT_OUT) and "log_likelihood" not in idata \
-                and estimator.log_likelihood_from_file() is not None:
-            estimator._pending_log_likelihood = SAVED_WITHOUT_LOG_LIKELIHOOD
-        return estimator
+        return fit_files.from_idata(cls, idata, source, _keyword_names(Estimator.__init__))
 
 
 _check_levels(Estimator)
@@ -911,82 +830,6 @@ _check_levels(Estimator)
 
 def _keyword_names(function) -> list[str]:
     return [p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]
-
-
-def _is_check_rows(value) -> bool:
-    return isinstance(value, list) and all(isinstance(v, dict) and set(criticism.REQUIRED_COLUMNS) <= set(v)
-                                           for v in value)
-
-
-def _is_fit_info(value) -> bool:
-    """{"map": {...}, "nuts": {...}, "laplace": {...}, "free_variables": [...]}: each stage's record a mapping."""
-    return isinstance(value, dict) and all(isinstance(value[k], dict) for k in ("map", "nuts", "laplace") if k in value)
-
-
-#: what every saved fit's attrs must be, when present (`Estimator.from_idata`); a model adds `attr_kinds`
-#: what `model_terms.likelihood_terms` says of each term
-TERM_ANSWERS = ("default", "own", "unverified")
-ATTR_KINDS: dict[str, tuple[str, Callable]] = {
-    "model": ("text", lambda v: isinstance(v, str)),
-    "method": (f"one of {', '.join(map(repr, METHODS))}", lambda v: isinstance(v, str) and v in METHODS),
-    "settings": ("a mapping of settings", _is_mapping),
-    "settings_used": ("a mapping of settings", _is_mapping),
-    "fit_info": ("a mapping with one record per stage (map, nuts, laplace)", _is_fit_info),
-    "data_settings": ("a mapping of the data's settings", _is_mapping),
-    "diagnostics": ("a list of messages (text)", _is_texts),
-    "checks": (f"a list of check rows, each with {', '.join(criticism.REQUIRED_COLUMNS)}", _is_check_rows),
-    "package_version": ("text", lambda v: isinstance(v, str)),
-    "likelihood_terms": ("a mapping of terms to 'default', 'own' or 'unverified'",
-                         lambda v: _is_mapping(v) and all(isinstance(k, str) and v[k] in TERM_ANSWERS for k in v)),
-    "log_likelihood_holds": ("text", lambda v: isinstance(v, str)),
-    "model_source": ("text", lambda v: isinstance(v, str)),
-    "variant": ("a mapping of the variant file's sha256, build_model settings and checks",
-                lambda v: _is_mapping(v) and isinstance(v.get("sha256"), str) and _is_texts(v.get("build_model_takes"))
-                and (v.get("checks") is None or is_count(v.get("checks")))),
-}
-
-
-def _usable_draws(idata, bounds: dict, source: str):
-    """The fit without the draws that hold a value the model cannot have produced (not finite, or
-    outside `bounds`), with one `FitWarning` per variable holding such values; an `InputError` when no
-    draw is left."""
-    import numpy as np
-
-    problems, bad = [], None
-    for group in ("posterior", "log_likelihood"):
-        if group not in inference.group_names(idata):
-            continue
-        for name, variable in idata[group].data_vars.items():
-            if "draw" not in variable.dims or variable.dtype.kind not in "biufc":
-                continue
-            values = variable.transpose("draw", ...).values
-            low, high = bounds.get(name, (-np.inf, np.inf)) if group == "posterior" else (-np.inf, np.inf)
-            with np.errstate(invalid="ignore"):
-                wrong = ~np.isfinite(values) | (values < low - 1e-9) | (values > high + 1e-9)
-            if not wrong.any():
-                continue
-            draws = wrong.reshape(wrong.shape[0], -1).any(axis=1)
-            bad = draws if bad is None else bad | draws
-            kinds = [w for w, n in (("NaN", np.isnan(values).sum()), ("infinite", np.isinf(values).sum()),
-                                    (f"outside [{low:g}, {high:g}]",
-                                     (np.isfinite(values) & wrong).sum())) if n]
-            problems.append((f"{group} variable {str(name)!r}", int(wrong.sum()), " or ".join(kinds), int(draws.sum())))
-    if bad is None:
-        return idata
-    total = bad.size
-    kept = np.flatnonzero(~bad)
-    if not kept.size:
-        what, count, kinds, _ = problems[0]
-        where = "its only draw (a MAP's point)" if total == 1 else f"every one of its {total} draws"
-        raise InputError(f"{source}: {what} holds {count} value{'s' * (count > 1)} the model cannot produce "
-                         f"({kinds}) in {where}: no draw of the fit is usable")
-    chains = idata.posterior.sizes.get("chain", 1)
-    every = " in every chain" if chains > 1 else ""
-    for what, count, kinds, draws in problems:
-        warnings.warn(f"{source}: {what} holds {count} value{'s' * (count > 1)} the model cannot produce ({kinds}) "
-                      f"in {draws} of {total} draws; those draws are left out{every} ({kept.size} of {total} used)",
-                      FitWarning, stacklevel=3)
-    return inference.select_draws(idata, kept)
 
 
 def nondegenerate_start(start, draws, chain_starts: str, chains: int, initial: Sequence[dict] = ({},)) -> tuple:
@@ -1047,18 +890,11 @@ def _check_model_inputs(name: str, inputs: dict, computed: dict, coords: dict, m
         raise RuntimeError(f"{name}.model_inputs gives other coords than the model's")
 
 
-def load(path):
-    """Load any saved fit; the model named in the file picks the estimator class."""
-    check_path(path, "load")
-    idata = inference.load(path)
-    name = idata.posterior.attrs["model"]
-    if not isinstance(name, str) or name not in registry.NAMES:
-        raise InputError(f"fit file {str(path)!r} holds a model {name!r} that this version does not know")
-    cls = registry.get(name).estimator_class()
-    return cls.from_idata(idata, source=f"fit file {str(path)!r}")
-
-
 def _check_draws_and_seed(draws, seed) -> None:
     """The replicates' settings of `run_checks` and `posterior_predictive`: whole numbers, draws >= 1."""
     check_whole("draws", draws, 1)
     check_whole("seed", seed, 0)
+
+
+#: any saved fit, its class found in the registry (`bayes_wsc.load`; the registry names it here)
+load = fit_files.load

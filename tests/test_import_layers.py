@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "likelihoods.py", "graph_inputs.py", "model_terms.py", "comparison.py", "criticism.py")),
     ("baselines", ("baselines/",)),
     ("reports", ("report/",)),
-    ("estimator", ("estimator.py", "class_checks.py", "variant_files.py", "sbc.py")),
+    ("estimator", ("estimator.py", "class_checks.py", "variant_files.py", "fit_files.py", "sbc.py")),
     ("models", ("models/",)),
     ("model checks", ("checks/",)),
     ("simulations", ("simulate/",)),
