@@ -25,21 +25,22 @@ import abc
 import inspect
 import json
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
 from bayes_wsc import criticism
-from bayes_wsc import diagnostics, fit_files, inference, registry, variant_files
+from bayes_wsc import diagnostics, fit_files, fit_log_likelihood, fit_starts, inference, registry, variant_files
 from bayes_wsc.class_checks import (_check_contract, _check_levels, _checking_data, _naming_damaged_source,
                                     _naming_missing_variables)
 from bayes_wsc.comparison import compare  # noqa: F401  (bayes_wsc.compare, kept importable from here)
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import FitWarning, InputError
-from bayes_wsc.fit_files import LOG_LIKELIHOOD_LEFT_OUT, METHODS, SAVED_WITHOUT_LOG_LIKELIHOOD
+from bayes_wsc.fit_files import LOG_LIKELIHOOD_LEFT_OUT, METHODS  # noqa: F401
+from bayes_wsc.fit_starts import _restricted, nondegenerate_start
 from bayes_wsc.value_checks import (_described, _is_real, _is_whole, check_finite, check_path,  # noqa: F401
                                     check_whole, is_count, is_labels)  # (the models' too)
-from bayes_wsc.variant_files import Recipe, VariantFacts, _one_line, load_variant  # noqa: F401
+from bayes_wsc.variant_files import Recipe, VariantFacts, load_variant  # noqa: F401
 
 #: where NUTS chains start: all at the best MAP, or chain c at the optimum of MAP restart c
 CHAIN_STARTS = ("map", "restarts")
@@ -51,10 +52,6 @@ DEFAULT_SEED = 0
 
 #: the class attributes every model defines (`Estimator.__init_subclass__` checks them with the abstract methods)
 REQUIRED_ATTRIBUTES = ("model_name", "estimands", "data_class")
-#: draws per chain whose pointwise log-likelihood a NUTS fit computes at fit time, for its Pareto k check
-#: (`_thinned_fit`); the rest wait for first use (at 10,000 groups with mu integrated out, all 4000 draws
-#: cost 30-50 s, a fifth of the run)
-FIT_TIME_LOO_DRAWS = 250
 
 
 class Estimator(abc.ABC):
@@ -369,7 +366,7 @@ class Estimator(abc.ABC):
         self.__dict__.pop("_idata", None)
         self.__dict__.pop("_pending_log_likelihood", None)
         self._mode = map_draws
-        self._fit_terms, found = self._likelihood_terms(draws, data)
+        self._fit_terms, found = fit_log_likelihood.likelihood_terms(self, draws, data)
         messages += found
         holds = None
         if draws.deferred is not None:  # Laplace, and NUTS where asked: the pointwise log-likelihood waits for first use
@@ -381,7 +378,7 @@ class Estimator(abc.ABC):
         if self._fit_terms is not None:
             inference.set_attrs(self._fitted(), {"likelihood_terms": self._fit_terms})
         if "log_likelihood" in self._groups and draws.deferred is None:
-            inference.set_attrs(self._fitted(), {"log_likelihood_holds": holds or self._recorded_words()})
+            inference.set_attrs(self._fitted(), {"log_likelihood_holds": holds or fit_log_likelihood.recorded_words(self)})
         with self.variant_errors("the diagnostics"):
             if self.method == "nuts":
                 messages += diagnostics.nuts_messages(self._fitted(), self.diagnosed_names())
@@ -407,39 +404,6 @@ class Estimator(abc.ABC):
         raise InputError(f"{type(self).__name__}.fit expects {cls.__name__} ({cls.__module__}), "
                          f"got {_described(data)}{how}")
 
-    def _likelihood_terms(self, draws, data) -> tuple[dict | None, list[str]]:
-        """Which of the fitted model's terms are the default model's (`model_terms`), and warnings.
-        The package's own model is the default by construction; a variant is compared at its draws
-        (a Laplace fit of a variant computes its pointwise log-likelihood now, for the comparison)."""
-        from bayes_wsc import model_terms
-
-        if self.model_name not in criticism.MODULES:
-            return None, []
-        module = criticism.module_of(self)
-        names = getattr(module, "TERMS", ("likelihood",))
-        if self.model_file is None and type(self).build_model.__module__.startswith("bayes_wsc."):
-            return {t: model_terms.DEFAULT for t in names}, []
-        if draws.deferred is not None:
-            draws.posterior.update(draws.deferred())
-            draws.deferred = None
-        try:
-            return model_terms.likelihood_terms(self, draws.posterior, data, self.model_), []
-        except Exception as exc:  # noqa: BLE001 - user code: say so, and trust nothing of the default's
-            return {t: model_terms.UNVERIFIED for t in names}, [
-                f"the variant's terms could not be compared with the default model's ({_one_line(exc)}): its "
-                "log-likelihood is kept as it recorded it, and checks that replicate from the default model's "
-                "formula do not run"]
-
-    def _recorded_words(self) -> str:
-        """What the `log_likelihood` group holds when the model keeps what it recorded."""
-        from bayes_wsc import model_terms
-
-        replaced = model_terms.replaced(getattr(self, "_fit_terms", None))
-        if not replaced:
-            return "the log-likelihood of each unit as the fitted model recorded it (its terms are the default model's)"
-        return (f"the log-likelihood of each unit as the fitted model recorded it, from its own terms (its "
-                f"{', '.join(replaced)} {'is' if len(replaced) == 1 else 'are'} not the default model's)")
-
     def log_likelihood_notes(self) -> list[str]:
         """Plain words on what LOO scores for this fit (the fit's `log_likelihood_holds`), or none."""
         self._check_fitted()
@@ -451,7 +415,7 @@ class Estimator(abc.ABC):
         A variant whose variables the checks cannot use gets one line saying so, not a failed fit."""
         try:
             rows = criticism.run(self, data, draws=None, loo="_pending_log_likelihood" not in self.__dict__
-                                 or self._thinned_fit())
+                                 or fit_log_likelihood.thinned_fit(self))
         except (InputError, KeyError, IndexError, ValueError) as exc:
             if self.model_file is None:
                 raise
@@ -460,78 +424,9 @@ class Estimator(abc.ABC):
         inference.set_attrs(self._fitted(), {"checks": [r.as_dict() for r in rows]})
         return criticism.flagged_messages(rows)
 
-    def _thinned_fit(self):
-        """For the Pareto k check at fit time of a NUTS fit whose log-likelihood waits for first use: the fit
-        at `FIT_TIME_LOO_DRAWS` draws of each chain, evenly spaced, with their log-likelihood (the waiting
-        function at those draws only, then `pointwise_log_likelihood`, as on first use). False for a
-        Laplace fit, whose check waits with its log-likelihood."""
-        import numpy as np
-
-        pending = self.__dict__.get("_pending_log_likelihood")
-        if self.method != "nuts" or not isinstance(pending, tuple):
-            return False
-        draws, data, dims = pending
-        n = self._groups["posterior"].sizes["draw"]
-        keep = np.unique(np.linspace(0, n - 1, min(n, FIT_TIME_LOO_DRAWS)).round().astype(int))
-        values, _ = self._deferred_log_likelihood(draws, data, keep)
-        fit = inference.select_draws(self._groups, keep)
-        inference.add_log_likelihood(fit, values, dims or {})
-        return fit
-
-    def _deferred_log_likelihood(self, draws, data, keep=None) -> tuple[dict, str | None]:
-        """The pointwise log-likelihood that waited in `draws.deferred`, at every draw or at the draws
-        `keep` of each chain, completed by `pointwise_log_likelihood`: its values (checked finite) and what
-        they hold. One path for first use and for the fit-time check on some draws."""
-        import numpy as np
-
-        from bayes_wsc.draws import Draws
-
-        recorded = draws.deferred() if keep is None else draws.deferred(keep)
-        target = draws if keep is None else Draws({k: np.asarray(v)[:, keep] for k, v in draws.posterior.items()},
-                                                  info=draws.info)
-        target.posterior.update(recorded)
-        holds = self.pointwise_log_likelihood(target, data)
-        values = {name: target.posterior.pop(name) for name in recorded}
-        check_finite(values)
-        return values, holds
-
     def _map_program(self, data, starts: list[dict], fixed: dict, laplace: dict | None = None):
-        """The MAP's compiled program, the held values, the program's inputs (data and held values)
-        and the coords: the program from the cache, or built and stored.
-
-        Programs are keyed by structure (`map_program.cache_key`), with the data as inputs that
-        `model_inputs` computes without PyMC. Only the package's own models are cached: the key holds
-        the package's source, but not a variant file's imports (`model_file`) or a subclass's
-        `build_model` written elsewhere.
-        """
-        from bayes_wsc import map_program
-
-        key, known = None, None
-        own = all(getattr(type(self), hook).__module__.startswith("bayes_wsc.")
-                  for hook in ("build_model", "model_inputs"))
-        if self.model_file is None and own:
-            known = self.model_inputs(data)
-        if known is not None:
-            coords, values = known
-            key = map_program.cache_key(f"{type(self).__module__}.{type(self).__qualname__}", self.settings_for(data),
-                                        coords, {**values, **fixed}, sorted({k for s in starts for k in s}), laplace)
-            program = map_program.load(key)
-            if program is not None:
-                fixed = _restricted(fixed, program.held)
-                return program, fixed, _restricted(_inputs(coords, values, fixed), program.inputs), coords
-        from bayes_wsc.fit import build_map_program, map_starts, model_labels
-
-        free = {rv.name for rv in self.model_.free_RVs}
-        fixed = _restricted(fixed, free)
-        start = map_starts(_restricted(starts, free), fixed)
-        program, inputs = build_map_program(self.model_, start, fixed=fixed, laplace=laplace)
-        model_coords = model_labels(self.model_)["coords"]
-        if known is None:
-            return program, fixed, inputs, model_coords
-        _check_model_inputs(type(self).__name__, inputs, _inputs(coords, values, fixed), coords, model_coords)
-        if program.reusable:
-            map_program.store(key, program)
-        return program, fixed, inputs, coords
+        """The MAP's compiled program, the held values, its inputs and the coords (`fit_starts.map_program`)."""
+        return fit_starts.program_for(self, data, starts, fixed, laplace)
 
     @property
     def model_(self):
@@ -583,22 +478,8 @@ class Estimator(abc.ABC):
         return None
 
     def _complete_log_likelihood(self):
-        """The fit with its `log_likelihood` group. A Laplace fit, made for intervals in seconds, leaves
-        that group to first use (`idata_`, `loo`, `waic`, `compare`, `save`, `run_checks`): for the first
-        model it integrates every group's mu_i out for every draw, longer than the approximation itself
-        at 10,000 groups."""
-        pending = self.__dict__.pop("_pending_log_likelihood", None)
-        if pending == SAVED_WITHOUT_LOG_LIKELIHOOD:
-            values, dims, holds = self.log_likelihood_from_file()()
-            check_finite(values)
-            inference.add_log_likelihood(self._groups, values, dims)
-            inference.set_attrs(self._groups, {"log_likelihood_holds": holds, LOG_LIKELIHOOD_LEFT_OUT: False})
-        elif pending is not None:
-            draws, data, dims = pending
-            values, holds = self._deferred_log_likelihood(draws, data)
-            inference.add_log_likelihood(self._groups, values, dims or {})
-            inference.set_attrs(self._groups, {"log_likelihood_holds": holds or self._recorded_words()})
-        return self._fitted()
+        """The fit with its `log_likelihood` group, computed now if it waited (`fit_log_likelihood.complete`)."""
+        return fit_log_likelihood.complete(self)
 
     def _fitted(self):
         """The fit as InferenceData when it exists, else as `inference.Groups` (same Datasets)."""
@@ -830,64 +711,6 @@ _check_levels(Estimator)
 
 def _keyword_names(function) -> list[str]:
     return [p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]
-
-
-def nondegenerate_start(start, draws, chain_starts: str, chains: int, initial: Sequence[dict] = ({},)) -> tuple:
-    """Where NUTS starts when the MAP is degenerate (`draws.info["degenerate"]`, see
-    `map_program.degenerate_values`): the best restart whose optimum is not, if there is one (every chain
-    there, or in `chain_starts="restarts"` the chains cycling over such optima); else the MAP's own
-    starts, `initial` (the model's initial values, constrained scale; a variable they leave out at the
-    model's initial point; jittered by `fit_nuts`), never the degenerate point, where chains stay stuck.
-    A message says which; the start unchanged and no message when the MAP is not degenerate."""
-    info = draws.info
-    if not info.get("degenerate"):
-        return start, []
-    flags = info.get("restart_degenerate") or []
-    good = [i for i, bad in enumerate(flags) if not bad]
-    if not good or not draws.optima:
-        initial = [dict(s or {}) for s in initial] or [{}]
-        start = [initial[c % len(initial)] for c in range(chains)] if chain_starts == "restarts" else initial[0]
-        where = (f"the MAP's {len(initial)} starts" if chain_starts == "restarts" and len(initial) > 1
-                 else "the MAP's start")
-        return start, [f"NUTS chains start at {where} (the model's initial values, jittered), not at the MAP, which is "
-                       f"degenerate{' in every restart' if flags else ''}: chains started there stay stuck at its "
-                       "edge. Check R-hat; a prior that keeps the variable from that edge, or a fit with the "
-                       "variable held (map_fixed), may help."]
-    good.sort(key=lambda i: -info["restart_log_densities"][i])
-    if chain_starts == "restarts":
-        start = [draws.optima[good[c % len(good)]] for c in range(chains)]
-    else:
-        start = draws.optima[good[0]]
-    return start, [f"NUTS chains start at the optimum of MAP restart {good[0]} instead of the degenerate best "
-                   f"one (log density {info['restart_log_densities'][good[0]]:.6g} against "
-                   f"{info['log_density']:.6g}), so that they do not begin stuck at its edge."]
-
-
-def _restricted(values, names):
-    """A start (a dict, or a list of them) with only the variables in `names`: the model's own."""
-    if isinstance(values, dict):
-        return {k: v for k, v in values.items() if k in names}
-    return [_restricted(v, names) for v in values]
-
-
-def _inputs(coords: dict, values: dict, fixed: dict) -> dict:
-    """What a program may read: the length of each dim (PyMC keeps them as shared variables named
-    by the dim), the data and the held values."""
-    return {**{dim: len(labels) for dim, labels in coords.items()}, **values, **fixed}
-
-
-def _check_model_inputs(name: str, inputs: dict, computed: dict, coords: dict, model_coords: dict) -> None:
-    """A model's `model_inputs` must compute every input its graph reads, and its coords, exactly:
-    a cached program would otherwise run on wrong data. Checked whenever a program is built."""
-    import numpy as np
-
-    for key, value in inputs.items():
-        if key not in computed:
-            raise RuntimeError(f"{name}.model_inputs does not compute {key!r}, which the model reads")
-        if not np.array_equal(np.asarray(computed[key]).astype(value.dtype), value):
-            raise RuntimeError(f"{name}.model_inputs computes {key!r} otherwise than the model")
-    if {k: list(v) for k, v in coords.items()} != {k: list(v) for k, v in model_coords.items()}:
-        raise RuntimeError(f"{name}.model_inputs gives other coords than the model's")
 
 
 def _check_draws_and_seed(draws, seed) -> None:
