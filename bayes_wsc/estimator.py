@@ -16,7 +16,14 @@ Constructing an estimator never touches data or samples; `fit` does, and
 sets the attributes with a trailing underscore (scikit-learn style). A
 variant file (`model_file`) replaces the model and its hooks; it never
 inherits the class's `initial_values` or `map_fixed` (see
-`Estimator._recipe`).
+`variant_files.recipe`).
+
+This module keeps the contract and the fit's lifecycle; each job around them is a module of its own,
+which the methods of the same names delegate to: what a model class is held to when it is defined
+(`class_checks.py`), variant files (`variant_files.py`), saving and reading fits (`fit_files.py`), the
+pointwise log-likelihood (`fit_log_likelihood.py`), the MAP's program and the starts
+(`fit_starts.py`), and the checks of single values (`value_checks.py`). The names that lived here
+before are still importable from here.
 """
 
 from __future__ import annotations
