@@ -156,7 +156,7 @@ def from_idata(cls, idata, source: str = "this fit", base_settings: Iterable[str
     unknown = set(params) - known
     if unknown:
         warnings.warn(f"{source} ({written_by}) has settings this version does not know and ignores: "
-                      f"{sorted(unknown)}", FitWarning, stacklevel=2)
+                      f"{sorted(unknown)}", FitWarning, stacklevel=3)  # the caller of Estimator.from_idata
     estimator = cls(**{k: v for k, v in params.items() if k in known})
     if estimator.model_file is not None:  # what reading the variant's fit needs, never from its file
         estimator._variant_stored = VariantFacts.from_attrs(attrs)
@@ -211,5 +211,5 @@ def _usable_draws(idata, bounds: dict, source: str):
     for what, count, kinds, draws in problems:
         warnings.warn(f"{source}: {what} holds {count} value{'s' * (count > 1)} the model cannot produce ({kinds}) "
                       f"in {draws} of {total} draws; those draws are left out{every} ({kept.size} of {total} used)",
-                      FitWarning, stacklevel=3)
+                      FitWarning, stacklevel=4)  # the caller of Estimator.from_idata
     return inference.select_draws(idata, kept)
