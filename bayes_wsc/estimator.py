@@ -212,7 +212,7 @@ class Estimator(abc.ABC):
         return {}
 
     def _recipe(self) -> Recipe:
-        """How this fit builds and starts its model: the class's own hooks, or a variant's (`variant_files.recipe`)."""
+        """How this fit builds and starts its model: its own hooks, or a variant's (`variant_files.recipe`)."""
         return variant_files.recipe(self)
 
     def data_messages(self, data) -> list[str]:
@@ -385,7 +385,8 @@ class Estimator(abc.ABC):
         if self._fit_terms is not None:
             inference.set_attrs(self._fitted(), {"likelihood_terms": self._fit_terms})
         if "log_likelihood" in self._groups and draws.deferred is None:
-            inference.set_attrs(self._fitted(), {"log_likelihood_holds": holds or fit_log_likelihood.recorded_words(self)})
+            holds = holds or fit_log_likelihood.recorded_words(self)
+            inference.set_attrs(self._fitted(), {"log_likelihood_holds": holds})
         with self.variant_errors("the diagnostics"):
             if self.method == "nuts":
                 messages += diagnostics.nuts_messages(self._fitted(), self.diagnosed_names())
@@ -432,7 +433,7 @@ class Estimator(abc.ABC):
         return criticism.flagged_messages(rows)
 
     def _map_program(self, data, starts: list[dict], fixed: dict, laplace: dict | None = None):
-        """The MAP's compiled program, the held values, its inputs and the coords (`fit_starts.map_program`)."""
+        """The MAP's compiled program, the held values, its inputs and the coords (`fit_starts.program_for`)."""
         return fit_starts.program_for(self, data, starts, fixed, laplace)
 
     @property
