@@ -73,7 +73,7 @@ class Estimator(abc.ABC):
     required_groups: ClassVar[tuple[str, ...]] = ("posterior",)
     required_variables: ClassVar[dict[str, tuple[str, ...]]] = {}
     #: what a model's own attrs of a saved fit must be when present, name -> (words, test), besides
-    #: `ATTR_KINDS`, which every fit's attrs follow
+    #: `fit_files.ATTR_KINDS`, which every fit's attrs follow
     attr_kinds: ClassVar[dict[str, tuple[str, Callable]]] = {}
     #: the closed range of every value of a posterior variable (probabilities, scales): a saved draw
     #: outside it, or not finite, is one the model cannot have produced (`load` leaves it out, warning)
