@@ -707,7 +707,7 @@ class Estimator(abc.ABC):
         about settings this version ignores, or is a one-line `InputError` naming what is missing.
 
         A fit that was edited or damaged after it was written is checked the same way: its groups and
-        attrs (each of the kind `ATTR_KINDS` and the model's `attr_kinds` say), its settings (as
+        attrs (each of the kind `fit_files.ATTR_KINDS` and the model's `attr_kinds` say), its settings (as
         `check_params` checks a new estimator's), and its draws: a draw holding a value that is not
         finite or is outside the variable's `bounds` is left out with a `FitWarning` per variable, and
         a fit with no draw left (a MAP's single point) is an `InputError`."""
