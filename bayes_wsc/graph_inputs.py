@@ -5,7 +5,7 @@ container and its settings that needs no PyMC (`models.wsc.click_inputs`,
 `models.proportions.emission_inputs`, ...), and declares them in the model with `declare`. A model's
 `model_data` is the union of those functions, so the values a cached MAP program runs on
 (`Estimator.model_inputs`) are computed by the code that builds the graph; whenever a program is built,
-the estimator checks that the two agree (`estimator._check_model_inputs`). PyMC is imported only when
+the estimator checks that the two agree (`fit_starts._check_model_inputs`). PyMC is imported only when
 a model is built.
 """
 

@@ -133,10 +133,10 @@ def test_grid_fit_by_default_records_its_check_split_and_integrated_likelihood(t
     treated, and a loaded fit knows it. The pointwise log-likelihood waits for first use; the Pareto k
     check at fit time took half the draws, and fires as LOO on all of them does (the heavy group moves
     the emissions)."""
-    from bayes_wsc import criticism, estimator, inference
+    from bayes_wsc import criticism, fit_log_likelihood, inference
     from bayes_wsc.estimator import load
 
-    monkeypatch.setattr(estimator, "FIT_TIME_LOO_DRAWS", 30)
+    monkeypatch.setattr(fit_log_likelihood, "FIT_TIME_LOO_DRAWS", 30)
     data, _ = simulate_wsc(n_groups=30, items_per_group=np.array([40] * 29 + [20000]), n_bins=4, seed=7)
     est = WSC(method="nuts", draws=60, tune=60, chains=2, seed=1, progressbar=False)
     with warnings.catch_warnings():
