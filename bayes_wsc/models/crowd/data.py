@@ -42,6 +42,9 @@ class CrowdVotes:
             index = pd.Index(names)
             if index.has_duplicates:
                 raise InputError(f"{what} {index[index.duplicated()][0]!r} is named twice")
+        if "item" in set(self.source_names):
+            raise InputError("a source is named 'item', the name of the items' column in the table predict reads; "
+                             "rename the source")
         if self.n_classes < 2:
             raise InputError(f"the votes name {self.n_classes} class(es); the crowd model needs at least 2 "
                              "(give classes=, or votes of two classes or more)")
@@ -93,10 +96,12 @@ class CrowdVotes:
     def wide(self) -> pd.DataFrame:
         """The votes as one row per item and one column per source (class names; missing: abstained or not
         asked): the table `predict` reads."""
-        table = pd.DataFrame(index=pd.Index(self.item_ids, name="item"), columns=list(self.source_names), dtype=object)
+        cells = np.full((self.n_items, self.n_sources), None, dtype=object)
         cast = self.cast
-        table.values[self.vote_item[cast], self.vote_source[cast]] = self.classes[self.vote[cast]]
-        return table.reset_index()
+        cells[self.vote_item[cast], self.vote_source[cast]] = self.classes[self.vote[cast]]
+        table = pd.DataFrame(cells, columns=list(self.source_names))
+        table.insert(0, "item", self.item_ids.astype(object))
+        return table
 
     @property
     def coords(self) -> dict[str, list]:
