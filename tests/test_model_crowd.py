@@ -99,18 +99,27 @@ def test_parameters_are_recovered_from_data_simulated_by_the_command_line(tmp_pa
         warnings.simplefilter("ignore", FitWarning)
         est = CrowdClassifier(checks=False).fit(data)
     post = est.idata_.posterior
-    np.testing.assert_allclose(post["pi"].values.ravel(), [truth["pi"][c] for c in data.classes], atol=0.06)
-    np.testing.assert_allclose(post["accuracy"].values.ravel(), [truth["accuracy"][s] for s in data.source_names],
-                               atol=0.07)
-    confusion = np.array([[[truth["confusion"][s][c][v] for v in data.classes] for c in data.classes]
-                          for s in data.source_names])
-    assert np.abs(post["confusion"].values[0, 0] - confusion).max() < 0.2
-    true_class = pd.read_csv(tmp_path / "truth.csv", dtype=str)["class"].to_numpy()
+    truth_table = pd.read_csv(tmp_path / "truth.csv", dtype=str)
+    assert list(truth_table["item"]) == list(data.item_ids)
+    true_class = truth_table["class"].to_numpy()
+    # what the simulated data hold: each source's confusion matrix counted from its votes and the true classes
+    z = pd.Index(data.classes).get_indexer(true_class)
+    cast = data.cast
+    counted = np.zeros((data.n_sources, data.n_classes, data.n_classes))
+    np.add.at(counted, (data.vote_source[cast], z[data.vote_item[cast]], data.vote[cast]), 1.0)
+    counted /= counted.sum(axis=2, keepdims=True)
+    np.testing.assert_allclose(post["pi"].values.ravel(), np.bincount(z, minlength=3) / z.size, atol=0.04)
+    np.testing.assert_allclose(post["pi"].values.ravel(), [truth["pi"][c] for c in data.classes], atol=0.08)
+    accuracy = post["accuracy"].values.ravel()
+    np.testing.assert_allclose(accuracy, np.diagonal(counted, axis1=1, axis2=2).mean(axis=1), atol=0.05)
+    np.testing.assert_allclose(accuracy, [truth["accuracy"][s] for s in data.source_names], atol=0.12)
+    assert np.abs(post["confusion"].values[0, 0] - counted).max() < 0.12
     found = est.item_probabilities()["class"].to_numpy()
     from bayes_wsc.models.crowd.baselines import majority_vote
 
-    majority = data.classes[majority_vote(data)]
-    assert (found == true_class).mean() > 0.9 and (found == true_class).mean() >= (majority == true_class).mean()
+    chosen = majority_vote(data)
+    majority = np.where(chosen >= 0, data.classes[np.maximum(chosen, 0)], "")
+    assert (found == true_class).mean() > 0.8 and (found == true_class).mean() >= (majority == true_class).mean()
     predicted = est.predict(pd.read_csv(tmp_path / "items.csv", dtype=str, keep_default_na=False, na_values=[""]))
     np.testing.assert_array_equal(predicted["class"].to_numpy(), found)
 
@@ -135,7 +144,7 @@ BAD = [
     (lambda v: v.assign(vote=["zz", *v["vote"][1:]]), {"classes": ["c0", "c1"]}, "class 'zz'"),
     (lambda v: pd.concat([v, v.iloc[:1]]), {}, "votes on item 'i0' twice"),
     (lambda v: v.drop(columns="source"), {}, "source"),
-    (lambda v: v.assign(vote=None), {}, "every vote is an abstention"),
+    (lambda v: v.assign(vote=None), {"classes": ["c0", "c1"]}, "every vote is an abstention"),
     (lambda v: v.assign(vote="c0"), {}, "1 class"),
     (lambda v: v.iloc[:2].assign(vote=["c0", "c1"]), {}, "1 item"),
     (lambda v: v.assign(item=[None, *v["item"][1:]]), {}, "item"),
