@@ -16,6 +16,24 @@ from bayes_wsc.errors import InputError
 VOTE_COLUMNS = ("item", "source", "vote")
 
 
+class VoteViews:
+    """What every container of votes answers from its `classes`, `source_names` and `vote` (-1: abstention)
+    arrays (the crowd and combined models' containers)."""
+
+    @property
+    def n_classes(self) -> int:
+        return self.classes.size
+
+    @property
+    def n_sources(self) -> int:
+        return self.source_names.size
+
+    @property
+    def cast(self) -> np.ndarray:
+        """The votes that are not abstentions (a boolean mask over the vote rows)."""
+        return self.vote >= 0
+
+
 def read_votes(frame: pd.DataFrame, items: pd.Index | None = None, what: str = "votes"):
     """(item position, source names, vote text) per row, the votes as text (missing: an abstention).
 
@@ -64,4 +82,4 @@ def vote_classes(named, classes=None) -> np.ndarray:
     return class_names
 
 
-__all__ = ["VOTE_COLUMNS", "read_votes", "class_codes", "vote_classes"]
+__all__ = ["VOTE_COLUMNS", "VoteViews", "read_votes", "class_codes", "vote_classes"]

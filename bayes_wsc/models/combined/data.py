@@ -29,7 +29,7 @@ import pandas as pd
 from bayes_wsc.data.pairwise import CONSTRAINT_COLUMNS, _read_constraints, link_counts
 from bayes_wsc.data.tables import (FeatureScaling, ItemFeatures, feature_columns, key_column, key_text,
                                    numeric_column, read_ids, require_columns, require_rows, text_column)
-from bayes_wsc.data.votes import VOTE_COLUMNS, class_codes, read_votes, vote_classes
+from bayes_wsc.data.votes import VOTE_COLUMNS, VoteViews, class_codes, read_votes, vote_classes
 from bayes_wsc.errors import InputError
 
 GROUP_COLUMNS = ("group", "he")
@@ -39,7 +39,7 @@ SOURCES = ("labels", "votes", "pairs", "bags", "groups")
 
 
 @dataclass
-class CombinedSupervision(ItemFeatures):
+class CombinedSupervision(ItemFeatures, VoteViews):
     """Items (`ItemFeatures`) and their supervision; index arrays point into `item_ids` and `classes`.
 
     classes : (K,) class names.  label : (n,) class index of each item's hand label, -1 without.
@@ -173,14 +173,6 @@ class CombinedSupervision(ItemFeatures):
 
     # ------------------------------------------------------------------ views
     @property
-    def n_classes(self) -> int:
-        return self.classes.size
-
-    @property
-    def n_sources(self) -> int:
-        return self.source_names.size
-
-    @property
     def n_experts(self) -> int:
         return self.expert_names.size
 
@@ -195,11 +187,6 @@ class CombinedSupervision(ItemFeatures):
     @property
     def n_groups(self) -> int:
         return self.group_names.size
-
-    @property
-    def cast(self) -> np.ndarray:
-        """The votes that are not abstentions (a boolean mask over the vote rows)."""
-        return self.vote >= 0
 
     def present_sources(self) -> list[str]:
         """The kinds of supervision these data hold, in `SOURCES` order."""

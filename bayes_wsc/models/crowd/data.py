@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 
 from bayes_wsc.data.tables import index_array
-from bayes_wsc.data.votes import VOTE_COLUMNS, class_codes, read_votes, vote_classes
+from bayes_wsc.data.votes import VOTE_COLUMNS, VoteViews, class_codes, read_votes, vote_classes
 from bayes_wsc.errors import InputError
 
 
 @dataclass
-class CrowdVotes:
+class CrowdVotes(VoteViews):
     """item_ids (n,), classes (K,), source_names (S,); vote_item, vote_source, vote (V,): every row of the
     votes table as indices into those, vote -1 an abstention."""
 
@@ -75,19 +75,6 @@ class CrowdVotes:
     @property
     def n_items(self) -> int:
         return self.item_ids.size
-
-    @property
-    def n_classes(self) -> int:
-        return self.classes.size
-
-    @property
-    def n_sources(self) -> int:
-        return self.source_names.size
-
-    @property
-    def cast(self) -> np.ndarray:
-        """The votes that are not abstentions (a boolean mask over the vote rows)."""
-        return self.vote >= 0
 
     def voted_items(self) -> np.ndarray:
         """Items with at least one cast vote: the units of the likelihood (the others carry none)."""
