@@ -93,7 +93,10 @@ def main(argv=None) -> None:
         model=("model_accuracy", "mean"), majority=("majority_accuracy", "mean"),
         **({"crowd_kit": ("crowd_kit_accuracy", "mean")} if "crowd_kit_accuracy" in table else {}),
         seconds=("seconds", "median"))
-    print(summary.to_markdown(floatfmt=".3f"))
+    print("| scenario | " + " | ".join(summary.columns) + " |")
+    print("|---" * (summary.shape[1] + 1) + "|")
+    for scenario, row in summary.iterrows():
+        print(f"| {scenario} | " + " | ".join(str(int(v)) if float(v).is_integer() else f"{v:.3f}" for v in row) + " |")
 
 
 if __name__ == "__main__":
