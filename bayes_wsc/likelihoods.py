@@ -19,6 +19,7 @@ from pymc.math import logsumexp
 
 from bayes_wsc.defaults import LOG_ZERO  # log of "impossible", finite: no inf - inf in gradients
 from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
+from bayes_wsc.transforms import StickBreaking
 
 
 def logistic_class_model(x, *, prior_sd: float = 1.0, intercept_sd: float = 2.0):
@@ -32,6 +33,19 @@ def logistic_class_model(x, *, prior_sd: float = 1.0, intercept_sd: float = 2.0)
     pm.Deterministic("b", b_raw - b_raw.mean(), dims="class")
     logits = pt.dot(x, w_raw) + b_raw
     return logits - logsumexp(logits, axis=1, keepdims=True)
+
+
+def dawid_skene_evidence(vote_item, vote_source, vote_value, n_items: int, prior):
+    """Dawid and Skene's vote term: `confusion[source, class, vote]` ~ Dirichlet(`prior`) row by row
+    (`maths.dawid_skene.confusion_prior`), `accuracy[source]` the mean of its diagonal, and every item's
+    vote evidence sum_s log confusion[s, c, v_js] (n, K) from the cast votes (item, source, vote per
+    vote; abstentions left out). `maths.dawid_skene.vote_evidence` is the same in NumPy. The vote term of
+    the crowd model and of the combined model."""
+    confusion = pm.Dirichlet("confusion", a=prior, dims=("source", "class", "vote"),
+                             default_transform=StickBreaking())
+    pm.Deterministic("accuracy", pt.diagonal(confusion, axis1=1, axis2=2).mean(axis=1), dims="source")
+    per_vote = pt.log(confusion)[vote_source, :, vote_value]  # (V, K)
+    return segment_sum(per_vote, vote_item, n_items)
 
 
 def record_pointwise(name: str, terms, dims):

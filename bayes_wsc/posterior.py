@@ -68,6 +68,22 @@ def summarize_memberships(n_rows: int, n_clusters: int, probabilities_of: Callab
     return mean, chosen, low[pick, chosen], high[pick, chosen]
 
 
+def class_table(classes, probabilities_of: Callable[[np.ndarray], np.ndarray], n_rows: int, n_draws: int,
+                ci: float, index) -> pd.DataFrame:
+    """`class` (the most probable), `prob_<class>` (posterior means) and `prob_low`, `prob_high` (the HDI of
+    the chosen class's probability; empty after a MAP, a single point) of `n_rows` rows, from
+    `probabilities_of(rows) -> (draws, len(rows), K)`: the prediction columns of a classifier."""
+    classes = [str(c) for c in classes]
+    mean, chosen, low, high = summarize_memberships(n_rows, len(classes), probabilities_of, n_draws, ci)
+    if n_draws == 1:  # a MAP: no interval
+        low, high = np.full(n_rows, np.nan), np.full(n_rows, np.nan)
+    out = pd.DataFrame({"class": np.asarray(classes)[chosen]}, index=index)
+    for k, name in enumerate(classes):
+        out[f"prob_{name}"] = mean[:, k]
+    out["prob_low"], out["prob_high"] = low, high
+    return out
+
+
 def append_predictions(items: pd.DataFrame, added) -> pd.DataFrame:
     """`items` (every column kept as it is) followed by the prediction columns `added` (a mapping
     or a DataFrame on the same rows); a name that `items` already has is an error, never

@@ -109,6 +109,7 @@ MODELS: tuple[ModelSpec, ...] = (
     _folder("proportions", "ProportionsClassifier", "bayes_wsc.data.proportions:LabelProportions"),
     _folder("perception", "PerceptionClustering", "SeedSets"),
     _folder("combined", "CombinedClassifier", "CombinedSupervision"),
+    _folder("crowd", "CrowdClassifier", "CrowdVotes"),
 )
 
 NAMES: tuple[str, ...] = tuple(spec.name for spec in MODELS)

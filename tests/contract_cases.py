@@ -349,6 +349,71 @@ def combined_density(data, post, est, own=True):
     return unit_log_likelihood(data, post, wh=est.wh, label_evidence=labels)
 
 
+# ---------------------------------------------------------------------- crowd: a learned share of votes cast at random
+CROWD_VARIANT = """
+    '''A learned share `noise` (or a fixed one: --set noise=0.2) of the votes were cast at random, whatever the
+    item's class, by any source.'''
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    from bayes_wsc import likelihoods
+    from bayes_wsc.graph_inputs import declare
+    from bayes_wsc.maths.dawid_skene import confusion_prior
+    from bayes_wsc.models.crowd.model import DATA_DIMS, add_class_prior, add_items, model_coords, model_data
+
+
+    def build_model(data, *, vote_diagonal=4.0, class_concentration=1.0, noise=None):
+        with pm.Model(coords=model_coords(data)) as model:
+            log_pi = add_class_prior(data, class_concentration=class_concentration)
+            inputs = declare(model_data(data), DATA_DIMS)
+            confusion = pm.Dirichlet("confusion", a=confusion_prior(data.n_sources, data.n_classes, vote_diagonal),
+                                     dims=("source", "class", "vote"))
+            pm.Deterministic("accuracy", pt.diagonal(confusion, axis1=1, axis2=2).mean(axis=1), dims="source")
+            noise = pm.Beta("noise", 1.0, 9.0) if noise is None else noise
+            per_vote = pt.log((1 - noise) * confusion[inputs["vote_source"], :, inputs["vote_value"]]
+                              + noise / data.n_classes)
+            add_items(data, log_pi, likelihoods.segment_sum(per_vote, inputs["vote_item"], data.n_items))
+        return model
+
+
+    def initial_values(data, estimator):
+        return [{**start, "noise": 0.1} for start in estimator.initial_values(data)]
+"""
+
+
+def crowd_items(data) -> pd.DataFrame:
+    """The first items' votes as `predict` reads them (one column per source), and an item on which every
+    source abstains."""
+    wide = data.wide().head(12)
+    return pd.concat([wide, pd.DataFrame({"item": ["silent"]})], ignore_index=True)
+
+
+def crowd_density(data, post, est=None, own=True, noise=None):
+    """log sum_c pi_c prod_(votes on the item) [(1 - noise) confusion[s, c, v] + noise / K], vote by vote in a
+    loop (noise 0: the default model's), for the items with a cast vote."""
+    k = data.n_classes
+    cast = np.flatnonzero(data.vote >= 0)
+    voted = np.unique(data.vote_item[cast])
+    out = np.zeros((post["pi"].shape[0], voted.size))
+    for d in range(out.shape[0]):
+        eps = 0.0 if not own else (post["noise"][d] if noise is None else noise)
+        log_e = np.tile(np.log(post["pi"][d]), (data.n_items, 1))
+        for row in cast:
+            s, v = data.vote_source[row], data.vote[row]
+            log_e[data.vote_item[row]] += np.log((1 - eps) * post["confusion"][d, s, :, v] + eps / k)
+        out[d] = logsumexp(log_e, axis=1)[voted]
+    return out
+
+
+def crowd_configurations():
+    """(estimator, data, sizes) for tests/test_variant_docs.py: the shapes of the crowd model's starts."""
+    from bayes_wsc.models.crowd.model import CrowdClassifier
+    from bayes_wsc.models.crowd.simulate import example
+
+    data = example(seed=1)
+    return [(CrowdClassifier(), data, {"K": data.n_classes, "S": data.n_sources})]
+
+
 CASES = {
     "wsc": Case(wsc_items, ("--n-groups", "40", "--group-size", "20", "--n-bins", "5"), "clicks.csv",
                 WSC_VARIANT, "nu", wsc_density),
@@ -361,6 +426,8 @@ CASES = {
                        perception_density),
     "combined": Case(combined_items, ("--n-items", "60"), "items.csv", COMBINED_VARIANT, "label_noise",
                      combined_density),
+    "crowd": Case(crowd_items, ("--n-items", "60", "--sources", "4"), "items.csv", CROWD_VARIANT, "noise",
+                  crowd_density),
 }
 
 #: model -> settings of its simulator's `sbc_case` small enough for the slow tier's calibration of every model
@@ -380,4 +447,5 @@ SBC_SETTINGS = {
     "perception": {"n_items": 40, "n_features": 2, "n_seeded": 30, "draws": 500, "tune": 400, "chains": 2},
     "proportions": None,  # tests/test_model_proportions_slow.py::test_sbc_ranks_are_uniform
     "combined": None,  # tests/test_model_combined.py::test_sbc_ranks_are_uniform
+    "crowd": {"n_items": 30, "n_classes": 2, "n_sources": 3, "draws": 500, "tune": 400, "chains": 2},
 }

@@ -156,6 +156,9 @@ SEEDS, PERCEPTION = _seed_tables()
 STICKS, SHARES = _proportions_tables()
 FEATURES = _feature_items(12, with_id=True, label=False)
 COMBINED_ITEMS, VOTES, BAGS, GROUP_AVERAGES = _combined_tables()
+#: the crowd model's new items: one row per item, one column per source of VOTES (an empty cell: abstained)
+CROWD_ITEMS = Table(pd.DataFrame({"item": ["n1", "n2", "n3", "n4"], "a1": ["0", "1", None, "1"],
+                                  "a2": ["0", None, None, "0"]}), ids=("item",))
 LABELED = _feature_items(16, with_id=False, label=True)
 NEW_CLICKS = Table(pd.DataFrame({"group": ["g0", "g2", "zz", "g1"], "bounce": ["y", "n", "n", "y"]}), ids=("group",))
 NEW_ITEMS = _feature_items(5, with_id=True, label=False)
@@ -318,6 +321,8 @@ ENTRY_POINTS = [
                            "--bags", "{bags}", "--groups", "{groups}", *SEED, "--out", "{out}"),
           {"items": COMBINED_ITEMS, "votes": VOTES, "pairs": _constraints(), "bags": BAGS, "groups": GROUP_AVERAGES},
           {"out": "fit.nc"}, FIT, skip=READING),
+    Entry("fit crowd", ("fit", "crowd", "--votes", "{votes}", *SEED, "--out", "{out}"), {"votes": VOTES},
+          {"out": "fit.nc"}, FIT, skip=READING),
     Entry("baseline llp", ("baseline", "llp", "--items", "{items}", "--proportions", "{proportions}", "--k", "2",
                            "--out", "{out}"),
           {"items": STICKS, "proportions": SHARES}, {"out": "llp.json"}, llp_check, skip=READING),
@@ -333,6 +338,8 @@ ENTRY_POINTS = [
           {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
     Entry("predict", ("predict", "{fit:combined}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
+    Entry("predict", ("predict", "{fit:crowd}", "--items", "{items}", "--out", "{out}"),
+          {"items": CROWD_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
     Entry("predict", ("predict", "{fit:llp}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=(*READING, "fit file")),
     Entry("report", ("report", "{fit:wsc}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
@@ -356,6 +363,8 @@ ENTRY_POINTS = [
     Entry("simulate perception", ("simulate", "perception", "--n-items", "40", "--out", "{out}"), {},
           {"out": "sim/"}, simulate_check),
     Entry("simulate combined", ("simulate", "combined", "--n-items", "40", "--out", "{out}"), {},
+          {"out": "sim/"}, simulate_check),
+    Entry("simulate crowd", ("simulate", "crowd", "--n-items", "30", "--out", "{out}"), {},
           {"out": "sim/"}, simulate_check),
     # the demo has no input; a successful run is minutes of NUTS, so only its output folder is tested
     Entry("demo", ("demo", "--out", "{out}"), {}, {"out": "demo/"}, None, examples=0),

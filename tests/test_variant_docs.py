@@ -176,9 +176,13 @@ def combined_configurations():
 
 def configurations(model: str):
     """(estimator, data, sizes) for each configuration of a registered model whose starts differ: the sizes
-    name the page's shape symbols (`<model>_configurations` above; a new model adds its own)."""
-    found = globals().get(f"{model}_configurations")
-    assert found is not None, f"test_variant_docs.py has no {model}_configurations for the page's shapes"
+    name the page's shape symbols (`<model>_configurations` above, or a new model's own beside its contract
+    case in contract_cases.py)."""
+    import contract_cases
+
+    found = globals().get(f"{model}_configurations", getattr(contract_cases, f"{model}_configurations", None))
+    assert found is not None, (f"neither test_variant_docs.py nor contract_cases.py has {model}_configurations for "
+                               "the page's shapes")
     return found()
 
 

@@ -226,6 +226,18 @@ def estimands_section(est, ci: float, what: str | None = None, *, after_nuts: st
     return Section("Estimands", paragraphs=[*([what] if what else []), *est.summary_notes()], tables=[(table, caption)])
 
 
+def per_source_table(est, name: str, dim: str, ci: float) -> pd.DataFrame:
+    """Posterior mean and HDI of a per-source variable (a source's `accuracy`, an expert's `alpha`), one
+    row per element of `dim`."""
+    from bayes_wsc import inference
+
+    post = est._fitted().posterior
+    values = post[name].values.reshape(-1, post[name].shape[-1])
+    bounds = inference.hdi(values, ci)
+    return pd.DataFrame({name: values.mean(axis=0), f"{name}_low": bounds[:, 0], f"{name}_high": bounds[:, 1]},
+                        index=pd.Index(post[dim].values.astype(str), name=dim))
+
+
 def fit_warnings(fits: Mapping[str, object]) -> tuple[list[str], list[str]]:
     """For a Diagnostics section: one paragraph per labelled fit (how many warnings it raised,
     or that it raised none; what a MAP or Laplace fit is) and its warnings prefixed by the label."""

@@ -29,9 +29,9 @@ import pandas as pd
 from bayes_wsc.data.pairwise import CONSTRAINT_COLUMNS, _read_constraints, link_counts
 from bayes_wsc.data.tables import (FeatureScaling, ItemFeatures, feature_columns, key_column, key_text,
                                    numeric_column, read_ids, require_columns, require_rows, text_column)
+from bayes_wsc.data.votes import VOTE_COLUMNS, VoteViews, class_codes, read_votes, vote_classes
 from bayes_wsc.errors import InputError
 
-VOTE_COLUMNS = ("item", "source", "vote")
 GROUP_COLUMNS = ("group", "he")
 #: a bag's counts (proportions times its size) must be this close to whole numbers
 WHOLE_TOLERANCE = 1e-6
@@ -39,7 +39,7 @@ SOURCES = ("labels", "votes", "pairs", "bags", "groups")
 
 
 @dataclass
-class CombinedSupervision(ItemFeatures):
+class CombinedSupervision(ItemFeatures, VoteViews):
     """Items (`ItemFeatures`) and their supervision; index arrays point into `item_ids` and `classes`.
 
     classes : (K,) class names.  label : (n,) class index of each item's hand label, -1 without.
@@ -138,27 +138,18 @@ class CombinedSupervision(ItemFeatures):
         raw_label = _optional_text(items, by_role.get("label"), "items")
         raw_bag = _optional_text(items, by_role.get("bag"), "items")
         raw_group = _optional_text(items, by_role.get("group"), "items")
-        vote_rows = _read_votes(votes, index) if votes is not None else None
+        vote_rows = read_votes(votes, index) if votes is not None else None
         bag_table = _read_bags(bags) if bags is not None else None
         named = set(raw_label.dropna()) | (set(vote_rows[2].dropna()) if vote_rows is not None else set())
         named |= set(bag_table[1]) if bag_table is not None else set()
-        if classes is None:
-            class_names = np.array(sorted(named), dtype=str)
-        else:
-            class_names = np.asarray([str(c) for c in classes], dtype=str)
-            if pd.Index(class_names).has_duplicates:
-                raise InputError(f"classes lists {pd.Index(class_names)[pd.Index(class_names).duplicated()][0]!r} twice")
-            unknown = sorted(named - set(class_names))
-            if unknown:
-                raise InputError(f"the supervision names class {unknown[0]!r}, which is not among the classes "
-                                 f"given ({', '.join(class_names)})")
+        class_names = vote_classes(named, classes)
         class_index = pd.Index(class_names)
-        label = _codes(raw_label, class_index)
+        label = class_codes(raw_label, class_index)
         if vote_rows is not None:
             vote_item, sources, vote_text = vote_rows
             source_names = np.asarray(pd.unique(sources), dtype=str)
             vote_source = pd.Index(source_names).get_indexer(sources)
-            vote = _codes(vote_text, class_index)
+            vote = class_codes(vote_text, class_index)
         else:
             vote_item = vote_source = vote = np.zeros(0, dtype=np.int64)
             source_names = np.zeros(0, dtype=str)
@@ -182,14 +173,6 @@ class CombinedSupervision(ItemFeatures):
 
     # ------------------------------------------------------------------ views
     @property
-    def n_classes(self) -> int:
-        return self.classes.size
-
-    @property
-    def n_sources(self) -> int:
-        return self.source_names.size
-
-    @property
     def n_experts(self) -> int:
         return self.expert_names.size
 
@@ -204,11 +187,6 @@ class CombinedSupervision(ItemFeatures):
     @property
     def n_groups(self) -> int:
         return self.group_names.size
-
-    @property
-    def cast(self) -> np.ndarray:
-        """The votes that are not abstentions (a boolean mask over the vote rows)."""
-        return self.vote >= 0
 
     def present_sources(self) -> list[str]:
         """The kinds of supervision these data hold, in `SOURCES` order."""
@@ -271,31 +249,6 @@ def _optional_text(frame: pd.DataFrame, column: str | None, what: str) -> pd.Ser
     if column is None:
         return pd.Series([None] * len(frame), index=frame.index, dtype=object)
     return text_column(key_text(frame[column]), column, what)
-
-
-def _codes(text: pd.Series, index: pd.Index) -> np.ndarray:
-    codes = np.full(len(text), -1, dtype=np.int64)
-    present = text.notna().to_numpy()
-    codes[present] = index.get_indexer(text[present].astype(str))
-    return codes
-
-
-def _read_votes(frame: pd.DataFrame, index: pd.Index):
-    what = "votes"
-    require_rows(frame, what)
-    require_columns(frame, VOTE_COLUMNS, what)
-    items = key_column(frame, "item", what)
-    pos = index.get_indexer(items)
-    if (pos < 0).any():
-        row = int(np.flatnonzero(pos < 0)[0])
-        raise InputError(f"{what} column 'item' has item id {items.iloc[row]!r} (row {row + 1}), which is not in items")
-    sources = key_column(frame, "source", what).astype(str).to_numpy()
-    repeated = pd.DataFrame({"i": pos, "s": sources}).duplicated().to_numpy()
-    if repeated.any():
-        row = int(np.flatnonzero(repeated)[0])
-        raise InputError(f"{what}: source {sources[row]!r} votes on item {items.iloc[row]!r} twice (row {row + 1}); "
-                         "keep one row per source and item")
-    return pos.astype(np.int64), sources, text_column(key_text(frame["vote"]), "vote", what)
 
 
 def _read_bags(frame: pd.DataFrame):

@@ -45,13 +45,13 @@ from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator, check_whole
 from bayes_wsc.graph_inputs import declare
+from bayes_wsc.maths.dawid_skene import confusion_prior, start_confusion, vote_evidence, vote_inputs
 from bayes_wsc.models.combined.data import CombinedSupervision
-from bayes_wsc.posterior import append_predictions, check_ci, stacked, summarize_memberships
+from bayes_wsc.posterior import append_predictions, check_ci, class_table, stacked
 
 pm = LazyModule("pymc")
 pt = LazyModule("pytensor.tensor")
 likelihoods = LazyModule("bayes_wsc.likelihoods")
-transforms = LazyModule("bayes_wsc.transforms")
 
 #: the dims of every `pm.Data` the blocks declare
 DATA_DIMS = {"x": ("item", "feature"), "label_logp": ("item", "class"), "vote_item": ("cast",),
@@ -81,12 +81,6 @@ def label_logp(data: CombinedSupervision) -> np.ndarray:
 
 def class_inputs(data: CombinedSupervision) -> dict[str, np.ndarray]:
     return {"x": data.features, "label_logp": label_logp(data)}
-
-
-def vote_inputs(data: CombinedSupervision) -> dict[str, np.ndarray]:
-    """The cast votes (abstentions left out of the likelihood, and counted by the report)."""
-    cast = data.cast
-    return {"vote_item": data.vote_item[cast], "vote_source": data.vote_source[cast], "vote_value": data.vote[cast]}
 
 
 def unit_inputs(data: CombinedSupervision) -> dict[str, np.ndarray]:
@@ -171,13 +165,9 @@ def add_vote_evidence(data: CombinedSupervision, *, vote_diagonal: float = 4.0):
     if not data.cast.any():
         return pt.zeros((data.n_items, data.n_classes))
     inputs = declare(vote_inputs(data), DATA_DIMS)
-    k = data.n_classes
-    prior = np.broadcast_to(1.0 + (vote_diagonal - 1.0) * np.eye(k), (data.n_sources, k, k)).copy()
-    confusion = pm.Dirichlet("confusion", a=prior, dims=("source", "class", "vote"),
-                             default_transform=transforms.StickBreaking())
-    pm.Deterministic("accuracy", pt.diagonal(confusion, axis1=1, axis2=2).mean(axis=1), dims="source")
-    per_vote = pt.log(confusion)[inputs["vote_source"], :, inputs["vote_value"]]  # (V, K)
-    return likelihoods.segment_sum(per_vote, inputs["vote_item"], data.n_items)
+    return likelihoods.dawid_skene_evidence(inputs["vote_item"], inputs["vote_source"], inputs["vote_value"],
+                                            data.n_items, confusion_prior(data.n_sources, data.n_classes,
+                                                                          vote_diagonal))
 
 
 def add_experts(data: CombinedSupervision, *, accuracy_a: float = 2.0, accuracy_b: float = 2.0):
@@ -238,18 +228,6 @@ def build_model(data: CombinedSupervision, *, prior_sd: float = 1.0, intercept_s
 def class_log_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
     """log softmax(x W^T + b) for draws W (S, K, D), b (S, K): (S, n, K)."""
     return log_softmax(np.einsum("nd,skd->snk", features, W) + b[:, None, :], axis=-1)
-
-
-def vote_evidence(data: CombinedSupervision, confusion: np.ndarray | None) -> np.ndarray:
-    """(S, n, K) sum over an item's cast votes of log confusion[s, c, v] (zeros without votes)."""
-    if confusion is None or not data.cast.any():
-        return 0.0
-    cast = data.cast
-    # advanced indices apart put their axis first: (V, S, K), then (S, V, K)
-    per_vote = np.moveaxis(np.log(confusion)[:, data.vote_source[cast], :, data.vote[cast]], 0, 1)
-    out = np.zeros((confusion.shape[0], data.n_items, data.n_classes))
-    np.add.at(out, (slice(None), data.vote_item[cast]), per_vote)
-    return out
 
 
 def count_logp(log_r: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -387,9 +365,7 @@ class CombinedClassifier(Estimator):
                      rng.normal(0, self.prior_sd, (data.n_features, k)),
                      "b_raw": np.zeros(k) if r == 0 else rng.normal(0, self.intercept_sd, k)}
             if data.cast.any():
-                row = np.full((k, k), 0.3 / (k - 1))
-                np.fill_diagonal(row, 0.7)
-                start["confusion"] = np.broadcast_to(row, (data.n_sources, k, k)).copy()
+                start["confusion"] = start_confusion(data.n_sources, k, 0.7)
             if data.n_pairs:
                 start["alpha_raw"] = start["beta_raw"] = np.full(data.n_experts, 0.5)
             starts.append(start)
@@ -467,14 +443,7 @@ class CombinedClassifier(Estimator):
 
     def _probability_frame(self, probabilities_of, n_rows: int, ci: float, index) -> pd.DataFrame:
         n_draws = stacked(self._fitted(), "b").shape[0]
-        mean, chosen, low, high = summarize_memberships(n_rows, len(self.classes_), probabilities_of, n_draws, ci)
-        if n_draws == 1:  # a MAP: no interval unless one is computed
-            low, high = np.full(n_rows, np.nan), np.full(n_rows, np.nan)
-        out = pd.DataFrame({"class": np.asarray(self.classes_)[chosen]}, index=index)
-        for k, name in enumerate(self.classes_):
-            out[f"prob_{name}"] = mean[:, k]
-        out["prob_low"], out["prob_high"] = low, high
-        return out
+        return class_table(self.classes_, probabilities_of, n_rows, n_draws, ci, index)
 
     def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI) -> pd.DataFrame:
         """Every input column plus `class` (most probable), `prob_<class>` (posterior mean of p(class | x))

@@ -7,24 +7,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from bayes_wsc import inference
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.posterior import check_ci
 from bayes_wsc.report.criticism import write_fit_report
-from bayes_wsc.report.html import Section, estimands_section, fit_method, variant_words
+from bayes_wsc.report.html import Section, estimands_section, fit_method, per_source_table, variant_words
 
 #: each source's check row (`models/combined/checks.py`)
 CHECK_OF = {"labels": "label_agreement", "votes": "vote_agreement", "pairs": "link_agreement",
             "bags": "bag_counts", "groups": "group_he"}
-
-
-def reliability_table(est, name: str, dim: str, ci: float) -> pd.DataFrame:
-    """Posterior mean and HDI of a per-source reliability (`accuracy`, `alpha`, `beta`)."""
-    post = est._fitted().posterior
-    values = post[name].values.reshape(-1, post[name].shape[-1])
-    bounds = inference.hdi(values, ci)
-    return pd.DataFrame({name: values.mean(axis=0), f"{name}_low": bounds[:, 0], f"{name}_high": bounds[:, 1]},
-                        index=pd.Index(post[dim].values.astype(str), name=dim))
 
 
 def source_sections(est, data, ci: float) -> list[Section]:
@@ -41,12 +31,12 @@ def source_sections(est, data, ci: float) -> list[Section]:
                               "which carry no likelihood). Each source's accuracy is the mean of its confusion "
                               "matrix's diagonal.")
             if "accuracy" in post:
-                tables.append((reliability_table(est, "accuracy", "source", ci), f"accuracy with {ci:.0%} HDI"))
+                tables.append((per_source_table(est, "accuracy", "source", ci), f"accuracy with {ci:.0%} HDI"))
         elif source == "pairs":
             paragraphs.append(f"{data.link.size} links on {data.n_pairs} pairs from {data.n_experts} experts: a "
                               "pairwise composite likelihood (see the README).")
             if "alpha" in post:
-                table = reliability_table(est, "alpha", "expert", ci).join(reliability_table(est, "beta", "expert", ci))
+                table = per_source_table(est, "alpha", "expert", ci).join(per_source_table(est, "beta", "expert", ci))
                 tables.append((table, f"sensitivity alpha and specificity beta with {ci:.0%} HDI"))
         elif source == "bags":
             paragraphs.append(f"{data.n_bags} bags whose class counts are known exactly.")
