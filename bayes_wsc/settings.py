@@ -99,7 +99,6 @@ class Spec:
     build: bool = True
     as_built: Callable[[Any], Any] | None = None
     help: str | None = None
-    flag: str | None = None
     metavar: str | None = None
     required: bool = False
 
@@ -115,14 +114,13 @@ class Spec:
 
 def setting(default, rule: Rule | None = None, *, help: str | None = None, label: str | None = None,  # noqa: A002
             parse: Callable[[str, Any], Any] | None = None, build: bool = True,
-            as_built: Callable[[Any], Any] | None = None, flag: str | None = None, metavar: str | None = None,
-            required: bool = False):
+            as_built: Callable[[Any], Any] | None = None, metavar: str | None = None, required: bool = False):
     """One setting of a settings dataclass: its default, the values it takes (`rule`, after `parse` when its
     value is parsed: `parse(label, value)` returns the value kept or raises `InputError`), how errors name it
     (`label`, default its name), whether `build_model` takes it (`build`, as `as_built(value)`: float...), and
-    its `bayes-wsc fit` option (`help`; None: no plain option; `flag` default --name-with-dashes, `metavar`,
-    `required` on the command line though Python has a default)."""
-    spec = Spec(rule, label, parse, build, as_built, help, flag, metavar, required)
+    its `bayes-wsc fit` option, --name-with-dashes (`help`; None: no plain option; `metavar`, `required` on the
+    command line though Python has a default)."""
+    spec = Spec(rule, label, parse, build, as_built, help, metavar, required)
     return dataclasses.field(default=default, metadata={SPEC: spec})
 
 

@@ -111,7 +111,7 @@ OPTION_TYPES = {"positive": positive_float, "positive_int": positive_int}
 def add_setting_options(group, settings_class: type, *names: str) -> None:
     """An option of `bayes-wsc fit` per plain setting of a model (its settings dataclass, `bayes_wsc.settings`):
     those `names`, or every one declared with help text, in the declared order. Each option is the setting's
-    flag (--name-with-dashes unless declared), with its default, help, metavar, and what its rule reads
+    name with dashes (--prior-sd), with its default, help, metavar, and what its rule reads
     (`OPTION_TYPES`, its choices, or a switch for a True/False setting off by default); `setting_values` reads
     them back. A setting the rule cannot parse from text (WH's "inf", a pair A,B) is written by hand."""
     from bayes_wsc.settings import declared
@@ -121,8 +121,6 @@ def add_setting_options(group, settings_class: type, *names: str) -> None:
         default, spec = settings[name].default, settings[name].spec
         kind = spec.rule.kind if spec.rule is not None else None
         keywords = {"help": spec.help or None}
-        if spec.flag:
-            keywords["dest"] = name
         if kind == "flag" and default is False:
             keywords["action"] = "store_true"
         elif kind == "choices":
@@ -136,7 +134,7 @@ def add_setting_options(group, settings_class: type, *names: str) -> None:
             keywords.update(required=True, default=None)
         if spec.metavar:
             keywords["metavar"] = spec.metavar
-        group.add_argument(spec.flag or f"--{name.replace('_', '-')}", **keywords)
+        group.add_argument(f"--{name.replace('_', '-')}", **keywords)
 
 
 def setting_values(args, settings_class: type) -> dict:
