@@ -2,9 +2,9 @@
 answers keep.
 
 A model is an `Estimator` subclass (whose own contract `Estimator.__init_subclass__` checks when the class
-is defined) and, when registered (`registry.py`), four modules found by role: its command line
-(`CommandsModule`), its checks (`ChecksModule`), its report (`ReportModule`) and its simulations
-(`SimulateModule`). Each role is declared below as a `typing.Protocol`: the names every such module
+is defined; its settings are declared once, as its `Settings`, `bayes_wsc.settings`) and, when registered
+(`registry.py`), four modules found by role: its command line (`CommandsModule`), its checks
+(`ChecksModule`), its report (`ReportModule`) and its simulations (`SimulateModule`). Each role is declared below as a `typing.Protocol`: the names every such module
 defines, and groups of optional names that come all together or not at all (`OPTIONAL`). The registry
 checks a module against its role when it first imports it (`check_module`): a module lacking a name is
 one `ContractError` line naming the model, the module and what is missing.

@@ -29,6 +29,7 @@ before are still importable from here.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import inspect
 import json
 import warnings
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from bayes_wsc import criticism
-from bayes_wsc import diagnostics, fit_files, fit_log_likelihood, fit_starts, inference, registry, variant_files
+from bayes_wsc import contract, diagnostics, fit_files, fit_log_likelihood, fit_starts, inference, registry, variant_files
 from bayes_wsc.class_checks import (_check_contract, _check_levels, _checking_data, _naming_damaged_source,
                                     _naming_missing_variables)
 from bayes_wsc.comparison import compare  # noqa: F401  (bayes_wsc.compare, kept importable from here)
@@ -48,6 +49,8 @@ from bayes_wsc.fit_starts import _restricted, nondegenerate_start
 from bayes_wsc.value_checks import (_described, _is_real, _is_whole, check_finite, check_path,  # noqa: F401
                                     check_whole, is_count, is_labels)  # (the models' too)
 from bayes_wsc.variant_files import Recipe, VariantFacts, load_variant  # noqa: F401
+from bayes_wsc.backends import NUTS_BACKENDS, PRECISIONS
+from bayes_wsc.settings import BOOLEAN, NoSettings, Rule, built, checked, declared, one_of, or_none, setting, whole
 
 #: where NUTS chains start: all at the best MAP, or chain c at the optimum of MAP restart c
 CHAIN_STARTS = ("map", "restarts")
@@ -59,6 +62,65 @@ DEFAULT_SEED = 0
 
 #: the class attributes every model defines (`Estimator.__init_subclass__` checks them with the abstract methods)
 REQUIRED_ATTRIBUTES = ("model_name", "estimands", "data_class")
+
+
+@dataclasses.dataclass(frozen=True)
+class CommonSettings:
+    """The settings of every estimator (how it fits), declared as a model declares its own (`Estimator.Settings`);
+    a model's own come first in its constructor and `get_params`."""
+
+    method: str = setting("map", one_of(METHODS))
+    draws: int = setting(1000, whole(1))
+    tune: int = setting(1000, whole(0))
+    chains: int = setting(4, whole(1))
+    seed: int | None = setting(DEFAULT_SEED, or_none(whole(0)))
+    backend: str | None = setting(None, or_none(one_of(NUTS_BACKENDS), said=False))
+    target_accept: float = setting(0.8, Rule("in (0, 1)", lambda v: _is_real(v) and 0 < v < 1))
+    model_file: str | Path | None = setting(None, Rule("a path", lambda v: v is None or isinstance(v, (str, Path))))
+    model_settings: dict | None = setting(None)  # a variant's own: `Estimator._check_model_settings`
+    progressbar: bool = setting(True)
+    chain_starts: str = setting("map", one_of(CHAIN_STARTS))
+    precision: str | None = setting(None, or_none(one_of(PRECISIONS)))
+    checks: bool = setting(True, BOOLEAN)
+
+
+def _names(declaration: type) -> tuple[str, ...]:
+    return tuple(d.name for d in declared(declaration))
+
+
+def setting_names(cls: type) -> dict:
+    """name -> default of every setting an estimator class declares: its own `Settings`, then `CommonSettings`."""
+    return {d.name: d.default for d in (*declared(cls.Settings), *declared(CommonSettings))}
+
+
+def _settings_signature(cls: type) -> inspect.Signature:
+    """`self` and a keyword-only parameter per declared setting, with its default: what `inspect` (and `help`,
+    and `from_idata`'s reading of a saved fit's settings) sees of a constructor made from the declaration."""
+    keywords = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d) for n, d in setting_names(cls).items()]
+    return inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *keywords])
+
+
+def _settings_init(cls: type):
+    """The `__init__` of a class that declares its `Settings`: `Estimator.__init__` under its own signature."""
+    def __init__(self, **settings):
+        Estimator.__init__(self, **settings)
+
+    __init__.__signature__ = _settings_signature(cls)
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__doc__ = Estimator.__init__.__doc__
+    __init__._from_settings = True
+    return __init__
+
+
+def _check_settings_class(cls: type) -> None:
+    """A model's `Settings` is a dataclass whose names are not those of `CommonSettings`: one `ContractError` line."""
+    if not dataclasses.is_dataclass(cls.Settings):
+        raise contract.ContractError(f"model class {cls.__qualname__}: Settings must be a dataclass of its settings "
+                                     f"(bayes_wsc.settings), got {cls.Settings!r}")
+    clash = sorted(set(_names(cls.Settings)) & set(_names(CommonSettings)))
+    if clash:
+        raise contract.ContractError(f"model class {cls.__qualname__}: its Settings declare {', '.join(clash)}, "
+                                     "a setting of every estimator (CommonSettings)")
 
 
 class Estimator(abc.ABC):
@@ -107,6 +169,10 @@ class Estimator(abc.ABC):
         super().__init_subclass__(**kwargs)
         if not abstract:
             _check_contract(cls, Estimator, REQUIRED_ATTRIBUTES)
+        if "Settings" in vars(cls):
+            _check_settings_class(cls)
+            if "__init__" not in vars(cls):
+                cls.__init__ = _settings_init(cls)
         if "fit" in vars(cls) and not getattr(cls.fit, "_checks_data", False):
             cls.fit = _checking_data(cls.fit)
         if "predict" in vars(cls) and not getattr(cls.predict, "_names_missing", False):
@@ -115,56 +181,51 @@ class Estimator(abc.ABC):
             cls.data_from_fit = _naming_damaged_source(cls.data_from_fit)
         _check_levels(cls)
 
-    def __init__(self, *, method="map", draws=1000, tune=1000, chains=4, seed=DEFAULT_SEED, backend=None,
-                 target_accept=0.8, model_file=None, model_settings=None, progressbar=True, chain_starts="map",
-                 precision=None, checks=True):
-        self.method = method
-        self.draws = draws
-        self.tune = tune
-        self.chains = chains
-        self.seed = seed
-        self.backend = backend
-        self.target_accept = target_accept
-        self.model_file = model_file
-        self.model_settings = model_settings
-        self.progressbar = progressbar
-        self.chain_starts = chain_starts
-        self.precision = precision
-        self.checks = checks
+    #: the model's own settings, declared once (`bayes_wsc.settings`): a frozen dataclass whose fields are the
+    #: constructor's keywords beyond every estimator's (`CommonSettings`), with their defaults, the values each
+    #: takes, whether `build_model` gets it and its command-line help. `__init__`, `get_params`,
+    #: `build_settings` and `check_params` come from it; a subclass declaring its own gets an `__init__` of
+    #: its own settings and the common ones (not its base class's)
+    Settings: ClassVar[type] = NoSettings
+
+    def __init__(self, **settings):
+        """Every declared setting (the class's `Settings` and `CommonSettings`) from its keyword, or its
+        default: keyword-only, nothing checked until `check_params` (scikit-learn style)."""
+        names = setting_names(type(self))
+        unknown = [name for name in settings if name not in names]
+        if unknown:
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {unknown[0]!r}")
+        for name, default in names.items():
+            setattr(self, name, settings.get(name, default))
+
+    __init__._from_settings = True
 
     # ------------------------------------------------------------------ settings
     def get_params(self) -> dict:
-        """Every constructor argument by name, as scikit-learn does."""
+        """Every constructor argument by name, as scikit-learn does: the declared settings, and the keywords of
+        any `__init__` a subclass writes by hand (a model declared the older way)."""
         names = []
         for cls in type(self).__mro__:
-            if "__init__" in vars(cls):
-                names += _keyword_names(cls.__init__)
+            init = vars(cls).get("__init__")
+            if getattr(init, "_from_settings", False):
+                names += list(setting_names(type(self)))
+                break
+            if init is not None:
+                names += _keyword_names(init)
         return {n: getattr(self, n) for n in dict.fromkeys(names)}
 
     def check_params(self) -> None:
-        """Every setting in range, before any data is touched (subclasses add theirs after `super()`)."""
-        from bayes_wsc.backends import NUTS_BACKENDS, PRECISIONS, check_precision_backend, default_backend
+        """Every setting in range, before any data is touched: each declared one by its rule (`CommonSettings`,
+        then the model's `Settings`: one line naming the first wrong setting and its value; a parsed value kept
+        as parsed), then the rules between settings (a subclass adds its own after `super()`)."""
+        from bayes_wsc.backends import check_precision_backend, default_backend
 
-        if self.method not in METHODS:
-            raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
-        if not (_is_real(self.target_accept) and 0 < self.target_accept < 1):
-            raise InputError(f"target_accept must be in (0, 1), got {self.target_accept!r}")
-        for name, lowest in (("draws", 1), ("tune", 0), ("chains", 1)):
-            check_whole(name, getattr(self, name), lowest)
-        if self.seed is not None and not (_is_whole(self.seed) and self.seed >= 0):
-            raise InputError(f"seed must be None or a whole number >= 0, got {self.seed!r}")
-        if self.backend is not None and self.backend not in NUTS_BACKENDS:
-            raise InputError(f"backend must be one of {NUTS_BACKENDS}, got {self.backend!r}")
-        if self.precision is not None and self.precision not in PRECISIONS:
-            raise InputError(f"precision must be None or one of {PRECISIONS}, got {self.precision!r}")
+        for declaration in (CommonSettings, type(self).Settings):
+            for name, value in checked(declaration, {n: getattr(self, n) for n in _names(declaration)}).items():
+                if value is not getattr(self, name):
+                    setattr(self, name, value)
         if self.method == "nuts":  # before the MAP start, not after it
             check_precision_backend(self.precision, self.backend or default_backend())
-        if self.chain_starts not in CHAIN_STARTS:
-            raise InputError(f"chain_starts must be one of {CHAIN_STARTS}, got {self.chain_starts!r}")
-        if not isinstance(self.checks, bool):
-            raise InputError(f"checks must be True or False, got {self.checks!r}")
-        if self.model_file is not None and not isinstance(self.model_file, (str, Path)):
-            raise InputError(f"model_file must be a path, got {self.model_file!r}")
         self._check_model_settings()
 
     def _check_model_settings(self) -> None:
@@ -223,8 +284,9 @@ class Estimator(abc.ABC):
         return []
 
     def build_settings(self) -> dict:
-        """The model's own settings that `build_model` takes (a variant file receives them too)."""
-        return {}
+        """The model's own settings that `build_model` takes (a variant file receives them too): those its
+        `Settings` declare with `build=True`, as `build_model` takes them (`as_built`)."""
+        return built(type(self).Settings, {n: getattr(self, n) for n in _names(type(self).Settings)})
 
     def settings_for(self, data) -> dict:
         """The settings `build_model` takes for these data: `build_settings`, with any setting that the
@@ -715,6 +777,7 @@ class Estimator(abc.ABC):
 
 
 _check_levels(Estimator)
+Estimator.__init__.__signature__ = _settings_signature(Estimator)
 
 
 def _keyword_names(function) -> list[str]:

@@ -14,11 +14,11 @@ made once and shared by the checks (`ModelFits`). The checks: the estimator refu
 container; a MAP is one checked point whose summary is the estimands (`contract.unclassified_variables`);
 Laplace and NUTS give draws and intervals; save -> load loses nothing; `predict` keeps the contract's rules
 (`contract.prediction_problems`) and its intervals narrow with the level; a bad credible level is an
-`InputError` everywhere; LOO, WAIC and `compare` from draws only; one log-likelihood value per unit and
-draw; a MAP stopped early says so; the default seed reproduces a fit. A model whose parts the package
-knows (registered, `registry.py`) is checked further: its replicated data and checks (`models/<name>/checks.py`),
-a variant with a parameter of its own scored by the variant's own log-likelihood (`Case.variant`,
-`Case.density`), and every command of `bayes-wsc` on it. A check that does not apply to a model is
+`InputError` everywhere; the constructor's settings declared and checked (`check_settings_declared`); LOO,
+WAIC and `compare` from draws only; one log-likelihood value per unit and draw; a MAP stopped early says so;
+the default seed reproduces a fit. A model whose parts the package knows (registered, `registry.py`) is
+checked further: its replicated data and checks (`models/<name>/checks.py`), a variant with a parameter of its
+own scored by the variant's own log-likelihood (`Case.variant`, `Case.density`), and every command of `bayes-wsc` on it. A check that does not apply to a model is
 skipped with its reason; a check known to fail is named in `expected_failures` with its reason.
 """
 
@@ -206,6 +206,32 @@ def check_refuses_other_data(fits):
         assert f"{fits.cls.__name__}.fit expects {data_class.__name__}" in str(exc), str(exc)
     else:
         raise AssertionError(f"{fits.cls.__name__}.fit took a DataFrame")
+
+
+@_check()
+def check_settings_declared(fits):
+    """The constructor's keywords are the estimator's settings (`get_params`: its declared `Settings` and every
+    estimator's, or a hand-written `__init__`'s): the defaults pass `check_params`, the estimator rebuilt from
+    them has the same, and a value that no declared setting's rule takes is one `InputError` line naming that
+    setting, before any data."""
+    from bayes_wsc.estimator import CommonSettings
+    from bayes_wsc.settings import declared
+
+    params = fits.cls().get_params()
+    assert set(params) >= {d.name for d in declared(CommonSettings)}, sorted(params)
+    fits.cls(**params).check_params()
+    assert fits.cls(**params).get_params() == params
+    for name, _, spec in (*declared(fits.cls.Settings), *declared(CommonSettings)):
+        if spec.rule is None and spec.parse is None:
+            continue
+        unusable = object()
+        try:
+            fits.cls(**{name: unusable}).check_params()
+        except InputError as exc:
+            words = str(exc)
+            assert (spec.label or name) in words and "\n" not in words, words
+        else:
+            raise AssertionError(f"{name}={unusable!r} was taken")
 
 
 @_check()

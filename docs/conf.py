@@ -33,8 +33,8 @@ def _model_modules():
             if importlib.util.find_spec(f"bayes_wsc.models.{name}.{role}") is not None]
 
 
-PUBLIC_MODULES = [*_model_modules(), "bayes_wsc.simulate", "bayes_wsc.testing", "bayes_wsc.contract", "bayes_wsc.defaults",
-                  "bayes_wsc.errors"]
+PUBLIC_MODULES = [*_model_modules(), "bayes_wsc.simulate", "bayes_wsc.testing", "bayes_wsc.contract", "bayes_wsc.settings",
+                  "bayes_wsc.defaults", "bayes_wsc.errors"]
 
 project = "bayes_wsc"
 author = "the bayes_wsc authors"

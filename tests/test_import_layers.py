@@ -21,9 +21,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bayes_wsc"
 #: layers from the bottom up; a module's layer is that of the longest prefix of its path (within bayes_wsc/)
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("__init__.py", "_lazy.py", "_moved.py", "_runtime.py", "errors.py", "defaults.py", "version.py",
-                    "registry.py", "contract.py", "jax_setup.py", "backends.py", "stack.py", "draws.py", "draw_stats.py",
-                    "psis.py", "transforms.py", "relabel.py", "status.py", "group_quadrature.py", "outputs.py", "value_checks.py",
-                    "datasets/")),
+                    "registry.py", "contract.py", "settings.py", "jax_setup.py", "backends.py", "stack.py", "draws.py",
+                    "draw_stats.py", "psis.py", "transforms.py", "relabel.py", "status.py", "group_quadrature.py",
+                    "outputs.py", "value_checks.py", "datasets/")),
     ("data", ("data/",)),
     ("maths", ("maths/",)),
     ("inference", ("inference.py", "posterior.py", "diagnostics.py", "map_program.py", "laplace.py", "nested_laplace.py",
@@ -41,8 +41,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("testing", ("testing.py",)),
 )
 #: a model that is one folder (`models/<name>/`) has a module per role, each in the layer of its role
-ROLE_LAYERS = {"data.py": "data", "baselines.py": "baselines", "report.py": "reports", "__init__.py": "models",
-               "model.py": "models", "checks.py": "model checks", "simulate.py": "simulations", "command.py": "commands"}
+ROLE_LAYERS = {"settings.py": "foundation", "data.py": "data", "baselines.py": "baselines", "report.py": "reports",
+               "__init__.py": "models", "model.py": "models", "checks.py": "model checks", "simulate.py": "simulations", "command.py": "commands"}
 #: folders whose modules must not import these folders, though they lie below: a model stands alone
 #: (a sixth model is added without touching the others) and is not built on its paper's baselines
 SEPARATE = {"models/": ("models/", "baselines/")}

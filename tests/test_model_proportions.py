@@ -197,8 +197,9 @@ def test_the_default_bag_likelihood_follows_the_data(tmp_path):
     from bayes_wsc.commands import proportions as command
     from bayes_wsc.models import proportions as model
 
-    assert (command.DEFAULT_EMISSION, command.DEFAULT_BAG_LIKELIHOOD) == (model.DEFAULT_EMISSION,
-                                                                          model.DEFAULT_BAG_LIKELIHOOD)
+    assert command.ProportionsSettings is model.ProportionsClassifier.Settings  # one declaration of the defaults
+    assert (model.ProportionsClassifier().emission, model.ProportionsClassifier().bag_likelihood) == (
+        model.DEFAULT_EMISSION, model.DEFAULT_BAG_LIKELIHOOD)
     data, _ = simulate_proportions("logistic", n_groups=12, group_size=4, n_classes=2, n_features=2, seed=1)
     shares = 0.1 + 0.8 * data.proportions  # 0.1 of a group of 4 is 0.4 items: not counts
     votes = LabelProportions.from_arrays(data.x, data.item_group, shares)

@@ -104,6 +104,47 @@ def non_negative_float(text: str) -> float:
     return number(text)
 
 
+#: what the command line parses for a setting, by the kind of its rule (`bayes_wsc.settings.Rule.kind`)
+OPTION_TYPES = {"positive": positive_float, "positive_int": positive_int}
+
+
+def add_setting_options(group, settings_class: type, *names: str) -> None:
+    """An option of `bayes-wsc fit` per plain setting of a model (its settings dataclass, `bayes_wsc.settings`):
+    those `names`, or every one declared with help text, in the declared order. Each option is the setting's
+    name with dashes (--prior-sd), with its default, help, metavar, and what its rule reads
+    (`OPTION_TYPES`, its choices, or a switch for a True/False setting off by default); `setting_values` reads
+    them back. A setting the rule cannot parse from text (WH's "inf", a pair A,B) is written by hand."""
+    from bayes_wsc.settings import declared
+
+    settings = {d.name: d for d in declared(settings_class)}
+    for name in names or [n for n, d in settings.items() if d.spec.help is not None]:
+        default, spec = settings[name].default, settings[name].spec
+        kind = spec.rule.kind if spec.rule is not None else None
+        keywords = {"help": spec.help or None}
+        if kind == "flag" and default is False:
+            keywords["action"] = "store_true"
+        elif kind == "choices":
+            keywords.update(choices=spec.rule.choices, default=default)
+        elif kind in OPTION_TYPES:
+            keywords.update(type=OPTION_TYPES[kind], default=default)
+        else:
+            raise ValueError(f"setting {name!r} of {settings_class.__name__} has no plain option (its rule reads no "
+                             "text): add its option by hand")
+        if spec.required:
+            keywords.update(required=True, default=None)
+        if spec.metavar:
+            keywords["metavar"] = spec.metavar
+        group.add_argument(f"--{name.replace('_', '-')}", **keywords)
+
+
+def setting_values(args, settings_class: type) -> dict:
+    """The settings of a model's settings dataclass that the parsed command line holds, by name (each option's
+    dest is its setting's name: `add_setting_options`, or written by hand with that dest)."""
+    from bayes_wsc.settings import declared
+
+    return {d.name: getattr(args, d.name) for d in declared(settings_class) if hasattr(args, d.name)}
+
+
 def add_simulate_options(parser: argparse.ArgumentParser, files) -> None:
     """--out, --seed and --replace of `bayes-wsc simulate MODEL`, which writes `files` into --out."""
     parser.add_argument("--out", required=True, metavar="DIR", type=output_folder("simulation folder", files),

@@ -13,6 +13,7 @@ import numpy as np
 
 from bayes_wsc.data.labeled import LabeledItems
 from bayes_wsc.errors import InputError
+from bayes_wsc.settings import real
 
 LOG_2PI = float(np.log(2 * np.pi))
 
@@ -127,10 +128,5 @@ def lam_text(lam: float) -> str:
 
 
 def check_lam(lam) -> float:
-    try:
-        value = float(lam)
-    except (TypeError, ValueError):
-        raise InputError(f"lam must be a number >= 0, got {lam!r}") from None
-    if not np.isfinite(value) or value < 0:
-        raise InputError(f"lam must be a finite number >= 0, got {lam!r}")
-    return value
+    """lam as a float: a finite number >= 0, or text that reads as one (`settings.real`)."""
+    return real("lam", lam)

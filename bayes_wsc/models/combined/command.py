@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
-                                      add_variant_options, columns, positive_float, positive_int, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_setting_options, add_simulate_options,
+                                      add_variant_options, columns, positive_int, sampling_settings, setting_values)
+from bayes_wsc.models.combined.settings import CombinedSettings
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = ("every kind of supervision at once: hand labels, crowd votes, expert pairs, bag counts, group averages "
@@ -35,17 +36,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--classes", type=columns, default=None,
                       help="the classes, comma-separated (default: those the supervision names, sorted)")
     data.add_argument("--no-standardize", action="store_true", help="use the features as given")
-    model = parser.add_argument_group("model")
-    model.add_argument("--prior-sd", type=positive_float, default=1.0, help="sd of the prior on W (default 1)")
-    model.add_argument("--intercept-sd", type=positive_float, default=2.0, help="sd of the prior on b (default 2)")
-    model.add_argument("--vote-diagonal", type=positive_float, default=4.0,
-                       help="Dirichlet weight of the true class in each confusion row (default 4; the others 1)")
-    model.add_argument("--wh", type=positive_float, default=10.0,
-                       help="precision of the groups' averages on the logit scale (default 10)")
-    model.add_argument("--restarts", type=positive_int, default=2, help="MAP starts (default 2)")
-    model.add_argument("--conflict-check", action="store_true",
-                       help="hold each source out in turn, refit on the rest and say whether it contradicts them "
-                            "(one MAP per source)")
+    add_setting_options(parser.add_argument_group("model"), CombinedSettings)
     add_variant_options(parser)
     add_sampling_options(parser)
 
@@ -67,10 +58,7 @@ def run(args) -> None:
           f"{', '.join(data.present_sources())}", flush=True)
     from bayes_wsc.models.combined.model import CombinedClassifier
 
-    est = CombinedClassifier(prior_sd=args.prior_sd, intercept_sd=args.intercept_sd,
-                             vote_diagonal=args.vote_diagonal, wh=args.wh, restarts=args.restarts,
-                             conflict_check=args.conflict_check,
-                             **sampling_settings(args))
+    est = CombinedClassifier(**setting_values(args, CombinedSettings), **sampling_settings(args))
     fit_save_report(est, data, args)
 
 

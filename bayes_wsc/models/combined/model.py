@@ -33,7 +33,6 @@ any of those is given; with pairs alone the classes are exchangeable and only th
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import pandas as pd
@@ -42,8 +41,9 @@ from scipy.special import log_softmax, logsumexp, softmax
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.proportions import LOG_ZERO, count_plan
 from bayes_wsc.defaults import DEFAULT_CI
-from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator, check_whole
+from bayes_wsc.estimator import Estimator
+from bayes_wsc.models.combined.settings import CombinedSettings
+from bayes_wsc.settings import checked
 from bayes_wsc.graph_inputs import declare
 from bayes_wsc.maths.dawid_skene import confusion_prior, start_confusion, vote_evidence, vote_inputs
 from bayes_wsc.models.combined.data import CombinedSupervision
@@ -62,11 +62,9 @@ DATA_DIMS = {"x": ("item", "feature"), "label_logp": ("item", "class"), "vote_it
 
 
 def check_settings(prior_sd, intercept_sd, vote_diagonal, accuracy_a, accuracy_b, wh) -> None:
-    """Fail early, naming the setting."""
-    for name, value in (("prior_sd", prior_sd), ("intercept_sd", intercept_sd), ("vote_diagonal", vote_diagonal),
-                        ("accuracy_a", accuracy_a), ("accuracy_b", accuracy_b), ("wh", wh)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-            raise InputError(f"{name} must be a positive number, got {value!r}")
+    """Fail early, naming the setting (as declared, `CombinedSettings`)."""
+    checked(CombinedSettings, {"prior_sd": prior_sd, "intercept_sd": intercept_sd, "vote_diagonal": vote_diagonal,
+                               "accuracy_a": accuracy_a, "accuracy_b": accuracy_b, "wh": wh})
 
 
 # ---------------------------------------------------------------------- the data the graph reads (NumPy)
@@ -315,29 +313,7 @@ class CombinedClassifier(Estimator):
     estimands = ["b", "W", "accuracy", "confusion", "alpha", "beta"]
     internal_variables = ("W_raw", "b_raw", "alpha_raw", "beta_raw")
     unit_dims = ("item", "unit")
-
-    def __init__(self, *, prior_sd=1.0, intercept_sd=2.0, vote_diagonal=4.0, accuracy_a=2.0, accuracy_b=2.0,
-                 wh=10.0, restarts=2, conflict_check=False, **kwargs):
-        super().__init__(**kwargs)
-        self.prior_sd = prior_sd
-        self.intercept_sd = intercept_sd
-        self.vote_diagonal = vote_diagonal
-        self.accuracy_a = accuracy_a
-        self.accuracy_b = accuracy_b
-        self.wh = wh
-        self.restarts = restarts
-        self.conflict_check = conflict_check
-
-    def build_settings(self) -> dict:
-        return {"prior_sd": self.prior_sd, "intercept_sd": self.intercept_sd, "vote_diagonal": self.vote_diagonal,
-                "accuracy_a": self.accuracy_a, "accuracy_b": self.accuracy_b, "wh": self.wh}
-
-    def check_params(self) -> None:
-        super().check_params()
-        check_settings(**self.build_settings())
-        check_whole("restarts", self.restarts)
-        if not isinstance(self.conflict_check, bool):
-            raise InputError(f"conflict_check must be True or False, got {self.conflict_check!r}")
+    Settings = CombinedSettings
 
     def build_model(self, data: CombinedSupervision) -> pm.Model:
         return build_model(data, **self.build_settings())

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
-                                      add_variant_options, columns, positive_float, positive_int, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_setting_options, add_simulate_options,
+                                      add_variant_options, columns, positive_float, positive_int, sampling_settings,
+                                      setting_values)
+from bayes_wsc.models.experts.settings import ExpertsSettings
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = "noisy experts' must-link / cannot-link constraints (Chang et al.): items + constraints or labels"
@@ -47,12 +49,12 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                       help="with --expert-labels, keep at most N random pairs per expert (default: all)")
     model = parser.add_argument_group("model")
     model.add_argument("--clusters", type=int, required=True, metavar="K", help="number of clusters (>= 2)")
-    model.add_argument("--prior-sd", type=positive_float, default=1.0,
-                       help="sd of the Gaussian prior on W (the paper's lambda = 1 / (2 sd^2)); default 1")
-    model.add_argument("--intercept-sd", type=positive_float, default=2.0, help="sd of the prior on b (default 2)")
-    model.add_argument("--accuracy-prior", type=accuracy_prior, default=(2.0, 2.0), metavar="A,B",
-                       help="alpha, beta ~ 0.5 + 0.5 Beta(A, B) (default 2,2; 1,1 is uniform on [0.5, 1])")
-    model.add_argument("--restarts", type=positive_int, default=20, help="random restarts of the MAP (default 20)")
+    add_setting_options(model, ExpertsSettings, "prior_sd", "intercept_sd")
+    defaults = ExpertsSettings()
+    model.add_argument("--accuracy-prior", type=accuracy_prior, default=(defaults.accuracy_a, defaults.accuracy_b),
+                       metavar="A,B", help="alpha, beta ~ 0.5 + 0.5 Beta(A, B) (default 2,2; 1,1 is uniform on "
+                                           "[0.5, 1])")
+    add_setting_options(model, ExpertsSettings, "restarts")
     add_variant_options(parser)
     add_sampling_options(parser)
 
@@ -79,8 +81,8 @@ def run(args) -> None:
     from bayes_wsc.models.experts.model import NoisyExperts  # PyMC loads only once the data are known to be good
 
     a, b = args.accuracy_prior
-    est = NoisyExperts(n_clusters=args.clusters, prior_sd=args.prior_sd, intercept_sd=args.intercept_sd,
-                       accuracy_a=a, accuracy_b=b, restarts=args.restarts, **sampling_settings(args))
+    est = NoisyExperts(**setting_values(args, ExpertsSettings), n_clusters=args.clusters, accuracy_a=a, accuracy_b=b,
+                       **sampling_settings(args))
     fit_save_report(est, data, args)
 
 

@@ -48,9 +48,6 @@ before any diagnostic.
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 import pandas as pd
 from scipy.special import softmax
@@ -61,7 +58,9 @@ from bayes_wsc.data.pairwise import PairwiseConstraints
 from bayes_wsc.data.tables import FeatureScaling
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator, check_whole
+from bayes_wsc.estimator import Estimator
+from bayes_wsc.models.experts.settings import ExpertsSettings
+from bayes_wsc.settings import checked
 from bayes_wsc.graph_inputs import declare
 from bayes_wsc.maths.experts import constraint_informed_memberships
 from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, stacked, summarize_memberships
@@ -81,13 +80,9 @@ EMPTY_CLUSTER_SHARE = 0.01
 
 
 def check_settings(n_clusters, prior_sd, intercept_sd, accuracy_a, accuracy_b) -> None:
-    """Fail early, naming the setting, before any model is built."""
-    if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral) or n_clusters < 2:
-        raise InputError(f"the number of clusters K must be a whole number >= 2, got {n_clusters!r}")
-    for name, value in (("prior_sd", prior_sd), ("intercept_sd", intercept_sd), ("accuracy_a", accuracy_a),
-                        ("accuracy_b", accuracy_b)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-            raise InputError(f"{name} must be a positive number, got {value!r}")
+    """Fail early, naming the setting, before any model is built (as declared, `ExpertsSettings`)."""
+    checked(ExpertsSettings, {"n_clusters": n_clusters, "prior_sd": prior_sd, "intercept_sd": intercept_sd,
+                              "accuracy_a": accuracy_a, "accuracy_b": accuracy_b})
 
 
 def reference_covariance(n_clusters: int, sd: float) -> np.ndarray:
@@ -314,25 +309,7 @@ class NoisyExperts(Estimator):
     internal_variables = ("W_raw", "b_raw", "alpha_raw", "beta_raw")
     unit_dims = ("item", "linked_item", "pair", "constraint")
     setting_options = {"n_clusters": "clusters", "accuracy_a": "accuracy-prior", "accuracy_b": "accuracy-prior"}
-
-    def __init__(self, *, n_clusters=2, prior_sd=1.0, intercept_sd=2.0, accuracy_a=2.0, accuracy_b=2.0,
-                 restarts=20, **kwargs):
-        super().__init__(**kwargs)
-        self.n_clusters = n_clusters
-        self.prior_sd = prior_sd
-        self.intercept_sd = intercept_sd
-        self.accuracy_a = accuracy_a
-        self.accuracy_b = accuracy_b
-        self.restarts = restarts
-
-    def build_settings(self) -> dict:
-        return {"n_clusters": self.n_clusters, "prior_sd": self.prior_sd, "intercept_sd": self.intercept_sd,
-                "accuracy_a": self.accuracy_a, "accuracy_b": self.accuracy_b}
-
-    def check_params(self) -> None:
-        super().check_params()
-        check_settings(**self.build_settings())
-        check_whole("restarts", self.restarts)
+    Settings = ExpertsSettings
 
     def data_messages(self, data: PairwiseConstraints) -> list[str]:
         """Constant features (their cluster weights learn nothing) and links of one kind, must-links only

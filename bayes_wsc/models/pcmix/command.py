@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
-                                      add_variant_options, columns, non_negative_float, number, positive_float,
-                                      positive_int, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_setting_options, add_simulate_options,
+                                      add_variant_options, columns, non_negative_float, number, positive_int,
+                                      sampling_settings, setting_values)
+from bayes_wsc.models.pcmix.settings import PCMixSettings
 from bayes_wsc.outputs import REPORT_CONTENTS, input_table, output_file, output_folder
 
 #: what `path pcmix --out DIR` writes in DIR
@@ -47,17 +48,7 @@ def _add_data_options(parser: argparse.ArgumentParser, out_type, out_help: str) 
 
 def _add_model_options(parser: argparse.ArgumentParser):
     model = parser.add_argument_group("model")
-    model.add_argument("--components", type=positive_int, required=True, metavar="K", help="number of clusters K")
-    model.add_argument("--restarts", type=positive_int, default=10,
-                       help="MAP starts (k-means, then random); the best objective wins (default 10)")
-    model.add_argument("--sd-floor", type=positive_float, default=0.001,
-                       help="lower bound of every sd, standardized units (default 0.001, the paper's)")
-    model.add_argument("--mean-prior-sd", type=positive_float, default=3.0,
-                       help="sd of the Normal prior on standardized means (default 3)")
-    model.add_argument("--sd-prior-rate", type=positive_float, default=1.0,
-                       help="rate of the Gamma(2, rate) prior on sd - floor (default 1)")
-    model.add_argument("--concentration", type=positive_float, default=1.01,
-                       help="Dirichlet/Beta concentration of pi and rho (default 1.01, eq. 25)")
+    add_setting_options(model, PCMixSettings)
     return model
 
 
@@ -93,9 +84,7 @@ def _data_and_estimator(args, lam: float):
           f"(classes {', '.join(data.classes)})", flush=True)
     from bayes_wsc.models.pcmix.model import PCMixture  # PyMC loads only once the data are known to be good
 
-    est = PCMixture(components=args.components, lam=lam, restarts=args.restarts, sd_floor=args.sd_floor,
-                    mean_prior_sd=args.mean_prior_sd, sd_prior_rate=args.sd_prior_rate,
-                    concentration=args.concentration, **sampling_settings(args))
+    est = PCMixture(**{**setting_values(args, PCMixSettings), "lam": lam}, **sampling_settings(args))
     return data, est
 
 

@@ -34,8 +34,6 @@ on that scale. `mean` and `sd` are reported in the data's units.
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +48,9 @@ from bayes_wsc.maths.pcmix import (Params, Priors, check_components, check_lam, 
 from bayes_wsc.data.labeled import LabeledItems, standardize
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator, check_whole, is_count, is_labels
+from bayes_wsc.estimator import Estimator, is_count, is_labels
+from bayes_wsc.models.pcmix.settings import PCMixSettings
+from bayes_wsc.settings import checked
 from bayes_wsc.graph_inputs import declare
 from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
 from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
@@ -73,13 +73,9 @@ BASIN_ATOL = 0.05
 # ---------------------------------------------------------------------- settings
 def priors_from(sd_floor: float = 0.001, mean_prior_sd: float = 3.0, sd_prior_rate: float = 1.0,
                 concentration: float = 1.01) -> Priors:
-    for name, value in (("sd_floor", sd_floor), ("mean_prior_sd", mean_prior_sd),
-                        ("sd_prior_rate", sd_prior_rate)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-            raise InputError(f"{name} must be a positive number, got {value!r}")
-    if isinstance(concentration, bool) or not isinstance(concentration, numbers.Real) \
-            or not math.isfinite(concentration) or concentration < 1:
-        raise InputError(f"concentration must be a number >= 1 (1.01 in the paper), got {concentration!r}")
+    """The priors, each setting checked as declared (`PCMixSettings`)."""
+    checked(PCMixSettings, {"sd_floor": sd_floor, "mean_prior_sd": mean_prior_sd, "sd_prior_rate": sd_prior_rate,
+                            "concentration": concentration})
     return Priors(pi_concentration=float(concentration), rho_concentration=float(concentration),
                   mean_sd=float(mean_prior_sd), sd_rate=float(sd_prior_rate), sd_floor=float(sd_floor))
 
@@ -305,33 +301,9 @@ class PCMixture(Estimator):
     laplace_coverage = (0.77, 0.90, "its 14 SBC quantities (the sorted components' weights, means and sds covered "
                                     "0.55-0.80; 40 simulations, lam = 1)")
     unit_dims = ("item",)
-
-    def __init__(self, *, components=2, lam=1.0, restarts=10, sd_floor=0.001, mean_prior_sd=3.0,
-                 sd_prior_rate=1.0, concentration=1.01, **kwargs):
-        super().__init__(**kwargs)
-        self.components = components
-        self.lam = lam
-        self.restarts = restarts
-        self.sd_floor = sd_floor
-        self.mean_prior_sd = mean_prior_sd
-        self.sd_prior_rate = sd_prior_rate
-        self.concentration = concentration
+    Settings = PCMixSettings
 
     # ------------------------------------------------------------------ settings
-    def build_settings(self) -> dict:
-        return {"components": int(self.components), "lam": float(self.lam), "sd_floor": float(self.sd_floor),
-                "mean_prior_sd": float(self.mean_prior_sd), "sd_prior_rate": float(self.sd_prior_rate),
-                "concentration": float(self.concentration)}
-
-    def check_params(self) -> None:
-        super().check_params()
-        if isinstance(self.components, bool) or not isinstance(self.components, numbers.Integral) \
-                or self.components < 1:
-            raise InputError(f"components (K) must be a whole number >= 1, got {self.components!r}")
-        self.lam = check_lam(self.lam)
-        check_whole("restarts", self.restarts)
-        priors_from(self.sd_floor, self.mean_prior_sd, self.sd_prior_rate, self.concentration)
-
     @property
     def priors(self) -> Priors:
         return priors_from(self.sd_floor, self.mean_prior_sd, self.sd_prior_rate, self.concentration)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_setting_options, add_simulate_options,
                                       add_variant_options, columns, non_negative_float, non_negative_int,
                                       positive_float, positive_int, probability, sampling_settings)
+from bayes_wsc.models.perception.settings import DEFAULT_GROUPS, PerceptionSettings
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = "seed sets with perception vectors (Cheng et al.): items + seeds + perception"
@@ -50,17 +51,14 @@ def _add_data_options(parser: argparse.ArgumentParser, out_what: str, out_help: 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     _add_data_options(parser, "fit file", "where to write the fit (netCDF)")
     model = parser.add_argument_group("model")
-    model.add_argument("--weight-scale", type=positive_float, default=3.0,
-                       help="prior sd of W's entries is this / sqrt(features) (default 3)")
-    model.add_argument("--intercept-sd", type=positive_float, default=1.0, help="prior sd of b (default 1)")
-    model.add_argument("--restarts", type=positive_int, default=3, help="MAP starts (default 3)")
+    add_setting_options(model, PerceptionSettings)
     model.add_argument("--formulation", choices=("auto", "conditional", "mixture"), default="auto",
                        help="auto (default): fit both and keep the one whose seeds, held out, score better (it says "
                             "which and both scores); conditional: a model of the seed sets given the features, "
                             "fitted on the seeds; mixture: a seeded mixture of the features of every item "
                             "(PerceptionMixture, models/perception/model.py) (README, Perception)")
     model.add_argument("--groups", type=positive_int, default=None,
-                       help="--formulation mixture: groups of the features' own structure (default 5)")
+                       help=f"--formulation mixture: groups of the features' own structure (default {DEFAULT_GROUPS})")
     model.add_argument("--seed-weight", type=positive_float, default=None, metavar="LAM",
                        help="--formulation mixture: PC weight on the seeds, >= 1 (default 1: the joint model)")
     add_variant_options(parser)
@@ -86,13 +84,16 @@ def run(args) -> None:
     from bayes_wsc.commands.common import fit_save_report
 
     _, data = read_data(args)
-    from bayes_wsc.models.perception.model import OVERLAP_THRESHOLD, PerceptionClustering  # PyMC loads after the data
+    from bayes_wsc.models.perception.model import PerceptionClustering  # PyMC loads after the data
+    from bayes_wsc.models.perception.settings import OVERLAP_THRESHOLD
 
     threshold = OVERLAP_THRESHOLD if args.overlap_threshold is None else args.overlap_threshold
     from bayes_wsc.errors import InputError
-    from bayes_wsc.models.perception.model import DEFAULT_GROUPS, PerceptionAuto, PerceptionMixture
+    from bayes_wsc.models.perception.model import PerceptionAuto, PerceptionMixture
 
-    if args.formulation == "mixture" and (args.weight_scale != 3.0 or args.intercept_sd != 1.0):
+    defaults = PerceptionSettings()
+    if args.formulation == "mixture" and (args.weight_scale != defaults.weight_scale
+                                          or args.intercept_sd != defaults.intercept_sd):
         raise InputError("--weight-scale and --intercept-sd are settings of --formulation conditional (or auto)")
     if args.formulation == "conditional" and (args.groups is not None or args.seed_weight is not None):
         raise InputError("--groups and --seed-weight are settings of --formulation mixture (or auto)")

@@ -44,9 +44,7 @@ measured on the simulated study) and always to its most probable one.
 
 from __future__ import annotations
 
-import inspect
 import math
-import numbers
 
 import numpy as np
 import pandas as pd
@@ -58,7 +56,10 @@ from bayes_wsc.models.perception.data import SeedSets
 from bayes_wsc.data.tables import FeatureScaling
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator, check_whole
+from bayes_wsc.estimator import Estimator
+from bayes_wsc.models.perception.settings import (DEFAULT_GROUPS, OVERLAP_THRESHOLD, RESTART_RULES,  # noqa: F401
+                                                  MixtureSettings, PerceptionSettings)
+from bayes_wsc.settings import checked
 from bayes_wsc.graph_inputs import declare
 from bayes_wsc.maths.perception import threshold_clusters
 from bayes_wsc.posterior import stacked, summarize_memberships
@@ -69,23 +70,15 @@ pm = LazyModule("pymc")
 pt = LazyModule("pytensor.tensor")
 likelihoods = LazyModule("bayes_wsc.likelihoods")
 
-#: the overlap rule's default: every cluster with at least this posterior mean probability
-OVERLAP_THRESHOLD = 0.3
 #: MAP restarts whose log density is within this of the best count as having reached it
 SAME_OPTIMUM = 1e-3
 #: separator of the `clusters` column of predictions
 CLUSTER_SEPARATOR = ";"
 
 
-def _positive(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-        raise InputError(f"{name} must be a positive number, got {value!r}")
-    return float(value)
-
-
 def check_settings(weight_scale, intercept_sd) -> None:
-    _positive("weight_scale", weight_scale)
-    _positive("intercept_sd", intercept_sd)
+    """The conditional model's settings, as declared (`PerceptionSettings`): one line naming a wrong one."""
+    checked(PerceptionSettings, {"weight_scale": weight_scale, "intercept_sd": intercept_sd})
 
 
 def check_data(data) -> SeedSets:
@@ -95,10 +88,8 @@ def check_data(data) -> SeedSets:
 
 
 def check_threshold(threshold) -> float:
-    value = _positive("overlap_threshold", threshold)
-    if value > 1:
-        raise InputError(f"overlap_threshold must be in (0, 1], got {threshold!r}")
-    return value
+    """The overlap rule's threshold, as declared (`PerceptionSettings`), as a float."""
+    return float(checked(PerceptionSettings, {"overlap_threshold": threshold})["overlap_threshold"])
 
 
 # ---------------------------------------------------------------------- blocks
@@ -312,24 +303,7 @@ class PerceptionClustering(Estimator):
     estimands = ["pi", "W", "b"]
     unit_dims = ("item", "seed_item")
     predict_options = ("overlap_threshold",)
-
-    def __init__(self, *, weight_scale=3.0, intercept_sd=1.0, overlap_threshold=OVERLAP_THRESHOLD, restarts=3,
-                 **kwargs):
-        super().__init__(**kwargs)
-        self.weight_scale = weight_scale
-        self.intercept_sd = intercept_sd
-        self.overlap_threshold = overlap_threshold
-        self.restarts = restarts
-
-    # ------------------------------------------------------------------ settings
-    def build_settings(self) -> dict:
-        return {"weight_scale": self.weight_scale, "intercept_sd": self.intercept_sd}
-
-    def check_params(self) -> None:
-        super().check_params()
-        check_settings(**self.build_settings())
-        check_threshold(self.overlap_threshold)
-        check_whole("restarts", self.restarts)
+    Settings = PerceptionSettings
 
     # ------------------------------------------------------------------ hooks
     def data_messages(self, data: SeedSets) -> list[str]:
@@ -589,9 +563,6 @@ class PerceptionClustering(Estimator):
 
 
 # ============================================================ the seeded mixture
-#: groups of the features' own structure, by default (benchmarks/RESULTS.md: 3 lost a data set in each
-#: simulated study to the dominant structure, 5 none)
-DEFAULT_GROUPS = 5
 #: lower bound of every component sd (standardized units): a constant feature (a blank pixel) stays finite
 SD_FLOOR = 0.01
 #: prior sd of the perception shifts A and the group centres B (standardized units)
@@ -599,17 +570,11 @@ SHIFT_SD = 2.0
 #: Dirichlet concentration of pi and pi_group (seed 003's 1.01: a mode inside the simplex)
 CONCENTRATION = 1.01
 LOG_2PI = 1.8378770664093453
-#: how the mixture's MAP restarts are compared: by the seeds' log score under the memberships of each
-#: optimum ("seeds", the default: a collapsed mode, whose cluster holds its seeds and little else,
-#: loses), or by the posterior density ("density"); benchmarks/RESULTS.md measures both
-RESTART_RULES = ("seeds", "density")
 
 
 def check_mixture_settings(groups, seed_weight) -> None:
-    check_whole("groups", groups)
-    if isinstance(seed_weight, bool) or not isinstance(seed_weight, numbers.Real) or not math.isfinite(seed_weight) \
-            or seed_weight < 1:
-        raise InputError(f"seed_weight must be a number >= 1, got {seed_weight!r}")
+    """The mixture's settings, as declared (`MixtureSettings`): one line naming a wrong one."""
+    checked(MixtureSettings, {"groups": groups, "seed_weight": seed_weight})
 
 
 def mixture_coords(data: SeedSets, groups: int) -> dict:
@@ -758,32 +723,7 @@ class PerceptionMixture(PerceptionClustering):
     unit_dims = ("item",)
 
     warn_on_restart_optima = False
-
-    def __init__(self, *, groups=DEFAULT_GROUPS, seed_weight=1.0, overlap_threshold=OVERLAP_THRESHOLD, restarts=3,
-                 restart_rule="seeds", **kwargs):
-        Estimator.__init__(self, **kwargs)  # not the conditional model's settings (weight_scale, intercept_sd)
-        self.groups = groups
-        self.seed_weight = seed_weight
-        self.overlap_threshold = overlap_threshold
-        self.restarts = restarts
-        self.restart_rule = restart_rule
-
-    def get_params(self) -> dict:
-        """This model's constructor arguments and every estimator's (none of the conditional model's)."""
-        names = [p.name for cls in (PerceptionMixture, Estimator)
-                 for p in inspect.signature(cls.__init__).parameters.values() if p.kind is p.KEYWORD_ONLY]
-        return {n: getattr(self, n) for n in dict.fromkeys(names)}
-
-    def build_settings(self) -> dict:
-        return {"groups": self.groups, "seed_weight": self.seed_weight}
-
-    def check_params(self) -> None:
-        super(PerceptionClustering, self).check_params()
-        check_mixture_settings(**self.build_settings())
-        check_threshold(self.overlap_threshold)
-        check_whole("restarts", self.restarts)
-        if self.restart_rule not in RESTART_RULES:
-            raise InputError(f"restart_rule must be one of {', '.join(RESTART_RULES)}, got {self.restart_rule!r}")
+    Settings = MixtureSettings  # its own, not the conditional model's (weight_scale, intercept_sd)
 
     def check_data(self, data: SeedSets) -> None:
         """No more groups than items: k-means places each group's centre at an item."""

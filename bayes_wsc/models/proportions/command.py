@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
-                                      add_variant_options, columns, positive_float, positive_int, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_setting_options, add_simulate_options,
+                                      add_variant_options, columns, positive_int, sampling_settings, setting_values)
+from bayes_wsc.models.proportions.settings import ProportionsSettings
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = "class proportions (or counts) per group, several classes: a classifier for single items (Stolpe & Morik)"
@@ -16,10 +17,6 @@ SIMULATE_FILES = ("items.csv", "proportions.csv", "truth.csv", "truth.json")
 #: the data sets of Sec. 4, bundled with scikit-learn
 UCI_DATASETS = ("breast_cancer", "wine")
 LLP_HELP = "the LLP algorithm of Stolpe & Morik (k-means, evolutionary feature weights, cluster labeling)"
-#: the defaults, chosen by accuracy on the Sec. 4 experiment (README, benchmarks/RESULTS.md); the model's own,
-#: repeated here so that `--help` does not import it
-DEFAULT_EMISSION = "logistic"
-DEFAULT_BAG_LIKELIHOOD = "auto"
 
 
 def _add_data_options(parser: argparse.ArgumentParser, out_type, out_help: str) -> None:
@@ -43,29 +40,13 @@ def _add_data_options(parser: argparse.ArgumentParser, out_type, out_help: str) 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     _add_data_options(parser, output_file("fit file"), "where to write the fit (netCDF)")
     model = parser.add_argument_group("model")
-    model.add_argument("--emission", choices=("logistic", "gaussian", "categorical"), default=DEFAULT_EMISSION,
-                       help=f"how features depend on the class (default: {DEFAULT_EMISSION})")
-    model.add_argument("--bag-likelihood", choices=("independent", "exact-counts", "auto"),
-                       default=DEFAULT_BAG_LIKELIHOOD,
-                       help="items' classes independent given the group's shares, or the group's counts known "
-                            "exactly; auto (the default): exact-counts when the proportions are whole counts and "
-                            "no --concentration is given, independent otherwise")
+    add_setting_options(model, ProportionsSettings, "emission", "bag_likelihood")
     shares = model.add_mutually_exclusive_group()
     shares.add_argument("--exact", action="store_true",
                         help="the proportions are known exactly (the default)")
-    shares.add_argument("--concentration", type=positive_float, default=None, metavar="C",
-                        help="noisy proportions: theta_i ~ Dirichlet(C Pi_i + 1) (independent bag likelihood)")
-    model.add_argument("--mean-prior-sd", type=positive_float, default=3.0,
-                       help="gaussian: sd of the Normal prior on standardized class means (default 3)")
-    model.add_argument("--sd-prior-rate", type=positive_float, default=1.0,
-                       help="gaussian: rate of the Gamma(2, rate) prior on standardized class sds (default 1)")
-    model.add_argument("--w-concentration", type=positive_float, default=1.0,
-                       help="categorical: Dirichlet concentration of each class's bin probabilities (default 1)")
-    model.add_argument("--prior-sd", type=positive_float, default=1.0,
-                       help="logistic: sd of the Normal prior on the weights of standardized features (default 1)")
-    model.add_argument("--restarts", type=positive_int, default=None,
-                       help="MAP starts: the soft-label one, then random ones; the best wins (default 4 for logistic, "
-                            "1 for the others)")
+    add_setting_options(shares, ProportionsSettings, "concentration")
+    add_setting_options(model, ProportionsSettings, "mean_prior_sd", "sd_prior_rate", "w_concentration", "prior_sd",
+                        "restarts")
     add_variant_options(parser)
     add_sampling_options(parser)
 
@@ -101,10 +82,7 @@ def run(args) -> None:
           f"features {', '.join(data.features)}", flush=True)
     from bayes_wsc.models.proportions.model import ProportionsClassifier  # PyMC loads once the data are known to be good
 
-    est = ProportionsClassifier(emission=args.emission, bag_likelihood=args.bag_likelihood,
-                                concentration=args.concentration, mean_prior_sd=args.mean_prior_sd,
-                                sd_prior_rate=args.sd_prior_rate, w_concentration=args.w_concentration,
-                                prior_sd=args.prior_sd, restarts=args.restarts, **sampling_settings(args))
+    est = ProportionsClassifier(**setting_values(args, ProportionsSettings), **sampling_settings(args))
     fit_save_report(est, data, args)
 
 

@@ -37,9 +37,6 @@ not, the classes are not identified (the worst case of seed 001, Sec. 2.3) and t
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 import pandas as pd
 from scipy.special import gammaln, logsumexp
@@ -50,6 +47,9 @@ from bayes_wsc.data.proportions import LabelProportions, count_plan
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator, is_labels
+from bayes_wsc.models.proportions.settings import (BAG_LIKELIHOODS, DEFAULT_BAG_LIKELIHOOD, DEFAULT_EMISSION,  # noqa: F401
+                                                   EMISSIONS, ProportionsSettings)
+from bayes_wsc.settings import checked
 from bayes_wsc.graph_inputs import declare
 from bayes_wsc.posterior import stacked, summarize_columns
 
@@ -60,12 +60,6 @@ pt = LazyModule("pytensor.tensor")
 likelihoods = LazyModule("bayes_wsc.likelihoods")
 transforms = LazyModule("bayes_wsc.transforms")
 
-EMISSIONS = ("gaussian", "categorical", "logistic")
-BAG_LIKELIHOODS = ("independent", "exact-counts")
-#: the defaults, chosen by held-out accuracy on seed 001's Sec. 4 experiment (README, benchmarks/RESULTS.md)
-DEFAULT_EMISSION = "logistic"
-#: exact-counts when the data hold whole class counts and the proportions are known exactly, else independent
-DEFAULT_BAG_LIKELIHOOD = "auto"
 #: MAP starts by default per emission (`ProportionsClassifier(restarts=None)`): with four groups of breast_cancer,
 #: one start left the logistic fit in a poor mode in 4 of 20 splits (one with held-out accuracy 0.25), two or more
 #: in none below the majority share (benchmarks/proportions_restarts.py); the other emissions start once from the
@@ -83,21 +77,18 @@ RANK_TOLERANCE = 1e-8
 
 # ---------------------------------------------------------------------- settings
 def check_settings(emission: str, bag_likelihood: str, concentration, **priors) -> None:
-    """Fail early, naming the setting, before any model is built."""
-    if emission not in EMISSIONS:
-        raise InputError(f"emission must be one of {EMISSIONS}, got {emission!r}")
-    if bag_likelihood not in (*BAG_LIKELIHOODS, "auto"):
-        raise InputError(f"bag_likelihood must be one of {(*BAG_LIKELIHOODS, 'auto')}, got {bag_likelihood!r}")
-    if concentration is not None:
-        if not _positive(concentration):
-            raise InputError(f"concentration must be None (proportions known exactly) or a positive number, "
-                             f"got {concentration!r}")
-        if bag_likelihood == "exact-counts":
-            raise InputError("the exact-counts likelihood takes the counts as known exactly; noisy proportions "
-                             "(concentration) need bag_likelihood='independent'")
-    for name, value in priors.items():
-        if not _positive(value):
-            raise InputError(f"{name} must be a positive number, got {value!r}")
+    """Fail early, naming the setting, before any model is built: each as declared (`ProportionsSettings`), then
+    the rule between the bag likelihood and the proportions' noise."""
+    checked(ProportionsSettings, {"emission": emission, "bag_likelihood": bag_likelihood,
+                                  "concentration": concentration, **priors})
+    check_noisy_counts(bag_likelihood, concentration)
+
+
+def check_noisy_counts(bag_likelihood: str, concentration) -> None:
+    """Noisy proportions (a concentration) are not exact counts."""
+    if concentration is not None and bag_likelihood == "exact-counts":
+        raise InputError("the exact-counts likelihood takes the counts as known exactly; noisy proportions "
+                         "(concentration) need bag_likelihood='independent'")
 
 
 def resolve_bag_likelihood(bag_likelihood: str, concentration, data: LabelProportions) -> str:
@@ -107,11 +98,6 @@ def resolve_bag_likelihood(bag_likelihood: str, concentration, data: LabelPropor
     if bag_likelihood != "auto":
         return bag_likelihood
     return "exact-counts" if concentration is None and data.counts is not None else "independent"
-
-
-def _positive(value) -> bool:
-    return (isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-            and value > 0)
 
 
 def check_data(data, emission: str) -> LabelProportions:
@@ -497,38 +483,15 @@ class ProportionsClassifier(Estimator):
     bounds = {"eta": (0.0, 1.0), "theta": (0.0, 1.0), "w": (0.0, 1.0), "rho": (0.0, 1.0), "sd": (0.0, float("inf")),
               "sd_excess": (0.0, float("inf"))}
 
-    def __init__(self, *, emission=DEFAULT_EMISSION, bag_likelihood=DEFAULT_BAG_LIKELIHOOD, concentration=None,
-                 mean_prior_sd=3.0, sd_prior_rate=1.0, w_concentration=1.0, prior_sd=1.0, intercept_sd=2.0,
-                 restarts=None, **kwargs):
-        super().__init__(**kwargs)
-        self.restarts = restarts
-        self.emission = emission
-        self.bag_likelihood = bag_likelihood
-        self.concentration = concentration
-        self.mean_prior_sd = mean_prior_sd
-        self.sd_prior_rate = sd_prior_rate
-        self.w_concentration = w_concentration
-        self.prior_sd = prior_sd
-        self.intercept_sd = intercept_sd
+    #: the build settings are as given (the bag likelihood may be "auto": `settings_for` resolves it)
+    Settings = ProportionsSettings
 
     # ------------------------------------------------------------------ settings
-    def build_settings(self) -> dict:
-        """The settings as given (the bag likelihood may be "auto": `settings_for` resolves it)."""
-        return {"emission": self.emission, "bag_likelihood": self.bag_likelihood,
-                "concentration": None if self.concentration is None else float(self.concentration),
-                "mean_prior_sd": float(self.mean_prior_sd), "sd_prior_rate": float(self.sd_prior_rate),
-                "w_concentration": float(self.w_concentration), "prior_sd": float(self.prior_sd),
-                "intercept_sd": float(self.intercept_sd)}
-
     def check_params(self) -> None:
+        """The declared settings (`ProportionsSettings`), then the rule between the bag likelihood and the
+        proportions' noise."""
         super().check_params()
-        if self.restarts is not None and (isinstance(self.restarts, bool) or not isinstance(self.restarts, numbers.Integral)
-                                          or self.restarts < 1):
-            raise InputError(f"restarts must be None (the emission's default) or a positive whole number, got "
-                             f"{self.restarts!r}")
-        check_settings(self.emission, self.bag_likelihood, self.concentration, mean_prior_sd=self.mean_prior_sd,
-                       sd_prior_rate=self.sd_prior_rate, w_concentration=self.w_concentration,
-                       prior_sd=self.prior_sd, intercept_sd=self.intercept_sd)
+        check_noisy_counts(self.bag_likelihood, self.concentration)
 
     def settings_for(self, data: LabelProportions) -> dict:
         """The settings with the bag likelihood resolved against the data (`resolve_bag_likelihood`)."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_setting_options, add_simulate_options,
                                       add_variant_options, columns, non_negative_float, number, positive_float,
-                                      positive_int, sampling_settings)
+                                      positive_int, sampling_settings, setting_values)
+from bayes_wsc.models.wsc.settings import WSCSettings
 from bayes_wsc.errors import InputError
 from bayes_wsc.outputs import input_table, output_file
 
@@ -42,13 +43,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                       help="down-weight each group to at most M items (Sec. 6.2)")
     model = parser.add_argument_group("model")
     model.add_argument("--wh", type=wh_value, default=10.0, help="weight of HE, 1/sigma_H^2; 'inf' fixes mu = HE (so does any WH above 1e5, with a note)")
-    model.add_argument("--mu-prior", choices=("hierarchical", "flat"), default="hierarchical")
-    model.add_argument("--w-concentration", type=positive_float, default=1.0, help="Dirichlet c of w0, w1")
-    model.add_argument("--mu", choices=("sampled", "integrated", "grid"), default=None,
-                       help="NUTS or laplace: treat every group's mu as a parameter, or integrate them out and draw "
-                            "them afterwards (grid: NUTS only, on one grid of nodes shared by all groups, the heaviest "
-                            "by per-group quadrature) (default: grid for --method nuts, integrated for --method "
-                            "laplace or for nuts with a --model file that takes mu, sampled otherwise)")
+    add_setting_options(model, WSCSettings)
     add_variant_options(parser)
     add_sampling_options(parser)
 
@@ -77,8 +72,7 @@ def run(args) -> None:
           f"{data.n_bins} behavior bins", flush=True)
     from bayes_wsc.models.wsc.model import WSC  # PyMC loads only once the data are known to be good
 
-    est = WSC(wh=args.wh, mu_prior=args.mu_prior, w_concentration=args.w_concentration, mu=args.mu,
-              **sampling_settings(args))
+    est = WSC(**setting_values(args, WSCSettings), **sampling_settings(args))
     fit_save_report(est, data, args)
 
 

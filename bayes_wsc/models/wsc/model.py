@@ -33,6 +33,8 @@ from bayes_wsc.errors import FitWarning, InputError
 from bayes_wsc.estimator import Estimator
 from bayes_wsc.graph_inputs import declare
 from bayes_wsc.maths.wsc import naive_emissions
+from bayes_wsc.models.wsc.settings import MU_METHODS, MU_PRIORS, WSCSettings  # noqa: F401  (MU_*: importable here)
+from bayes_wsc.settings import checked
 from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -42,11 +44,6 @@ pt = LazyModule("pytensor.tensor")
 likelihoods = LazyModule("bayes_wsc.likelihoods")
 transforms = LazyModule("bayes_wsc.transforms")
 
-MU_PRIORS = ("hierarchical", "flat")
-#: how NUTS treats the group qualities: as parameters, or integrated out of the model's density and
-#: drawn from their conditionals after sampling (`add_integrated_clicks`), by quadrature per group or
-#: on one grid of nodes shared by all groups
-MU_METHODS = ("sampled", "integrated", "grid")
 INTEGRATING = ("integrated", "grid")
 #: Below this WH the HE barely orients the classes; the posterior can hold both labelings.
 WEAK_WH = 1.0
@@ -73,20 +70,18 @@ def wh_limit_message(wh: float) -> str:
 
 def check_settings(wh: float, mu_prior: str, w_concentration: float, *, warn: bool = True,
                    mu: str | None = "sampled") -> None:
-    """Fail early, naming the setting, before any model is built; warn about a weak WH."""
-    if mu is not None and mu not in MU_METHODS:
-        raise InputError(f"mu must be one of {MU_METHODS}, got {mu!r}")
-    if isinstance(wh, bool) or not isinstance(wh, (int, float, np.number)) or math.isnan(wh) or wh < 0:
-        raise InputError(f"wh must be >= 0 or inf, got {wh!r}")
-    if mu_prior not in MU_PRIORS:
-        raise InputError(f"mu_prior must be one of {MU_PRIORS}, got {mu_prior!r}")
-    if isinstance(w_concentration, bool) or not (isinstance(w_concentration, (int, float, np.number))
-                                                 and math.isfinite(w_concentration) and w_concentration > 0):
-        raise InputError(f"w_concentration must be a positive number, got {w_concentration!r}")
+    """Fail early, naming the setting, before any model is built (each as declared, `WSCSettings`, then the
+    rule between WH and F0); warn about a weak WH."""
+    number = checked(WSCSettings, {"wh": wh, "mu_prior": mu_prior, "w_concentration": w_concentration, "mu": mu})["wh"]
+    check_flat_prior(number, mu_prior)
+    if warn and number < WEAK_WH:
+        warnings.warn(weak_wh_message(wh), FitWarning, stacklevel=3)
+
+
+def check_flat_prior(wh: float, mu_prior: str) -> None:
+    """F0 flat needs the HE term: without it (WH = 0) the posterior is improper."""
     if wh == 0 and mu_prior == "flat":
         raise InputError("wh=0 with mu_prior='flat' gives an improper posterior; use mu_prior='hierarchical'")
-    if warn and wh < WEAK_WH:
-        warnings.warn(weak_wh_message(wh), FitWarning, stacklevel=3)
 
 
 def weak_wh_message(wh: float) -> str:
@@ -772,12 +767,7 @@ class WSC(Estimator):
     required_variables = {"posterior": ("rho", "pi", "mu", "w0", "w1"), "observed_data": ("counts", "he"),
                           "constant_data": ("n_items", "group_scale")}
 
-    def __init__(self, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0, mu=None, **kwargs):
-        super().__init__(**kwargs)
-        self.wh = wh
-        self.mu_prior = mu_prior
-        self.w_concentration = w_concentration
-        self.mu = mu
+    Settings = WSCSettings
 
     def build_settings(self) -> dict:
         """The settings `build_model` takes; `mu` only when not the default, so that a variant file
@@ -894,13 +884,9 @@ class WSC(Estimator):
         return [f"Group qualities: {how}{after} (mu={used!r}, {chosen})."]
 
     def check_params(self) -> None:
+        """The declared settings (`WSCSettings`), then the rules between them: WH and F0, mu and the method."""
         super().check_params()
-        if isinstance(self.wh, str):
-            try:
-                self.wh = float(self.wh)
-            except ValueError:
-                raise InputError(f"wh must be a number or inf, got {self.wh!r}") from None
-        check_settings(self.wh, self.mu_prior, self.w_concentration, warn=False, mu=self.mu)
+        check_flat_prior(self.wh, self.mu_prior)
         if self.mu_used == "grid" and self.method != "nuts":
             raise InputError(f"mu='grid' is a NUTS setting (method='nuts'), got method={self.method!r}; a Laplace fit "
                              "integrates with mu='integrated'")
