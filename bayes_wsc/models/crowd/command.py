@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_simulate_options,
-                                      add_variant_options, columns, non_negative_int, positive_float, positive_int,
-                                      probability, sampling_settings)
+from bayes_wsc.commands.common import (add_sampling_options, add_sep_option, add_setting_options, add_simulate_options,
+                                      add_variant_options, columns, non_negative_int, positive_int, probability,
+                                      sampling_settings, setting_values)
+from bayes_wsc.models.crowd.settings import CrowdSettings
 from bayes_wsc.outputs import input_table, output_file
 
 HELP = "crowd labelling (Dawid-Skene): each item's class from annotators' or rules' votes, with abstentions"
@@ -22,12 +23,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     add_sep_option(data)
     data.add_argument("--classes", type=columns, default=None,
                       help="the classes, comma-separated (default: those the votes name, sorted)")
-    model = parser.add_argument_group("model")
-    model.add_argument("--vote-diagonal", type=positive_float, default=4.0,
-                       help="Dirichlet weight of the true class in each confusion row (default 4; the others 1)")
-    model.add_argument("--class-concentration", type=positive_float, default=1.0,
-                       help="Dirichlet concentration of the class prior pi (default 1)")
-    model.add_argument("--restarts", type=positive_int, default=2, help="MAP starts (default 2)")
+    add_setting_options(parser.add_argument_group("model"), CrowdSettings)
     add_variant_options(parser)
     add_sampling_options(parser)
 
@@ -43,8 +39,7 @@ def run(args) -> None:
           f"({int((~data.cast).sum())} abstentions), classes {', '.join(data.classes)}", flush=True)
     from bayes_wsc.models.crowd.model import CrowdClassifier
 
-    est = CrowdClassifier(vote_diagonal=args.vote_diagonal, class_concentration=args.class_concentration,
-                          restarts=args.restarts, **sampling_settings(args))
+    est = CrowdClassifier(**setting_values(args, CrowdSettings), **sampling_settings(args))
     fit_save_report(est, data, args)
 
 

@@ -17,8 +17,6 @@ confusion matrix, which the checks' agreement row catches (`checks.py`).
 
 from __future__ import annotations
 
-import math
-import numbers
 from types import SimpleNamespace
 
 import numpy as np
@@ -28,10 +26,12 @@ from scipy.special import logsumexp, softmax
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator, check_whole
+from bayes_wsc.settings import checked
+from bayes_wsc.estimator import Estimator
 from bayes_wsc.graph_inputs import declare
 from bayes_wsc.maths.dawid_skene import confusion_prior, start_confusion, vote_evidence, vote_inputs
 from bayes_wsc.models.crowd.data import CrowdVotes
+from bayes_wsc.models.crowd.settings import CrowdSettings
 from bayes_wsc.posterior import append_predictions, class_table, stacked
 
 pm = LazyModule("pymc")
@@ -43,10 +43,8 @@ DATA_DIMS = {"vote_item": ("cast",), "vote_source": ("cast",), "vote_value": ("c
 
 
 def check_settings(vote_diagonal, class_concentration) -> None:
-    """Fail early, naming the setting."""
-    for name, value in (("vote_diagonal", vote_diagonal), ("class_concentration", class_concentration)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-            raise InputError(f"{name} must be a positive number, got {value!r}")
+    """Fail early, naming the setting (as declared, `CrowdSettings`)."""
+    checked(CrowdSettings, {"vote_diagonal": vote_diagonal, "class_concentration": class_concentration})
 
 
 # ---------------------------------------------------------------------- the data the graph reads (NumPy)
@@ -128,25 +126,13 @@ class CrowdClassifier(Estimator):
     `item_probabilities()` each item's class given its votes, `predict(table)` for new items' votes.
     """
 
+    Settings = CrowdSettings
+
     model_name = "crowd"
     data_class = CrowdVotes
     required_groups = ("posterior", "observed_data", "constant_data")
     bounds = {"pi": (0.0, 1.0), "confusion": (0.0, 1.0), "accuracy": (0.0, 1.0)}
     estimands = ["pi", "accuracy", "confusion"]
-
-    def __init__(self, *, vote_diagonal=4.0, class_concentration=1.0, restarts=2, **kwargs):
-        super().__init__(**kwargs)
-        self.vote_diagonal = vote_diagonal
-        self.class_concentration = class_concentration
-        self.restarts = restarts
-
-    def build_settings(self) -> dict:
-        return {"vote_diagonal": self.vote_diagonal, "class_concentration": self.class_concentration}
-
-    def check_params(self) -> None:
-        super().check_params()
-        check_settings(**self.build_settings())
-        check_whole("restarts", self.restarts)
 
     def build_model(self, data: CrowdVotes) -> pm.Model:
         return build_model(data, **self.build_settings())
