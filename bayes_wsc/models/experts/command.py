@@ -236,6 +236,12 @@ def run_simulate(args) -> None:
                 "0, and its intervals are not expected to cover this W at their nominal rate; alpha and beta "
                 "are the values given, not draws from their prior. Clusters are exchangeable: compare W after "
                 "matching the fit's clusters to these.")
+    else:
+        facts["differs_from_the_fit"] = (
+            "the items and their classes are a real data set: no W or b generated them, so nothing is drawn from "
+            "the fit's prior; each expert links random pairs of items with the accuracies given (alpha, beta: "
+            "values, not draws from their prior), by the items' true classes. `sbc_case` of "
+            "bayes_wsc.models.experts.simulate draws from the fit's own prior.")
     truth_table = pd.DataFrame({"id": items["id"], "cluster": clusters})
     tables = {"items.csv": items, "constraints.csv": constraints}
     written = write_simulation(args.out, tables, facts, truth_table)
