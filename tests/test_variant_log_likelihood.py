@@ -113,6 +113,24 @@ def test_loo_prefers_the_student_t_variant_on_student_t_data(wsc_fits):
     ranked = compare({"default": default, "student-t": variant})
     assert ranked.index[0] == "student-t"
     assert ranked.loc["default", "elpd_diff"] > ranked.loc["default", "dse"]
+    assert ranked.loc["default", "conclusion"].startswith("worse than 'student-t'"), ranked["conclusion"].tolist()
+
+
+def test_compare_says_plainly_when_loo_cannot_tell_fits_apart():
+    """Issue 38's tie (a Student-t rater-noise variant on its own data against the default: elpd -6628.0
+    against -6628.7, SE of the difference 0.53) reads as a tie in words; a difference of many SEs does not."""
+    import pandas as pd
+
+    from bayes_wsc.comparison import conclusions
+
+    table = pd.DataFrame({"elpd_diff": [0.0, 0.7, 12.0, 5.0], "dse": [0.0, 0.53, 3.0, 4.0]},
+                         index=["student-t", "default", "worse", "noisy"])
+    best, tie, worse, noisy = conclusions(table)
+    assert best == "best by LOO; tied with 'default', 'noisy' (see their rows)"
+    assert tie.startswith("tied with 'student-t': elpd 0.7 lower, SE of the difference 0.5") \
+        and "LOO cannot tell these fits apart" in tie
+    assert worse == "worse than 'student-t': elpd 12.0 lower, 4.0 SE of the difference; LOO prefers 'student-t'"
+    assert noisy.startswith("tied with 'student-t'")  # 5 nats, but within 2 SE of the difference
 
 
 # ---------------------------------------------------------------------- the first model: what it integrates, and when
