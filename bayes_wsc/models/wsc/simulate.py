@@ -73,7 +73,7 @@ def simulate_wsc(
 def differs_from_the_fit(sigma_h: float) -> str:
     """How `simulate_wsc`'s data differ from a draw of the default fit's own model (truth.json's
     `differs_from_the_fit`); `sbc_case` draws every parameter from that prior instead."""
-    wh = "the fit's likelihood holds without --wh" if sigma_h == 0 else \
+    wh = "HE equals mu, which the fit holds at --wh inf" if sigma_h == 0 else \
         f"fit with --wh {1 / sigma_h ** 2:g} (1 / sigma_h^2) for the fit's likelihood to hold exactly"
     return ("mu_loc = 0 and mu_scale = 1 are fixed values where the fit's prior draws them (mu_loc ~ N(0, 2), "
             "mu_scale ~ HalfNormal(2)); w0 and w1 are Sec. 5's emissions, fixed, not drawn from the fit's "
