@@ -17,13 +17,16 @@ from bayes_wsc.errors import FitWarning, InputError
 #: below 4 the difference is small, and its SE, from the pointwise differences, is unreliable)
 TIE_NATS = 4.0
 #: a difference within this many SEs of the difference (`dse`) counts as a tie
-TIE_SES = 2.0
+TIE_SES = 1.0
+#: a difference of at least this many SEs is a clear preference; between `TIE_SES` and this LOO only leans
+CLEAR_SES = 2.0
 
 
 def conclusions(table) -> list[str]:
     """What a user should conclude from each row of a comparison, best first, in plain words: the best fit;
-    a fit tied with it (its elpd below the best's by less than `TIE_NATS`, or by less than `TIE_SES` SEs of
-    the difference: LOO cannot tell the two apart on these data); or a fit LOO ranks below it, by how much."""
+    a fit tied with it (its elpd below the best's by less than `TIE_NATS`, or by less than `TIE_SES` SE of
+    the difference: LOO cannot tell the two apart on these data); one LOO leans against (under `CLEAR_SES`
+    SE: not decisive); or one LOO ranks clearly below it, by so many SE."""
     best = str(table.index[0])
     out = []
     for label, row in table.iterrows():
@@ -35,6 +38,9 @@ def conclusions(table) -> list[str]:
             out.append(f"tied with {best!r}: elpd {diff:.1f} lower, SE of the difference {dse:.1f} (a tie: under "
                        f"{TIE_NATS:g}, or under {TIE_SES:g} SE); LOO cannot tell these fits apart on these data, so "
                        "choose by the checks, the model's assumptions, or simplicity, not by this ranking")
+        elif diff < CLEAR_SES * dse:
+            out.append(f"below {best!r}: elpd {diff:.1f} lower, {diff / dse:.1f} SE of the difference; LOO leans to "
+                       f"{best!r} but not decisively (under {CLEAR_SES:g} SE): weigh the checks too")
         else:
             ses = f"{diff / dse:.1f} SE of the difference" if dse > 0 else "the difference's SE 0"
             out.append(f"worse than {best!r}: elpd {diff:.1f} lower, {ses}; LOO prefers {best!r}")
