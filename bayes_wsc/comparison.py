@@ -22,28 +22,28 @@ TIE_SES = 1.0
 CLEAR_SES = 2.0
 
 
-def conclusions(table) -> list[str]:
+def conclusions(table, ic: str = "loo") -> list[str]:
     """What a user should conclude from each row of a comparison, best first, in plain words: the best fit;
     a fit tied with it (its elpd below the best's by less than `TIE_NATS`, or by less than `TIE_SES` SE of
     the difference: LOO cannot tell the two apart on these data); one LOO leans against (under `CLEAR_SES`
     SE: not decisive); or one LOO ranks clearly below it, by so many SE."""
-    best = str(table.index[0])
+    best, name = str(table.index[0]), ic.upper()
     out = []
     for label, row in table.iterrows():
         diff, dse = float(row["elpd_diff"]), float(row["dse"])
         if label == table.index[0]:
             tied = [str(other) for other, r in table.iloc[1:].iterrows() if _tied(r["elpd_diff"], r["dse"])]
-            out.append("best by LOO" + (f"; tied with {', '.join(map(repr, tied))} (see their rows)" if tied else ""))
+            out.append(f"best by {name}" + (f"; tied with {', '.join(map(repr, tied))} (see their rows)" if tied else ""))
         elif _tied(diff, dse):
             out.append(f"tied with {best!r}: elpd {diff:.1f} lower, SE of the difference {dse:.1f} (a tie: under "
-                       f"{TIE_NATS:g}, or under {TIE_SES:g} SE); LOO cannot tell these fits apart on these data, so "
+                       f"{TIE_NATS:g}, or under {TIE_SES:g} SE); {name} cannot tell these fits apart on these data, so "
                        "choose by the checks, the model's assumptions, or simplicity, not by this ranking")
         elif diff < CLEAR_SES * dse:
-            out.append(f"below {best!r}: elpd {diff:.1f} lower, {diff / dse:.1f} SE of the difference; LOO leans to "
+            out.append(f"below {best!r}: elpd {diff:.1f} lower, {diff / dse:.1f} SE of the difference; {name} leans to "
                        f"{best!r} but not decisively (under {CLEAR_SES:g} SE): weigh the checks too")
         else:
             ses = f"{diff / dse:.1f} SE of the difference" if dse > 0 else "the difference's SE 0"
-            out.append(f"worse than {best!r}: elpd {diff:.1f} lower, {ses}; LOO prefers {best!r}")
+            out.append(f"worse than {best!r}: elpd {diff:.1f} lower, {ses}; {name} prefers {best!r}")
     return out
 
 
@@ -87,5 +87,5 @@ def compare(fits, ic: str = "loo"):
                       f"{other!r} given it ({holds[other]}): LOO then compares a prediction of new units with one of "
                       "the same units' data, and the ranking mixes the two", FitWarning, stacklevel=2)
     table = inference.compare({label: fits[label]._fitted() for label in labels}, ic=ic)
-    table["conclusion"] = conclusions(table)
+    table["conclusion"] = conclusions(table, ic)
     return table
