@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bayes_wsc import registry
 from bayes_wsc.data.tables import read_table
 from bayes_wsc.testing import cli
 
@@ -226,6 +227,17 @@ def test_truth_holds_every_parameter_the_fit_estimates(tmp_path, case):
             assert dim == exchangeable or truth_keys == keys, (name, dim, truth_keys, keys)
         values = pd.json_normalize(facts[name]).to_numpy(dtype=float) if held else np.array([facts[name]])
         assert np.isfinite(values).all(), name
+
+
+@pytest.mark.parametrize("model", registry.NAMES)
+def test_truth_says_how_the_data_differ_from_the_fits_own_prior(tmp_path, model):
+    """Every registered model's `simulate` (its contract case's small options) states in truth.json how its
+    data differ from a draw of the fit's own prior, and where data drawn from that prior come from."""
+    from contract_cases import CASES
+
+    assert run("simulate", model, "--out", tmp_path, *CASES[model].simulate)[0] == 0
+    words = truth(tmp_path).get("differs_from_the_fit")
+    assert isinstance(words, str) and "prior" in words and "sbc_case" in words, words
 
 
 # ---------------------------------------------------------------------- the folder, the seed, the options

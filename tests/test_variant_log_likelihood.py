@@ -113,6 +113,27 @@ def test_loo_prefers_the_student_t_variant_on_student_t_data(wsc_fits):
     ranked = compare({"default": default, "student-t": variant})
     assert ranked.index[0] == "student-t"
     assert ranked.loc["default", "elpd_diff"] > ranked.loc["default", "dse"]
+    # measured: 8.6 lower, SE 4.9 (1.75 SE): LOO leans to the variant, not decisively at 80 groups
+    assert ranked.loc["default", "conclusion"].startswith(("below 'student-t'", "worse than 'student-t'")), \
+        ranked["conclusion"].tolist()
+
+
+def test_compare_says_plainly_when_loo_cannot_tell_fits_apart():
+    """Issue 38's tie (a Student-t rater-noise variant on its own data against the default: elpd -6628.0
+    against -6628.7, SE of the difference 0.53) reads as a tie in words; 1-2 SE as a lean; more as a preference."""
+    import pandas as pd
+
+    from bayes_wsc.comparison import conclusions
+
+    table = pd.DataFrame({"elpd_diff": [0.0, 0.7, 12.0, 5.0, 8.6], "dse": [0.0, 0.53, 3.0, 6.0, 4.9]},
+                         index=["student-t", "default", "worse", "noisy", "leaning"])
+    best, tie, worse, noisy, leaning = conclusions(table)
+    assert best == "best by LOO; tied with 'default', 'noisy' (see their rows)"
+    assert tie.startswith("tied with 'student-t': elpd 0.7 lower, SE of the difference 0.5") \
+        and "LOO cannot tell these fits apart" in tie
+    assert worse == "worse than 'student-t': elpd 12.0 lower, 4.0 SE of the difference; LOO prefers 'student-t'"
+    assert noisy.startswith("tied with 'student-t'")  # 5 nats, but within 1 SE of the difference
+    assert leaning.startswith("below 'student-t': elpd 8.6 lower, 1.8 SE") and "not decisively" in leaning
 
 
 # ---------------------------------------------------------------------- the first model: what it integrates, and when

@@ -76,7 +76,7 @@ def add_simulate_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_simulate(args) -> None:
     from bayes_wsc.errors import InputError
-    from bayes_wsc.models.combined.simulate import simulate_combined
+    from bayes_wsc.models.combined.simulate import differs_from_the_fit, simulate_combined
     from bayes_wsc.simulate.files import in_folder, named, named_matrix, report, write_simulation
 
     if args.classes < 2:
@@ -92,7 +92,8 @@ def run_simulate(args) -> None:
              "W": named_matrix(truth.W, truth.classes, tables["items"].columns[1:1 + args.n_features]),
              "b": named(truth.b, truth.classes), "accuracy": named(truth.accuracy, ["annotator1", "annotator2",
                                                                                "annotator3"]),
-             "alpha": named(truth.alpha, ["expert1", "expert2"]), "beta": named(truth.beta, ["expert1", "expert2"])}
+             "alpha": named(truth.alpha, ["expert1", "expert2"]), "beta": named(truth.beta, ["expert1", "expert2"]),
+             "differs_from_the_fit": differs_from_the_fit()}
     written = write_simulation(args.out, files, facts, tables["items"][["id"]].assign(**{"class": classes}))
     command = f"bayes-wsc fit combined --items {in_folder(args.out, 'items.csv')}"
     for name in ("votes", "pairs", "bags", "groups"):

@@ -121,6 +121,17 @@ def simulate_combined(n_items: int = 200, n_features: int = 3, n_classes: int = 
     return {"items": items, **tables}, truth, classes[z]
 
 
+def differs_from_the_fit(separation: float = 2.0) -> str:
+    """How `simulate_combined`'s data differ from a draw of the combined model's own prior at its defaults
+    (truth.json's `differs_from_the_fit`); `sbc_case` draws every parameter from that prior instead."""
+    return (f"W's entries ~ N(0, {separation:g}^2) on x ~ N(0, I), then centred over the classes, and b = 0, where "
+            "the fit's prior is W ~ N(0, 1), b ~ N(0, 2^2) on standardized features; the annotators' accuracies "
+            "(each a confusion matrix with that diagonal and the rest spread evenly) and the experts' alpha and "
+            "beta are fixed values, not draws from the fit's Dirichlet and 0.5 + 0.5 Beta(2, 2) priors. Data "
+            "drawn from the fit's own prior: `sbc_case` of bayes_wsc.models.combined.simulate, "
+            "which tests/test_truth_coverage_slow.py fits.")
+
+
 def data_from_tables(tables: dict[str, pd.DataFrame], **kwargs):
     """The container of simulated tables."""
     from bayes_wsc.models.combined.data import CombinedSupervision
@@ -210,4 +221,4 @@ def sbc_case(n_items: int = 40, n_features: int = 2, n_classes: int = 2, *, draw
     return SBCCase("combined", template, simulate, estimator, quantities, description=description)
 
 
-__all__ = ["simulate_combined", "supervision_tables", "example", "sbc_case", "data_from_tables"]
+__all__ = ["simulate_combined", "supervision_tables", "example", "sbc_case", "data_from_tables", "differs_from_the_fit"]

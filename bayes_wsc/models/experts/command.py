@@ -229,7 +229,9 @@ def run_simulate(args) -> None:
                    "fit's likelihood is exact). " if settings["same_cluster"] == "item" else
                    "Each rated pair's 'same cluster' is drawn once from sum_k p_ik p_jk (--same-cluster pair), the "
                    "fit's pairwise likelihood exactly; truth.csv's clusters are one draw the links do not use. ")
-                + "Clusters are exchangeable: compare W and b after matching the fit's clusters to these.")
+                + "Clusters are exchangeable: compare W and b after matching the fit's clusters to these. "
+                "`sbc_case` of bayes_wsc.models.experts.simulate draws alpha and beta from their prior too, with "
+                "links drawn per pair (what tests/test_truth_coverage_slow.py fits).")
         else:
             facts["differs_from_the_fit"] = (
                 f"W is drawn with entries of sd {settings['separation']:g} on the raw features (then centred over "
@@ -237,7 +239,14 @@ def run_simulate(args) -> None:
                 "N(0, 1), b ~ N(0, 4) (prior_sd, intercept_sd) on standardized features: a fit shrinks W toward "
                 "0, and its intervals are not expected to cover this W at their nominal rate; alpha and beta "
                 "are the values given, not draws from their prior. Clusters are exchangeable: compare W after "
-                "matching the fit's clusters to these.")
+                "matching the fit's clusters to these. `sbc_case` of bayes_wsc.models.experts.simulate draws "
+                "from the fit's own prior.")
+    else:
+        facts["differs_from_the_fit"] = (
+            "the items and their classes are a real data set: no W or b generated them, so nothing is drawn from "
+            "the fit's prior; each expert links random pairs of items with the accuracies given (alpha, beta: "
+            "values, not draws from their prior), by the items' true classes. `sbc_case` of "
+            "bayes_wsc.models.experts.simulate draws from the fit's own prior.")
     truth_table = pd.DataFrame({"id": items["id"], "cluster": clusters})
     tables = {"items.csv": items, "constraints.csv": constraints}
     written = write_simulation(args.out, tables, facts, truth_table)

@@ -143,7 +143,8 @@ def run_simulate(args) -> None:
 
     from bayes_wsc.errors import InputError
     from bayes_wsc.simulate.files import in_folder, named, named_matrix, report, write_simulation
-    from bayes_wsc.models.pcmix.simulate import BLOB_MEANS, BLOB_VARIANCES, simulate_intervals, simulate_two_blobs
+    from bayes_wsc.models.pcmix.simulate import (BLOB_MEANS, BLOB_VARIANCES, differs_from_the_fit, simulate_intervals,
+                                                 simulate_two_blobs)
 
     if args.study == "blobs":
         settings = {"study": "blobs", "n_items": args.n_items or 5000,
@@ -175,7 +176,7 @@ def run_simulate(args) -> None:
     facts = {"model": "pcmix", "study": study, "generator": generator, "seed": args.seed, "settings": settings,
              "sources": sources, "positive_share": float(np.mean(truth.y)), "n_labeled": int(truth.labeled.sum()),
              "error_floor": truth.error_floor,
-             "components": list(truth.sources)}
+             "components": list(truth.sources), "differs_from_the_fit": differs_from_the_fit(args.study)}
     features = [c for c in items.columns if c not in ("id", "y")]
     facts.update({"pi": named(truth.parameters["pi"], truth.sources),
                   "mean": named_matrix(truth.parameters["mean"], truth.sources, features),

@@ -122,6 +122,24 @@ def toy_items(frame: pd.DataFrame) -> LabeledItems:
     return LabeledItems.from_frame(frame, label_col="y", classes=[0, 1])
 
 
+def differs_from_the_fit(study: str) -> str:
+    """How a study's items differ from a draw of the PC mixture's own model (truth.json's
+    `differs_from_the_fit`); `sbc_case` draws every parameter from the fit's prior instead."""
+    if study == "blobs":
+        source = ("the two sources are Gaussian (the fit's mixture at --components 2), but y = 1 iff |x2| < 0.1 "
+                  "is a function of x, where the fit draws y ~ Bernoulli(rho_z) given the component alone: rho is "
+                  "each source's share of positives, not a parameter that generated y")
+    else:
+        source = ("the sources are uniform on their intervals, not Gaussian, so no mixture of the fit's holds "
+                  "them exactly (mean and sd are each interval's); y ~ Bernoulli(rho_z) given the source, as the "
+                  "fit assumes")
+    return ("pi, mean, sd and rho are the paper's fixed study values, not a draw from the fit's prior (pi ~ "
+            "Dirichlet, standardized means ~ N(0, --mean-prior-sd), sd - floor ~ Gamma(2, --sd-prior-rate), rho ~ "
+            f"Beta); {source}. Data drawn from the fit's own prior (at lam = 1): `sbc_case` of "
+            "bayes_wsc.models.pcmix.simulate, "
+            "which tests/test_truth_coverage_slow.py fits.")
+
+
 def example(seed: int | None = 0) -> LabeledItems:
     """Small data of the model: Sec. 3.2's three intervals at 70 + 40 + 30 labeled points. The
     registry's example of the model (`registry.ModelSpec.example`), for tests and trials."""

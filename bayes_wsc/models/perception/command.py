@@ -194,7 +194,8 @@ def run_simulate(args) -> None:
 
     from bayes_wsc.errors import InputError
     from bayes_wsc.simulate.files import in_folder, named, named_matrix, report, write_simulation
-    from bayes_wsc.models.perception.simulate import DIGIT_CONCEPTS, digits_example, simulate_study
+    from bayes_wsc.models.perception.simulate import (DIGIT_CONCEPTS, differs_from_the_fit, digits_example,
+                                                      simulate_study)
 
     distractor_only = [o for o in ("family", *list(DISTRACTOR_OPTIONS)[3:-1]) if getattr(args, o) is not None]
     if args.study != "distractor" and distractor_only:
@@ -276,7 +277,8 @@ def run_simulate(args) -> None:
              "perception": named_matrix(perception.iloc[:, 1:].to_numpy(), perception["cluster"],
                                         perception.columns[1:]),
              "cluster_sizes": {name: int(study_data.membership[:, k].sum()) for k, name in enumerate(names)},
-             "items_in_two_clusters": int((study_data.membership.sum(axis=1) > 1).sum())}
+             "items_in_two_clusters": int((study_data.membership.sum(axis=1) > 1).sum()),
+             "differs_from_the_fit": differs_from_the_fit(args.study)}
     if args.study == "model":
         data = study_data.data()
         W, b = generating.standardized(data)

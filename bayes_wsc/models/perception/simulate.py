@@ -462,6 +462,22 @@ def simulate_mixture_model(
     return PerceptionStudy(items, seeds, frame, membership, g, names), MixtureTruth(A, B, sd, z, g)
 
 
+def differs_from_the_fit(study: str) -> str:
+    """How a study's items differ from a draw of the perception model's own prior (truth.json's
+    `differs_from_the_fit`); `sbc_case` draws W and b from the fit's prior as `--study model` does."""
+    if study == "model":
+        return ("W and b are one draw from the conditional fit's default prior (weight_scale 3, intercept_sd 1) and "
+                "each item's cluster from P(z | x) at them: the conditional model itself; seeds are coarsened at "
+                "random (a seed put in one other set with probability 0.1), for which the fit's likelihood is "
+                "exact. Nothing else differs; fit with --formulation conditional. `sbc_case` of "
+                "bayes_wsc.models.perception.simulate draws from the same prior "
+                "for tests/test_truth_coverage_slow.py.")
+    return ("the items are a study or a data set, not draws from the perception model: no W or b generated them, so "
+            "nothing is drawn from the fit's prior and only pi (each cluster's share of the items) can be compared. "
+            "Data drawn from the fit's own prior: --study model, or `sbc_case` of bayes_wsc.models.perception.simulate, "
+            "which tests/test_truth_coverage_slow.py fits.")
+
+
 def example(seed: int | None = 0):
     """Small data of the model: 80 items with 3 features, 3 clusters over 3 perception features, 10
     seeds per cluster (`simulate_model`). The registry's example of the model

@@ -110,7 +110,8 @@ def run_simulate(args) -> None:
 
     from bayes_wsc.errors import InputError
     from bayes_wsc.simulate.files import in_folder, named, named_matrix, report, write_simulation
-    from bayes_wsc.models.proportions.simulate import simulate_proportion_tables, uci_proportion_tables
+    from bayes_wsc.models.proportions.simulate import (differs_from_the_fit, simulate_proportion_tables,
+                                                     uci_proportion_tables)
 
     fit = f"bayes-wsc fit proportions --items {in_folder(args.out, 'items.csv')} " \
           f"--proportions {in_folder(args.out, 'proportions.csv')}"
@@ -129,7 +130,11 @@ def run_simulate(args) -> None:
                  "seed": args.seed, "settings": {"dataset": args.dataset, "group_size": size},
                  "classes": list(proportions.columns[1:]),
                  "class_shares": named(pd.Series(classes).value_counts(normalize=True)
-                                       .reindex(proportions.columns[1:]).to_numpy(), proportions.columns[1:])}
+                                       .reindex(proportions.columns[1:]).to_numpy(), proportions.columns[1:]),
+                 "differs_from_the_fit": "the items and their classes are a real data set: no parameter of the "
+                                         "fit generated them, and nothing is drawn from its prior; only the "
+                                         "grouping is random. `sbc_case` of bayes_wsc.models.proportions.simulate "
+                                         "draws from the fit's own prior."}
     else:
         settings = {"emission": args.emission or "logistic", "n_groups": args.n_groups or 50,
                     "group_size": args.group_size or 8, "n_classes": args.n_classes or 2}
@@ -163,7 +168,8 @@ def run_simulate(args) -> None:
                           "(logistic: the classes drawn from softmax(x W + b) instead), each group's proportions "
                           "the exact shares of its items' classes",
                  "seed": args.seed, "settings": settings, "classes": classes, **parameters,
-                 "theta": named_matrix(truth.theta, proportions["group"], classes)}
+                 "theta": named_matrix(truth.theta, proportions["group"], classes),
+                 "differs_from_the_fit": differs_from_the_fit(settings["emission"])}
         if settings["emission"] != "logistic":
             fit += f" --emission {settings['emission']}"
     tables = {"items.csv": items, "proportions.csv": proportions}

@@ -87,6 +87,28 @@ def simulate_proportions(emission: str = "gaussian", *, n_groups: int = 50, grou
     return data, ProportionsTruth(draw["z"], draw["theta"], draw["params"])
 
 
+def differs_from_the_fit(emission: str, separation: float = 2.0, share_concentration: float = 0.5) -> str:
+    """How `simulate_proportion_tables`'s data differ from a draw of the fit's own model at its defaults
+    (truth.json's `differs_from_the_fit`); `sbc_case` draws the emission from the fit's prior instead."""
+    own = {
+        "gaussian": f"each class's means ~ N(0, {separation:g}^2) and sds ~ Uniform(0.5, 1.5) on the raw features, "
+                    "where the fit's prior is N(0, 3^2) on the means and 0.001 + Gamma(2, 1) on the sds of the "
+                    "standardized features",
+        "categorical": "each class's bin probabilities w ~ Dirichlet(1), the fit's own prior at its default "
+                       "--w-concentration 1: drawn from the fit's prior",
+        "logistic": f"W's entries ~ N(0, {separation:g}^2) (then centred over the classes) and b ~ N(0, 1) on "
+                    "features x ~ N(0, I), where the fit's prior is W ~ N(0, 1), b ~ N(0, 2^2) on standardized "
+                    "features; the classes are drawn from softmax(x W + b) and the proportions are their shares",
+    }[emission]
+    counts = ("" if emission == "logistic" else
+              f" Each group's class shares theta ~ Dirichlet({share_concentration:g}) drew its items' classes; the "
+              "fit (exact counts) takes the proportions as given, so theta is the draw behind them, not an "
+              "estimand.")
+    return (f"{own}.{counts} Data drawn from the fit's own prior: `sbc_case` of "
+            "bayes_wsc.models.proportions.simulate, "
+            "which tests/test_truth_coverage_slow.py fits.")
+
+
 def example(seed: int = 0) -> LabelProportions:
     """Small data of the model: 16 groups of 6 items, two classes, 2 Gaussian features. The registry's
     example of the model (`registry.ModelSpec.example`), for tests and trials."""

@@ -89,7 +89,7 @@ def add_simulate_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run_simulate(args) -> None:
-    from bayes_wsc.models.wsc.simulate import counts_to_clicks, simulate_wsc
+    from bayes_wsc.models.wsc.simulate import counts_to_clicks, differs_from_the_fit, simulate_wsc
     from bayes_wsc.simulate.files import in_folder, named, report, write_simulation
 
     data, truth = simulate_wsc(n_groups=args.n_groups, items_per_group=args.group_size, n_bins=args.n_bins,
@@ -109,6 +109,7 @@ def run_simulate(args) -> None:
         "w0": named(truth.w0, bins),
         "w1": named(truth.w1, bins),
         "mu": named(truth.mu, data.group_ids),
+        "differs_from_the_fit": differs_from_the_fit(args.sigma_h),
     }
     tables = {"clicks.csv": clicks, "groups.csv": groups}
     written = write_simulation(args.out, tables, facts)

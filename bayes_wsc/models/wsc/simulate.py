@@ -70,6 +70,20 @@ def simulate_wsc(
     return data, WSCTruth(mu=mu, w0=w0, w1=w1, pi=pi, rho=rho)
 
 
+def differs_from_the_fit(sigma_h: float) -> str:
+    """How `simulate_wsc`'s data differ from a draw of the default fit's own model (truth.json's
+    `differs_from_the_fit`); `sbc_case` draws every parameter from that prior instead."""
+    wh = "HE equals mu, which the fit holds at --wh inf" if sigma_h == 0 else \
+        f"fit with --wh {1 / sigma_h ** 2:g} (1 / sigma_h^2) for the fit's likelihood to hold exactly"
+    return ("mu_loc = 0 and mu_scale = 1 are fixed values where the fit's prior draws them (mu_loc ~ N(0, 2), "
+            "mu_scale ~ HalfNormal(2)); w0 and w1 are Sec. 5's emissions, fixed, not drawn from the fit's "
+            f"Dirichlet(1) prior; HE's sd around mu is sigma_h = {sigma_h:g}, while the fit's --wh W assumes "
+            f"1 / sqrt(W) (0.316 at the default 10): {wh}. mu_i ~ N(0, 1) and the clicks given mu are the fit's "
+            "model, and pi and rho are as the fit defines them (pi weighted by clicks). Data drawn from the fit's "
+            "own prior: `sbc_case` of bayes_wsc.models.wsc.simulate, "
+            "which tests/test_truth_coverage_slow.py fits.")
+
+
 def example(seed: int | None = 0) -> GroupedCounts:
     """Small data of the model (40 groups of 30 clicks in 5 bins, Sec. 5's rho): a fit takes seconds.
     The registry's example of the model (`registry.ModelSpec.example`), for tests and trials."""
