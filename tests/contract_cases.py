@@ -463,6 +463,7 @@ COVERAGE_SETTINGS = {
     "proportions": ({}, 8),
     "perception": ({"n_items": 40, "n_features": 2, "n_seeded": 30}, 8),
     "combined": ({}, 8),
+    "crowd": ({}, 8),
 }
 #: model -> why its case is an expected failure: the measured shortfall of its Laplace intervals
 COVERAGE_SHORT = {

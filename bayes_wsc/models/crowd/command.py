@@ -62,7 +62,7 @@ def probability_or_one(text: str) -> float:
 
 def run_simulate(args) -> None:
     from bayes_wsc.errors import InputError
-    from bayes_wsc.models.crowd.simulate import simulate_crowd
+    from bayes_wsc.models.crowd.simulate import differs_from_the_fit, simulate_crowd
     from bayes_wsc.simulate.files import in_folder, named, named_matrix, report, write_simulation
 
     if args.classes < 2:
@@ -76,7 +76,8 @@ def run_simulate(args) -> None:
     facts = {"model": "crowd", "seed": args.seed, "generator": "bayes_wsc.models.crowd.simulate.simulate_crowd",
              "pi": named(truth.pi, truth.classes), "accuracy": named(truth.accuracy, truth.sources),
              "confusion": {str(s): named_matrix(m, truth.classes, truth.classes)
-                           for s, m in zip(truth.sources, truth.confusion)}}
+                           for s, m in zip(truth.sources, truth.confusion)},
+             "differs_from_the_fit": differs_from_the_fit()}
     truth_table = items[["item"]].assign(**{"class": truth.classes[truth.z]})
     written = write_simulation(args.out, files, facts, truth_table)
     report(written, files, f"bayes-wsc fit crowd --votes {in_folder(args.out, 'votes.csv')} "

@@ -83,6 +83,17 @@ def simulate_crowd(n_items: int = 200, n_classes: int = 3, n_sources: int = 5, *
     return votes, CrowdTruth(classes, sources, pi, confusion, z)
 
 
+def differs_from_the_fit(concentration: float = 5.0) -> str:
+    """How `simulate_crowd`'s data differ from a draw of the crowd model's own prior at its defaults (truth.json's
+    `differs_from_the_fit`); `sbc_case` draws every parameter from that prior instead."""
+    return (f"pi ~ Dirichlet({concentration:g}, ...) where the fit's prior is Dirichlet(1, ...), and each honest "
+            "source's confusion matrix has a fixed accuracy on its diagonal "
+            f"({', '.join(f'{a:g}' for a in ACCURACIES)}, "
+            "cycled over the sources; adversarial sources never give the true class), where the fit's prior draws "
+            "each row from Dirichlet(1, ..., 4 at the true class, ..., 1). Data drawn from the fit's own prior: "
+            "`sbc_case` of bayes_wsc.models.crowd.simulate, which tests/test_truth_coverage_slow.py fits.")
+
+
 def example(seed: int | None = 0):
     """Small data of the model: 60 items, 3 classes, 4 sources each voting on 70% of the items (the rest
     abstentions). The registry's example (a fit takes seconds)."""
@@ -129,4 +140,5 @@ def sbc_case(n_items: int = 30, n_classes: int = 2, n_sources: int = 3, *, vote_
     return SBCCase("crowd", template, simulate, estimator, quantities, description=description)
 
 
-__all__ = ["simulate_crowd", "draw_confusion", "adversarial_confusion", "example", "sbc_case", "CrowdTruth"]
+__all__ = ["simulate_crowd", "differs_from_the_fit",
+           "draw_confusion", "adversarial_confusion", "example", "sbc_case", "CrowdTruth"]
