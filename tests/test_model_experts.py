@@ -443,6 +443,30 @@ def test_memberships_in_blocks_equal_the_per_draw_average(wine_case1, monkeypatc
     assert not np.allclose(linked.mean(axis=0), plain.mean(axis=0))  # the links do move the memberships
 
 
+def test_first_start_is_the_kmeans_clustering(wine_case1):
+    """`kmeans_logits` clusters the items as k-means does; with `kmeans_start` (the default) it is the MAP's
+    first start, and the other starts are the paper's random ones, the same draws as without it."""
+    from sklearn.cluster import KMeans
+
+    from bayes_wsc.maths.experts import kmeans_logits
+    from bayes_wsc.models.experts import NoisyExperts, membership_probabilities, raw_coordinates
+
+    data, _, _ = wine_case1
+    W, b = kmeans_logits(data.features, 3, 4)
+    kmeans = KMeans(n_clusters=3, n_init=3, random_state=4).fit_predict(data.features)
+    assert nmi(kmeans, membership_probabilities(data.features, W, b).argmax(axis=1)) > 0.99
+    with_kmeans = NoisyExperts(n_clusters=3, seed=4, restarts=3).initial_values(data)
+    random_only = NoisyExperts(n_clusters=3, seed=4, restarts=3, kmeans_start=False).initial_values(data)
+    for name, value in raw_coordinates(W, b, data.features, 1.0, 2.0).items():
+        np.testing.assert_allclose(with_kmeans[0][name], value)
+        assert not np.allclose(random_only[0][name], value)
+    for ours, theirs in zip(with_kmeans[1:], random_only[1:]):
+        for name in ours:
+            np.testing.assert_array_equal(ours[name], theirs[name])
+    with pytest.raises(InputError, match="kmeans_start must be True or False"):
+        NoisyExperts(n_clusters=3, kmeans_start="yes").check_params()
+
+
 def test_relabeling_keeps_rhat_low(wine_case1):
     """Chains started in four different labelings of the MAP: R-hat is huge before relabeling, ~1 after."""
     from bayes_wsc import inference

@@ -2,7 +2,7 @@
 
 `constraint_informed_memberships`, a training item's cluster given its features and the links on
 its own pairs, serves the estimator's memberships (`models/experts/model.py`) and the paper's point
-estimate (`models/experts/baselines.py`) alike.
+estimate (`models/experts/baselines.py`) alike; `kmeans_logits` is the k-means start of the estimator's MAP.
 """
 
 from __future__ import annotations
@@ -49,6 +49,27 @@ def constraint_informed_memberships(features: np.ndarray, W: np.ndarray, b: np.n
         factor = np.logaddexp(lp_other + same[..., None], log1mexp(lp_other) + different[..., None])
         np.add.at(log_probs, (slice(None), position[data.pairs[mine, end]]), factor)
     return np.exp(log_probs - logsumexp(log_probs, axis=-1, keepdims=True))
+
+
+def kmeans_logits(features: np.ndarray, n_clusters: int, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """W (d, K), b (K,) whose softmax reproduces k-means' clustering of the features (scikit-learn, k-means++,
+    3 inits): the posterior memberships of a mixture of K spherical Gaussians of a common variance s^2 at
+    the k-means centres mu_k, with weights pi_k from the cluster sizes (+1 smoothing),
+
+        logit_k(x) = x . mu_k / s^2 - ||mu_k||^2 / (2 s^2) + log pi_k,   s^2 = inertia / (n d).
+
+    A start of the MAP that sees how the features group, where random starts see only the pairs.
+    """
+    from sklearn.cluster import KMeans
+
+    n, d = features.shape
+    km = KMeans(n_clusters=n_clusters, n_init=3, random_state=seed).fit(features)
+    counts = np.bincount(km.labels_, minlength=n_clusters).astype(float)
+    variance = max(float(km.inertia_) / (n * d), 1e-6)
+    centres = km.cluster_centers_
+    W = centres.T / variance
+    b = -0.5 * (centres**2).sum(axis=1) / variance + np.log((counts + 1.0) / (n + n_clusters))
+    return W - W.mean(axis=1, keepdims=True), b - b.mean()
 
 
 def log1mexp(x: np.ndarray) -> np.ndarray:

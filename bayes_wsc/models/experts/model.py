@@ -63,7 +63,7 @@ from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
 from bayes_wsc.estimator import Estimator, check_whole
 from bayes_wsc.graph_inputs import declare
-from bayes_wsc.maths.experts import constraint_informed_memberships
+from bayes_wsc.maths.experts import constraint_informed_memberships, kmeans_logits
 from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, stacked, summarize_memberships
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -294,7 +294,9 @@ class NoisyExperts(Estimator):
     prior_sd : sd of the Gaussian prior on W (the paper's lambda ||W||^2: sd = 1 / sqrt(2 lambda)).
     intercept_sd : sd of the Gaussian prior on b.
     accuracy_a, accuracy_b : alpha, beta ~ 0.5 + 0.5 Beta(a, b) on [0.5, 1].
-    restarts : random restarts of the MAP (the best is kept and starts NUTS); 20 as in the paper.
+    restarts : starts of the MAP (the best is kept and starts NUTS); 20 as in the paper.
+    kmeans_start : True (default): the first start is k-means' clustering of the features
+        (`maths.experts.kmeans_logits`), the others random as in the paper; False: all random.
     method : "map" (posterior mode) or "nuts" (full posterior, chains started at the MAP).
     draws, tune, chains, seed, backend, target_accept, precision : NUTS settings (precision float64
         by default here: float32 measured no faster); seed also seeds the restarts.
@@ -316,7 +318,7 @@ class NoisyExperts(Estimator):
     setting_options = {"n_clusters": "clusters", "accuracy_a": "accuracy-prior", "accuracy_b": "accuracy-prior"}
 
     def __init__(self, *, n_clusters=2, prior_sd=1.0, intercept_sd=2.0, accuracy_a=2.0, accuracy_b=2.0,
-                 restarts=20, **kwargs):
+                 restarts=20, kmeans_start=True, **kwargs):
         super().__init__(**kwargs)
         self.n_clusters = n_clusters
         self.prior_sd = prior_sd
@@ -324,6 +326,7 @@ class NoisyExperts(Estimator):
         self.accuracy_a = accuracy_a
         self.accuracy_b = accuracy_b
         self.restarts = restarts
+        self.kmeans_start = kmeans_start
 
     def build_settings(self) -> dict:
         return {"n_clusters": self.n_clusters, "prior_sd": self.prior_sd, "intercept_sd": self.intercept_sd,
@@ -333,6 +336,8 @@ class NoisyExperts(Estimator):
         super().check_params()
         check_settings(**self.build_settings())
         check_whole("restarts", self.restarts)
+        if not isinstance(self.kmeans_start, (bool, np.bool_)):
+            raise InputError(f"kmeans_start must be True or False, got {self.kmeans_start!r}")
 
     def data_messages(self, data: PairwiseConstraints) -> list[str]:
         """Constant features (their cluster weights learn nothing) and links of one kind, must-links only
@@ -356,7 +361,9 @@ class NoisyExperts(Estimator):
         return model_coords(data, self.n_clusters), model_data(data)
 
     def initial_values(self, data: PairwiseConstraints) -> list[dict]:
-        """The paper's random restarts (Sec. 2.5): W, b ~ N(0, 1) entries, alpha, beta ~ U(0.5, 1).
+        """The paper's random restarts (Sec. 2.5): W, b ~ N(0, 1) entries, alpha, beta ~ U(0.5, 1);
+        with `kmeans_start` the first start's W, b are k-means' clustering of the features instead
+        (`kmeans_logits`): with few pairs on many clusters the random starts see only the pairs.
 
         The sensitivities and specificities are drawn inside (0.51, 0.99) so that every start
         has a finite log density.
@@ -364,9 +371,11 @@ class NoisyExperts(Estimator):
         rng = np.random.default_rng(self.seed)
         k = self.n_clusters
         starts = []
-        for _ in range(self.restarts):
+        for r in range(self.restarts):
             W = rng.standard_normal((data.n_features, k))
             b = rng.standard_normal(k)
+            if r == 0 and self.kmeans_start:
+                W, b = kmeans_logits(data.features, k, self.seed)
             start = raw_coordinates(W, b, data.features, self.prior_sd, self.intercept_sd)
             start["alpha_raw"] = 2 * rng.uniform(0.51, 0.99, data.n_experts) - 1
             start["beta_raw"] = 2 * rng.uniform(0.51, 0.99, data.n_experts) - 1
