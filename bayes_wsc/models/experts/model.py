@@ -76,6 +76,10 @@ likelihoods = LazyModule("bayes_wsc.likelihoods")
 RELABEL_MAX_ITEMS = 5000
 #: MAP restarts whose log density is within this of the best count as having reached it
 SAME_OPTIMUM = 1e-3
+#: sweeps of belief propagation of `memberships()` where the links are many (`default_sweeps`)
+PROPAGATION_SWEEPS = 10
+#: pairs per linked item from which `memberships()` propagates the links through the graph by default
+PROPAGATE_FROM = 2.0
 #: a cluster holding less than this share of the items (hard assignment) is reported as nearly empty
 EMPTY_CLUSTER_SHARE = 0.01
 
@@ -269,6 +273,14 @@ def model_data(data: PairwiseConstraints) -> dict[str, np.ndarray]:
     data set of the same shapes; building a program checks that this list and the model agree.
     """
     return {**weight_inputs(data), **membership_inputs(data), **constraint_inputs(data)}
+
+
+def default_sweeps(data: PairwiseConstraints) -> int:
+    """Sweeps of belief propagation that `memberships()` uses by default: `PROPAGATION_SWEEPS` when the
+    pairs are many (at least `PROPAGATE_FROM` per item in a pair, so that the constraint graph has
+    cycles through which links corroborate each other), else 0 (each item's own links)."""
+    linked = max(1, data.linked_items.size)
+    return PROPAGATION_SWEEPS if data.n_pairs / linked >= PROPAGATE_FROM else 0
 
 
 # ---------------------------------------------------------------------- estimator
@@ -526,11 +538,12 @@ class NoisyExperts(Estimator):
         return table.iloc[self.expert_order()]
 
     # ------------------------------------------------------------------ memberships and predictions
-    def _membership_summary(self, features: np.ndarray, ci: float, constraints: PairwiseConstraints | None = None):
+    def _membership_summary(self, features: np.ndarray, ci: float, constraints: PairwiseConstraints | None = None,
+                            sweeps: int = 0):
         """Posterior mean of P(z = k | x) for every row and cluster, the most probable cluster and the
         HDI of its probability; computed in chunks, never stored per draw. With `constraints` (the
-        training data) the rows are its items and each is also conditioned on its own links
-        (`constraint_informed_memberships`)."""
+        training data) the rows are its items and each is also conditioned on the links
+        (`constraint_informed_memberships`, its own pairs' or, with `sweeps`, the whole graph's)."""
         W, b = stacked(self._fitted(), "W"), stacked(self._fitted(), "b")
         if constraints is not None:
             alpha, beta = stacked(self._fitted(), "alpha"), stacked(self._fitted(), "beta")
@@ -539,37 +552,47 @@ class NoisyExperts(Estimator):
         def probabilities_of(uniq):
             if constraints is None:
                 return membership_probabilities(features[uniq], W, b)  # (S, len(uniq), K)
-            # the partners' arrays are (draws, pairs of these rows, K): bound them by blocks of draws
-            in_rows = np.isin(constraints.pairs, uniq).sum()
-            step = max(1, CHUNK_FLOATS // max(1, in_rows * k))
+            # every item's and every pair's (draws, ., K) arrays are held: bound them by blocks of draws
+            step = max(1, CHUNK_FLOATS // (4 * k * (constraints.n_items + 2 * constraints.n_pairs)))
             return np.concatenate([
                 constraint_informed_memberships(features, W[s:s + step], b[s:s + step], alpha[s:s + step],
-                                                beta[s:s + step], constraints, uniq)
+                                                beta[s:s + step], constraints, uniq, sweeps=sweeps)
                 for s in range(0, W.shape[0], step)])
 
         return summarize_memberships(features.shape[0], k, probabilities_of, W.shape[0], ci)
 
-    def _membership_frame(self, features: np.ndarray, ci: float, index=None, constraints=None) -> pd.DataFrame:
-        mean, cluster, low, high = self._membership_summary(features, ci, constraints)
+    def _membership_frame(self, features: np.ndarray, ci: float, index=None, constraints=None,
+                          sweeps: int = 0) -> pd.DataFrame:
+        mean, cluster, low, high = self._membership_summary(features, ci, constraints, sweeps)
         out = pd.DataFrame({"cluster": cluster}, index=index)
         for k in range(mean.shape[1]):
             out[f"prob_{k}"] = mean[:, k]
         out["prob_low"], out["prob_high"] = low, high
         return out
 
-    def memberships(self, ci: float = DEFAULT_CI, *, use_constraints: bool = True) -> pd.DataFrame:
+    def memberships(self, ci: float = DEFAULT_CI, *, use_constraints: bool = True,
+                    sweeps: int | None = None) -> pd.DataFrame:
         """Training items: `cluster` (most probable), `prob_<k>` (posterior mean probability of cluster
         k) and `prob_low`, `prob_high` (HDI of the chosen cluster's probability), indexed by item id.
 
-        use_constraints : True (default) conditions each item on the experts' links of its own
-            pairs as well as on its features, P(z_i = k | x, links on i)
-            (`constraint_informed_memberships`); False gives the features-only rule
+        use_constraints : True (default) conditions each item on the experts' links as well as on
+            its features (`constraint_informed_memberships`); False gives the features-only rule
             P(z_i = k | x_i) that `predict` applies to new items (the paper's clustering).
+        sweeps : with `use_constraints`, 0 conditions each item on its own pairs' links only,
+            P(z_i = k | x, links on i); n > 0 propagates the links through the constraint graph
+            by n sweeps of belief propagation (the partners' beliefs given their own other links).
+            Default (None): `PROPAGATION_SWEEPS` where the links are many
+            (at least `PROPAGATE_FROM` pairs per item in a pair), else 0.
         """
         self._check_fitted()
         index = pd.Index(self._fitted().constant_data["item"].values.astype(str), name="item")
         constraints = self.data_from_fit() if use_constraints else None
-        return self._membership_frame(self._fitted().constant_data["features"].values, ci, index, constraints)
+        if sweeps is None:
+            sweeps = default_sweeps(constraints) if use_constraints else 0
+        else:
+            check_whole("sweeps", sweeps, lowest=0)
+        return self._membership_frame(self._fitted().constant_data["features"].values, ci, index, constraints,
+                                      sweeps)
 
     def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI) -> pd.DataFrame:
         """Every input column plus `cluster`, `prob_<k>` for each cluster k (posterior mean) and
