@@ -182,7 +182,7 @@ def test_propagated_memberships_equal_enumeration_on_a_tree():
                                 "i": ["a", "b", "c", "b", "c", "d", "e"], "j": ["b", "a", "b", "c", "d", "c", "b"],
                                 "link": [1, 1, 0, 0, 1, 1, 1]})
     data = PairwiseConstraints.from_frames(items, constraints)
-    W, b = rng.normal(size=(2, 3)), rng.normal(size=3)
+    W, b = 0.3 * rng.normal(size=(2, 3)), 0.3 * rng.normal(size=3)  # weak features: the links decide
     alpha, beta = np.array([0.9, 0.7, 0.6]), np.array([0.8, 0.55, 0.95])
     probs = softmax(data.features @ W + b, axis=1)
     cells = list(zip(data.cell_pair, data.link, data.cell_expert))
@@ -205,7 +205,7 @@ def test_propagated_memberships_equal_enumeration_on_a_tree():
         np.testing.assert_allclose(got[:5], expected, rtol=1e-8)
         np.testing.assert_allclose(got[5], probs[5], rtol=1e-12)
     own = constraint_informed_memberships(*args, sweeps=0)[0]
-    assert np.abs(own[:5] - expected).max() > 0.01  # the propagation is what makes them exact
+    assert np.abs(own[:5] - expected).max() > 0.05  # the propagation is what makes them exact
 
 
 # ---------------------------------------------------------------------- data
