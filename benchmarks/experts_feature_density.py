@@ -36,7 +36,7 @@ def build_model(data, *, n_clusters=2, prior_sd=1.0, intercept_sd=2.0, accuracy_
         pm.Potential("features", pt.logsumexp(log_joint, axis=1).sum())
         pm.Deterministic("W", W - W.mean(axis=1, keepdims=True), dims=("feature", "cluster"))
         pm.Deterministic("b", b - b.mean(), dims="cluster")
-        ends = add_memberships(data, W[:, 1:] - W[:, :1], b[1:] - b[:1])
+        ends = add_memberships(data, W[:, 1:] - W[:, 0][:, None], b[1:] - b[0])
         alpha, beta = add_experts(accuracy_a=accuracy_a, accuracy_b=accuracy_b)
         add_constraint_likelihood(data, ends, alpha, beta)
     return model
