@@ -386,7 +386,7 @@ class NoisyExperts(Estimator):
         for r in range(self.restarts):
             W = rng.standard_normal((data.n_features, k))
             b = rng.standard_normal(k)
-            if r == 0 and self.kmeans_start:
+            if r == 0 and self.kmeans_start and data.n_items >= k:  # fewer items than K: model_coords says so
                 W, b = kmeans_logits(data.features, k, self.seed)
             start = raw_coordinates(W, b, data.features, self.prior_sd, self.intercept_sd)
             start["alpha_raw"] = 2 * rng.uniform(0.51, 0.99, data.n_experts) - 1
