@@ -169,6 +169,45 @@ def test_constraint_informed_membership_equals_enumeration_on_a_star():
     np.testing.assert_allclose(got[0, 1], probs[4], rtol=1e-12)
 
 
+def test_propagated_memberships_equal_enumeration_on_a_tree():
+    """A constraint graph without cycles (a path a-b-c-d and a leaf e on b, rated by one to three experts;
+    f in no pair): belief propagation's sweeps give every item its exact marginal of
+    p(z | x, theta, links) by brute force over all five linked items' clusters, which sweeps = 0 does
+    not (a's links reach it through b's other pairs); f keeps its softmax membership."""
+    from bayes_wsc.models.experts import constraint_informed_memberships
+
+    rng = np.random.default_rng(5)
+    items = pd.DataFrame({"id": list("abcdef"), "x1": rng.normal(size=6), "x2": rng.normal(size=6)})
+    constraints = pd.DataFrame({"expert": ["e1", "e2", "e1", "e3", "e2", "e3", "e1"],
+                                "i": ["a", "b", "c", "b", "c", "d", "e"], "j": ["b", "a", "b", "c", "d", "c", "b"],
+                                "link": [1, 1, 0, 0, 1, 1, 1]})
+    data = PairwiseConstraints.from_frames(items, constraints)
+    W, b = 0.3 * rng.normal(size=(2, 3)), 0.3 * rng.normal(size=3)  # weak features: the links decide
+    alpha, beta = np.array([0.9, 0.7, 0.6]), np.array([0.8, 0.55, 0.95])
+    probs = softmax(data.features @ W + b, axis=1)
+    cells = list(zip(data.cell_pair, data.link, data.cell_expert))
+    joint = np.zeros((3,) * 5)
+    for z in itertools.product(range(3), repeat=5):
+        term = np.prod([probs[i, z[i]] for i in range(5)])
+        for p, link, e in cells:
+            i, j = data.pairs[p]
+            if z[i] == z[j]:
+                term *= alpha[e] if link else 1 - alpha[e]
+            else:
+                term *= 1 - beta[e] if link else beta[e]
+        joint[z] = term
+    joint /= joint.sum()
+    expected = np.stack([joint.sum(axis=tuple(a for a in range(5) if a != i)) for i in range(5)])
+    rows = np.arange(6)
+    args = (data.features, W[None], b[None], alpha[None], beta[None], data, rows)
+    for damping in (0.0, 0.5):
+        got = constraint_informed_memberships(*args, sweeps=60, damping=damping)[0]
+        np.testing.assert_allclose(got[:5], expected, rtol=1e-8)
+        np.testing.assert_allclose(got[5], probs[5], rtol=1e-12)
+    own = constraint_informed_memberships(*args, sweeps=0)[0]
+    assert np.abs(own[:5] - expected).max() > 0.05  # the propagation is what makes them exact
+
+
 # ---------------------------------------------------------------------- data
 @pytest.fixture
 def tables():
@@ -411,12 +450,13 @@ def test_predict_on_unseen_items(iris_split):
 
 
 def test_memberships_in_blocks_equal_the_per_draw_average(wine_case1, monkeypatch):
-    """Six jittered draws: the chunked summaries equal the plain average over draws of each rule."""
+    """Six jittered draws: the chunked summaries equal the plain average over draws of each rule (the
+    default one, the links propagated through the graph, and the features alone)."""
     import copy
 
     import bayes_wsc.models.experts.model as experts_module
     import bayes_wsc.posterior as posterior_module
-    from bayes_wsc.models.experts import constraint_informed_memberships
+    from bayes_wsc.models.experts import constraint_informed_memberships, default_sweeps
 
     data, _, est = wine_case1
     rng = np.random.default_rng(0)
@@ -430,7 +470,10 @@ def test_memberships_in_blocks_equal_the_per_draw_average(wine_case1, monkeypatc
     fake.idata_ = groups
     W, b = post["W"].values[0], post["b"].values[0]
     alpha, beta = post["alpha"].values[0], post["beta"].values[0]
-    linked = constraint_informed_memberships(data.features, W, b, alpha, beta, data, np.arange(data.n_items))
+    sweeps = default_sweeps(data)
+    assert sweeps > 0  # 500 pairs on wine's 178 items: many links per item
+    linked = constraint_informed_memberships(data.features, W, b, alpha, beta, data, np.arange(data.n_items),
+                                             sweeps=sweeps)
     plain = softmax(np.einsum("nd,sdk->snk", data.features, W) + b[:, None, :], axis=-1)
     whole = fake.memberships()
     for floats in (40, 2000):  # a few columns and a few draws at a time
@@ -441,6 +484,30 @@ def test_memberships_in_blocks_equal_the_per_draw_average(wine_case1, monkeypatc
             np.testing.assert_allclose(got, expected.mean(axis=0), rtol=1e-10)
     np.testing.assert_allclose(whole[["prob_0", "prob_1", "prob_2"]].to_numpy(), linked.mean(axis=0), rtol=1e-10)
     assert not np.allclose(linked.mean(axis=0), plain.mean(axis=0))  # the links do move the memberships
+
+
+def test_first_start_is_the_kmeans_clustering(wine_case1):
+    """`kmeans_logits` clusters the items as k-means does; with `kmeans_start` (the default) it is the MAP's
+    first start, and the other starts are the paper's random ones, the same draws as without it."""
+    from sklearn.cluster import KMeans
+
+    from bayes_wsc.maths.experts import kmeans_logits
+    from bayes_wsc.models.experts import NoisyExperts, membership_probabilities, raw_coordinates
+
+    data, _, _ = wine_case1
+    W, b = kmeans_logits(data.features, 3, 4)
+    kmeans = KMeans(n_clusters=3, n_init=3, random_state=4).fit_predict(data.features)
+    assert nmi(kmeans, membership_probabilities(data.features, W, b).argmax(axis=1)) > 0.99
+    with_kmeans = NoisyExperts(n_clusters=3, seed=4, restarts=3).initial_values(data)
+    random_only = NoisyExperts(n_clusters=3, seed=4, restarts=3, kmeans_start=False).initial_values(data)
+    for name, value in raw_coordinates(W, b, data.features, 1.0, 2.0).items():
+        np.testing.assert_allclose(with_kmeans[0][name], value)
+        assert not np.allclose(random_only[0][name], value)
+    for ours, theirs in zip(with_kmeans[1:], random_only[1:]):
+        for name in ours:
+            np.testing.assert_array_equal(ours[name], theirs[name])
+    with pytest.raises(InputError, match="kmeans_start must be True or False"):
+        NoisyExperts(n_clusters=3, kmeans_start="yes").check_params()
 
 
 def test_relabeling_keeps_rhat_low(wine_case1):

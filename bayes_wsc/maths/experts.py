@@ -1,8 +1,9 @@
 """The noisy-experts model's maths that its estimator and the paper's baselines share (seed 002), in NumPy.
 
 `constraint_informed_memberships`, a training item's cluster given its features and the links on
-its own pairs, serves the estimator's memberships (`models/experts/model.py`) and the paper's point
-estimate (`models/experts/baselines.py`) alike.
+its own pairs (and, with `sweeps`, on the links of the whole constraint graph), serves the
+estimator's memberships (`models/experts/model.py`) and the paper's point estimate
+(`models/experts/baselines.py`) alike; `kmeans_logits` is the k-means start of the estimator's MAP.
 """
 
 from __future__ import annotations
@@ -23,32 +24,75 @@ def pair_log_likelihoods(alpha: np.ndarray, beta: np.ndarray, data: PairwiseCons
 
 
 def constraint_informed_memberships(features: np.ndarray, W: np.ndarray, b: np.ndarray, alpha: np.ndarray,
-                                    beta: np.ndarray, data: PairwiseConstraints, rows: np.ndarray) -> np.ndarray:
-    """P(z_i = k | x, theta, the links on i) of training items `rows`, per draw: (S, len(rows), K).
+                                    beta: np.ndarray, data: PairwiseConstraints, rows: np.ndarray,
+                                    sweeps: int = 0, damping: float = 0.5) -> np.ndarray:
+    """P(z_i = k | x, theta, links) of training items `rows`, per draw: (S, len(rows), K).
 
-    The item's softmax membership times, for each pair it is in, that pair's likelihood with
-    the partner's cluster summed out under the partner's own P(z_j | x_j):
+    sweeps = 0 (the item's own links): the item's softmax membership times, for each pair it is
+    in, that pair's likelihood with the partner's cluster summed out under the partner's own
+    P(z_j | x_j):
 
         P(z_i = k | ...) prop. to p_ik prod_{pairs (i, j)} [p_jk L_same + (1 - p_jk) L_different]
 
     It is the conditional of z_i in the same one-pair-at-a-time (composite) factorization as
-    the likelihood: the partners' other links are not used, so it is not the intractable joint
-    posterior over all z. Items in no pair get their softmax membership.
+    the likelihood: the partners' other links are not used.
+
+    sweeps > 0 (the whole constraint graph): loopy belief propagation on the pairwise Markov
+    random field p(z | x, theta) prop. to prod_i p(z_i | x_i) prod_pairs P(the pair's links | z_i, z_j):
+    the partner's P(z_j | x_j) above becomes its belief given its features and its own other
+    links (the message from i left out), `sweeps` rounds of parallel updates damped by `damping`
+    (the share of the old message kept). Sweep 0 is the rule above; on a constraint graph without
+    cycles enough sweeps give the exact marginals of that field, with cycles an approximation
+    (links then reach an item through chains of pairs: transitivity). Items in no pair get their
+    softmax membership either way.
     """
-    logits = np.einsum("nd,sdk->snk", features[rows], W) + b[:, None, :]
-    log_probs = logits - logsumexp(logits, axis=-1, keepdims=True)
-    position = np.full(data.n_items, -1)
-    position[rows] = np.arange(len(rows))
-    for end, partner in ((0, 1), (1, 0)):
-        mine = np.flatnonzero(position[data.pairs[:, end]] >= 0)
-        if mine.size == 0:
-            continue
-        same, different = pair_log_likelihoods(alpha, beta, data, mine)
-        other = np.einsum("nd,sdk->snk", features[data.pairs[mine, partner]], W) + b[:, None, :]
-        lp_other = other - logsumexp(other, axis=-1, keepdims=True)
-        factor = np.logaddexp(lp_other + same[..., None], log1mexp(lp_other) + different[..., None])
-        np.add.at(log_probs, (slice(None), position[data.pairs[mine, end]]), factor)
-    return np.exp(log_probs - logsumexp(log_probs, axis=-1, keepdims=True))
+    logits = np.einsum("nd,sdk->snk", features, W) + b[:, None, :]
+    log_p = logits - logsumexp(logits, axis=-1, keepdims=True)  # (S, n, K) every item, features only
+    same, different = pair_log_likelihoods(alpha, beta, data)  # (S, P)
+    same, different = same[..., None], different[..., None]
+    first, second = data.pairs[:, 0], data.pairs[:, 1]
+
+    def message(log_cavity):  # log sum_l q(l) P(links | k, l), normalized over k
+        found = np.logaddexp(log_cavity + same, log1mexp(np.minimum(log_cavity, 0.0)) + different)
+        return found - logsumexp(found, axis=-1, keepdims=True)
+
+    to_first, to_second = message(log_p[:, second]), message(log_p[:, first])  # sweep 0: cavities p(z | x)
+    for _ in range(sweeps):
+        belief = log_p.copy()
+        np.add.at(belief, (slice(None), first), to_first)
+        np.add.at(belief, (slice(None), second), to_second)
+        cavity_second = belief[:, second] - to_second  # the partner's belief without this pair's message
+        cavity_first = belief[:, first] - to_first
+        new_first = message(cavity_second - logsumexp(cavity_second, axis=-1, keepdims=True))
+        new_second = message(cavity_first - logsumexp(cavity_first, axis=-1, keepdims=True))
+        to_first = np.logaddexp(np.log1p(-damping) + new_first, np.log(damping) + to_first) if damping else new_first
+        to_second = np.logaddexp(np.log1p(-damping) + new_second, np.log(damping) + to_second) if damping else new_second
+    belief = log_p.copy()
+    np.add.at(belief, (slice(None), first), to_first)
+    np.add.at(belief, (slice(None), second), to_second)
+    belief = belief[:, rows]
+    return np.exp(belief - logsumexp(belief, axis=-1, keepdims=True))
+
+
+def kmeans_logits(features: np.ndarray, n_clusters: int, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """W (d, K), b (K,) whose softmax reproduces k-means' clustering of the features (scikit-learn, k-means++,
+    3 inits): the posterior memberships of a mixture of K spherical Gaussians of a common variance s^2 at
+    the k-means centres mu_k, with weights pi_k from the cluster sizes (+1 smoothing),
+
+        logit_k(x) = x . mu_k / s^2 - ||mu_k||^2 / (2 s^2) + log pi_k,   s^2 = inertia / (n d).
+
+    A start of the MAP that sees how the features group, where random starts see only the pairs.
+    """
+    from sklearn.cluster import KMeans
+
+    n, d = features.shape
+    km = KMeans(n_clusters=n_clusters, n_init=3, random_state=seed).fit(features)
+    counts = np.bincount(km.labels_, minlength=n_clusters).astype(float)
+    variance = max(float(km.inertia_) / (n * d), 1e-6)
+    centres = km.cluster_centers_
+    W = centres.T / variance
+    b = -0.5 * (centres**2).sum(axis=1) / variance + np.log((counts + 1.0) / (n + n_clusters))
+    return W - W.mean(axis=1, keepdims=True), b - b.mean()
 
 
 def log1mexp(x: np.ndarray) -> np.ndarray:

@@ -205,13 +205,14 @@ class PointEstimate:
     def labels(self, features: np.ndarray) -> np.ndarray:
         return self.memberships(features).argmax(axis=1)
 
-    def linked_memberships(self, data: PairwiseConstraints) -> np.ndarray:
-        """(n, K) memberships of the items of `data` conditioned also on their own pairs' links, at this
-        estimate: the rule of `NoisyExperts.memberships()`, for a like-for-like comparison."""
+    def linked_memberships(self, data: PairwiseConstraints, sweeps: int = 0) -> np.ndarray:
+        """(n, K) memberships of the items of `data` conditioned also on their own pairs' links (or, with
+        `sweeps`, on the links propagated through the constraint graph), at this estimate: the rules of
+        `NoisyExperts.memberships()`, for a like-for-like comparison."""
         from bayes_wsc.maths.experts import constraint_informed_memberships
 
         return constraint_informed_memberships(data.features, self.W[None], self.b[None], self.alpha[None],
-                                               self.beta[None], data, np.arange(data.n_items))[0]
+                                               self.beta[None], data, np.arange(data.n_items), sweeps=sweeps)[0]
 
 
 class _Eq8:

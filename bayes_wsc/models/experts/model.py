@@ -58,11 +58,11 @@ from bayes_wsc.data.pairwise import PairwiseConstraints
 from bayes_wsc.data.tables import FeatureScaling
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
-from bayes_wsc.estimator import Estimator
+from bayes_wsc.estimator import Estimator, check_whole
 from bayes_wsc.models.experts.settings import ExpertsSettings
 from bayes_wsc.settings import checked
 from bayes_wsc.graph_inputs import declare
-from bayes_wsc.maths.experts import constraint_informed_memberships
+from bayes_wsc.maths.experts import constraint_informed_memberships, kmeans_logits
 from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, stacked, summarize_memberships
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -75,6 +75,10 @@ likelihoods = LazyModule("bayes_wsc.likelihoods")
 RELABEL_MAX_ITEMS = 5000
 #: MAP restarts whose log density is within this of the best count as having reached it
 SAME_OPTIMUM = 1e-3
+#: sweeps of belief propagation of `memberships()` where the links are many (`default_sweeps`)
+PROPAGATION_SWEEPS = 10
+#: pairs per linked item from which `memberships()` propagates the links through the graph by default
+PROPAGATE_FROM = 2.0
 #: a cluster holding less than this share of the items (hard assignment) is reported as nearly empty
 EMPTY_CLUSTER_SHARE = 0.01
 
@@ -266,6 +270,14 @@ def model_data(data: PairwiseConstraints) -> dict[str, np.ndarray]:
     return {**weight_inputs(data), **membership_inputs(data), **constraint_inputs(data)}
 
 
+def default_sweeps(data: PairwiseConstraints) -> int:
+    """Sweeps of belief propagation that `memberships()` uses by default: `PROPAGATION_SWEEPS` when the
+    pairs are many (at least `PROPAGATE_FROM` per item in a pair, so that the constraint graph has
+    cycles through which links corroborate each other), else 0 (each item's own links)."""
+    linked = max(1, data.linked_items.size)
+    return PROPAGATION_SWEEPS if data.n_pairs / linked >= PROPAGATE_FROM else 0
+
+
 # ---------------------------------------------------------------------- estimator
 def membership_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
     """softmax(x W + b) for one parameter draw (W: (d, K), b: (K,)) or a stack of draws
@@ -289,7 +301,9 @@ class NoisyExperts(Estimator):
     prior_sd : sd of the Gaussian prior on W (the paper's lambda ||W||^2: sd = 1 / sqrt(2 lambda)).
     intercept_sd : sd of the Gaussian prior on b.
     accuracy_a, accuracy_b : alpha, beta ~ 0.5 + 0.5 Beta(a, b) on [0.5, 1].
-    restarts : random restarts of the MAP (the best is kept and starts NUTS); 20 as in the paper.
+    restarts : starts of the MAP (the best is kept and starts NUTS); 20 as in the paper.
+    kmeans_start : True (default): the first start is k-means' clustering of the features
+        (`maths.experts.kmeans_logits`), the others random as in the paper; False: all random.
     method : "map" (posterior mode) or "nuts" (full posterior, chains started at the MAP).
     draws, tune, chains, seed, backend, target_accept, precision : NUTS settings (precision float64
         by default here: float32 measured no faster); seed also seeds the restarts.
@@ -333,7 +347,9 @@ class NoisyExperts(Estimator):
         return model_coords(data, self.n_clusters), model_data(data)
 
     def initial_values(self, data: PairwiseConstraints) -> list[dict]:
-        """The paper's random restarts (Sec. 2.5): W, b ~ N(0, 1) entries, alpha, beta ~ U(0.5, 1).
+        """The paper's random restarts (Sec. 2.5): W, b ~ N(0, 1) entries, alpha, beta ~ U(0.5, 1);
+        with `kmeans_start` the first start's W, b are k-means' clustering of the features instead
+        (`kmeans_logits`): with few pairs on many clusters the random starts see only the pairs.
 
         The sensitivities and specificities are drawn inside (0.51, 0.99) so that every start
         has a finite log density.
@@ -341,9 +357,11 @@ class NoisyExperts(Estimator):
         rng = np.random.default_rng(self.seed)
         k = self.n_clusters
         starts = []
-        for _ in range(self.restarts):
+        for r in range(self.restarts):
             W = rng.standard_normal((data.n_features, k))
             b = rng.standard_normal(k)
+            if r == 0 and self.kmeans_start and data.n_items >= k:  # fewer items than K: model_coords says so
+                W, b = kmeans_logits(data.features, k, self.seed)
             start = raw_coordinates(W, b, data.features, self.prior_sd, self.intercept_sd)
             start["alpha_raw"] = 2 * rng.uniform(0.51, 0.99, data.n_experts) - 1
             start["beta_raw"] = 2 * rng.uniform(0.51, 0.99, data.n_experts) - 1
@@ -494,11 +512,12 @@ class NoisyExperts(Estimator):
         return table.iloc[self.expert_order()]
 
     # ------------------------------------------------------------------ memberships and predictions
-    def _membership_summary(self, features: np.ndarray, ci: float, constraints: PairwiseConstraints | None = None):
+    def _membership_summary(self, features: np.ndarray, ci: float, constraints: PairwiseConstraints | None = None,
+                            sweeps: int = 0):
         """Posterior mean of P(z = k | x) for every row and cluster, the most probable cluster and the
         HDI of its probability; computed in chunks, never stored per draw. With `constraints` (the
-        training data) the rows are its items and each is also conditioned on its own links
-        (`constraint_informed_memberships`)."""
+        training data) the rows are its items and each is also conditioned on the links
+        (`constraint_informed_memberships`, its own pairs' or, with `sweeps`, the whole graph's)."""
         W, b = stacked(self._fitted(), "W"), stacked(self._fitted(), "b")
         if constraints is not None:
             alpha, beta = stacked(self._fitted(), "alpha"), stacked(self._fitted(), "beta")
@@ -507,37 +526,47 @@ class NoisyExperts(Estimator):
         def probabilities_of(uniq):
             if constraints is None:
                 return membership_probabilities(features[uniq], W, b)  # (S, len(uniq), K)
-            # the partners' arrays are (draws, pairs of these rows, K): bound them by blocks of draws
-            in_rows = np.isin(constraints.pairs, uniq).sum()
-            step = max(1, CHUNK_FLOATS // max(1, in_rows * k))
+            # every item's and every pair's (draws, ., K) arrays are held: bound them by blocks of draws
+            step = max(1, CHUNK_FLOATS // (4 * k * (constraints.n_items + 2 * constraints.n_pairs)))
             return np.concatenate([
                 constraint_informed_memberships(features, W[s:s + step], b[s:s + step], alpha[s:s + step],
-                                                beta[s:s + step], constraints, uniq)
+                                                beta[s:s + step], constraints, uniq, sweeps=sweeps)
                 for s in range(0, W.shape[0], step)])
 
         return summarize_memberships(features.shape[0], k, probabilities_of, W.shape[0], ci)
 
-    def _membership_frame(self, features: np.ndarray, ci: float, index=None, constraints=None) -> pd.DataFrame:
-        mean, cluster, low, high = self._membership_summary(features, ci, constraints)
+    def _membership_frame(self, features: np.ndarray, ci: float, index=None, constraints=None,
+                          sweeps: int = 0) -> pd.DataFrame:
+        mean, cluster, low, high = self._membership_summary(features, ci, constraints, sweeps)
         out = pd.DataFrame({"cluster": cluster}, index=index)
         for k in range(mean.shape[1]):
             out[f"prob_{k}"] = mean[:, k]
         out["prob_low"], out["prob_high"] = low, high
         return out
 
-    def memberships(self, ci: float = DEFAULT_CI, *, use_constraints: bool = True) -> pd.DataFrame:
+    def memberships(self, ci: float = DEFAULT_CI, *, use_constraints: bool = True,
+                    sweeps: int | None = None) -> pd.DataFrame:
         """Training items: `cluster` (most probable), `prob_<k>` (posterior mean probability of cluster
         k) and `prob_low`, `prob_high` (HDI of the chosen cluster's probability), indexed by item id.
 
-        use_constraints : True (default) conditions each item on the experts' links of its own
-            pairs as well as on its features, P(z_i = k | x, links on i)
-            (`constraint_informed_memberships`); False gives the features-only rule
+        use_constraints : True (default) conditions each item on the experts' links as well as on
+            its features (`constraint_informed_memberships`); False gives the features-only rule
             P(z_i = k | x_i) that `predict` applies to new items (the paper's clustering).
+        sweeps : with `use_constraints`, 0 conditions each item on its own pairs' links only,
+            P(z_i = k | x, links on i); n > 0 propagates the links through the constraint graph
+            by n sweeps of belief propagation (the partners' beliefs given their own other links).
+            Default (None): `PROPAGATION_SWEEPS` where the links are many
+            (at least `PROPAGATE_FROM` pairs per item in a pair), else 0.
         """
         self._check_fitted()
         index = pd.Index(self._fitted().constant_data["item"].values.astype(str), name="item")
         constraints = self.data_from_fit() if use_constraints else None
-        return self._membership_frame(self._fitted().constant_data["features"].values, ci, index, constraints)
+        if sweeps is None:
+            sweeps = default_sweeps(constraints) if use_constraints else 0
+        else:
+            check_whole("sweeps", sweeps, lowest=0)
+        return self._membership_frame(self._fitted().constant_data["features"].values, ci, index, constraints,
+                                      sweeps)
 
     def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI) -> pd.DataFrame:
         """Every input column plus `cluster`, `prob_<k>` for each cluster k (posterior mean) and
