@@ -288,8 +288,10 @@ def arm_majority_lr(case):
 
 
 def arm_snorkel_lr(case):
+    import torch
     from snorkel.labeling.model import LabelModel
 
+    torch.set_num_threads(1)  # a shared machine: one thread, as the other arms
     votes = case.vote_matrix()
     rows = np.flatnonzero((votes >= 0).any(axis=1))
     model = LabelModel(cardinality=case.k, verbose=False)
