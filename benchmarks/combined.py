@@ -384,7 +384,10 @@ def fit_combined(case, sources, method="map"):
 def combined_arm(sources, method="map"):
     def arm(case):
         est = fit_combined(case, sources, method)
-        return est.predict(case.test)[[f"prob_{c}" for c in case.classes]].to_numpy(), False
+        probs = est.predict(case.test)[[f"prob_{c}" for c in case.classes]].to_numpy()
+        if tuple(sources) == ("pairs",):  # pairs alone name no class: matched as the other pair arms are
+            probs = match_clusters(probs, case.y_test)
+        return probs, False
     return arm
 
 
