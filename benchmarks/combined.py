@@ -546,7 +546,7 @@ def report() -> None:
     """Markdown tables from every file of each study: mean accuracy (mean log loss) per arm, one column per
     data set and size (sources) or cost model (cost), with the number of splits; then the raw summary."""
     for study in ("sources", "cost"):
-        files = sorted(f for f in OUT.glob(f"combined_{study}_*.csv") if "_coverage" not in f.name)
+        files = [OUT / f"combined_{study}_{name}.csv" for name in DATASETS if (OUT / f"combined_{study}_{name}.csv").exists()]
         if not files:
             continue
         frame = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
@@ -574,6 +574,13 @@ def report() -> None:
             print(f"| {arm} | " + " | ".join("-" if pd.isna(v) else v for v in row) + " |")
         print()
         print(summary.round(3).to_string(), "\n")
+    for tag in ("diag",):  # runs of --tag _diag (other arms on the same draws): their means
+        files = sorted(OUT.glob(f"combined_sources_*_{tag}.csv"))
+        if files:
+            frame = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+            print(f"## {tag}\n")
+            print(frame.groupby(["dataset", "size", "arm"], sort=False)[["accuracy", "log_loss"]].agg(["mean", "count"])
+                  .round(3).to_string(), "\n")
     files = sorted(OUT.glob("combined_sources_*_coverage.csv"))
     if files:  # runs of --arms combined_all --tag _coverage: the held-out bags' coverage
         frame = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
