@@ -41,7 +41,8 @@ items from their true labels (`draw_sources`):
 `--study cost` spends an equal budget under a cost model (`COSTS`: A = a hand label 1, a vote 0.1, a pair
 judgment 0.25, a bag's counts 1; B = 1, 0.05, 0.1, 0.5) either on one source alone or a quarter on each of
 labels, votes, pairs and bags (`allocations`; bags of `COST_BAG_SIZE` items), and fits the combined model
-on each allocation (`combined_<source>`, `combined_mix`), beside the cheap peers on the single sources
+on each allocation (`combined_<source>`, `combined_mix`; on pairs alone its clusters matched to the classes as
+above), beside the cheap peers on the single sources
 (lr_labels, snorkel_lr, crowdkit_lr, pckmeans, llp).
 
 Each combined, noisy-experts, proportions and PC-mixture fit is a MAP (the combined_all arm a Laplace
@@ -552,6 +553,9 @@ def report() -> None:
         frame = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
         frame["failed"] = frame["failed"].astype(object).fillna("").astype(str)
         keys = ["dataset", "size"] if study == "sources" else ["dataset", "cost"]
+        # only the splits whose combined fit finished (a run stopped part-way leaves others' arms alone)
+        anchor = frame[frame["arm"] == ("combined_all" if study == "sources" else "combined_mix")]
+        frame = frame.merge(anchor[[*keys, "split"]].drop_duplicates(), on=[*keys, "split"])
         rows = "arm" if study == "sources" else "allocation_arm"
         if study == "cost":
             frame["allocation_arm"] = frame["allocation"] + ": " + frame["arm"]
