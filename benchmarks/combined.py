@@ -36,7 +36,11 @@ items from their true labels (`draw_sources`):
   predictive intervals of held-out bags' class shares (`bag_coverage`: the test items cut into bags of
   `BAG_SIZE`; each draw of the class model draws every item's class, the bag's share of each class is read
   off, and the 5% and 95% quantiles of those shares are the interval; shares are multiples of 1 / size,
-  so the interval's coverage is at least nominal when the model is right).
+  so the interval's coverage is at least nominal when the model is right; `bag_coverage_pit`, by the
+  randomized probability integral transform, is exact at 90% for a calibrated model).
+
+Also by `--arms` only (a diagnosis on the same draws, usually with `--tag _diag`): combined_all_map (the same fit
+by MAP) and combined_without_<source> (every source but one, by MAP).
 
 `--study cost` spends an equal budget under a cost model (`COSTS`: A = a hand label 1, a vote 0.1, a pair
 judgment 0.25, a bag's counts 1; B = 1, 0.05, 0.1, 0.5) either on one source alone or a quarter on each of
