@@ -1,32 +1,73 @@
-"""The combined model on real features with supervision drawn from the true labels (issue 41's study, a first
-version).
+"""The combined model against the single-source models and the peers a user would pick (issue 41's study).
 
 Data: scikit-learn's breast_cancer (2 classes, 30 features), wine (3, 13) and digits (10 classes; its 64
-pixels reduced to 16 principal components, fitted on the training items), standardized; each split puts 30%
-of the items aside as the test set. On the training items the supervision is drawn from the true labels:
-`--labels` hand labels; three annotators of accuracy 0.8, 0.7, 0.6 (errors spread evenly over the other
-classes) each voting on 30% of the items and abstaining on the rest; two experts of accuracy 0.9 and 0.75
-rating 150 random pairs each; 10 bags of 10 items with their exact class counts; for the binary task 10 groups
-of 10 items with a noisy average (logit of the group's class share + N(0, 1/sqrt(10))).
+pixels reduced to 16 principal components fitted on the training items), standardized on the training items;
+each split puts 30% of the items aside (stratified) as the test set. Supervision is drawn on the training
+items from their true labels (`draw_sources`):
 
-Arms, in the same run and on the same supervision:
+* hand labels on a few random items;
+* votes of three annotators (accuracy 0.8, 0.7, 0.6, errors spread evenly over the other classes), each
+  voting on a fixed share of the items and abstaining on the rest;
+* must-/cannot-link judgments of two experts (accuracy 0.9 and 0.75 on same and on different pairs) on
+  random pairs;
+* the exact class counts of a few bags of `BAG_SIZE` items (on items without a hand label);
+* binary tasks only: groups of 10 items with a noisy average, logit(the group's class-1 share) + N(0, 1/sqrt(10)).
+
+`--study sources` (the default) draws every source at each size of `SIZES` and runs, on the same draw:
+
 * lr_labels: scikit-learn's logistic regression (C = 1) on the hand labels;
-* majority_lr: majority vote of the annotators (ties to the first class) on the items with a vote, then the
-  logistic regression on those;
-* combined_<source>: the combined model with that source alone (pairs alone: classes matched to the truth by
-  the Hungarian method on the test items, which flatters it);
-* combined_all: every source at once.
-Each combined arm is a MAP (posterior mean class probabilities are not used: the MAP's softmax predicts).
-Scores: test accuracy and log loss (probabilities clipped at 1e-6).
+* pcmix_labels: the package's PC mixture (`PCMixture`, K components, lam = 1, 3 restarts) on the hand
+  labels and the unlabelled training items;
+* snorkel_lr, crowdkit_lr: Snorkel's `LabelModel` (500 epochs) and crowd-kit's `DawidSkene` (100 iterations)
+  on the votes, then the logistic regression on their soft labels (each item with a vote once per class,
+  weighted by its probability);
+* majority_lr: the annotators' majority vote (ties to the first class), then the logistic regression;
+* combined_votes: the combined model on the votes alone (the package has no separate crowd model);
+* pckmeans: the experts' majority vote per pair fed to PCKMeans (`majority_vote_pckmeans`), test items
+  to the nearest centre; experts_pairs: the package's noisy-experts model (`NoisyExperts`, 5 restarts);
+  both name no class, so their clusters are matched to the true classes on the test items (Hungarian
+  method), which flatters them;
+* llp: llp-learn on the bags (EM with a logistic regression for two classes, DLLP for more; see
+  `proportions_sec4.llp_learn_predict`; hard classes only, so no log loss); proportions_bags: the package's
+  label-proportions model (`ProportionsClassifier`, logistic emission, exact counts) on the bags;
+* combined_groups (binary tasks): the combined model on the group averages alone;
+* combined_all: the combined model on every source at once, by Laplace (`method="laplace"`): its
+  accuracy and log loss are those of the posterior mean class probabilities, and its draws give the 90%
+  predictive intervals of held-out bags' class shares (`bag_coverage`: the test items cut into bags of
+  `BAG_SIZE`; each draw of the class model draws every item's class, the bag's share of each class is read
+  off, and the 5% and 95% quantiles of those shares are the interval; shares are multiples of 1 / size,
+  so the interval's coverage is at least nominal when the model is right; `bag_coverage_pit`, by the
+  randomized probability integral transform, is exact at 90% for a calibrated model).
 
-    python benchmarks/combined.py --splits 3
+Also by `--arms` only (a diagnosis on the same draws, usually with `--tag _diag`): combined_all_map (the same fit
+by MAP) and combined_without_<source> (every source but one, by MAP).
 
-Writes benchmarks/out/combined.csv and prints the mean of each arm per data set.
+`--study cost` spends an equal budget under a cost model (`COSTS`: A = a hand label 1, a vote 0.1, a pair
+judgment 0.25, a bag's counts 1; B = 1, 0.05, 0.1, 0.5) either on one source alone or a quarter on each of
+labels, votes, pairs and bags (`allocations`; bags of `COST_BAG_SIZE` items), and fits the combined model
+on each allocation (`combined_<source>`, `combined_mix`; on pairs alone its clusters matched to the classes as
+above), beside the cheap peers on the single sources
+(lr_labels, snorkel_lr, crowdkit_lr, pckmeans, llp).
+
+Each combined, noisy-experts, proportions and PC-mixture fit is a MAP (the combined_all arm a Laplace
+approximation) with the package's defaults unless said above. Scores on the test items: accuracy and log loss
+(probabilities clipped at 1e-6; none for arms that give hard classes). Every run stands alone (nothing is
+cached between data sets or runs beyond PyMC/JAX's own compilation caches); each data set is its own run:
+
+    python benchmarks/combined.py --data wine --splits 10 --sizes small,large
+    python benchmarks/combined.py --data breast_cancer --study cost --costs A,B --splits 5
+    python benchmarks/combined.py --report      # the tables of RESULTS.md from benchmarks/out/combined_*.csv
+
+Writes benchmarks/out/combined_<study>_<data>.csv (one row per split, size or cost, and arm; rewritten after
+every arm) and prints each arm's mean per data set and size.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -35,27 +76,64 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from output_paths import OUT  # noqa: E402
+
 DATASETS = ("breast_cancer", "wine", "digits")
+ACCURACY = (0.8, 0.7, 0.6)
+EXPERTS = (0.9, 0.75)
+#: supervision at each size: hand labels, the share of items each annotator votes on, pairs per expert,
+#: bags, groups (binary tasks)
+SIZES = {"small": {"labels": 10, "vote_rate": 0.1, "pairs": 50, "bags": 3, "groups": 4},
+         "large": {"labels": 30, "vote_rate": 0.3, "pairs": 200, "bags": 8, "groups": 10}}
+#: items per bag: 5 for digits' ten classes (the exact-counts recursion's cost grows fast with the classes)
+BAG_SIZE = {"breast_cancer": 10, "wine": 10, "digits": 5}
+GROUP_SIZE = 10
+#: price of one hand label, one vote, one pair judgment, one bag's class counts
+COSTS = {"A": {"labels": 1.0, "votes": 0.1, "pairs": 0.25, "bags": 1.0},
+         "B": {"labels": 1.0, "votes": 0.05, "pairs": 0.1, "bags": 0.5}}
+BUDGET = 12.0
+COST_BAG_SIZE = 5
+SOURCE_ARMS = ("lr_labels", "pcmix_labels", "snorkel_lr", "crowdkit_lr", "majority_lr", "combined_votes", "pckmeans",
+               "experts_pairs", "llp", "proportions_bags", "combined_groups", "combined_all")
+COST_ARMS = ("lr_labels", "snorkel_lr", "crowdkit_lr", "pckmeans", "llp", "combined_labels", "combined_votes",
+             "combined_pairs", "combined_bags", "combined_mix")
+#: the source each arm reads, for the tables ("all" and "mix": every source)
+ALL_SOURCES = ("labels", "votes", "pairs", "bags", "groups")
+ARM_SOURCE = {"lr_labels": "labels", "pcmix_labels": "labels", "combined_labels": "labels", "snorkel_lr": "votes",
+              "crowdkit_lr": "votes", "majority_lr": "votes", "combined_votes": "votes", "pckmeans": "pairs",
+              "experts_pairs": "pairs", "combined_pairs": "pairs", "llp": "bags", "proportions_bags": "bags",
+              "combined_bags": "bags", "combined_groups": "groups", "combined_all": "all", "combined_all_map": "all", "combined_mix": "mix"}
 
 
-def load(name: str):
+# ---------------------------------------------------------------------- data and supervision
+def load(name: str) -> tuple[np.ndarray, np.ndarray]:
     from sklearn import datasets
 
     bunch = getattr(datasets, f"load_{name}")()
     return bunch.data.astype(float), bunch.target.astype(int)
 
 
-def supervision(z: np.ndarray, n_classes: int, rng, n_labels: int) -> dict:
-    from bayes_wsc.models.combined.simulate import _confusion, supervision_tables
+def split_data(name: str, split: int):
+    """Standardized train and test features (digits: 16 principal components) and their classes."""
+    from sklearn.decomposition import PCA
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
 
-    confusions = [_confusion(a, n_classes) for a in (0.8, 0.7, 0.6)]
-    return supervision_tables(z, None, [f"c{c}" for c in range(n_classes)], rng, ids=[f"i{j}" for j in range(z.size)],
-                              n_labels=n_labels, accuracy=(0.8, 0.7, 0.6), vote_rate=0.3, alpha=(0.9, 0.75),
-                              beta=(0.9, 0.75), pairs_per_expert=150, n_bags=10, bag_size=10, n_groups=0,
-                              confusions=confusions)
+    x_all, y_all = load(name)
+    x_train, x_test, y_train, y_test = train_test_split(x_all, y_all, test_size=0.3, random_state=split,
+                                                        stratify=y_all)
+    scaler = StandardScaler().fit(x_train)
+    x_train, x_test = scaler.transform(x_train), scaler.transform(x_test)
+    if name == "digits":
+        pca = PCA(16, random_state=0).fit(x_train)
+        x_train, x_test = pca.transform(x_train), pca.transform(x_test)
+        scale = x_train.std(axis=0)
+        x_train, x_test = x_train / scale, x_test / scale
+    return x_train, x_test, y_train, y_test
 
 
-def group_averages(z, x_train, rng, n_groups=10, size=10, wh=10.0):
+def group_averages(z: np.ndarray, rng, n_groups: int, size: int = GROUP_SIZE, wh: float = 10.0):
     """Groups of items with a noisy logit of their true class-1 share (binary tasks)."""
     order = rng.permutation(z.size)
     group = np.full(z.size, None, dtype=object)
@@ -68,101 +146,456 @@ def group_averages(z, x_train, rng, n_groups=10, size=10, wh=10.0):
     return group, pd.DataFrame({"group": [f"g{g}" for g in range(n_groups)], "he": he})
 
 
-def scores(probs: np.ndarray, truth: np.ndarray, permute: bool = False) -> tuple[float, float]:
-    if permute:  # pairs alone name no class: match them to the truth (optimistic)
-        cost = -np.array([[probs[truth == t, c].sum() for c in range(probs.shape[1])] for t in range(probs.shape[1])])
-        rows, cols = linear_sum_assignment(cost)
-        probs = probs[:, cols[np.argsort(rows)]]
+def draw_sources(z: np.ndarray, k: int, rng, *, labels: int, votes_per_annotator: int, pairs: int, bags: int,
+                 bag_size: int, groups: int = 0) -> dict:
+    """Every source drawn from the true classes `z` (0 of a source: not drawn): `item_columns` (label, bag,
+    group per item), and the votes, pairs, bags and groups tables."""
+    from bayes_wsc.models.combined.simulate import supervision_tables
+
+    classes = [f"c{c}" for c in range(k)]
+    tables = supervision_tables(z, None, classes, rng, ids=[f"i{j}" for j in range(z.size)], n_labels=labels,
+                                accuracy=ACCURACY if votes_per_annotator else (),
+                                vote_rate=votes_per_annotator / z.size, alpha=EXPERTS if pairs else (),
+                                beta=EXPERTS if pairs else (), pairs_per_expert=pairs, n_bags=bags,
+                                bag_size=bag_size, n_groups=0)
+    columns = tables.pop("item_columns").reindex(columns=["label", "bag"])
+    if groups:
+        columns["group"], tables["groups"] = group_averages(z, rng, groups)
+    tables["item_columns"] = columns
+    return tables
+
+
+def allocations(cost: dict) -> dict[str, dict]:
+    """The budget spent on each source alone and a quarter on each (votes split over the three annotators,
+    pairs over the two experts)."""
+    def spend(share):
+        return {"labels": int(round(share["labels"] * BUDGET / cost["labels"])),
+                "votes_per_annotator": int(round(share["votes"] * BUDGET / cost["votes"] / len(ACCURACY))),
+                "pairs": int(round(share["pairs"] * BUDGET / cost["pairs"] / len(EXPERTS))),
+                "bags": int(round(share["bags"] * BUDGET / cost["bags"]))}
+
+    alone = {s: spend({t: float(t == s) for t in cost}) for s in cost}
+    return {**alone, "mix": spend({t: 0.25 for t in cost})}
+
+
+# ---------------------------------------------------------------------- scores
+def match_clusters(probs: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Columns reordered so that cluster c is the class it overlaps most on the test items (Hungarian)."""
+    k = probs.shape[1]
+    cost = -np.array([[probs[truth == t, c].sum() for c in range(k)] for t in range(k)])
+    rows, cols = linear_sum_assignment(cost)
+    return probs[:, cols[np.argsort(rows)]]
+
+
+def scores(probs: np.ndarray, truth: np.ndarray, hard: bool = False) -> tuple[float, float]:
+    """Accuracy and log loss (NaN for hard classes)."""
+    accuracy = float((probs.argmax(axis=1) == truth).mean())
+    if hard:
+        return accuracy, float("nan")
     clipped = np.clip(probs, 1e-6, 1)
     clipped /= clipped.sum(axis=1, keepdims=True)
-    return float((probs.argmax(axis=1) == truth).mean()), float(-np.log(clipped[np.arange(truth.size), truth]).mean())
+    return accuracy, float(-np.log(clipped[np.arange(truth.size), truth]).mean())
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--splits", type=int, default=3)
-    parser.add_argument("--labels", type=int, default=20)
-    parser.add_argument("--datasets", default=",".join(DATASETS))
-    parser.add_argument("--out", default=str(Path(__file__).parent / "out" / "combined.csv"))
-    args = parser.parse_args()
-    from sklearn.decomposition import PCA
+def one_hot(classes: np.ndarray, k: int) -> np.ndarray:
+    return np.eye(k)[np.asarray(classes, dtype=np.int64)]
+
+
+# ---------------------------------------------------------------------- the arms
+class Case:
+    """One split's training and test items and one draw of the supervision."""
+
+    def __init__(self, x_train, x_test, y_train, y_test, tables, seed: int, bag_size: int):
+        self.x_train, self.x_test, self.y_train, self.y_test = x_train, x_test, y_train, y_test
+        self.k = int(max(y_train.max(), y_test.max()) + 1)
+        self.classes = [f"c{c}" for c in range(self.k)]
+        self.tables, self.seed, self.bag_size = tables, seed, bag_size
+        self.columns = [f"f{d}" for d in range(x_train.shape[1])]
+        self.ids = np.array([f"i{j}" for j in range(y_train.size)], dtype=object)
+        self.test = pd.DataFrame(x_test, columns=self.columns)
+
+    def has(self, source: str) -> bool:
+        if source == "labels":
+            return bool(self.tables["item_columns"]["label"].notna().any())
+        return source in self.tables and len(self.tables[source]) > 0
+
+    def labelled(self):
+        label = self.tables["item_columns"]["label"]
+        rows = np.flatnonzero(label.notna().to_numpy())
+        return rows, np.array([self.classes.index(c) for c in label.iloc[rows]])
+
+    def vote_matrix(self) -> np.ndarray:
+        """(n, annotators) class index of each vote, -1 for an abstention."""
+        votes = self.tables["votes"]
+        sources = sorted(votes["source"].unique())
+        out = np.full((self.y_train.size, len(sources)), -1)
+        cast = votes.dropna(subset=["vote"])
+        rows = pd.Index(self.ids).get_indexer(cast["item"])
+        out[rows, [sources.index(s) for s in cast["source"]]] = [self.classes.index(v) for v in cast["vote"]]
+        return out
+
+    def items_frame(self, sources) -> pd.DataFrame:
+        items = pd.DataFrame(self.x_train, columns=self.columns)
+        items.insert(0, "id", self.ids)
+        columns = self.tables["item_columns"]
+        items["label"] = columns["label"].to_numpy() if "labels" in sources else None
+        if "bags" in sources and self.has("bags"):
+            items["bag"] = columns["bag"].to_numpy()
+        if "groups" in sources and self.has("groups"):
+            items["group"] = columns["group"].to_numpy()
+        return items
+
+
+def lr_probs(case: Case, x, y, weight=None) -> np.ndarray:
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
 
+    lr = LogisticRegression(C=1.0, max_iter=5000).fit(x, y, sample_weight=weight)
+    probs = np.zeros((case.y_test.size, case.k))
+    probs[:, lr.classes_] = lr.predict_proba(case.x_test)
+    return probs
+
+
+def lr_soft(case: Case, rows: np.ndarray, soft: np.ndarray) -> np.ndarray:
+    """The logistic regression on soft labels: each item once per class, weighted by its probability."""
+    k = case.k
+    item = np.repeat(rows, k)
+    label = np.tile(np.arange(k), rows.size)
+    weight = np.asarray(soft, float).ravel()
+    keep = weight > 1e-8
+    return lr_probs(case, case.x_train[item[keep]], label[keep], weight[keep])
+
+
+def arm_lr_labels(case):
+    rows, y = case.labelled()
+    return lr_probs(case, case.x_train[rows], y), False
+
+
+def arm_pcmix_labels(case):
+    from bayes_wsc.data.labeled import LabeledItems
+    from bayes_wsc.models.pcmix.model import PCMixture
+
+    rows, y = case.labelled()
+    labels = np.full(case.y_train.size, None, dtype=object)
+    labels[rows] = np.asarray(case.classes, dtype=object)[y]
+    data = LabeledItems.from_arrays(case.x_train, labels, features=case.columns, classes=case.classes)
+    est = PCMixture(components=case.k, restarts=3, seed=case.seed, progressbar=False, checks=False).fit(data)
+    out = est.predict(case.test)
+    if case.k == 2:
+        return np.column_stack([1 - out["prob"], out["prob"]]), False
+    return out[[f"prob_{c}" for c in case.classes]].to_numpy(), False
+
+
+def arm_majority_lr(case):
+    votes = case.vote_matrix()
+    rows = np.flatnonzero((votes >= 0).any(axis=1))
+    counts = np.stack([(votes[rows] == c).sum(axis=1) for c in range(case.k)], axis=1)
+    return lr_probs(case, case.x_train[rows], counts.argmax(axis=1)), False
+
+
+def arm_snorkel_lr(case):
+    import torch
+    from snorkel.labeling.model import LabelModel
+
+    torch.set_num_threads(1)  # a shared machine: one thread, as the other arms
+    votes = case.vote_matrix()
+    rows = np.flatnonzero((votes >= 0).any(axis=1))
+    model = LabelModel(cardinality=case.k, verbose=False)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        model.fit(votes[rows], n_epochs=500, seed=case.seed % 2**31, progress_bar=False)
+    return lr_soft(case, rows, model.predict_proba(votes[rows])), False
+
+
+def arm_crowdkit_lr(case):
+    from crowdkit.aggregation import DawidSkene
+
+    votes = case.tables["votes"].dropna(subset=["vote"])
+    frame = pd.DataFrame({"task": votes["item"].to_numpy(), "worker": votes["source"].to_numpy(),
+                          "label": [case.classes.index(v) for v in votes["vote"]]})
+    proba = DawidSkene(n_iter=100).fit_predict_proba(frame).reindex(columns=range(case.k), fill_value=0.0)
+    rows = pd.Index(case.ids).get_indexer(proba.index)
+    return lr_soft(case, rows, proba.fillna(0.0).to_numpy()), False
+
+
+def pair_data(case):
+    from bayes_wsc.data.pairwise import PairwiseConstraints
+
+    return PairwiseConstraints.from_frames(case.items_frame(()).drop(columns="label"), case.tables["pairs"],
+                                           standardize=False)
+
+
+def arm_pckmeans(case):
+    from bayes_wsc.models.experts.baselines import majority_vote_pckmeans
+
+    result = majority_vote_pckmeans(pair_data(case), case.k, seed=case.seed % 2**31)
+    distance = ((case.x_test[:, None, :] - result.centers[None]) ** 2).sum(axis=2)
+    return match_clusters(one_hot(distance.argmin(axis=1), case.k), case.y_test), True
+
+
+def arm_experts_pairs(case):
+    from bayes_wsc.models.experts.model import NoisyExperts
+
+    est = NoisyExperts(n_clusters=case.k, restarts=5, seed=case.seed, progressbar=False, checks=False)
+    est.fit(pair_data(case))
+    probs = est.predict(case.test)[[f"prob_{c}" for c in range(case.k)]].to_numpy()
+    return match_clusters(probs, case.y_test), False
+
+
+def bag_arrays(case):
+    """The bagged items' rows, their bag index and the bags' class proportions (B, K)."""
+    bag = case.tables["item_columns"]["bag"]
+    rows = np.flatnonzero(bag.notna().to_numpy())
+    names = list(case.tables["bags"]["bag"])
+    groups = np.array([names.index(b) for b in bag.iloc[rows]])
+    counts = case.tables["bags"][case.classes].to_numpy(float)
+    return rows, groups, counts / counts.sum(axis=1, keepdims=True)
+
+
+def arm_llp(case):
+    from proportions_sec4 import llp_learn_predict
+
+    rows, groups, proportions = bag_arrays(case)
+    method = "em-lr" if case.k == 2 else "dllp"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        predicted = llp_learn_predict(method, case.x_train[rows], groups, proportions, case.x_test,
+                                      seed=case.seed % 2**31)
+    return one_hot(predicted, case.k), True
+
+
+def arm_proportions_bags(case):
+    from bayes_wsc.data.proportions import LabelProportions
+    from bayes_wsc.models.proportions.model import ProportionsClassifier
+
+    rows, groups, proportions = bag_arrays(case)
+    data = LabelProportions.from_arrays(case.x_train[rows], groups, proportions, classes=case.classes,
+                                        features=case.columns)
+    est = ProportionsClassifier(seed=case.seed, progressbar=False, checks=False).fit(data)
+    return est.predict(case.test)[[f"prob_{c}" for c in case.classes]].to_numpy(), False
+
+
+def fit_combined(case, sources, method="map"):
     from bayes_wsc.errors import FitWarning
     from bayes_wsc.models.combined.data import CombinedSupervision
     from bayes_wsc.models.combined.model import CombinedClassifier
 
+    given = {s: case.tables[s] for s in ("votes", "pairs", "bags", "groups") if s in sources and case.has(s)}
+    data = CombinedSupervision.from_frames(case.items_frame(sources), classes=case.classes, **given)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return CombinedClassifier(method=method, progressbar=False, checks=False, restarts=2,
+                                  seed=case.seed).fit(data)
+
+
+def combined_arm(sources, method="map"):
+    def arm(case):
+        est = fit_combined(case, sources, method)
+        probs = est.predict(case.test)[[f"prob_{c}" for c in case.classes]].to_numpy()
+        if tuple(sources) == ("pairs",):  # pairs alone name no class: matched as the other pair arms are
+            probs = match_clusters(probs, case.y_test)
+        return probs, False
+    return arm
+
+
+def bag_coverage(est, case, rng, level: float = 0.9, n_draws: int = 1000) -> dict[str, float]:
+    """How often held-out bags' true class shares fall in the fit's `level` predictive intervals, over (bag,
+    class) cells. `bag_coverage`: the central interval of the predicted shares (a share is a multiple of
+    1 / size, so a calibrated model covers at least `level`, up to 1); `bag_coverage_pit`: the randomized
+    probability integral transform u ~ U(P(share < truth), P(share <= truth)) inside the central `level`
+    band, which a calibrated model covers at exactly `level` however discrete the shares."""
+    from bayes_wsc.posterior import stacked
+    from scipy.special import softmax
+
+    W, b = stacked(est._fitted(), "W"), stacked(est._fitted(), "b")
+    take = rng.choice(W.shape[0], min(n_draws, W.shape[0]), replace=False)
+    order = rng.permutation(case.y_test.size)
+    n_bags = order.size // case.bag_size
+    bags = order[:n_bags * case.bag_size].reshape(n_bags, case.bag_size)
+    q = softmax(np.einsum("nd,skd->snk", case.x_test, W[take]) + b[take][:, None, :], axis=-1)  # (S, n, K)
+    cumulative = np.cumsum(q, axis=2)
+    drawn = (rng.random(q.shape[:2])[..., None] > cumulative).sum(axis=2).clip(max=case.k - 1)  # (S, n)
+    covered, pit = [], []
+    for members in bags:
+        shares = one_hot(drawn[:, members], case.k).mean(axis=1)  # (S, K)
+        low, high = np.quantile(shares, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        truth = np.bincount(case.y_test[members], minlength=case.k) / case.bag_size
+        covered.extend((truth >= low - 1e-12) & (truth <= high + 1e-12))
+        below = (shares < truth - 1e-12).mean(axis=0)
+        at_most = (shares <= truth + 1e-12).mean(axis=0)
+        pit.extend(below + rng.random(case.k) * (at_most - below))
+    pit = np.asarray(pit)
+    return {"bag_coverage": float(np.mean(covered)),
+            "bag_coverage_pit": float(np.mean((pit >= (1 - level) / 2) & (pit <= (1 + level) / 2)))}
+
+
+def arm_combined_all(case):
+    est = fit_combined(case, ALL_SOURCES, method="laplace")
+    coverage = bag_coverage(est, case, np.random.default_rng([case.seed, 90]))
+    probs = est.predict(case.test)[[f"prob_{c}" for c in case.classes]].to_numpy()
+    return probs, False, coverage
+
+
+ARMS = {"lr_labels": arm_lr_labels, "pcmix_labels": arm_pcmix_labels, "majority_lr": arm_majority_lr,
+        "snorkel_lr": arm_snorkel_lr, "crowdkit_lr": arm_crowdkit_lr, "pckmeans": arm_pckmeans,
+        "experts_pairs": arm_experts_pairs, "llp": arm_llp, "proportions_bags": arm_proportions_bags,
+        "combined_labels": combined_arm(("labels",)), "combined_votes": combined_arm(("votes",)),
+        "combined_pairs": combined_arm(("pairs",)), "combined_bags": combined_arm(("bags",)),
+        "combined_groups": combined_arm(("groups",)),
+        "combined_mix": combined_arm(("labels", "votes", "pairs", "bags")), "combined_all": arm_combined_all,
+        "combined_all_map": combined_arm(ALL_SOURCES)}
+#: diagnosis (asked for by --arms): the combined MAP on every source but one
+for _left_out in ALL_SOURCES:
+    ARMS[f"combined_without_{_left_out}"] = combined_arm(tuple(s for s in ALL_SOURCES if s != _left_out))
+    ARM_SOURCE[f"combined_without_{_left_out}"] = "all"
+
+
+# ---------------------------------------------------------------------- runs
+def run_arm(name, case, key, rows, out):
+    source = ARM_SOURCE[name]
+    if source not in ("all", "mix") and not case.has(source):
+        return
+    start = time.time()
+    extra = {}
+    try:
+        result = ARMS[name](case)
+        probs, hard = result[0], result[1]
+        extra = result[2] if len(result) > 2 else {}
+        accuracy, log_loss = scores(probs, case.y_test, hard)
+        failed = ""
+    except Exception as exc:  # a peer that fails on a case is recorded as failed, never silently dropped
+        accuracy = log_loss = float("nan")
+        failed = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    seconds = time.time() - start
+    rows.append({**key, "arm": name, "source": source, "accuracy": accuracy, "log_loss": log_loss,
+                 "seconds": seconds, "failed": failed, **extra})
+    print(f"{' '.join(str(v) for v in key.values())} {name}: accuracy {accuracy:.3f} log loss {log_loss:.3f} "
+          f"({seconds:.0f} s){' ' + failed if failed else ''}"
+          f"{''.join(f' {k} {v:.3f}' for k, v in extra.items())}", flush=True)
+    pd.DataFrame(rows).to_csv(out, index=False)
+
+
+def run_sources(name, splits, sizes, arms, out):
     rows = []
-    for name in args.datasets.split(","):
-        x_all, y_all = load(name)
-        k = int(y_all.max() + 1)
-        for split in range(args.splits):
-            rng = np.random.default_rng([split, 41])
-            x_train, x_test, y_train, y_test = train_test_split(x_all, y_all, test_size=0.3, random_state=split,
-                                                                stratify=y_all)
-            scaler = StandardScaler().fit(x_train)
-            x_train, x_test = scaler.transform(x_train), scaler.transform(x_test)
-            if name == "digits":
-                pca = PCA(16, random_state=0).fit(x_train)
-                x_train, x_test = pca.transform(x_train), pca.transform(x_test)
-            tables = supervision(y_train, k, rng, args.labels)
-            columns = [f"f{d}" for d in range(x_train.shape[1])]
-            items = pd.DataFrame(x_train, columns=columns)
-            items.insert(0, "id", [f"i{j}" for j in range(y_train.size)])
-            items = pd.concat([items, tables["item_columns"]], axis=1)
-            groups = None
-            if k == 2:
-                items["group"], groups = group_averages(y_train, x_train, rng)
-            test = pd.DataFrame(x_test, columns=columns)
-            classes = [f"c{c}" for c in range(k)]
+    for split in splits:
+        x_train, x_test, y_train, y_test = split_data(name, split)
+        k = int(y_train.max() + 1)
+        for size in sizes:
+            spec = SIZES[size]
+            rng = np.random.default_rng([split, 41, list(SIZES).index(size)])
+            tables = draw_sources(y_train, k, rng, labels=spec["labels"],
+                                  votes_per_annotator=int(round(spec["vote_rate"] * y_train.size)),
+                                  pairs=spec["pairs"], bags=spec["bags"], bag_size=BAG_SIZE[name],
+                                  groups=spec["groups"] if k == 2 else 0)
+            case = Case(x_train, x_test, y_train, y_test, tables, seed=int(rng.integers(2**31)),
+                        bag_size=BAG_SIZE[name])
+            for arm in arms:
+                run_arm(arm, case, {"dataset": name, "split": split, "size": size}, rows, out)
+    return rows
 
-            def record(arm, probs, seconds, permute=False):
-                accuracy, log_loss = scores(probs, y_test, permute)
-                rows.append({"dataset": name, "split": split, "arm": arm, "accuracy": accuracy, "log_loss": log_loss,
-                             "seconds": seconds})
-                print(f"{name} {split} {arm}: accuracy {accuracy:.3f} log loss {log_loss:.3f} ({seconds:.0f} s)",
-                      flush=True)
-                pd.DataFrame(rows).to_csv(args.out, index=False)
 
-            labelled = items["label"].notna().to_numpy()
-            start = time.time()
-            lr = LogisticRegression(C=1.0, max_iter=5000).fit(x_train[labelled], items["label"][labelled])
-            probs = np.zeros((y_test.size, k))
-            probs[:, [classes.index(c) for c in lr.classes_]] = lr.predict_proba(x_test)
-            record("lr_labels", probs, time.time() - start)
-            votes = tables["votes"].dropna(subset=["vote"])
-            majority = votes.groupby("item")["vote"].agg(lambda v: v.value_counts().sort_index().idxmax())
-            rows_of = pd.Index(items["id"]).get_indexer(majority.index)
-            start = time.time()
-            lr = LogisticRegression(C=1.0, max_iter=5000).fit(x_train[rows_of], majority.to_numpy())
-            probs = np.zeros((y_test.size, k))
-            probs[:, [classes.index(c) for c in lr.classes_]] = lr.predict_proba(x_test)
-            record("majority_lr", probs, time.time() - start)
-            arms = {"labels": {}, "votes": {"votes": tables["votes"]}, "pairs": {"pairs": tables["pairs"]},
-                    "bags": {"bags": tables["bags"]}}
-            if groups is not None:
-                arms["groups"] = {"groups": groups}
-            arms["all"] = {"votes": tables["votes"], "pairs": tables["pairs"], "bags": tables["bags"],
-                           **({"groups": groups} if groups is not None else {})}
-            for arm, given in arms.items():
-                frame = items.copy()
-                if arm not in ("labels", "all"):
-                    frame["label"] = None
-                if "bags" not in given:
-                    frame = frame.drop(columns="bag")
-                if "groups" not in given and "group" in frame:
-                    frame = frame.drop(columns="group")
-                data = CombinedSupervision.from_frames(frame, classes=classes, **given)
-                start = time.time()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", FitWarning)
-                    est = CombinedClassifier(progressbar=False, checks=False, restarts=2).fit(data)
-                probs = est.predict(test)[[f"prob_{c}" for c in classes]].to_numpy()
-                record(f"combined_{arm}", probs, time.time() - start, permute=arm == "pairs")
-    table = pd.DataFrame(rows).groupby(["dataset", "arm"])[["accuracy", "log_loss", "seconds"]].mean()
-    print(table.round(3).to_string())
+def run_cost(name, splits, costs, arms, out):
+    rows = []
+    for split in splits:
+        x_train, x_test, y_train, y_test = split_data(name, split)
+        k = int(y_train.max() + 1)
+        for cost in costs:
+            for allocation, spend in allocations(COSTS[cost]).items():
+                rng = np.random.default_rng([split, 42, list(COSTS).index(cost), list(COSTS[cost]).index(allocation)
+                                             if allocation in COSTS[cost] else 4])
+                tables = draw_sources(y_train, k, rng, bag_size=COST_BAG_SIZE, **spend)
+                case = Case(x_train, x_test, y_train, y_test, tables, seed=int(rng.integers(2**31)),
+                            bag_size=COST_BAG_SIZE)
+                chosen = [a for a in arms if (ARM_SOURCE[a] == allocation) or (allocation == "mix" and a == "combined_mix")]
+                spent = ", ".join(f"{s} {v}" for s, v in spend.items())
+                for arm in chosen:
+                    run_arm(arm, case, {"dataset": name, "split": split, "cost": cost, "allocation": allocation,
+                                        "spend": spent}, rows, out)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--study", choices=("sources", "cost"), default="sources")
+    parser.add_argument("--data", default=",".join(DATASETS), help="comma-separated: " + ", ".join(DATASETS))
+    parser.add_argument("--splits", type=int, default=10, help="splits 0..N-1 (or --first-split)")
+    parser.add_argument("--first-split", type=int, default=0)
+    parser.add_argument("--sizes", default=",".join(SIZES), help="sources study: " + ", ".join(SIZES))
+    parser.add_argument("--costs", default=",".join(COSTS), help="cost study: " + ", ".join(COSTS))
+    parser.add_argument("--arms", default=None, help="comma-separated arms (default: every arm of the study)")
+    parser.add_argument("--tag", default="", help="appended to the output file's name")
+    parser.add_argument("--report", action="store_true", help="print the tables from benchmarks/out/combined_*.csv")
+    args = parser.parse_args()
+    if args.report:
+        report()
+        return
+    names = args.data.split(",")
+    default_arms = SOURCE_ARMS if args.study == "sources" else COST_ARMS
+    arms = default_arms if args.arms is None else tuple(args.arms.split(","))
+    for name in names + list(arms):
+        if name not in DATASETS and name not in ARMS:
+            parser.error(f"unknown data set or arm {name!r}")
+    splits = range(args.first_split, args.first_split + args.splits)
+    OUT.mkdir(exist_ok=True)
+    for name in names:
+        out = OUT / f"combined_{args.study}_{name}{args.tag}.csv"
+        if args.study == "sources":
+            rows = run_sources(name, splits, args.sizes.split(","), arms, out)
+            keys = ["dataset", "size", "arm"]
+        else:
+            rows = run_cost(name, splits, args.costs.split(","), arms, out)
+            keys = ["dataset", "cost", "allocation", "arm"]
+        table = pd.DataFrame(rows).groupby(keys, sort=False)[["accuracy", "log_loss", "seconds"]].mean()
+        print(table.round(3).to_string(), flush=True)
+
+
+def report() -> None:
+    """Markdown tables from every file of each study: mean accuracy (mean log loss) per arm, one column per
+    data set and size (sources) or cost model (cost), with the number of splits; then the raw summary."""
+    for study in ("sources", "cost"):
+        files = [OUT / f"combined_{study}_{name}.csv" for name in DATASETS if (OUT / f"combined_{study}_{name}.csv").exists()]
+        if not files:
+            continue
+        frame = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+        frame["failed"] = frame["failed"].astype(object).fillna("").astype(str)
+        keys = ["dataset", "size"] if study == "sources" else ["dataset", "cost"]
+        # only the splits whose combined fit finished (a run stopped part-way leaves others' arms alone)
+        anchor = frame[frame["arm"] == ("combined_all" if study == "sources" else "combined_mix")]
+        frame = frame.merge(anchor[[*keys, "split"]].drop_duplicates(), on=[*keys, "split"])
+        rows = "arm" if study == "sources" else "allocation_arm"
+        if study == "cost":
+            frame["allocation_arm"] = frame["allocation"] + ": " + frame["arm"]
+        grouped = frame.groupby([*keys, rows], sort=False)
+        summary = grouped.agg(accuracy=("accuracy", "mean"), sd=("accuracy", "std"), log_loss=("log_loss", "mean"),
+                              splits=("accuracy", "count"), failed=("failed", lambda v: int((v != "").sum())),
+                              seconds=("seconds", "mean"))
+        for column in ("bag_coverage", "bag_coverage_pit"):
+            if column in frame:
+                summary[column] = grouped[column].mean()
+        cell = summary.apply(lambda r: f"{r.accuracy:.3f}" + ("" if np.isnan(r.log_loss) else f" ({r.log_loss:.3f})")
+                             + ("" if not r.failed else f" [{r.failed} failed]"), axis=1)
+        table = cell.unstack(keys)
+        table.columns = [" ".join(str(c) for c in col) + f" (n={int(summary['splits'].xs(col, level=keys).max())})"
+                         for col in table.columns]
+        print(f"## {study}\n")
+        print("| arm | " + " | ".join(table.columns) + " |")
+        print("|---" * (len(table.columns) + 1) + "|")
+        for arm, row in table.iterrows():
+            print(f"| {arm} | " + " | ".join("-" if pd.isna(v) else v for v in row) + " |")
+        print()
+        print(summary.round(3).to_string(), "\n")
+    for tag in ("diag",):  # runs of --tag _diag (other arms on the same draws): their means
+        files = sorted(OUT.glob(f"combined_sources_*_{tag}.csv"))
+        if files:
+            frame = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+            print(f"## {tag}\n")
+            print(frame.groupby(["dataset", "size", "arm"], sort=False)[["accuracy", "log_loss"]].agg(["mean", "count"])
+                  .round(3).to_string(), "\n")
+    files = sorted(OUT.glob("combined_sources_*_coverage.csv"))
+    if files:  # runs of --arms combined_all --tag _coverage: the held-out bags' coverage
+        frame = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+        print("## coverage of held-out bags' class shares (combined_all)\n")
+        print(frame.groupby(["dataset", "size"]).agg(splits=("split", "count"), accuracy=("accuracy", "mean"),
+                                                      bag_coverage=("bag_coverage", "mean"),
+                                                      bag_coverage_pit=("bag_coverage_pit", "mean")).round(3))
 
 
 if __name__ == "__main__":
