@@ -138,9 +138,17 @@ def run_cli(n_groups: int, items: int, n_bins: int, repeats: int, baseline: str 
     if baseline:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [baseline, os.environ.get("PYTHONPATH")]))}
 
+    cpu = {}
+
     def wall(cmd, environment=None) -> float:
+        """Wall seconds; the process's CPU seconds (user + system, every thread) go to `cpu["last"]`."""
+        import resource
+
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True, env=environment)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu["last"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         return time.perf_counter() - t0
 
     def fit(clicks, groups, out):
@@ -161,11 +169,16 @@ def run_cli(n_groups: int, items: int, n_bins: int, repeats: int, baseline: str 
             folder = tmp / f"round{round_}"
             data = simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins, seed=4 + round_)[0]
             clicks, groups = write_csv(data, folder)
-            row = {"em_process_s": wall(em_worker + [str(clicks), str(groups)]),
-                   "laplace_cli_s": wall(fit(clicks, groups, folder / "fit.nc"))}
+            row = {"em_process_s": wall(em_worker + [str(clicks), str(groups)])}
+            row["em_process_cpu"] = cpu["last"]
+            row["laplace_cli_s"] = wall(fit(clicks, groups, folder / "fit.nc"))
+            row["laplace_cli_cpu"] = cpu["last"]
+            row["cpu_over_em_process"] = row["laplace_cli_cpu"] / row["em_process_cpu"]
             if baseline:
                 row["baseline_laplace_cli_s"] = wall(fit(clicks, groups, folder / "fit_baseline.nc"), env)
+                row["baseline_laplace_cli_cpu"] = cpu["last"]
                 row["baseline_over_em_process"] = row["baseline_laplace_cli_s"] / row["em_process_s"]
+                row["baseline_cpu_over_em_process"] = row["baseline_laplace_cli_cpu"] / row["em_process_cpu"]
             row["laplace_cli_over_em_process"] = row["laplace_cli_s"] / row["em_process_s"]
             row["load"] = os.getloadavg()[0]
             row["fit_file_mb"] = (folder / "fit.nc").stat().st_size / 2**20

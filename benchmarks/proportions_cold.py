@@ -18,7 +18,8 @@ Rows go to benchmarks/results/proportions_cold.csv (one per sigma and fit; each 
 `bayes-wsc fit proportions --counts` ever (breast_cancer in random groups of 16, the issue's target), then a
 second data set whose group sizes the cache has never seen (the same items in groups of 8 to 24 items, sizes
 drawn at random), then that one again (its program now cached); each beside llp-learn's EM-LR as a whole
-process on the same files (pandas, standardized features, `EM(LogisticRegression())`). `--baseline DIR`
+process on the same files; wall and CPU seconds of each process (user + system, every thread: on a shared
+machine the wall time measures the other processes) (pandas, standardized features, `EM(LogisticRegression())`). `--baseline DIR`
 runs the same commands, in the same rounds, with the package's source taken from DIR (another checkout),
 its own empty cache folder: before and after in one run. Rows: benchmarks/results/proportions_cold_cli.csv.
 
@@ -182,12 +183,17 @@ def run_cli(rounds: int, baseline: str | None) -> list[dict]:
     x, labels = scaled_dataset("breast_cancer")
     versions = {"this": None, **({"baseline": baseline} if baseline else {})}
 
-    def wall(command, env) -> float:
+    def wall(command, env) -> tuple[float, float]:
+        """Wall seconds and the process's CPU seconds (user + system, every thread)."""
+        import resource
+
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         if done.returncode:
             raise SystemExit(f"{' '.join(map(str, command))} failed: {done.stderr[-2000:]}")
-        return time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.perf_counter() - t0, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="cold-cli-") as tmp:
@@ -209,12 +215,14 @@ def run_cli(rounds: int, baseline: str | None) -> list[dict]:
                 for data, fit in steps:
                     items, counts = files[data]
                     out = tmp / f"r{round_}" / f"{version}-{len(rows)}.nc"
-                    seconds = wall([sys.executable, "-m", "bayes_wsc.cli", "fit", "proportions", "--items", str(items),
-                                    "--proportions", str(counts), "--counts", "--no-progress", "--out", str(out)], env)
-                    em = wall([sys.executable, __file__, "--em-worker", str(items), str(counts)], env)
+                    seconds, cpu = wall([sys.executable, "-m", "bayes_wsc.cli", "fit", "proportions", "--items",
+                                         str(items), "--proportions", str(counts), "--counts", "--no-progress",
+                                         "--out", str(out)], env)
+                    em, em_cpu = wall([sys.executable, __file__, "--em-worker", str(items), str(counts)], env)
                     row = {"round": round_, "version": version, "data": data, "fit": fit, "cli_seconds": round(seconds, 2),
-                           "em_lr_process_seconds": round(em, 2), "ratio_to_em_lr": round(seconds / em, 2),
-                           "load": round(os.getloadavg()[0], 2)}
+                           "cli_cpu": round(cpu, 2), "em_lr_process_seconds": round(em, 2),
+                           "em_lr_process_cpu": round(em_cpu, 2), "ratio_to_em_lr": round(seconds / em, 2),
+                           "cpu_ratio_to_em_lr": round(cpu / em_cpu, 2), "load": round(os.getloadavg()[0], 2)}
                     print(row, flush=True)
                     rows.append(row)
     return rows
@@ -241,7 +249,8 @@ def main(argv=None) -> int:
         frame = pd.DataFrame(run_cli(args.rounds, args.baseline))
         frame = frame.assign(date=time.strftime("%Y-%m-%d %H:%M"), command=command)
         frame.to_csv(HERE / "results" / "proportions_cold_cli.csv", index=False)
-        print(frame.groupby(["version", "fit"], sort=False)[["cli_seconds", "em_lr_process_seconds", "ratio_to_em_lr"]]
+        print(frame.groupby(["version", "fit"], sort=False)[["cli_seconds", "cli_cpu", "em_lr_process_seconds",
+                                                             "em_lr_process_cpu", "cpu_ratio_to_em_lr"]]
               .median().to_string())
         return 0
     command = "python benchmarks/proportions_cold.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
