@@ -255,19 +255,23 @@ def poisson_multinomial_logp(log_q, plan, inputs=None):
         cell_row, shift = arrays[f"cp{b}_cell_row"], arrays[f"cp{b}_shift"]
         lq = lq_ext[items[:, :, None], order[:, None, :]]  # (G, steps, L), most frequent class first
         real = pt.lt(items, plan.n_items)[:, :, None]
-        lq = pt.switch(real, lq, pad_row).dimshuffle(1, 0, 2)  # (steps, G, L)
+        # static shapes (the key's), so that the loop's types survive PyMC's swapping data for constants
+        lq = pt.specify_shape(pt.switch(real, lq, pad_row).dimshuffle(1, 0, 2),
+                              (block.steps, block.groups.size, n_classes))  # (steps, G, L)
         log_zero = pt.as_tensor(np.array([LOG_ZERO]))
 
-        def step(lq_j, state):  # state: every group's cells, one vector; lq_j: each group's item of this step
+        def step(lq_j, state, cell_row, *shifts):  # state: every group's cells; lq_j: each group's item now
             per_cell = lq_j[cell_row]  # (C, L)
             new = state + per_cell[:, 0]
             extended = pt.concatenate([state, log_zero])  # cell C: log 0, for the cells at no count of a class
-            for t in range(n_classes - 1):
-                new = pt.logaddexp(new, extended[shift[t]] + per_cell[:, t + 1])
+            for t, to in enumerate(shifts):
+                new = pt.logaddexp(new, extended[to] + per_cell[:, t + 1])
             return new
 
-        final = pytensor.scan(step, sequences=[lq], outputs_info=[arrays[f"cp{b}_init"]], n_steps=block.steps,
-                              return_updates=False)[-1]
+        # the index vectors go in as non-sequences of their own (C >= 2 cells: no static 1 in their shapes)
+        final = pytensor.scan(step, sequences=[lq], outputs_info=[arrays[f"cp{b}_init"]],
+                              non_sequences=[cell_row, *[shift[t] for t in range(n_classes - 1)]],
+                              n_steps=block.steps, return_updates=False)[-1]
         out = pt.set_subtensor(out[arrays[f"cp{b}_groups"]], final[arrays[f"cp{b}_target"]])
     if plan.approx_groups.size:
         out = pt.set_subtensor(out[arrays["cpa_groups"]], _normal_count_logp(log_q, plan, arrays, n_classes))

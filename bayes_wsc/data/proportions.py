@@ -510,6 +510,10 @@ class CountBlock:
             padded[:, :bucket.steps] = bucket.items
             items.append(padded)
             offset, row = offset + n_rows * size, row + n_rows
+        if offset < 2:  # a spare cell, never read: a state of one cell would be a static 1 in the loop's types
+            cell_rows.append(np.zeros(1, dtype=np.int64))
+            shifts.append(np.full((n_classes - 1, 1), -1, dtype=np.int64))
+            offset += 1
         shift = np.concatenate(shifts, axis=1)
         shift[shift < 0] = offset  # the cell of log 0 after the state
         return cls(np.concatenate([b.groups for b in buckets]), np.concatenate(items),
