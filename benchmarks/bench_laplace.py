@@ -123,7 +123,7 @@ def run_timing(n_groups: int, items: int, n_bins: int, repeats: int, click_half_
 
 
 def run_cli(n_groups: int, items: int, n_bins: int, repeats: int, baseline: str | None = None,
-            loo: bool = True) -> dict:
+            with_loo: bool = True) -> dict:
     """Whole processes on CSV files, new data every round (see the module docstring). `baseline`: a checkout
     whose package source the same commands also run with, in the same rounds (before and after in one run)."""
     import os
@@ -182,7 +182,7 @@ def run_cli(n_groups: int, items: int, n_bins: int, repeats: int, baseline: str 
             row["laplace_cli_over_em_process"] = row["laplace_cli_s"] / row["em_process_s"]
             row["load"] = os.getloadavg()[0]
             row["fit_file_mb"] = (folder / "fit.nc").stat().st_size / 2**20
-            if loo:
+            if with_loo:
                 row["first_loo_process_s"] = wall(loo + [str(folder / "fit.nc")])
             print(row, flush=True)
             rows.append(row)
