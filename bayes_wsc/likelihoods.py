@@ -244,8 +244,10 @@ def poisson_multinomial_logp(log_q, plan, inputs=None):
     over every class other than the group's most frequent one (extents bounded by the group's size,
     so that the layout does not depend on the counts; see `count_plan`), updated item by item,
     state_j(k) = state_{j-1}(k) q_j,untracked + sum_l state_{j-1}(k - e_l) q_jl, in log space. That is
-    about n_i^2 / 2 cells for two classes, O(n_i^2), and n_i prod_t (n_i / (t + 1) + 1) for L classes; the
-    groups of one bucket (same padded size) are updated together by one `scan`.
+    about n_i^2 / 2 cells for two classes, O(n_i^2), and n_i prod_t (n_i / (t + 1) + 1) for L classes. Every
+    group's state is a run of cells of one vector (`data.proportions.CountBlock`), and one `scan` updates all
+    the groups of a block together, whatever their sizes: the shifts k - e_l are gathers by index, data of
+    the plan, so the compiled loop is the same for every layout of group sizes.
 
     Groups too large for it (see `count_plan`) use the normal approximation of the counts of the
     tracked classes, mean sum_j q_j and covariance sum_j (diag q_j - q_j q_j^T) + I/12 (the variance of
@@ -262,30 +264,29 @@ def poisson_multinomial_logp(log_q, plan, inputs=None):
     lq_ext = pt.concatenate([log_q, pt.zeros((1, n_classes))], axis=0)  # row n: padding, masked below
     pad_row = np.full(n_classes, LOG_ZERO)
     pad_row[0] = 0.0  # a padded step takes the untracked class with probability 1: the state is unchanged
-    for b, bucket in enumerate(plan.buckets):
+    for b, block in enumerate(plan.blocks):
         items, order = arrays[f"cp{b}_items"], arrays[f"cp{b}_order"]
-        n_rows, steps, shape = bucket.groups.size, bucket.steps, bucket.shape
+        cell_row, shift = arrays[f"cp{b}_cell_row"], arrays[f"cp{b}_shift"]
         lq = lq_ext[items[:, :, None], order[:, None, :]]  # (G, steps, L), most frequent class first
         real = pt.lt(items, plan.n_items)[:, :, None]
-        lq = pt.specify_shape(pt.switch(real, lq, pad_row).dimshuffle(1, 0, 2), (steps, n_rows, n_classes))
-        init = pt.specify_shape(pt.as_tensor(arrays[f"cp{b}_init"]), (n_rows, *shape))  # its shape is the key's
-        pads = [pt.as_tensor(np.full((n_rows, *shape[:t], 1, *shape[t + 1:]), LOG_ZERO)) for t in range(len(shape))]
-        tail = (None,) * len(shape)
+        # static shapes (the key's), so that the loop's types survive PyMC's swapping data for constants
+        lq = pt.specify_shape(pt.switch(real, lq, pad_row).dimshuffle(1, 0, 2),
+                              (block.steps, block.groups.size, n_classes))  # (steps, G, L)
+        log_zero = pt.as_tensor(np.array([LOG_ZERO]))
 
-        def step(lq_j, state):
-            new = state + lq_j[(slice(None), 0, *tail)]
-            for t in range(len(shape)):
-                axis = t + 1
-                kept = [slice(None)] * state.ndim
-                kept[axis] = slice(None, -1)
-                shifted = pt.concatenate([pads[t], state[tuple(kept)]], axis=axis)
-                new = pt.logaddexp(new, shifted + lq_j[(slice(None), t + 1, *tail)])
-            return pt.specify_shape(new, (n_rows, *shape))
+        def step(lq_j, state, cell_row, *shifts):  # state: every group's cells; lq_j: each group's item now
+            per_cell = lq_j[cell_row]  # (C, L)
+            new = state + per_cell[:, 0]
+            extended = pt.concatenate([state, log_zero])  # cell C: log 0, for the cells at no count of a class
+            for t, to in enumerate(shifts):
+                new = pt.logaddexp(new, extended[to] + per_cell[:, t + 1])
+            return new
 
-        final = pytensor.scan(step, sequences=[lq], outputs_info=[init], n_steps=steps,
-                              return_updates=False)[-1]
-        values = final.reshape((n_rows, -1))[np.arange(n_rows), arrays[f"cp{b}_target"]]
-        out = pt.set_subtensor(out[arrays[f"cp{b}_groups"]], values)
+        # the index vectors go in as non-sequences of their own (C >= 2 cells: no static 1 in their shapes)
+        final = pytensor.scan(step, sequences=[lq], outputs_info=[arrays[f"cp{b}_init"]],
+                              non_sequences=[cell_row, *[shift[t] for t in range(n_classes - 1)]],
+                              n_steps=block.steps, return_updates=False)[-1]
+        out = pt.set_subtensor(out[arrays[f"cp{b}_groups"]], final[arrays[f"cp{b}_target"]])
     if plan.approx_groups.size:
         out = pt.set_subtensor(out[arrays["cpa_groups"]], _normal_count_logp(log_q, plan, arrays, n_classes))
     return out

@@ -22,7 +22,10 @@ a new process: the pointwise log-likelihood is computed on that first use). A wa
 comes first (a user's earlier fit of the same structure); a rerun on the last round's data is
 reported beside, labelled. Summary: results/laplace_cli.csv.
 
-    python benchmarks/bench_laplace.py --cli --repeats 3
+    python benchmarks/bench_laplace.py --cli --repeats 3 [--baseline OTHER_CHECKOUT] [--no-loo]
+
+`--baseline` times the same command with the package's source from another checkout in the same rounds
+(its own warm-up first), for before/after figures from one run; `--no-loo` leaves the LOO process out.
 
 --coverage: the Sec. 5 study (I = 500, K = 15, 50 replicates at J = 5 and J = 100) with the three
 models of coverage_sec5.py fitted by nested Laplace (the default of method="laplace") on every
@@ -119,8 +122,11 @@ def run_timing(n_groups: int, items: int, n_bins: int, repeats: int, click_half_
     return out
 
 
-def run_cli(n_groups: int, items: int, n_bins: int, repeats: int) -> dict:
-    """Whole processes on CSV files, new data every round (see the module docstring)."""
+def run_cli(n_groups: int, items: int, n_bins: int, repeats: int, baseline: str | None = None,
+            with_loo: bool = True) -> dict:
+    """Whole processes on CSV files, new data every round (see the module docstring). `baseline`: a checkout
+    whose package source the same commands also run with, in the same rounds (before and after in one run)."""
+    import os
     import subprocess
     import tempfile
 
@@ -128,9 +134,21 @@ def run_cli(n_groups: int, items: int, n_bins: int, repeats: int) -> dict:
 
     from bayes_wsc.simulate import simulate_wsc
 
-    def wall(cmd) -> float:
+    env = None
+    if baseline:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [baseline, os.environ.get("PYTHONPATH")]))}
+
+    cpu = {}
+
+    def wall(cmd, environment=None) -> float:
+        """Wall seconds; the process's CPU seconds (user + system, every thread) go to `cpu["last"]`."""
+        import resource
+
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
+        subprocess.run(cmd, check=True, capture_output=True, env=environment)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu["last"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         return time.perf_counter() - t0
 
     def fit(clicks, groups, out):
@@ -145,14 +163,28 @@ def run_cli(n_groups: int, items: int, n_bins: int, repeats: int) -> dict:
         warm_files = write_csv(simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins, seed=3)[0],
                                tmp / "warm")
         warm = wall(fit(*warm_files, tmp / "warm" / "fit.nc"))
+        if baseline:
+            wall(fit(*warm_files, tmp / "warm" / "fit_baseline.nc"), env)
         for round_ in range(repeats):
             folder = tmp / f"round{round_}"
             data = simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins, seed=4 + round_)[0]
             clicks, groups = write_csv(data, folder)
-            row = {"em_process_s": wall(em_worker + [str(clicks), str(groups)]),
-                   "laplace_cli_s": wall(fit(clicks, groups, folder / "fit.nc"))}
+            row = {"em_process_s": wall(em_worker + [str(clicks), str(groups)])}
+            row["em_process_cpu"] = cpu["last"]
+            row["laplace_cli_s"] = wall(fit(clicks, groups, folder / "fit.nc"))
+            row["laplace_cli_cpu"] = cpu["last"]
+            row["cpu_over_em_process"] = row["laplace_cli_cpu"] / row["em_process_cpu"]
+            if baseline:
+                row["baseline_laplace_cli_s"] = wall(fit(clicks, groups, folder / "fit_baseline.nc"), env)
+                row["baseline_laplace_cli_cpu"] = cpu["last"]
+                row["baseline_over_em_process"] = row["baseline_laplace_cli_s"] / row["em_process_s"]
+                row["baseline_cpu_over_em_process"] = row["baseline_laplace_cli_cpu"] / row["em_process_cpu"]
+            row["laplace_cli_over_em_process"] = row["laplace_cli_s"] / row["em_process_s"]
+            row["load"] = os.getloadavg()[0]
             row["fit_file_mb"] = (folder / "fit.nc").stat().st_size / 2**20
-            row["first_loo_process_s"] = wall(loo + [str(folder / "fit.nc")])
+            if with_loo:
+                row["first_loo_process_s"] = wall(loo + [str(folder / "fit.nc")])
+            print(row, flush=True)
             rows.append(row)
         same = wall(fit(clicks, groups, folder / "again.nc"))
     median = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
@@ -364,12 +396,14 @@ def main(argv=None):
     parser.add_argument("--summarize", action="store_true", help="--coverage: only compare what is in the files")
     parser.add_argument("--joint-reps", type=int, default=5, help="--coverage: joint Laplace on this many replicates")
     parser.add_argument("--nuts-reps", type=int, default=1, help="--coverage: NUTS on this many replicates")
+    parser.add_argument("--baseline", default=None, help="--cli: also run the package's source from this checkout")
+    parser.add_argument("--no-loo", action="store_true", help="--cli: leave out the first LOO on the saved fit")
     args = parser.parse_args(argv)
     if args.coverage:
         return run_coverage([int(j) for j in args.items.split(",")], args.reps, args.summarize, args.joint_reps,
                             args.nuts_reps)
     if args.cli:
-        row = run_cli(*map(int, args.size.split("x")), args.repeats)
+        row = run_cli(*map(int, args.size.split("x")), args.repeats, args.baseline, not args.no_loo)
         import pandas as pd
 
         summary = {k: v for k, v in row.items() if k != "per_round"}

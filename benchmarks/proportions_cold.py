@@ -13,6 +13,17 @@ wall time measures the others; the CPU time is what the fit costs, close to its 
     nice -n 10 python benchmarks/proportions_cold.py --sigmas 2,8,32,128 --rounds 3
 
 Rows go to benchmarks/results/proportions_cold.csv (one per sigma and fit; each run replaces the last).
+
+--cli: whole processes on a user's CSV files, timed from outside, with an empty cache folder: the first
+`bayes-wsc fit proportions --counts` ever (breast_cancer in random groups of 16, the issue's target), then a
+second data set whose group sizes the cache has never seen (the same items in groups of 8 to 24 items, sizes
+drawn at random), then that one again (its program now cached); each beside llp-learn's EM-LR as a whole
+process on the same files; wall and CPU seconds of each process (user + system, every thread: on a shared
+machine the wall time measures the other processes) (pandas, standardized features, `EM(LogisticRegression())`). `--baseline DIR`
+runs the same commands, in the same rounds, with the package's source taken from DIR (another checkout),
+its own empty cache folder: before and after in one run. Rows: benchmarks/results/proportions_cold_cli.csv.
+
+    python benchmarks/proportions_cold.py --cli --rounds 3 [--baseline /tmp/base]
 """
 
 from __future__ import annotations
@@ -77,7 +88,7 @@ class PhaseTimer:
 
 def grouping(sigma: int, seed: int):
     from bayes_wsc.data.proportions import LabelProportions
-    from bayes_wsc.simulate.proportions import class_counts, random_groups
+    from bayes_wsc.models.proportions.simulate import class_counts, random_groups
     from proportions_sec4 import scaled_dataset
 
     x, labels = scaled_dataset("breast_cancer")
@@ -128,14 +139,119 @@ def child(sigma: int, rounds: int) -> None:
     print(json.dumps({"rows": rows, "process_seconds": round(time.perf_counter() - t_start, 2)}))
 
 
+def write_csv(x, groups, counts, folder: Path) -> tuple[Path, Path]:
+    """The data as a user's two files: items (id, group, features) and each group's class counts."""
+    folder.mkdir(parents=True, exist_ok=True)
+    items = pd.DataFrame(x, columns=[f"x{j + 1}" for j in range(x.shape[1])])
+    items.insert(0, "group", [f"g{g}" for g in groups])
+    items.insert(0, "id", [f"i{i}" for i in range(len(items))])
+    items.to_csv(folder / "items.csv", index=False)
+    pd.DataFrame({"group": [f"g{g}" for g in range(len(counts))], "malignant": counts[:, 0],
+                  "benign": counts[:, 1]}).to_csv(folder / "counts.csv", index=False)
+    return folder / "items.csv", folder / "counts.csv"
+
+
+def mixed_sizes(n: int, low: int, high: int, rng: np.random.Generator) -> np.ndarray:
+    """Group index of n items in random groups whose sizes are drawn uniformly from low..high."""
+    sizes = []
+    while sum(sizes) < n:
+        sizes.append(int(rng.integers(low, high + 1)))
+    sizes[-1] -= sum(sizes) - n
+    groups = np.empty(n, dtype=np.int64)
+    groups[rng.permutation(n)] = np.repeat(np.arange(len(sizes)), sizes)
+    return groups
+
+
+def em_worker(items_file: str, counts_file: str) -> None:
+    """llp-learn's EM-LR as a user would run it on the two files: read, standardize, fit."""
+    from llp_learn.em import EM
+    from sklearn.linear_model import LogisticRegression
+
+    items, counts = pd.read_csv(items_file), pd.read_csv(counts_file)
+    x = items.drop(columns=["id", "group"]).to_numpy(float)
+    x = (x - x.mean(axis=0)) / x.std(axis=0)
+    groups = pd.Index(counts["group"]).get_indexer(items["group"])
+    shares = counts["benign"].to_numpy(float) / counts[["malignant", "benign"]].to_numpy(float).sum(axis=1)
+    EM(LogisticRegression(), init_y="random", random_state=0).fit(x, groups, shares)
+
+
+def run_cli(rounds: int, baseline: str | None) -> list[dict]:
+    """See the module docstring (--cli)."""
+    from bayes_wsc.models.proportions.simulate import class_counts, random_groups
+    from proportions_sec4 import scaled_dataset
+
+    x, labels = scaled_dataset("breast_cancer")
+    versions = {"this": None, **({"baseline": baseline} if baseline else {})}
+
+    def wall(command, env) -> tuple[float, float]:
+        """Wall seconds and the process's CPU seconds (user + system, every thread)."""
+        import resource
+
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f"{' '.join(map(str, command))} failed: {done.stderr[-2000:]}")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.perf_counter() - t0, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="cold-cli-") as tmp:
+        tmp = Path(tmp)
+        for round_ in range(rounds):
+            rng = np.random.default_rng(100 + round_)
+            sixteen = random_groups(len(labels), 16, rng)
+            mixed = mixed_sizes(len(labels), 8, 24, rng)
+            files = {name: write_csv(x, g, class_counts(labels, g, 2), tmp / f"r{round_}" / name)
+                     for name, g in (("groups of 16", sixteen), ("groups of 8-24", mixed))}
+            for version, source in versions.items():
+                cache = tmp / f"cache-{version}-{round_}"  # empty: nothing compiled, no XLA cache
+                env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+                if source:
+                    env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
+                steps = [("groups of 16", "cold: first fit, empty cache"),
+                         ("groups of 8-24", "new group sizes (cache holds the first fit's program)"),
+                         ("groups of 8-24", "same data again (its program cached)")]
+                for data, fit in steps:
+                    items, counts = files[data]
+                    out = tmp / f"r{round_}" / f"{version}-{len(rows)}.nc"
+                    seconds, cpu = wall([sys.executable, "-m", "bayes_wsc.cli", "fit", "proportions", "--items",
+                                         str(items), "--proportions", str(counts), "--counts", "--no-progress",
+                                         "--out", str(out)], env)
+                    em, em_cpu = wall([sys.executable, __file__, "--em-worker", str(items), str(counts)], env)
+                    row = {"round": round_, "version": version, "data": data, "fit": fit, "cli_seconds": round(seconds, 2),
+                           "cli_cpu": round(cpu, 2), "em_lr_process_seconds": round(em, 2),
+                           "em_lr_process_cpu": round(em_cpu, 2), "ratio_to_em_lr": round(seconds / em, 2),
+                           "cpu_ratio_to_em_lr": round(cpu / em_cpu, 2), "load": round(os.getloadavg()[0], 2)}
+                    print(row, flush=True)
+                    rows.append(row)
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sigmas", default="2,8,32,128")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cli", action="store_true", help="whole processes on CSV files (see above)")
+    parser.add_argument("--baseline", default=None, help="--cli: the package's source from this checkout too")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--em-worker", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child is not None:
         child(args.child, args.rounds)
+        return 0
+    if args.em_worker is not None:
+        em_worker(*args.em_worker)
+        return 0
+    if args.cli:
+        command = "python benchmarks/proportions_cold.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
+        print("command:", command, flush=True)
+        frame = pd.DataFrame(run_cli(args.rounds, args.baseline))
+        frame = frame.assign(date=time.strftime("%Y-%m-%d %H:%M"), command=command)
+        frame.to_csv(HERE / "results" / "proportions_cold_cli.csv", index=False)
+        print(frame.groupby(["version", "fit"], sort=False)[["cli_seconds", "cli_cpu", "em_lr_process_seconds",
+                                                             "em_lr_process_cpu", "cpu_ratio_to_em_lr"]]
+              .median().to_string())
         return 0
     command = "python benchmarks/proportions_cold.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
     print("command:", command, flush=True)

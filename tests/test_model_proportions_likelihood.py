@@ -75,6 +75,44 @@ def test_the_count_plan_depends_on_the_group_sizes_alone(n_classes):
     assert any(not np.array_equal(first[k], last[k]) for k in first if k.endswith(("_order", "_target")))
 
 
+def test_one_recursion_for_every_layout_of_group_sizes():
+    """Groups of any similar sizes run as one recursion (one block: one loop for XLA to compile); sizes so
+    different that padding the small groups to the large one's steps would cost much stay apart."""
+    from bayes_wsc.data.proportions import MERGE_CELLS, MERGE_WASTE
+
+    rng = np.random.default_rng(5)
+    for sizes in ([16] * 35 + [9], list(rng.integers(8, 25, 30)), [1, 2, 3, 6, 4, 5, 17, 40], [128] * 4 + [57]):
+        plan = count_plan(*random_groups(rng, sizes, 2))
+        assert len(plan.blocks) == 1 and plan.n_exact == len(sizes)
+        assert sorted(plan.blocks[0].groups.tolist()) == list(range(len(sizes)))
+    plan = count_plan(*random_groups(rng, [2] * 5000 + [200], 2))
+    assert len(plan.blocks) == 2  # one block would pad 5000 groups of 2 to the 256 steps of the one of 200
+    apart = sum(b.cells for b in plan.blocks)
+    assert 256 * sum(b.n_cells for b in plan.blocks) > max(MERGE_WASTE * apart, MERGE_CELLS)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_poisson_multinomial_in_separate_blocks_equals_enumeration(n_classes, monkeypatch):
+    """The recursion gives the same values when buckets of different steps run as blocks of their own."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from bayes_wsc.data import proportions
+    from bayes_wsc.likelihoods import poisson_multinomial_logp
+
+    monkeypatch.setattr(proportions, "MERGE_CELLS", 0)
+    monkeypatch.setattr(proportions, "MERGE_WASTE", 1)
+    rng = np.random.default_rng(10 + n_classes)
+    item_group, counts = random_groups(rng, [1, 2, 3, 6, 4, 5], n_classes)
+    logits = rng.normal(0, 2, size=(item_group.size, n_classes))
+    log_q = logits - logsumexp(logits, axis=1, keepdims=True)
+    plan = count_plan(item_group, counts)
+    assert len(plan.blocks) >= 4  # padded sizes 1, 2, 4, 8: buckets of the same steps still share a block
+    x = pt.dmatrix("log_q")
+    got = pytensor.function([x], poisson_multinomial_logp(x, plan), mode="FAST_COMPILE")(log_q)
+    np.testing.assert_allclose(got, enumerate_counts_logp(log_q, item_group, counts), rtol=1e-10, atol=1e-10)
+
+
 def test_poisson_binomial_and_its_normal_fallback():
     import pytensor
     import pytensor.tensor as pt

@@ -20,9 +20,9 @@ from bayes_wsc.models.wsc import WSC
 from bayes_wsc.simulate import simulate_two_blobs, simulate_wsc, toy_items
 
 #: inputs that are equal in both data sets by design: dim lengths (the structure), settings, and the
-#: group sizes, with what they fix of the exact-counts recursion: its starting state, and which groups
-#: share its one bucket (all)
-SAME_BY_DESIGN = {"lam", "group_sizes", "cp0_init", "cp0_groups"}
+#: group sizes, with what they fix of the exact-counts recursion: its starting state, which groups share
+#: its one block (all), and the layout of their states (each cell's group, the cells one count apart)
+SAME_BY_DESIGN = {"lam", "group_sizes", "cp0_init", "cp0_groups", "cp0_cell_row", "cp0_shift"}
 
 
 def wsc_data(seed):

@@ -407,6 +407,11 @@ GROUP_BUDGET = 2_000_000
 #: all groups' recursions together: reverse-mode differentiation keeps a few copies of every cell
 #: (8 bytes each), so 10^7 cells stay under a GB
 TOTAL_BUDGET = 10_000_000
+#: buckets of different padded sizes run as one recursion (`CountBlock`) when that costs, with every group
+#: padded to the longest one's steps, at most this many times their cells run apart ...
+MERGE_WASTE = 4
+#: ... or at most this many cells in all (about a millisecond a pass): one compiled loop for every group size
+MERGE_CELLS = 2**18
 
 
 @dataclass(frozen=True)
@@ -443,10 +448,103 @@ class CountBucket:
 
 
 @dataclass(frozen=True)
+class CountBlock:
+    """Buckets whose recursions run as one (`likelihoods.poisson_multinomial_logp`), their states flattened.
+
+    Every group's state (its bucket's `shape`) is laid out as a run of cells of one vector, so that groups
+    of any size share one loop of `steps` item steps (the longest bucket's; a shorter group's extra steps
+    are padding, which leaves its state as it is). groups, items (padded to `steps` with `n_items`), order:
+    as in `CountBucket`, bucket after bucket. cell_row : (C,) the row (in `groups`) each cell belongs to.
+    shift : (L - 1, C) for each tracked class, the cell holding one count fewer of it in the same group, or
+    C (a cell of log 0) at no count of it. first : (G,) each group's cell of no counts. target : (G,) each
+    group's cell of its counts.
+    """
+
+    groups: np.ndarray
+    items: np.ndarray
+    order: np.ndarray
+    cell_row: np.ndarray
+    shift: np.ndarray
+    first: np.ndarray
+    target: np.ndarray
+
+    @property
+    def steps(self) -> int:
+        return int(self.items.shape[1])
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.cell_row.size)
+
+    @property
+    def cells(self) -> int:
+        """What the block's recursion costs: its cells times its steps."""
+        return self.n_cells * self.steps
+
+    def initial_state(self) -> np.ndarray:
+        """The flat state before any item, (C,): log 1 at each group's cell of no counts, log 0 (finite) elsewhere."""
+        state = np.full(self.n_cells, LOG_ZERO)
+        state[self.first] = 0.0
+        return state
+
+    @classmethod
+    def of(cls, buckets: Sequence[CountBucket], n_items: int, n_classes: int) -> CountBlock:
+        """The buckets' groups one after the other, each group's cells in its bucket's shape (C order)."""
+        steps = max(b.steps for b in buckets)
+        items, cell_rows, shifts, firsts, targets = [], [], [], [], []
+        offset, row = 0, 0
+        for bucket in buckets:
+            n_rows, size = bucket.groups.size, int(np.prod(bucket.shape, dtype=np.int64))
+            local = np.arange(size)
+            index = np.unravel_index(local, bucket.shape)
+            first = offset + size * np.arange(n_rows)  # each group's cell of no counts
+            cell_rows.append(np.repeat(row + np.arange(n_rows), size))
+            piece = np.empty((n_classes - 1, n_rows, size), dtype=np.int64)
+            for t in range(n_classes - 1):
+                stride = int(np.prod(bucket.shape[t + 1:], dtype=np.int64))
+                piece[t] = np.where(index[t] > 0, first[:, None] + local - stride, -1)
+            shifts.append(piece.reshape(n_classes - 1, -1))
+            firsts.append(first)
+            targets.append(first + bucket.target)
+            padded = np.full((n_rows, steps), n_items, dtype=np.int64)
+            padded[:, :bucket.steps] = bucket.items
+            items.append(padded)
+            offset, row = offset + n_rows * size, row + n_rows
+        if offset < 2:  # a spare cell, never read: a state of one cell would be a static 1 in the loop's types
+            cell_rows.append(np.zeros(1, dtype=np.int64))
+            shifts.append(np.full((n_classes - 1, 1), -1, dtype=np.int64))
+            offset += 1
+        shift = np.concatenate(shifts, axis=1)
+        shift[shift < 0] = offset  # the cell of log 0 after the state
+        return cls(np.concatenate([b.groups for b in buckets]), np.concatenate(items),
+                   np.concatenate([b.order for b in buckets]), np.concatenate(cell_rows).astype(np.int64), shift,
+                   np.concatenate(firsts).astype(np.int64), np.concatenate(targets).astype(np.int64))
+
+
+def merge_buckets(buckets: Sequence[CountBucket], total_budget: int = TOTAL_BUDGET) -> list[list[CountBucket]]:
+    """The buckets (shortest first) gathered into blocks: the next bucket joins the current block when the
+    block, padded to the longest steps, stays within `total_budget` and costs at most `MERGE_WASTE` times its
+    buckets run apart, or `MERGE_CELLS` in all. Groups of similar sizes (and small groups of any sizes) so run
+    as one recursion, which XLA compiles once; very different sizes stay apart, where padding would cost."""
+    blocks: list[list[CountBucket]] = []
+    for bucket in sorted(buckets, key=lambda b: b.steps):
+        if blocks:
+            merged = [*blocks[-1], bucket]
+            padded = max(b.steps for b in merged) * sum(b.cells // b.steps for b in merged)
+            apart = sum(b.cells for b in merged)
+            if padded <= total_budget and (padded <= MERGE_WASTE * apart or padded <= MERGE_CELLS):
+                blocks[-1] = merged
+                continue
+        blocks.append([bucket])
+    return blocks
+
+
+@dataclass(frozen=True)
 class CountPlan:
     """How the exact-counts likelihood is computed for each group (`likelihoods.poisson_multinomial_logp`).
 
-    Groups small enough are computed exactly, bucketed by padded size (`buckets`); the others
+    Groups small enough are computed exactly, bucketed by padded size (`buckets`), the buckets run
+    together in as few recursions as their padding allows (`blocks`, `merge_buckets`); the others
     (`approx_groups`) by the normal approximation of their class counts, with `approx_order`
     (most frequent class first, dropped) and their tracked counts `approx_counts`.
     """
@@ -455,6 +553,7 @@ class CountPlan:
     n_groups: int
     n_classes: int
     buckets: tuple[CountBucket, ...]
+    blocks: tuple[CountBlock, ...]
     approx_groups: np.ndarray
     approx_order: np.ndarray
     approx_counts: np.ndarray
@@ -468,9 +567,10 @@ class CountPlan:
     def inputs(self) -> dict[str, np.ndarray]:
         """Every array of the plan by a stable name (the model reads them as data)."""
         out = {}
-        for b, bucket in enumerate(self.buckets):
-            out.update({f"cp{b}_items": bucket.items, f"cp{b}_order": bucket.order, f"cp{b}_target": bucket.target,
-                        f"cp{b}_groups": bucket.groups, f"cp{b}_init": bucket.initial_state()})
+        for b, block in enumerate(self.blocks):
+            out.update({f"cp{b}_items": block.items, f"cp{b}_order": block.order, f"cp{b}_target": block.target,
+                        f"cp{b}_groups": block.groups, f"cp{b}_init": block.initial_state(),
+                        f"cp{b}_cell_row": block.cell_row, f"cp{b}_shift": block.shift})
         if self.approx_groups.size:
             out.update({"cpa_groups": self.approx_groups, "cpa_order": self.approx_order,
                         "cpa_counts": self.approx_counts, "cpa_items": self.approx_items,
@@ -479,7 +579,7 @@ class CountPlan:
 
     def structure(self) -> list:
         """What the computation's shapes depend on (for keys of compiled programs)."""
-        return [[b.groups.size, b.steps, list(b.shape)] for b in self.buckets] + [int(self.approx_groups.size)]
+        return [[b.groups.size, b.steps, b.n_cells] for b in self.blocks] + [int(self.approx_groups.size)]
 
 
 def _next_power_of_two(values: np.ndarray) -> np.ndarray:
@@ -495,9 +595,10 @@ def count_plan(item_group: np.ndarray, counts: np.ndarray, *, group_budget: int 
     counts, so that one compiled program serves every data set whose groups have the same sizes (new
     groupings, cross-validation folds, bootstrap draws): the class in position t + 1 of a group's
     order (most frequent first) has at most n // (t + 2) items, and that bound + 1, rounded up to a
-    power of two, is the state's extent along its axis. Groups share a bucket (one vectorized scan)
-    when their sizes round up to the same power of two, and that padded cost is what the budgets
-    count. Groups within `group_budget` are exact, cheapest first while the total stays within
+    power of two, is the state's extent along its axis. Groups share a bucket when their sizes round
+    up to the same power of two, and that padded cost is what the budgets count; the buckets then run
+    as one recursion (`merge_buckets`: one loop for XLA to compile, whatever the sizes) unless their
+    sizes are so different that padding to the longest would cost too much. Groups within `group_budget` are exact, cheapest first while the total stays within
     `total_budget` (what reverse-mode differentiation keeps per state copy); the rest use the normal
     approximation. The counts give each group's class order and its target cell.
     """
@@ -530,5 +631,6 @@ def count_plan(item_group: np.ndarray, counts: np.ndarray, *, group_budget: int 
     approx = np.flatnonzero(~exact)
     in_approx = np.isin(item_group, approx)
     approx_items = np.flatnonzero(in_approx)
-    return CountPlan(n_items, n_groups, n_classes, tuple(buckets), approx, order[approx], tracked[approx],
+    blocks = tuple(CountBlock.of(b, n_items, n_classes) for b in merge_buckets(buckets, total_budget))
+    return CountPlan(n_items, n_groups, n_classes, tuple(buckets), blocks, approx, order[approx], tracked[approx],
                      approx_items, np.searchsorted(approx, item_group[approx_items]).astype(np.int64))

@@ -457,9 +457,12 @@ def class1_share(pi, w0, w1):
 #: 30, 100; WH = 0, 4, 10) the acceptance rate was 0.77-0.79, and the Kolmogorov-Smirnov distance of
 #: 20,000 draws to the exact conditional fell from 0.08 (the proposal) to 0.03 after one step and to
 #: the sampling noise (0.006) after three, also with the globals of a Laplace fit at J = 5 varying
-#: from draw to draw (the emissions' sd 26% of their mean); four steps keep a margin.
+#: from draw to draw (the emissions' sd 26% of their mean). Three steps, then (four until issue 43: at
+#: 10,000 groups each step is a pass over the count table per draw, a quarter of the draws' time; the
+#: 90% HDIs of rho and pi with three steps differed from four's by no more than four's differ between
+#: seeds, benchmarks/RESULTS.md, "Speed at the headline scale").
 #: tests/test_model_wsc_integrated_mu.py checks the draws against the conditional.
-MH_STEPS = 4
+MH_STEPS = 3
 PROPOSAL_DF = 2.0  # `_student_t2`: its quantile function is one square root
 PROPOSAL_INFLATION = 1.2
 REFERENCE_NEWTON_STEPS = 6
