@@ -136,6 +136,23 @@ def test_model_likelihood_equals_enumeration():
     np.testing.assert_allclose(values["W"][0], W - W.mean(axis=1, keepdims=True), atol=1e-12)
 
 
+def _joint_by_enumeration(probs, data, alpha, beta, n_items):
+    """p(z, links | x, theta) of the first `n_items` items' clusters (3 clusters), every z enumerated: each
+    item's softmax membership times each rated pair's likelihood given whether its two items share a cluster."""
+    cells = list(zip(data.cell_pair, data.link, data.cell_expert))
+    joint = np.zeros((3,) * n_items)
+    for z in itertools.product(range(3), repeat=n_items):
+        term = np.prod([probs[i, z[i]] for i in range(n_items)])
+        for p, link, e in cells:
+            i, j = data.pairs[p]
+            if z[i] == z[j]:
+                term *= alpha[e] if link else 1 - alpha[e]
+            else:
+                term *= 1 - beta[e] if link else beta[e]
+        joint[z] = term
+    return joint
+
+
 def test_constraint_informed_membership_equals_enumeration_on_a_star():
     """Item a is in pairs with b, c, d (rated by one to three experts), who are in no other pair: then
     P(z_a | x, theta, links) by brute force over (z_a, z_b, z_c, z_d) is what the estimator reports;
@@ -151,17 +168,7 @@ def test_constraint_informed_membership_equals_enumeration_on_a_star():
     W, b = rng.normal(size=(2, 3)), rng.normal(size=3)
     alpha, beta = np.array([0.9, 0.7, 0.6]), np.array([0.8, 0.55, 0.95])
     probs = softmax(data.features @ W + b, axis=1)
-    cells = list(zip(data.cell_pair, data.link, data.cell_expert))
-    joint = np.zeros((3,) * 4)
-    for z in itertools.product(range(3), repeat=4):
-        term = np.prod([probs[i, z[i]] for i in range(4)])
-        for p, link, e in cells:
-            i, j = data.pairs[p]
-            if z[i] == z[j]:
-                term *= alpha[e] if link else 1 - alpha[e]
-            else:
-                term *= 1 - beta[e] if link else beta[e]
-        joint[z] = term
+    joint = _joint_by_enumeration(probs, data, alpha, beta, 4)
     expected = joint.sum(axis=(1, 2, 3)) / joint.sum()
     got = constraint_informed_memberships(data.features, W[None], b[None], alpha[None], beta[None], data,
                                           np.array([0, 4]))
@@ -185,17 +192,7 @@ def test_propagated_memberships_equal_enumeration_on_a_tree():
     W, b = 0.3 * rng.normal(size=(2, 3)), 0.3 * rng.normal(size=3)  # weak features: the links decide
     alpha, beta = np.array([0.9, 0.7, 0.6]), np.array([0.8, 0.55, 0.95])
     probs = softmax(data.features @ W + b, axis=1)
-    cells = list(zip(data.cell_pair, data.link, data.cell_expert))
-    joint = np.zeros((3,) * 5)
-    for z in itertools.product(range(3), repeat=5):
-        term = np.prod([probs[i, z[i]] for i in range(5)])
-        for p, link, e in cells:
-            i, j = data.pairs[p]
-            if z[i] == z[j]:
-                term *= alpha[e] if link else 1 - alpha[e]
-            else:
-                term *= 1 - beta[e] if link else beta[e]
-        joint[z] = term
+    joint = _joint_by_enumeration(probs, data, alpha, beta, 5)
     joint /= joint.sum()
     expected = np.stack([joint.sum(axis=tuple(a for a in range(5) if a != i)) for i in range(5)])
     rows = np.arange(6)
