@@ -52,6 +52,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contract_cases import CASES
+
+from bayes_wsc import registry
 from bayes_wsc.cli import build_parser, main
 
 
@@ -352,22 +355,11 @@ ENTRY_POINTS = [
           checks_check),
     Entry("ppc", ("ppc", "{fit:pcmix}", "--draws", "20", "--out", "{out}"), {}, {"out": "ppc.nc"}, ppc_check),
     # simulations have no input: their clean run, and their output folder
-    Entry("simulate wsc", ("simulate", "wsc", "--n-groups", "8", "--group-size", "5", "--out", "{out}"), {},
-          {"out": "sim/"}, simulate_check),
-    Entry("simulate experts", ("simulate", "experts", "--n-items", "20", "--pairs-per-expert", "30", "--out", "{out}"),
-          {}, {"out": "sim/"}, simulate_check),
-    Entry("simulate pcmix", ("simulate", "pcmix", "--n-items", "30", "--labeled-fraction", "0.5", "--out", "{out}"),
-          {}, {"out": "sim/"}, simulate_check),
-    Entry("simulate proportions", ("simulate", "proportions", "--n-groups", "4", "--out", "{out}"), {},
-          {"out": "sim/"}, simulate_check),
-    Entry("simulate perception", ("simulate", "perception", "--n-items", "40", "--out", "{out}"), {},
-          {"out": "sim/"}, simulate_check),
-    Entry("simulate combined", ("simulate", "combined", "--n-items", "40", "--out", "{out}"), {},
-          {"out": "sim/"}, simulate_check),
-    Entry("simulate crowd", ("simulate", "crowd", "--n-items", "30", "--out", "{out}"), {},
-          {"out": "sim/"}, simulate_check),
     # the demo has no input; a successful run is minutes of NUTS, so only its output folder is tested
     Entry("demo", ("demo", "--out", "{out}"), {}, {"out": "demo/"}, None, examples=0),
+    # every registered model's simulation, at its contract case's small options
+    *(Entry(f"simulate {name}", ("simulate", name, *CASES[name].simulate, "--out", "{out}"), {}, {"out": "sim/"},
+            simulate_check) for name in registry.NAMES),
 ]
 ROW_IDS = [f"{e.name} {'+'.join(e.tables) or next((a for a in e.argv if a.startswith('{fit')), '')}".strip()
            for e in ENTRY_POINTS]
