@@ -9,11 +9,11 @@ only at import (NumPy inside `check_finite`).
 
 from __future__ import annotations
 
-import math
 import numbers
 from pathlib import Path
 
 from bayes_wsc.errors import InputError
+from bayes_wsc.settings import is_real as _is_real, is_whole as _is_whole  # noqa: F401  (one definition each)
 
 
 def is_count(value) -> bool:
@@ -24,14 +24,6 @@ def check_whole(name: str, value, lowest: int = 1) -> None:
     """A setting that counts something (draws, restarts): a whole number >= `lowest`, or one line naming it."""
     if not (_is_whole(value) and value >= lowest):
         raise InputError(f"{name} must be a whole number >= {lowest}, got {value!r}")
-
-
-def _is_whole(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def is_labels(value) -> bool:
