@@ -107,43 +107,59 @@ def model_study():
 
 
 @pytest.fixture(scope="module")
-def fits(model_study):
+def map_fit(model_study):
     study, _ = model_study
-    data = study.data()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        return {"map": PerceptionMixture(groups=2).fit(data),
-                "laplace": PerceptionMixture(groups=2, method="laplace", draws=800).fit(data),
-                "nuts": PerceptionMixture(groups=2, method="nuts", draws=300, tune=300, chains=2,
-                                          progressbar=False).fit(data)}
+        return PerceptionMixture(groups=2).fit(study.data())
 
 
-def test_recovery_map_laplace_and_nuts(model_study, fits):
-    """Data from the model: the clusters' mean differences A (p_k - p_0) come back on the standardized
-    scale, inside NUTS's posterior, which the Laplace approximation matches; the memberships find z."""
+def _shifts(est, truth, contrast):
+    """The clusters' mean differences A (p_k - p_0) of every draw: the identified shifts."""
+    A = est.idata_.posterior["A"].values.reshape(-1, *truth.A.shape)
+    return A @ contrast
+
+
+def _true_shifts(study, truth):
+    data = study.data()
+    contrast = (data.perception[1:] - data.perception[0]).T  # (q, K - 1)
+    return (truth.A / data.scaling.scale[:, None]) @ contrast, contrast  # on the standardized features
+
+
+def test_recovery_map(model_study, map_fit):
+    """Data from the model, MAP (the default tier's part; the slow tier holds it to NUTS's posterior and the
+    Laplace approximation to NUTS): the shifts come back, the memberships find z."""
     study, truth = model_study
     data = study.data()
-    contrast = (data.perception[1:] - data.perception[0]).T  # (q, K - 1): the identified shifts
-    true = (truth.A / data.scaling.scale[:, None]) @ contrast  # standardized features
+    true, contrast = _true_shifts(study, truth)
+    np.testing.assert_allclose(_shifts(map_fit, truth, contrast)[0], true, atol=0.35)
+    probs = map_fit.memberships(use_seeds=False)[[f"prob_{c}" for c in data.clusters]].to_numpy()
+    assert (probs.argmax(axis=1) == truth.z).mean() > 0.85
 
-    def shifts(est):
-        A = est.idata_.posterior["A"].values.reshape(-1, *truth.A.shape)
-        return A @ contrast
 
-    draws = shifts(fits["nuts"])
+@pytest.mark.slow
+def test_recovery_map_laplace_and_nuts(model_study, map_fit):
+    """Data from the model: the clusters' mean differences A (p_k - p_0) come back on the standardized
+    scale, inside NUTS's posterior, which the Laplace approximation matches."""
+    study, truth = model_study
+    data = study.data()
+    true, contrast = _true_shifts(study, truth)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        laplace = PerceptionMixture(groups=2, method="laplace", draws=800).fit(data)
+        nuts = PerceptionMixture(groups=2, method="nuts", draws=300, tune=300, chains=2,
+                                 progressbar=False).fit(data)
+    draws = _shifts(nuts, truth, contrast)
     mean, sd = draws.mean(axis=0), draws.std(axis=0)
     assert np.all(np.abs(mean - true) < 4 * sd + 0.05), (mean, true, sd)
-    assert np.all(np.abs(shifts(fits["map"])[0] - true) < 4 * sd + 0.05)
-    approx = shifts(fits["laplace"])
-    np.testing.assert_allclose(approx.std(axis=0), sd, rtol=0.5)
-    probs = fits["map"].memberships(use_seeds=False)[[f"prob_{c}" for c in data.clusters]].to_numpy()
-    assert (probs.argmax(axis=1) == truth.z).mean() > 0.85
-    assert fits["nuts"].summary(["A", "pi", "sd"])["r_hat"].max() < 1.05
+    assert np.all(np.abs(_shifts(map_fit, truth, contrast)[0] - true) < 4 * sd + 0.05)
+    np.testing.assert_allclose(_shifts(laplace, truth, contrast).std(axis=0), sd, rtol=0.5)
+    assert nuts.summary(["A", "pi", "sd"])["r_hat"].max() < 1.05
 
 
-def test_memberships_predict_checks_and_round_trip(model_study, fits, tmp_path):
+def test_memberships_predict_checks_and_round_trip(model_study, map_fit, tmp_path):
     study, _ = model_study
-    est = fits["map"]
+    est = map_fit
     data = study.data()
     members = est.memberships()
     seeds = data.seeded
