@@ -51,7 +51,7 @@ def test_a_good_map_fit_is_not_flagged():
     assert not row["flagged"] and row["effect"] < COLLAPSE_TOLERANCE
 
 
-@pytest.mark.parametrize("method", ["map", "nuts"])
+@pytest.mark.parametrize("method", ["map", pytest.param("nuts", marks=pytest.mark.slow)])
 def test_a_fit_whose_weights_cannot_move_is_flagged(method):
     """A prior that holds the weights at 0 leaves only the intercepts: every item gets the overall shares, and
     the most probable class is the majority for all of them, a collapsed fit built on purpose."""
