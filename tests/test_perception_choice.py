@@ -46,15 +46,16 @@ def test_poisson_binomial_is_exact():
         assert poisson_binomial_cdf(h, p) == pytest.approx(weights[outcomes.sum(axis=1) <= h].sum())
 
 
-def scored(data, collapsed: str | None, confidence=0.95):
+def scored(data, collapsed: str | None, confidence=0.95, misses: int | None = None):
     """held_out_scores of held-out seeds each put in its own cluster (or, for the `collapsed` cluster's
-    seeds, in the next cluster) with probability `confidence`."""
+    seeds, the first `misses` of them (all by default), in the next cluster) with probability `confidence`."""
     K = data.n_clusters
     log_probs = np.full((data.n_items, K), np.nan)
+    missed = 0
     for i in data.seed_items:
         k = int(np.flatnonzero(data.seed_mask[i])[0])
-        if collapsed is not None and data.clusters[k] == collapsed:
-            k = (k + 1) % K
+        if collapsed is not None and data.clusters[k] == collapsed and (misses is None or missed < misses):
+            k, missed = (k + 1) % K, missed + 1
         row = np.full(K, (1 - confidence) / (K - 1))
         row[k] = confidence
         log_probs[i] = np.log(row)
@@ -75,20 +76,28 @@ def test_check_flags_a_collapsed_cluster_by_name_and_not_a_good_fit():
     from bayes_wsc.status import problems_of
 
     data = small_data(6)
+    guess = np.log(1 / 3)
     good = scored(data, None)
     assert good["accuracy"] == 1 and good["log_score"] == pytest.approx(np.log(0.95))
     row = held_out_seeds(StandIn(good), data)[0]
-    assert not row.flagged and row.tolerance == HELD_OUT_TOLERANCE
+    assert not row.flagged and row.tolerance == HELD_OUT_TOLERANCE == 0.5
+    assert row.reference == pytest.approx(guess) and row.effect == pytest.approx(guess - np.log(0.95))
 
-    bad = scored(data, "c1")
-    assert bad["cluster_accuracy"] == [1.0, 0.0, 1.0] and bad["cluster_p_value"][1] < 1e-6
+    # c1's seeds, held out, all put in c2 at 0.99: 6 of 18 seeds at log(0.005), the mean 0.67 below log(1/3)
+    bad = scored(data, "c1", confidence=0.99)
+    assert bad["cluster_accuracy"] == [1.0, 0.0, 1.0]
     row = held_out_seeds(StandIn(bad), data)[0]
-    assert row.flagged and row.effect == pytest.approx(0.95) and row.statistic == 0.0
-    assert "cluster c1" in row.message
+    expected = (6 * np.log(0.005) + 12 * np.log(0.99)) / 18
+    assert row.flagged and row.statistic == pytest.approx(expected)
+    assert row.effect == pytest.approx(guess - expected) and row.effect > 0.5
+    assert "cluster c1" in row.message and np.isnan(row.p_value)
     sentence = problems_of([f"check {row.check} flagged: {row.message}"], "map")[0].sentence
     assert "cluster c1" in sentence  # the status line names the cluster that fails
 
-    # an honest, uncertain fit that is often wrong is not a silent failure: within what it expects
+    # over-confident but right about most seeds: two of c1's six missed at 0.99 is no collapse (the rule
+    # before, accuracy against the refits' expectation, flagged this: p = 0.004, effect 0.32)
+    assert not held_out_seeds(StandIn(scored(data, "c1", confidence=0.99, misses=2)), data)[0].flagged
+    # an honest, uncertain fit that is often wrong predicts its seeds better than a uniform guess
     unsure = scored(data, "c1", confidence=0.4)
     assert not held_out_seeds(StandIn(unsure), data)[0].flagged
 

@@ -441,6 +441,7 @@ class PerceptionClustering(Estimator):
             draws, _ = run_map(program, [start], self.leave_out(inputs, data, fold), fixed=fixed)
             params = {n: np.asarray(v)[0] for n, v in draws.posterior.items()}
             log_probs[fold] = self.draw_log_probabilities(data.features[fold], params)[0]
+        self.held_out_log_probs_ = log_probs  # (n, K), NaN rows: not held out (kept for studies of the rule)
         result = {**held_out_scores(data, log_probs, self.clusters_, len(fold_list)), "folds_asked": int(folds)}
         inference.set_attrs(self._fitted(), {"held_out_seeds": result})
         return result
