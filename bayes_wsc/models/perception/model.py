@@ -74,6 +74,10 @@ likelihoods = LazyModule("bayes_wsc.likelihoods")
 SAME_OPTIMUM = 1e-3
 #: separator of the `clusters` column of predictions
 CLUSTER_SEPARATOR = ";"
+#: a fit says it is unsure about most items when more than UNSURE_SHARE of the items that are no seed have no
+#: cluster with probability UNSURE_LEVEL or more (chosen on data sets of the distractor family and measured on
+#: others, benchmarks/RESULTS.md, issue 39)
+UNSURE_LEVEL, UNSURE_SHARE = 0.6, 0.5
 
 
 def check_settings(weight_scale, intercept_sd) -> None:
@@ -214,6 +218,23 @@ def overlap_clusters(probabilities: np.ndarray, names, threshold: float) -> list
     return out
 
 
+def unsure_message(probabilities: np.ndarray) -> str | None:
+    """One sentence when the fit is unsure about most items, from the (m, K) membership probabilities of
+    the items that are no seed; None otherwise. The held-out-seed check cannot see a fit starved of seeds
+    (uncertain where it is wrong, right about as often as it expects), so such a fit says so here."""
+    probabilities = np.asarray(probabilities, dtype=float)
+    if probabilities.size == 0:
+        return None
+    share = float((probabilities.max(axis=1) < UNSURE_LEVEL).mean())
+    if share <= UNSURE_SHARE:
+        return None
+    return (f"The fit is unsure about most items: {share:.0%} of the items that are no seed have no cluster with "
+            f"probability {UNSURE_LEVEL:g} or more, so their memberships are little better than guesses. A fit "
+            "with too few seeds looks like this, and its held-out seeds cannot show whether another would do "
+            "better: add seeds, or compare the other formulation (fit perception --formulation conditional or "
+            "mixture).")
+
+
 # ---------------------------------------------------------------------- held-out seeds
 #: folds of the held-out-seed check: every seed is left out of one refit (fewer when no cluster has this many seeds)
 HELD_OUT_FOLDS = 5
@@ -350,7 +371,8 @@ class PerceptionClustering(Estimator):
     warn_on_restart_optima = True
 
     def model_checks(self, idata) -> list[str]:
-        """Clusters the data cannot anchor, and MAP restarts that stopped at different optima."""
+        """Clusters the data cannot anchor, MAP restarts that stopped at different optima, and a fit
+        unsure about most items (`unsure_message`)."""
         messages = []
         const = idata.constant_data
         names = [str(c) for c in idata.posterior["cluster"].values]
@@ -382,7 +404,9 @@ class PerceptionClustering(Estimator):
                     f"{int(behind.sum())} of {lps.size} MAP starts stopped at a lower log density than the best "
                     f"({best:.2f}): the posterior has more than one mode (overlapping seed sets can cause this). "
                     "The best is reported; NUTS shows how far the others matter.")
-        return messages
+        data = self.data_from_fit()
+        unsure = unsure_message(self._membership_summary(data.features[data.unseeded_items], DEFAULT_CI)[0])
+        return messages + ([unsure] if unsure else [])
 
     @classmethod
     def from_idata(cls, idata, source: str = "this fit"):
