@@ -884,7 +884,7 @@ class PerceptionAuto:
     The user's own supervision tells a fit that found her clusters from one that did not: refitted
     without some of her seeds, it predicts them (`PerceptionClustering.held_out_seeds`). `fit(data)`
     fits `conditional` (a `PerceptionClustering`) and `mixture` (a `PerceptionMixture`), scores each by
-    the mean log P(z_i in S_i | x_i) of its held-out seeds and returns the better fit (the conditional
+    its held-out seeds' guarded log score (`choice_score`) and returns the better fit (the conditional
     model on a tie or when no seed can be held out), with the choice and both scores in its attrs
     (`formulation`), which `summary`, the report and the status line's notes show. `fits_` holds both.
 
