@@ -37,8 +37,8 @@ P(z_i = k | x_i, z_i in S_i), a realized value (it depends on the draw too). Sta
   against the refits' expectation, p < 0.01) fired on a third of its good fits. The rule and its
   tolerance were chosen on data sets of the distractor family and measured on new ones
   (benchmarks/RESULTS.md, issue 39): it sees a collapsed mixture, and it cannot see a conditional
-  model that is merely starved (right about the seeds it predicts about as often as a better fit,
-  unsure elsewhere); such a fit warns when it is unsure about most items (`unsure_message`).
+  model that is merely starved (uncertain where it is wrong, right about its held-out seeds about as
+  often as it expects); such a fit warns when it is unsure about most items (`unsure_message`).
 """
 
 from __future__ import annotations

@@ -75,8 +75,8 @@ SAME_OPTIMUM = 1e-3
 #: separator of the `clusters` column of predictions
 CLUSTER_SEPARATOR = ";"
 #: a fit says it is unsure about most items when more than UNSURE_SHARE of the items that are no seed have no
-#: cluster with probability UNSURE_LEVEL or more (chosen on data sets of the distractor family and measured on
-#: others, benchmarks/RESULTS.md, issue 39)
+#: cluster with probability UNSURE_LEVEL or more (measured on data sets of the distractor family,
+#: benchmarks/RESULTS.md, issue 39)
 UNSURE_LEVEL, UNSURE_SHARE = 0.6, 0.5
 
 
@@ -943,8 +943,10 @@ def formulation_words(chosen: str, scores: dict, why: str = "") -> str:
     label = {"conditional": "the conditional model", "mixture": "the seeded mixture"}
     other = "mixture" if chosen == "conditional" else "conditional"
     own, theirs = scores[chosen], scores[other]
+    guarded = (f", mixed with a uniform guess one time in {round(1 / GUESS_SHARE)}" if "guarded_log_score" in own
+               else "")
     text = (f"Formulation: auto chose {label[chosen]}: its seeds, held out ({own['folds']} folds, {own['seeds']} "
-            f"seeds), scored {choice_score(own):.3g} per seed (mean log probability of their own set, mixed "
-            f"with a uniform guess one time in {round(1 / GUESS_SHARE)}; accuracy {own['accuracy']:.2f}) against "
+            f"seeds), scored {choice_score(own):.3g} per seed (mean log probability of their own set{guarded}; "
+            f"accuracy {own['accuracy']:.2f}) against "
             f"{choice_score(theirs):.3g} (accuracy {theirs['accuracy']:.2f}) for {label[other]}.")
     return f"{text} {why[0].upper()}{why[1:]}." if why else text
