@@ -396,10 +396,23 @@ def choice_fit(model, data, truth, rows, seed: int, **settings) -> tuple[dict, o
            "held_effect": float(checks.loc["held_out_seeds", "effect"]),
            "any_flagged": bool(checks["flagged"].any()),
            "held_log_score": held["log_score"], "held_accuracy": held["accuracy"],
+           "held_guarded_log_score": held["guarded_log_score"],
            # per cluster, to read the check at other tolerances afterwards (RESULTS.md says which was used)
            "held_cluster_p": json.dumps(held["cluster_p_value"]),
            "held_cluster_acc": json.dumps(held["cluster_accuracy"]),
            "held_cluster_expected": json.dumps(held["cluster_expected"]), "f_clusters": json.dumps(f.round(4).tolist())}
+    # raw figures for rules studied after the fact (issue 39): each held-out seed's log P(z = k | x) under
+    # its refit and its sets; the top membership of every item that is no seed
+    lp = getattr(est, "held_out_log_probs_", None)
+    if lp is not None:
+        kept = np.flatnonzero(np.isfinite(lp).all(axis=1) & data.seeded)
+        row["held_log_probs"] = json.dumps(np.round(lp[kept], 4).tolist())
+        row["held_sets"] = json.dumps(data.seed_mask[kept].astype(int).tolist())
+        row["held_items"] = json.dumps(kept.tolist())
+    top = probs.max(axis=1)
+    row["top_membership_mean"] = float(top.mean())
+    for level in (0.5, 0.6, 0.7, 0.8, 0.9):
+        row[f"top_below_{level}"] = float((top < level).mean())
     restarts = inference.get_attrs(est._fitted()).get("restarts")
     if isinstance(restarts, dict):
         row["restart_chosen_is_densest"] = restarts["chosen"] == restarts["densest"]
@@ -425,14 +438,31 @@ def run_choice_dataset(part: str, index: int, args) -> list[dict]:
     f = bp.f_scores(bp.one_hot(bp.embedding_kmeans(lpe, data, seed=index), k), truth, rows)
     out.append({**base, "method": "lpe_kmeans", "f_mean": float(f.mean()), "f_min": float(f.min()),
                 "seconds": time.perf_counter() - t0})
-    fits = {"conditional": (PerceptionClustering, {}), "mixture": (PerceptionMixture, {}),
-            "mixture_density": (PerceptionMixture, {"restart_rule": "density"})}
+    fits = {"conditional": (PerceptionClustering, {}), "mixture": (PerceptionMixture, {})}
+    if not args.no_density:
+        fits["mixture_density"] = (PerceptionMixture, {"restart_rule": "density"})
     found = {}
     for name, (model, settings) in fits.items():
         row, _ = choice_fit(model, data, truth, rows, index, **settings)
         found[name] = row
         out.append({**base, "method": name, **row})
-    chosen, _ = choose_formulation({n: {"log_score": found[n]["held_log_score"]} for n in ("conditional", "mixture")})
+    # the seeded GMM's own held-out seeds, the same folds as the fits' (a reference for rules studied after the fact)
+    from types import SimpleNamespace
+
+    from bayes_wsc.models.perception.model import seed_folds
+
+    held = np.full((data.n_items, k), np.nan)
+    for fold in seed_folds(data, seed=index):
+        mask = data.seed_mask.copy()
+        mask[fold] = False
+        refit = bp.seeded_gmm(SimpleNamespace(features=data.features, seed_mask=mask, n_clusters=k))
+        held[fold] = np.log(np.maximum(refit.memberships[fold], 1e-300))
+    kept = np.flatnonzero(np.isfinite(held).all(axis=1) & data.seeded)
+    out[0].update(held_log_probs=json.dumps(np.round(held[kept], 4).tolist()),
+                  held_sets=json.dumps(data.seed_mask[kept].astype(int).tolist()))
+    chosen, _ = choose_formulation({n: {"log_score": found[n]["held_log_score"],
+                                        "guarded_log_score": found[n]["held_guarded_log_score"]}
+                                    for n in ("conditional", "mixture")})
     out.append({**base, "method": "auto", **found[chosen], "chosen": chosen,
                 "seconds": found["conditional"]["seconds"] + found["mixture"]["seconds"]})
     return out
@@ -441,10 +471,12 @@ def run_choice_dataset(part: str, index: int, args) -> list[dict]:
 def part_choice(args) -> None:
     """Every arm on the family, the simulated study and the digits; rows appended as they finish."""
     shard, shards = (int(v) for v in args.shard.split("/"))
-    path = OUT / f"perception_choice_{shard}of{shards}.csv"
+    path = OUT / f"{args.out_name}_{shard}of{shards}.csv"
     done = set(pd.read_csv(path)["dataset"]) if args.resume and path.exists() else set()
-    plan = ([("family", i) for i in range(args.family)] + [("simulated", i) for i in range(args.datasets)]
-            + [("digits", i) for i in range(args.seed_draws)])
+    first = args.first
+    plan = ([("family", first + i) for i in range(args.family)]
+            + [("simulated", first + i) for i in range(args.datasets)]
+            + [("digits", first + i) for i in range(args.seed_draws)])
     for part, index in plan[shard::shards]:
         if f"{part}{index}" in done:
             continue
@@ -503,7 +535,7 @@ def summarize_choice() -> None:
     p = fits["held_cluster_p"].map(lambda v: np.array(json.loads(v), dtype=float))
     effect = (fits["held_cluster_expected"].map(lambda v: np.array(json.loads(v), dtype=float))
               - fits["held_cluster_acc"].map(lambda v: np.array(json.loads(v), dtype=float)))
-    rules = {f"shipped rule at tolerance {tol}": [bool(np.any((pp * np.isfinite(pp).sum() < 0.01) & (e > tol)))
+    rules = {f"calibration rule at tolerance {tol}": [bool(np.any((pp * np.isfinite(pp).sum() < 0.01) & (e > tol)))
                                                   for pp, e in zip(p, effect)] for tol in (0.25, 0.4, 0.5)}
     rules["mean held-out log score below log(1/K)"] = list(fits["held_log_score"] < np.log(1.0 / K))
     rules["mean held-out log score below log(1/K) - 0.5"] = list(fits["held_log_score"] < np.log(1.0 / K) - 0.5)
@@ -516,6 +548,98 @@ def summarize_choice() -> None:
                     "false alarms (auto)": flags[good & (fits["method"] == "auto")].mean()})
     print("\nother rules, read after the fact from the same fits")
     print(pd.DataFrame(alt).round(3).to_string(index=False))
+
+
+# ---------------------------------------------------------------------- issue 39: rules read from raw figures
+#: candidate rules of the held-out-seed check, each a function of a fit's row (with `held_figures` added)
+CHECK_RULES = {
+    "calibration, tolerance 0.25 (the rule before)": lambda r: r["calibration_0.25"],
+    "calibration, tolerance 0.4": lambda r: r["calibration_0.4"],
+    "mean log score < log(1/K)": lambda r: r["log_score"] < np.log(1 / r["K"]),
+    "mean log score < log(1/K) - 0.3": lambda r: r["log_score"] < np.log(1 / r["K"]) - 0.3,
+    "mean log score < log(1/K) - 0.5 (shipped)": lambda r: r["log_score"] < np.log(1 / r["K"]) - 0.5,
+    "worst cluster's mean log score < log(1/K) - 0.5": lambda r: r["worst_cluster_log_score"] < np.log(1 / r["K"]) - 0.5,
+    "tempered (eps 0.1) mean log score < log(1/K) - 0.5": lambda r: r["tempered"] < np.log(1 / r["K"]) - 0.5,
+    "unsure: > 50% of items with top membership < 0.5": lambda r: r["top_below_0.5"] > 0.5,
+    "unsure: > 50% of items with top membership < 0.6 (shipped as a fit warning)": lambda r: r["top_below_0.6"] > 0.5,
+    "unsure: > 50% of items with top membership < 0.7": lambda r: r["top_below_0.7"] > 0.5,
+    "the shipped rule or unsure (< 0.6, shipped as a fit warning)": lambda r: r["top_below_0.6"] > 0.5
+    or r["log_score"] < np.log(1 / r["K"]) - 0.5,
+}
+#: candidate rules of auto's choice: the mixture is kept when its figure beats the conditional model's
+CHOICE_RULES = {
+    "mean log score (the rule before)": lambda r: r["log_score"],
+    "accuracy, then mean log score": lambda r: (r["accuracy"], r["log_score"]),
+    "guarded mean log score (a uniform guess 1 time in 10; shipped)": lambda r: r["tempered"],
+    "mean log score, each seed's floored at log 0.05": lambda r: r["floored"],
+    "not flagged by the worst-cluster rule, then mean log score": lambda r: (
+        not r["worst_cluster_log_score"] < np.log(1 / r["K"]) - 0.5, r["log_score"]),
+}
+
+
+def held_figures(row) -> dict:
+    """A fit's held-out figures from its raw per-seed log probabilities (`choice_fit`'s held_log_probs)."""
+    from scipy.special import logsumexp
+
+    from bayes_wsc.models.perception.model import poisson_binomial_cdf
+
+    L, S = np.array(json.loads(row["held_log_probs"]), float), np.array(json.loads(row["held_sets"]), bool)
+    K = S.shape[1]
+    score = logsumexp(np.where(S, L, -np.inf), axis=1)
+    hit, confidence = S[np.arange(len(L)), L.argmax(axis=1)], np.exp(L.max(axis=1))
+    own = np.where(S, np.exp(L), 0.0).sum(axis=1)
+    out = {"K": K, "log_score": score.mean(), "accuracy": hit.mean(),
+           "tempered": np.log(0.9 * own + 0.1 * S.sum(axis=1) / K).mean(),
+           "floored": np.maximum(score, np.log(0.05)).mean(),
+           "worst_cluster_log_score": min((score[S[:, k]].mean() for k in range(K) if S[:, k].sum() >= 2),
+                                          default=np.nan)}
+    per_cluster = [(poisson_binomial_cdf(int(hit[S[:, k]].sum()), confidence[S[:, k]]),
+                    confidence[S[:, k]].mean() - hit[S[:, k]].mean()) for k in range(K) if S[:, k].any()]
+    for tol in (0.25, 0.4):
+        out[f"calibration_{tol}"] = any(p * len(per_cluster) < 0.01 and e > tol for p, e in per_cluster)
+    return out
+
+
+def summarize_rules(name: str) -> None:
+    """Every candidate check rule's power and false alarms, and every choice rule's mean F, on the rows of
+    out/NAME_*of*.csv (runs with --out-name NAME); results/NAME_check.csv and NAME_choice.csv."""
+    paths = sorted(OUT.glob(f"{name}_*of*.csv"))
+    if not paths:
+        return
+    table = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    fits = table[table["method"].isin(["conditional", "mixture"])].reset_index(drop=True)
+    fits = pd.concat([fits, pd.DataFrame([held_figures(r) for _, r in fits.iterrows()])], axis=1)
+    autos = []
+    for rule, key in CHOICE_RULES.items():
+        for _, pair in fits.groupby("dataset"):
+            c, m = (pair[pair["method"] == n].iloc[0] for n in ("conditional", "mixture"))
+            kept = m if key(m) > key(c) else c
+            autos.append({**kept.to_dict(), "method": f"auto: {rule}", "chosen": kept["method"]})
+    fits = pd.concat([fits, pd.DataFrame(autos)], ignore_index=True)
+    wide = table.pivot_table(index="dataset", columns="method", values="f_mean")
+    baseline = wide[["lpe_kmeans", "seeded_gmm"]].max(axis=1)
+    fits["gap"] = baseline.reindex(fits["dataset"]).to_numpy() - fits["f_mean"]
+    choice = fits.groupby(["method", "part"])["f_mean"].mean().unstack("part")
+    for ref in ("seeded_gmm", "lpe_kmeans"):
+        choice.loc[ref] = wide[ref].groupby(table.groupby("dataset")["part"].first()).mean()
+    choice.to_csv(RESULTS / f"{name}_choice.csv", float_format="%.4f")
+    print(f"\n{name}: mean F per arm and part ({table['dataset'].nunique()} data sets)")
+    print(choice.round(3).to_string())
+    bad, good = fits["gap"] >= 0.10, fits["gap"] <= 0.03
+    rows = []
+    for rule, flag in CHECK_RULES.items():
+        flags = fits.apply(lambda r: bool(flag(r)), axis=1)
+        row = {"rule": rule}
+        for arm in ["conditional", "mixture", "both", *(f"auto: {c}" for c in CHOICE_RULES)]:
+            sel = fits["method"].isin(["conditional", "mixture"]) if arm == "both" else fits["method"] == arm
+            row[f"{arm}: power"] = f"{int(flags[bad & sel].sum())}/{int((bad & sel).sum())}"
+            row[f"{arm}: false alarms"] = f"{int(flags[good & sel].sum())}/{int((good & sel).sum())}"
+        rows.append(row)
+    check = pd.DataFrame(rows)
+    check.to_csv(RESULTS / f"{name}_check.csv", index=False)
+    print(f"\n{name}: the check's rules (power: flagged among fits 0.10 or more below the better baseline; false "
+          "alarms: among fits within 0.03 of it or above)")
+    print(check.T.to_string())
 
 
 def part_choice_timing(args) -> None:
@@ -554,6 +678,10 @@ def main(argv=None) -> None:
     parser.add_argument("--part", choices=("distractor", "simulated", "digits", "timing", "nuts_digits", "choice",
                                            "choice_timing", "all"), default="all")
     parser.add_argument("--family", type=int, default=40, help="choice: data sets of the distractor family")
+    parser.add_argument("--first", type=int, default=0,
+                        help="choice: the first data set's index in every part (new data sets: past the last run's)")
+    parser.add_argument("--no-density", action="store_true", help="choice: leave the arm mixture_density out")
+    parser.add_argument("--out-name", default="perception_choice", help="choice: rows in out/NAME_IofN.csv")
     parser.add_argument("--lpe-restarts", type=int, default=10, help="choice: LPE's restarts")
     parser.add_argument("--shard", default="0/1", metavar="I/N",
                         help="choice: run every N-th data set from the I-th (rows in out/perception_choice_IofN.csv)")
@@ -583,7 +711,7 @@ def main(argv=None) -> None:
     RESULTS.mkdir(exist_ok=True)
     OUT.mkdir(parents=True, exist_ok=True)
     if args.summarize and args.part in ("choice", "choice_timing"):
-        summarize_choice()
+        summarize_rules(args.out_name) if args.out_name != "perception_choice" else summarize_choice()
         return
     if args.summarize:
         require(OUT / "perception_simulated.csv", "python benchmarks/perception.py --part simulated --datasets 20 "
@@ -593,7 +721,7 @@ def main(argv=None) -> None:
         for part in parts:
             globals()[f"part_{part}"](args)
         if args.part in ("choice", "choice_timing"):
-            summarize_choice()
+            summarize_rules(args.out_name) if args.out_name != "perception_choice" else summarize_choice()
             return
     summarize()
 

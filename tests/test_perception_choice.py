@@ -10,7 +10,7 @@ import pytest
 
 from bayes_wsc.checks.perception import HELD_OUT_TOLERANCE, held_out_seeds
 from bayes_wsc.errors import FitWarning, InputError
-from bayes_wsc.models.perception import (choose_formulation, formulation_words, held_out_scores,
+from bayes_wsc.models.perception import (choice_score, choose_formulation, formulation_words, held_out_scores,
                                          poisson_binomial_cdf, seed_folds)
 from bayes_wsc.simulate.perception import (FAMILY_RANGES, distractor_family, distractor_knobs,
                                            simulate_distractor_study)
@@ -46,15 +46,16 @@ def test_poisson_binomial_is_exact():
         assert poisson_binomial_cdf(h, p) == pytest.approx(weights[outcomes.sum(axis=1) <= h].sum())
 
 
-def scored(data, collapsed: str | None, confidence=0.95):
+def scored(data, collapsed: str | None, confidence=0.95, misses: int | None = None):
     """held_out_scores of held-out seeds each put in its own cluster (or, for the `collapsed` cluster's
-    seeds, in the next cluster) with probability `confidence`."""
+    seeds, the first `misses` of them (all by default), in the next cluster) with probability `confidence`."""
     K = data.n_clusters
     log_probs = np.full((data.n_items, K), np.nan)
+    missed = 0
     for i in data.seed_items:
         k = int(np.flatnonzero(data.seed_mask[i])[0])
-        if collapsed is not None and data.clusters[k] == collapsed:
-            k = (k + 1) % K
+        if collapsed is not None and data.clusters[k] == collapsed and (misses is None or missed < misses):
+            k, missed = (k + 1) % K, missed + 1
         row = np.full(K, (1 - confidence) / (K - 1))
         row[k] = confidence
         log_probs[i] = np.log(row)
@@ -75,22 +76,46 @@ def test_check_flags_a_collapsed_cluster_by_name_and_not_a_good_fit():
     from bayes_wsc.status import problems_of
 
     data = small_data(6)
+    guess = np.log(1 / 3)
     good = scored(data, None)
     assert good["accuracy"] == 1 and good["log_score"] == pytest.approx(np.log(0.95))
+    assert good["guarded_log_score"] == pytest.approx(np.log(0.9 * 0.95 + 0.1 / 3))
     row = held_out_seeds(StandIn(good), data)[0]
-    assert not row.flagged and row.tolerance == HELD_OUT_TOLERANCE
+    assert not row.flagged and row.tolerance == HELD_OUT_TOLERANCE == 0.5
+    assert row.reference == pytest.approx(guess) and row.effect == pytest.approx(guess - np.log(0.95))
 
-    bad = scored(data, "c1")
-    assert bad["cluster_accuracy"] == [1.0, 0.0, 1.0] and bad["cluster_p_value"][1] < 1e-6
+    # c1's seeds, held out, all put in c2 at 0.99: 6 of 18 seeds at log(0.005), the mean 0.67 below log(1/3)
+    bad = scored(data, "c1", confidence=0.99)
+    assert bad["cluster_accuracy"] == [1.0, 0.0, 1.0]
     row = held_out_seeds(StandIn(bad), data)[0]
-    assert row.flagged and row.effect == pytest.approx(0.95) and row.statistic == 0.0
+    expected = (6 * np.log(0.005) + 12 * np.log(0.99)) / 18
+    assert row.flagged and row.statistic == pytest.approx(expected)
+    assert row.effect == pytest.approx(guess - expected) and row.effect > 0.5 and np.isnan(row.p_value)
     assert "cluster c1" in row.message
     sentence = problems_of([f"check {row.check} flagged: {row.message}"], "map")[0].sentence
     assert "cluster c1" in sentence  # the status line names the cluster that fails
 
-    # an honest, uncertain fit that is often wrong is not a silent failure: within what it expects
+    # over-confident but right about most seeds is no collapse: two of c1's six missed at 0.99 (the rule
+    # before, accuracy against the refits' expectation, flagged this: p = 0.004, effect 0.32)
+    assert not held_out_seeds(StandIn(scored(data, "c1", confidence=0.99, misses=2)), data)[0].flagged
+    # an honest, uncertain fit that is often wrong predicts its seeds better than a uniform guess
     unsure = scored(data, "c1", confidence=0.4)
     assert not held_out_seeds(StandIn(unsure), data)[0].flagged
+
+
+def test_a_fit_unsure_about_most_items_says_so():
+    from bayes_wsc.models.perception import UNSURE_LEVEL, unsure_message
+    from bayes_wsc.status import problems_of
+
+    sure = np.tile([0.8, 0.1, 0.1], (10, 1))
+    assert unsure_message(sure) is None and unsure_message(np.zeros((0, 3))) is None
+    probs = sure.copy()
+    probs[:6] = [0.5, 0.3, 0.2]  # 6 of 10 items with no cluster at 0.6
+    message = unsure_message(probs)
+    assert message.startswith("The fit is unsure about most items: 60% of the items") and f"{UNSURE_LEVEL:g}" in message
+    assert problems_of([message], "map")[0].sentence.startswith("The fit is unsure about most items")
+    probs[5] = [UNSURE_LEVEL, 0.3, 0.1]  # 5 of 10: not most
+    assert unsure_message(probs) is None
 
 
 def test_check_says_when_no_seed_can_be_held_out():
@@ -108,6 +133,10 @@ def test_choice_takes_the_better_held_out_score_and_says_both():
     assert "auto chose the seeded mixture" in words and "-0.2" in words and "-0.8" in words
     scores["mixture"]["log_score"] = -3.0
     assert choose_formulation(scores)[0] == "conditional"
+    # the guarded score decides when there is one: a few confident misses cost the mixture less
+    scores["mixture"]["guarded_log_score"], scores["conditional"]["guarded_log_score"] = -0.5, -0.7
+    assert choose_formulation(scores)[0] == "mixture" and "-0.5" in formulation_words("mixture", scores)
+    del scores["mixture"]["guarded_log_score"], scores["conditional"]["guarded_log_score"]
     scores["mixture"]["log_score"] = float("nan")
     chosen, why = choose_formulation(scores)
     assert chosen == "conditional" and "no seed could be held out" in why
@@ -191,5 +220,5 @@ def test_auto_keeps_the_formulation_whose_held_out_seeds_score_better(index, bet
     assert f[better] > max(f.values()) - 1e-12 and f[better] - min(f.values()) > 0.1, f
     assert auto.chosen_ == better and chosen is auto.fits_[better], (f, auto.scores_)
     other = "mixture" if better == "conditional" else "conditional"
-    assert auto.scores_[better]["log_score"] > auto.scores_[other]["log_score"]
+    assert choice_score(auto.scores_[better]) > choice_score(auto.scores_[other])
     assert any(note.startswith("Formulation: auto chose") for note in chosen.summary_notes())

@@ -23,13 +23,22 @@ P(z_i = k | x_i, z_i in S_i), a realized value (it depends on the draw too). Sta
   same distribution given the features, so the check rarely flags on data from the model.
 * `held_out_seeds`, the check that a fit found the user's clusters at all (for both formulations): the
   seeds dealt into folds per cluster (every cluster keeps seeds in every refit), the MAP refitted
-  without each fold from the fit's mode, and each held-out seed's most probable cluster under its refit
-  compared with its sets (`PerceptionClustering.held_out_seeds`). Per cluster, the share of its
-  held-out seeds put in their own cluster (accuracy) against the share the refits expect (the mean
-  probability of their most probable cluster), p = P(accuracy this low) were each seed's cluster drawn
-  from its refit (exact), Bonferroni over the clusters; effect = expected - observed accuracy, flagged
-  beyond `HELD_OUT_TOLERANCE`. A collapsed fit (a cluster that holds its seeds and little else) puts
-  them elsewhere, confidently, once they are held out; the row names that cluster.
+  without each fold from the fit's mode, and each held-out seed scored by the log probability its refit
+  gives its own sets (`PerceptionClustering.held_out_seeds`). The statistic is their mean, the reference
+  log(1/K), what a fit that knows nothing of her clusters scores (every cluster equally likely), and
+  effect = log(1/K) - mean in nats per held-out seed; the row flags beyond `HELD_OUT_TOLERANCE`: the fit,
+  refitted without some of her seeds, predicts them worse than a uniform guess. It names the cluster
+  whose held-out seeds score worst. A collapsed fit (a cluster that holds its seeds and little else)
+  puts them elsewhere, confidently, once they are held out. Judging each cluster alone (its seeds' mean
+  against the same tolerance) flagged 3 of 10 good mixture fits on new data sets: 3-10 held-out seeds
+  per cluster are too few for one cluster's mean.
+  A rule on the effect alone, no p-value: the only test at hand takes the refits' own probabilities as
+  the truth, and the seeded mixture is over-confident, so such a test (the rule before, accuracy
+  against the refits' expectation, p < 0.01) fired on a third of its good fits. The rule and its
+  tolerance were chosen on data sets of the distractor family and measured on new ones
+  (benchmarks/RESULTS.md, issue 39): it sees a collapsed mixture, and it cannot see a conditional
+  model that is merely starved (uncertain where it is wrong, right about its held-out seeds about as
+  often as it expects); such a fit warns when it is unsure about most items (`unsure_message`).
 """
 
 from __future__ import annotations
@@ -46,8 +55,8 @@ NEIGHBOUR_TOLERANCE = 0.2
 #: nearest seeds compared with each seed by the targeted check
 NEIGHBOURS = 5
 
-#: `held_out_seeds` flags a cluster whose held-out seeds land in it this much less often than the refits expect
-HELD_OUT_TOLERANCE = 0.25
+#: `held_out_seeds` flags a fit whose held-out seeds score this much below log(1/K) (nats per seed, a uniform guess)
+HELD_OUT_TOLERANCE = 0.5
 
 
 def variates(data) -> int:
@@ -177,7 +186,7 @@ def rows(est, data, replicates: Replicates) -> list[Check]:
 
 def held_out_seeds(est, data, seed: int = 0) -> list[Check]:
     """The held-out-seed check (module docstring), one row; refits by MAP, whatever the fit's method."""
-    what = "Held-out seeds land in their own cluster less often than the fit refitted without them expects"
+    what = "Held-out seeds' mean log probability of their own sets, against a uniform guess"
     try:
         scores = est.held_out_seeds(data)
     except InputError as exc:
@@ -187,16 +196,25 @@ def held_out_seeds(est, data, seed: int = 0) -> list[Check]:
         return [Check("held_out_seeds", float("nan"), float("nan"), float("nan"), False,
                       "not run: no cluster has two seeds, so none can be held out and still leave it seeded.",
                       float("nan"), HELD_OUT_TOLERANCE)]
-    row = worst_element(
-        "held_out_seeds", np.asarray(scores["cluster_p_value"], dtype=float), scores["cluster_accuracy"],
-        scores["cluster_expected"], scores["clusters"], "cluster", what,
-        f"The fit has not found this cluster where its seeds are: refitted by MAP without some of them "
-        f"({scores['folds']} folds), it puts them in other clusters with confidence (held-out accuracy "
-        f"{scores['accuracy']:.2f} over all {scores['seeds']} held-out seeds, mean log score "
-        f"{scores['log_score']:.3g}). Do not trust its memberships of this cluster: try the other formulation "
-        "(fit perception --formulation conditional or mixture; auto picks by this score), add seeds, or check them.",
-        tolerance=HELD_OUT_TOLERANCE)
-    return [row]
+    guess = float(np.log(1.0 / len(scores["clusters"])))
+    statistic = float(scores["log_score"])
+    effect = guess - statistic
+    cluster_scores = np.asarray(scores["cluster_log_score"], dtype=float)
+    worst = int(np.nanargmin(cluster_scores))
+    name, seeds = scores["clusters"][worst], scores["cluster_seeds"][worst]
+    values = (f"{statistic:.3g} per held-out seed over {scores['seeds']} seeds ({scores['folds']} folds), against "
+              f"{guess:.3g} for a uniform guess over the {len(scores['clusters'])} clusters: {effect:+.3g} below "
+              f"it, tolerance {HELD_OUT_TOLERANCE:g}; held-out accuracy {scores['accuracy']:.2f}; worst cluster "
+              f"{name}, {cluster_scores[worst]:.3g} over its {seeds} held-out seeds")
+    if effect > HELD_OUT_TOLERANCE:
+        message = (f"The fit has not found cluster {name} where its seeds are: refitted by MAP without some of "
+                   f"them, it predicts them worse than a uniform guess ({values}). Do not trust its memberships "
+                   "of this cluster: try the other formulation (fit perception --formulation conditional or "
+                   "mixture; auto picks by this score), add seeds, or check them.")
+    else:
+        message = f"{what}: not below it by more than the tolerance ({values})."
+    return [Check("held_out_seeds", statistic, guess, float("nan"), effect > HELD_OUT_TOLERANCE, message, effect,
+                  HELD_OUT_TOLERANCE)]
 
 
 def targeted() -> list:

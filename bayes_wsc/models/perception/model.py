@@ -74,6 +74,10 @@ likelihoods = LazyModule("bayes_wsc.likelihoods")
 SAME_OPTIMUM = 1e-3
 #: separator of the `clusters` column of predictions
 CLUSTER_SEPARATOR = ";"
+#: a fit says it is unsure about most items when more than UNSURE_SHARE of the items that are no seed have no
+#: cluster with probability UNSURE_LEVEL or more (measured on data sets of the distractor family,
+#: benchmarks/RESULTS.md, issue 39)
+UNSURE_LEVEL, UNSURE_SHARE = 0.6, 0.5
 
 
 def check_settings(weight_scale, intercept_sd) -> None:
@@ -214,6 +218,23 @@ def overlap_clusters(probabilities: np.ndarray, names, threshold: float) -> list
     return out
 
 
+def unsure_message(probabilities: np.ndarray) -> str | None:
+    """One sentence when the fit is unsure about most items, from the (m, K) membership probabilities of
+    the items that are no seed; None otherwise. The held-out-seed check cannot see a fit starved of seeds
+    (uncertain where it is wrong, right about as often as it expects), so such a fit says so here."""
+    probabilities = np.asarray(probabilities, dtype=float)
+    if probabilities.size == 0:
+        return None
+    share = float((probabilities.max(axis=1) < UNSURE_LEVEL).mean())
+    if share <= UNSURE_SHARE:
+        return None
+    return (f"The fit is unsure about most items: {share:.0%} of the items that are no seed have no cluster with "
+            f"probability {UNSURE_LEVEL:g} or more, so their memberships are little better than guesses. A fit "
+            "with too few seeds looks like this, and its held-out seeds cannot show whether another would do "
+            "better: add seeds, or compare the other formulation (fit perception --formulation conditional or "
+            "mixture).")
+
+
 # ---------------------------------------------------------------------- held-out seeds
 #: folds of the held-out-seed check: every seed is left out of one refit (fewer when no cluster has this many seeds)
 HELD_OUT_FOLDS = 5
@@ -248,20 +269,29 @@ def poisson_binomial_cdf(hits: int, probabilities: np.ndarray) -> float:
     return float(min(1.0, dist[: int(hits) + 1].sum()))
 
 
+#: `held_out_scores`' guarded log score mixes the refits' probabilities with a uniform guess this often
+GUESS_SHARE = 0.1
+
+
 def held_out_scores(data: SeedSets, log_probs: np.ndarray, names, folds: int) -> dict:
     """What the refits say of the seeds they did not see: `log_probs` (n, K) holds log P(z = k | x) of
     each held-out seed under the refit without its fold (NaN rows: not held out). Per cluster, over its
     held-out seeds: `accuracy` (the most probable cluster is one of the seed's sets), `expected` (the
     refits' own probability of their most probable cluster: the accuracy they expect), `log_score`
     (mean log P(z in S | x)) and `p_value` = P(accuracy this low) if each seed's cluster were drawn from
-    its refit's probabilities (exact). Overall: the mean log score and accuracy per held-out seed."""
+    its refit's probabilities (exact). Overall: the mean log score and accuracy per held-out seed, and
+    `guarded_log_score`, the mean log of (1 - GUESS_SHARE) P(z in S | x) + GUESS_SHARE |S| / K: the log
+    score of the refits mixed with a uniform guess, so that one confident miss costs at most log(K /
+    (GUESS_SHARE |S|)) and an over-confident fit is not judged by its few worst seeds."""
     held = np.flatnonzero(np.isfinite(log_probs).all(axis=1) & data.seeded)
     L, S = log_probs[held], data.seed_mask[held]
     score = logsumexp(np.where(S, L, -np.inf), axis=1)
+    guarded = np.log((1 - GUESS_SHARE) * np.exp(score) + GUESS_SHARE * S.sum(axis=1) / max(S.shape[1], 1))
     hit = S[np.arange(held.size), L.argmax(axis=1)] if held.size else np.zeros(0, bool)
     confidence = np.exp(L.max(axis=1)) if held.size else np.zeros(0)
     out = {"folds": int(folds), "seeds": int(held.size), "clusters": [str(n) for n in names],
            "log_score": float(score.mean()) if held.size else float("nan"),
+           "guarded_log_score": float(guarded.mean()) if held.size else float("nan"),
            "accuracy": float(hit.mean()) if held.size else float("nan"),
            "cluster_seeds": [], "cluster_accuracy": [], "cluster_expected": [], "cluster_log_score": [],
            "cluster_p_value": []}
@@ -350,7 +380,8 @@ class PerceptionClustering(Estimator):
     warn_on_restart_optima = True
 
     def model_checks(self, idata) -> list[str]:
-        """Clusters the data cannot anchor, and MAP restarts that stopped at different optima."""
+        """Clusters the data cannot anchor, MAP restarts that stopped at different optima, and a fit
+        unsure about most items (`unsure_message`)."""
         messages = []
         const = idata.constant_data
         names = [str(c) for c in idata.posterior["cluster"].values]
@@ -382,7 +413,9 @@ class PerceptionClustering(Estimator):
                     f"{int(behind.sum())} of {lps.size} MAP starts stopped at a lower log density than the best "
                     f"({best:.2f}): the posterior has more than one mode (overlapping seed sets can cause this). "
                     "The best is reported; NUTS shows how far the others matter.")
-        return messages
+        data = self.data_from_fit()
+        unsure = unsure_message(self._membership_summary(data.features[data.unseeded_items], DEFAULT_CI)[0])
+        return messages + ([unsure] if unsure else [])
 
     @classmethod
     def from_idata(cls, idata, source: str = "this fit"):
@@ -441,6 +474,7 @@ class PerceptionClustering(Estimator):
             draws, _ = run_map(program, [start], self.leave_out(inputs, data, fold), fixed=fixed)
             params = {n: np.asarray(v)[0] for n, v in draws.posterior.items()}
             log_probs[fold] = self.draw_log_probabilities(data.features[fold], params)[0]
+        self.held_out_log_probs_ = log_probs  # (n, K), NaN rows: not held out (kept for studies of the rule)
         result = {**held_out_scores(data, log_probs, self.clusters_, len(fold_list)), "folds_asked": int(folds)}
         inference.set_attrs(self._fitted(), {"held_out_seeds": result})
         return result
@@ -850,7 +884,7 @@ class PerceptionAuto:
     The user's own supervision tells a fit that found her clusters from one that did not: refitted
     without some of her seeds, it predicts them (`PerceptionClustering.held_out_seeds`). `fit(data)`
     fits `conditional` (a `PerceptionClustering`) and `mixture` (a `PerceptionMixture`), scores each by
-    the mean log P(z_i in S_i | x_i) of its held-out seeds and returns the better fit (the conditional
+    its held-out seeds' guarded log score (`choice_score`) and returns the better fit (the conditional
     model on a tie or when no seed can be held out), with the choice and both scores in its attrs
     (`formulation`), which `summary`, the report and the status line's notes show. `fits_` holds both.
 
@@ -877,8 +911,9 @@ class PerceptionAuto:
         self.scores_ = scores
         chosen, why = choose_formulation(scores)
         words = formulation_words(chosen, scores, why)
-        record = {"chosen": chosen, "rule": "held-out seeds' mean log score", "words": words,
+        record = {"chosen": chosen, "rule": "held-out seeds' guarded mean log score", "words": words,
                   "held_out_log_score": {n: s["log_score"] for n, s in scores.items()},
+                  "held_out_guarded_log_score": {n: choice_score(s) for n, s in scores.items()},
                   "held_out_accuracy": {n: s["accuracy"] for n, s in scores.items()}}
         self.chosen_ = chosen
         est = self.fits_[chosen]
@@ -886,10 +921,18 @@ class PerceptionAuto:
         return est
 
 
+def choice_score(scores: dict) -> float:
+    """What `auto` compares: the held-out seeds' guarded log score (`held_out_scores`; the plain mean log
+    score for scores saved before it existed)."""
+    return float(scores.get("guarded_log_score", scores["log_score"]))
+
+
 def choose_formulation(scores: dict) -> tuple[str, str]:
-    """("conditional" or "mixture", why): the better held-out mean log score; the conditional model when
-    the mixture's is not better or either is missing (no seed could be held out)."""
-    a, b = scores["conditional"]["log_score"], scores["mixture"]["log_score"]
+    """("conditional" or "mixture", why): the better held-out guarded log score (`choice_score`; chosen over
+    the plain mean log score, which let a few confident misses of the over-confident mixture decide,
+    benchmarks/RESULTS.md, issue 39); the conditional model when the mixture's is not better or either is
+    missing (no seed could be held out)."""
+    a, b = choice_score(scores["conditional"]), choice_score(scores["mixture"])
     if not (math.isfinite(a) and math.isfinite(b)):
         return "conditional", "no seed could be held out (a cluster needs two seeds), so the conditional model is kept"
     return ("mixture", "") if b > a else ("conditional", "")
@@ -900,8 +943,10 @@ def formulation_words(chosen: str, scores: dict, why: str = "") -> str:
     label = {"conditional": "the conditional model", "mixture": "the seeded mixture"}
     other = "mixture" if chosen == "conditional" else "conditional"
     own, theirs = scores[chosen], scores[other]
+    guarded = (f", mixed with a uniform guess one time in {round(1 / GUESS_SHARE)}" if "guarded_log_score" in own
+               else "")
     text = (f"Formulation: auto chose {label[chosen]}: its seeds, held out ({own['folds']} folds, {own['seeds']} "
-            f"seeds), scored {own['log_score']:.3g} per seed (mean log probability of their own set; accuracy "
-            f"{own['accuracy']:.2f}) against {theirs['log_score']:.3g} (accuracy {theirs['accuracy']:.2f}) for "
-            f"{label[other]}.")
+            f"seeds), scored {choice_score(own):.3g} per seed (mean log probability of their own set{guarded}; "
+            f"accuracy {own['accuracy']:.2f}) against "
+            f"{choice_score(theirs):.3g} (accuracy {theirs['accuracy']:.2f}) for {label[other]}.")
     return f"{text} {why[0].upper()}{why[1:]}." if why else text
