@@ -2,7 +2,7 @@
 and the coverage of its intervals against NUTS's on the Sec. 5 study.
 
 --timing (default): at the headline scale (10,000 groups, 100 clicks each, 30 bins), every round
-simulates a new data set (seeds 4, 5, ...) and times on it, in one process:
+simulates a new data set (seeds 4, 5, ..., or from --first-seed) and times on it, in one process:
   * the paper's per-click EM point estimate (NumPy, 200 iterations; bench_map.per_click_em);
   * `WSC(method="laplace")` in-process from the loaded data (nested: marginal MAP, centre, Hessian,
     1000 draws, each mu_i drawn from its conditional), its program from the structure's cache (a
@@ -15,7 +15,7 @@ simulates a new data set (seeds 4, 5, ...) and times on it, in one process:
     python benchmarks/bench_laplace.py --timing --repeats 3 [--no-half-sampling]
 
 --cli: the command-line target, whole processes timed from the outside on CSV files: every round writes
-a new data set (seeds 4, 5, ...) as a user's two CSV files (bench_map.write_csv) and times the per-click
+a new data set (seeds 4, 5, ..., or from --first-seed) as a user's two CSV files (bench_map.write_csv) and times the per-click
 EM reading them with pandas (bench_map.py --em-worker) and `bayes-wsc fit wsc --method laplace --out
 FIT.nc`; then, on the saved fit, what a user who later asks for LOO pays (`bayes_wsc.load(FIT).loo()` in
 a new process: the pointwise log-likelihood is computed on that first use). A warm-up fit on seed 3
@@ -123,7 +123,7 @@ def run_timing(n_groups: int, items: int, n_bins: int, repeats: int, click_half_
 
 
 def run_cli(n_groups: int, items: int, n_bins: int, repeats: int, baseline: str | None = None,
-            with_loo: bool = True) -> dict:
+            with_loo: bool = True, first_seed: int = 4) -> dict:
     """Whole processes on CSV files, new data every round (see the module docstring). `baseline`: a checkout
     whose package source the same commands also run with, in the same rounds (before and after in one run)."""
     import os
@@ -167,7 +167,7 @@ def run_cli(n_groups: int, items: int, n_bins: int, repeats: int, baseline: str 
             wall(fit(*warm_files, tmp / "warm" / "fit_baseline.nc"), env)
         for round_ in range(repeats):
             folder = tmp / f"round{round_}"
-            data = simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins, seed=4 + round_)[0]
+            data = simulate_wsc(n_groups=n_groups, items_per_group=items, n_bins=n_bins, seed=first_seed + round_)[0]
             clicks, groups = write_csv(data, folder)
             row = {"em_process_s": wall(em_worker + [str(clicks), str(groups)])}
             row["em_process_cpu"] = cpu["last"]
@@ -398,12 +398,14 @@ def main(argv=None):
     parser.add_argument("--nuts-reps", type=int, default=1, help="--coverage: NUTS on this many replicates")
     parser.add_argument("--baseline", default=None, help="--cli: also run the package's source from this checkout")
     parser.add_argument("--no-loo", action="store_true", help="--cli: leave out the first LOO on the saved fit")
+    parser.add_argument("--first-seed", type=int, default=4, help="--cli: the first round's data seed (new data)")
     args = parser.parse_args(argv)
     if args.coverage:
         return run_coverage([int(j) for j in args.items.split(",")], args.reps, args.summarize, args.joint_reps,
                             args.nuts_reps)
     if args.cli:
-        row = run_cli(*map(int, args.size.split("x")), args.repeats, args.baseline, not args.no_loo)
+        row = run_cli(*map(int, args.size.split("x")), args.repeats, args.baseline, not args.no_loo,
+                      args.first_seed)
         import pandas as pd
 
         summary = {k: v for k, v in row.items() if k != "per_round"}

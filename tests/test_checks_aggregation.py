@@ -56,6 +56,67 @@ def test_does_not_flag_data_from_the_model_and_takes_a_fits_map():
     assert aggregation_bias_check(data, {"wh": 10.0}, model=WSC, map_point=given) == row
 
 
+def test_conditional_modes_are_where_the_log_integrand_is_flat():
+    """`group_quadrature.conditional_modes`: each mu_i's conditional mode given the globals, against
+    scipy's bounded search on the same 1-D log integrand."""
+    from scipy.optimize import minimize_scalar
+
+    from bayes_wsc import group_quadrature as gq
+
+    data = grouped_behavior(n_groups=8, items=40, n_bins=5, seed=2)
+    w0, w1 = emissions_from_rho(sec5_rho(5))
+    for loc, scale, sigma in ((0.3, 1.2, 0.5), (None, None, 0.5), (-0.2, 0.8, None)):
+        g = gq.Integrand(data.counts, data.he, w0, w1, loc, scale, sigma)
+        modes = gq.conditional_modes(g)
+        for i in range(data.n_groups):
+            one = g._replace(counts=data.counts[i:i + 1], he=data.he[i:i + 1])
+            best = minimize_scalar(lambda m: -gq.log_integrand(gq.numpy_ops(), one, np.array([m]))[0],
+                                   bounds=(-10, 10), method="bounded", options={"xatol": 1e-10})
+            assert modes[i] == pytest.approx(best.x, abs=1e-6)
+
+
+def test_map_point_of_a_fit_without_mu_is_the_conditional_modes():
+    """`models.wsc.checks.map_point` fills in mu from the globals' mode of a fit that integrated mu out
+    (a stand-in for the fit: what map_point reads of it), and leaves a fit that sampled mu, or a variant's,
+    as they were."""
+    from types import SimpleNamespace
+
+    from bayes_wsc import group_quadrature as gq
+    from bayes_wsc.models.wsc.checks import map_point
+
+    data = grouped_behavior(n_groups=20, items=50, n_bins=6, seed=3)
+    w0, w1 = emissions_from_rho(sec5_rho(6))
+    globals_ = {"w0": w0, "w1": w1, "mu_loc": 0.1, "mu_scale": 0.9}
+    fit = SimpleNamespace(model_file=None, map_point_=globals_, wh_used=4.0, _integrates_mu=lambda: True)
+    point = map_point(fit, data)
+    expected = gq.conditional_modes(gq.Integrand(data.counts, data.he, w0, w1, 0.1, 0.9, 0.5))
+    np.testing.assert_allclose(point["mu"], expected)
+    assert set(point) == {"mu", "w0", "w1", "mu_scale"} and map_point(fit) is None  # no data: no modes
+    sampled = SimpleNamespace(model_file=None, map_point_={**globals_, "mu": data.he}, wh_used=4.0,
+                              _integrates_mu=lambda: False)
+    np.testing.assert_array_equal(map_point(sampled, data)["mu"], data.he)
+    assert map_point(SimpleNamespace(**{**vars(fit), "model_file": "variant.py"}), data) is None
+
+
+@pytest.mark.slow
+def test_a_fit_that_integrated_mu_hands_the_check_its_modes_without_a_map(monkeypatch):
+    """A nested Laplace fit started from the globals' marginal mode (no mu): the check takes each mu_i's
+    conditional mode there instead of fitting the joint MAP, and says what the MAP's point says (phi
+    within 0.03; behavior that depends on the group flagged, data from the model not)."""
+    from bayes_wsc.checks import aggregation
+    from bayes_wsc.models.wsc.checks import map_point
+
+    for data, flagged in ((grouped_behavior(concentration=30.0, seed=1), True), (grouped_behavior(seed=1), False)):
+        joint = aggregation_bias_check(data, {"wh": 10.0}, model=WSC)
+        with monkeypatch.context() as patched:
+            patched.setattr(aggregation, "_map_point", lambda *a: pytest.fail("the check fitted a MAP"))
+            est = WSC(wh=10.0, method="laplace", draws=50, seed=0, progressbar=False).fit(data)
+            assert "mu" not in est.map_point_ and set(map_point(est, data)) == {"mu", "w0", "w1", "mu_scale"}
+            row = est.checks_.set_index("check").loc["aggregation_bias"]
+        assert bool(row["flagged"]) is flagged is joint["flagged"]
+        assert row["statistic"] == pytest.approx(joint["statistic"], abs=0.03)
+
+
 def test_too_few_groups_is_said_not_flagged():
     data = grouped_behavior(n_groups=2, items=30, n_bins=3)
     point = {"mu": data.he, "w0": np.full(3, 1 / 3), "w1": np.full(3, 1 / 3)}
