@@ -96,8 +96,6 @@ class Estimator(DeclaredSettings, ModelHooks, FitCriticism, abc.ABC):
     laplace_coverage: ClassVar[tuple[float, float, str] | None] = None
     #: free variables coupled to each other only through the others (`laplace`: an arrow Hessian)
     laplace_local: ClassVar[tuple[str, ...]] = ()
-    #: the command-line option of a model setting whose option is not its name with dashes (`--set` errors)
-    setting_options: ClassVar[dict[str, str]] = {}
     #: settings of this model's `predict` beyond `ci` that `bayes-wsc predict` may pass (its model-specific options)
     predict_options: ClassVar[tuple[str, ...]] = ()
     #: the data container `fit` takes (`GroupedCounts`...): anything else is refused before any work
