@@ -410,6 +410,66 @@ def crowd_density(data, post, est=None, own=True, noise=None):
     return out
 
 
+# ---------------------------------------------------------------------- the shapes of each model's starts
+# `<name>_configurations()`: (estimator, data, sizes) for each configuration of the model whose MAP starts differ,
+# the sizes naming the shape symbols of its subsection in docs/variants.md (tests/test_variant_docs.py).
+def wsc_configurations():
+    from bayes_wsc.models.wsc import WSC
+    from bayes_wsc.simulate import simulate_wsc
+
+    data, _ = simulate_wsc(n_groups=6, items_per_group=10, n_bins=4, seed=1)
+    return [(WSC(), data, {"I": 6, "K": 4})]
+
+
+def experts_configurations():
+    from bayes_wsc.data.pairwise import PairwiseConstraints
+    from bayes_wsc.models.experts import NoisyExperts
+    from bayes_wsc.simulate.experts import simulate_experts_model
+
+    items, constraints, _ = simulate_experts_model(n_items=20, n_features=2, n_clusters=3, alpha=(0.9, 0.8),
+                                                   beta=(0.9, 0.8), pairs_per_expert=15, separation=3.0, seed=1)
+    data = PairwiseConstraints.from_frames(items, constraints)
+    return [(NoisyExperts(n_clusters=3, restarts=2), data, {"d": 2, "K": 3, "M": 2})]
+
+
+def pcmix_configurations():
+    from bayes_wsc.models.pcmix import PCMixture
+    from bayes_wsc.simulate import simulate_two_blobs, toy_items
+
+    frame, _ = simulate_two_blobs(n=40, labeled_fraction=0.5, seed=1)
+    return [(PCMixture(components=2, restarts=2), toy_items(frame), {"K": 2, "D": 5, "C": 2})]
+
+
+def proportions_configurations():
+    from bayes_wsc.models.proportions import ProportionsClassifier
+    from bayes_wsc.simulate.proportions import simulate_proportions
+
+    out = []
+    for emission in ("gaussian", "categorical", "logistic"):
+        data, _ = simulate_proportions(emission, n_groups=4, group_size=3, n_classes=3, n_features=2, n_bins=4, seed=1)
+        sizes = {"I": 4, "L": 3, "D": 2, "K": 4}
+        out += [(ProportionsClassifier(emission=emission), data, sizes),
+                (ProportionsClassifier(emission=emission, concentration=5.0), data, sizes)]
+    return out
+
+
+def perception_configurations():
+    from bayes_wsc.models.perception import PerceptionClustering
+    from bayes_wsc.simulate.perception import simulate_model
+
+    study, _ = simulate_model(n_items=30, n_features=2, seeds_per_cluster=3, seed=1)
+    return [(PerceptionClustering(restarts=2), study.data(), {"d": 2, "q": 3})]
+
+
+def combined_configurations():
+    from bayes_wsc.models.combined.model import CombinedClassifier
+    from bayes_wsc.models.combined.simulate import example
+
+    data = example(seed=1)
+    return [(CombinedClassifier(), data, {"D": data.n_features, "K": data.n_classes, "S": data.n_sources,
+                                          "M": data.n_experts})]
+
+
 def crowd_configurations():
     """(estimator, data, sizes) for tests/test_variant_docs.py: the shapes of the crowd model's starts."""
     from bayes_wsc.models.crowd.model import CrowdClassifier
