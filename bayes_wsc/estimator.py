@@ -18,112 +18,54 @@ variant file (`model_file`) replaces the model and its hooks; it never
 inherits the class's `initial_values` or `map_fixed` (see
 `variant_files.recipe`).
 
-This module keeps the contract and the fit's lifecycle; each job around them is a module of its own,
-which the methods of the same names delegate to: what a model class is held to when it is defined
-(`class_checks.py`), variant files (`variant_files.py`), saving and reading fits (`fit_files.py`), the
-pointwise log-likelihood (`fit_log_likelihood.py`), the MAP's program and the starts
-(`fit_starts.py`), and the checks of single values (`value_checks.py`). The names that lived here
-before are still importable from here.
+This module keeps the contract and the fit's lifecycle; each job around them is a module of its own:
+the settings (`estimator_settings.py`, `DeclaredSettings`), the hooks' defaults (`model_hooks.py`,
+`ModelHooks`) and what a fit says of itself (`fit_criticism.py`, `FitCriticism`: summary, report, checks,
+LOO), the three bases of `Estimator`; and, which the methods of the same names delegate to, what a
+model class is held to when it is defined (`class_checks.py`), variant files (`variant_files.py`),
+saving and reading fits (`fit_files.py`), the pointwise log-likelihood (`fit_log_likelihood.py`), the
+MAP's program and the starts (`fit_starts.py`), and the checks of single values (`value_checks.py`).
+The names that lived here before are still importable from here.
 """
 
 from __future__ import annotations
 
 import abc
-import dataclasses
-import inspect
-import json
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
 from bayes_wsc import criticism
-from bayes_wsc import contract, diagnostics, fit_files, fit_log_likelihood, fit_starts, inference, registry, variant_files
+from bayes_wsc import diagnostics, fit_files, fit_log_likelihood, fit_starts, inference, registry, variant_files
 from bayes_wsc.class_checks import (_check_contract, _check_levels, _checking_data, _naming_damaged_source,
                                     _naming_missing_variables)
 from bayes_wsc.comparison import compare  # noqa: F401  (bayes_wsc.compare, kept importable from here)
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import FitWarning, InputError
+from bayes_wsc.estimator_settings import (CHAIN_STARTS, DEFAULT_SEED, CommonSettings,  # noqa: F401
+                                          DeclaredSettings, _check_settings_class, _keyword_names, _names,
+                                          _settings_init, _settings_signature, setting_names)
+from bayes_wsc.fit_criticism import FitCriticism, _check_draws_and_seed  # noqa: F401
 from bayes_wsc.fit_files import LOG_LIKELIHOOD_LEFT_OUT, METHODS  # noqa: F401
 from bayes_wsc.fit_starts import _restricted, nondegenerate_start
+from bayes_wsc.model_hooks import ModelHooks
 from bayes_wsc.value_checks import (_described, _is_real, _is_whole, check_finite, check_path,  # noqa: F401
                                     check_whole, is_count, is_labels)  # (the models' too)
 from bayes_wsc.variant_files import Recipe, VariantFacts, load_variant  # noqa: F401
-from bayes_wsc.backends import NUTS_BACKENDS, PRECISIONS
-from bayes_wsc.settings import BOOLEAN, NoSettings, Rule, built, checked, declared, one_of, or_none, setting, whole
+from bayes_wsc.backends import NUTS_BACKENDS, PRECISIONS  # noqa: F401
+from bayes_wsc.settings import (BOOLEAN, NoSettings, Rule, built, checked, declared, one_of,  # noqa: F401
+                                or_none, setting, whole)
 
-#: where NUTS chains start: all at the best MAP, or chain c at the optimum of MAP restart c
-CHAIN_STARTS = ("map", "restarts")
 #: model name -> "module:Class", imported only when needed (from `registry.MODELS`)
 REGISTRY = {spec.name: spec.estimator for spec in registry.MODELS}
-#: the seed of a fit given none: identical data and settings give identical results (seed=None draws a fresh one)
-DEFAULT_SEED = 0
 
 
 #: the class attributes every model defines (`Estimator.__init_subclass__` checks them with the abstract methods)
 REQUIRED_ATTRIBUTES = ("model_name", "estimands", "data_class")
 
 
-@dataclasses.dataclass(frozen=True)
-class CommonSettings:
-    """The settings of every estimator (how it fits), declared as a model declares its own (`Estimator.Settings`);
-    a model's own come first in its constructor and `get_params`."""
-
-    method: str = setting("map", one_of(METHODS))
-    draws: int = setting(1000, whole(1))
-    tune: int = setting(1000, whole(0))
-    chains: int = setting(4, whole(1))
-    seed: int | None = setting(DEFAULT_SEED, or_none(whole(0)))
-    backend: str | None = setting(None, or_none(one_of(NUTS_BACKENDS), said=False))
-    target_accept: float = setting(0.8, Rule("in (0, 1)", lambda v: _is_real(v) and 0 < v < 1))
-    model_file: str | Path | None = setting(None, Rule("a path", lambda v: v is None or isinstance(v, (str, Path))))
-    model_settings: dict | None = setting(None)  # a variant's own: `Estimator._check_model_settings`
-    progressbar: bool = setting(True)
-    chain_starts: str = setting("map", one_of(CHAIN_STARTS))
-    precision: str | None = setting(None, or_none(one_of(PRECISIONS)))
-    checks: bool = setting(True, BOOLEAN)
-
-
-def _names(declaration: type) -> tuple[str, ...]:
-    return tuple(d.name for d in declared(declaration))
-
-
-def setting_names(cls: type) -> dict:
-    """name -> default of every setting an estimator class declares: its own `Settings`, then `CommonSettings`."""
-    return {d.name: d.default for d in (*declared(cls.Settings), *declared(CommonSettings))}
-
-
-def _settings_signature(cls: type) -> inspect.Signature:
-    """`self` and a keyword-only parameter per declared setting, with its default: what `inspect` (and `help`,
-    and `from_idata`'s reading of a saved fit's settings) sees of a constructor made from the declaration."""
-    keywords = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d) for n, d in setting_names(cls).items()]
-    return inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *keywords])
-
-
-def _settings_init(cls: type):
-    """The `__init__` of a class that declares its `Settings`: `Estimator.__init__` under its own signature."""
-    def __init__(self, **settings):
-        Estimator.__init__(self, **settings)
-
-    __init__.__signature__ = _settings_signature(cls)
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    __init__.__doc__ = Estimator.__init__.__doc__
-    __init__._from_settings = True
-    return __init__
-
-
-def _check_settings_class(cls: type) -> None:
-    """A model's `Settings` is a dataclass whose names are not those of `CommonSettings`: one `ContractError` line."""
-    if not dataclasses.is_dataclass(cls.Settings):
-        raise contract.ContractError(f"model class {cls.__qualname__}: Settings must be a dataclass of its settings "
-                                     f"(bayes_wsc.settings), got {cls.Settings!r}")
-    clash = sorted(set(_names(cls.Settings)) & set(_names(CommonSettings)))
-    if clash:
-        raise contract.ContractError(f"model class {cls.__qualname__}: its Settings declare {', '.join(clash)}, "
-                                     "a setting of every estimator (CommonSettings)")
-
-
-class Estimator(abc.ABC):
+class Estimator(DeclaredSettings, ModelHooks, FitCriticism, abc.ABC):
     """Shared fit/summary/save/load; subclasses add the model and its predictions (the module docstring
     says what a subclass must define)."""
 
@@ -154,8 +96,6 @@ class Estimator(abc.ABC):
     laplace_coverage: ClassVar[tuple[float, float, str] | None] = None
     #: free variables coupled to each other only through the others (`laplace`: an arrow Hessian)
     laplace_local: ClassVar[tuple[str, ...]] = ()
-    #: the command-line option of a model setting whose option is not its name with dashes (`--set` errors)
-    setting_options: ClassVar[dict[str, str]] = {}
     #: settings of this model's `predict` beyond `ci` that `bayes-wsc predict` may pass (its model-specific options)
     predict_options: ClassVar[tuple[str, ...]] = ()
     #: the data container `fit` takes (`GroupedCounts`...): anything else is refused before any work
@@ -181,71 +121,7 @@ class Estimator(abc.ABC):
             cls.data_from_fit = _naming_damaged_source(cls.data_from_fit)
         _check_levels(cls)
 
-    #: the model's own settings, declared once (`bayes_wsc.settings`): a frozen dataclass whose fields are the
-    #: constructor's keywords beyond every estimator's (`CommonSettings`), with their defaults, the values each
-    #: takes, whether `build_model` gets it and its command-line help. `__init__`, `get_params`,
-    #: `build_settings` and `check_params` come from it; a subclass declaring its own gets an `__init__` of
-    #: its own settings and the common ones (not its base class's)
-    Settings: ClassVar[type] = NoSettings
-
-    def __init__(self, **settings):
-        """Every declared setting (the class's `Settings` and `CommonSettings`) from its keyword, or its
-        default: keyword-only, nothing checked until `check_params` (scikit-learn style)."""
-        names = setting_names(type(self))
-        unknown = [name for name in settings if name not in names]
-        if unknown:
-            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {unknown[0]!r}")
-        for name, default in names.items():
-            setattr(self, name, settings.get(name, default))
-
-    __init__._from_settings = True
-
-    # ------------------------------------------------------------------ settings
-    def get_params(self) -> dict:
-        """Every constructor argument by name, as scikit-learn does: the declared settings, and the keywords of
-        any `__init__` a subclass writes by hand (a model declared the older way)."""
-        names = []
-        for cls in type(self).__mro__:
-            init = vars(cls).get("__init__")
-            if getattr(init, "_from_settings", False):
-                names += list(setting_names(type(self)))
-                break
-            if init is not None:
-                names += _keyword_names(init)
-        return {n: getattr(self, n) for n in dict.fromkeys(names)}
-
-    def check_params(self) -> None:
-        """Every setting in range, before any data is touched: each declared one by its rule (`CommonSettings`,
-        then the model's `Settings`: one line naming the first wrong setting and its value; a parsed value kept
-        as parsed), then the rules between settings (a subclass adds its own after `super()`)."""
-        from bayes_wsc.backends import check_precision_backend, default_backend
-
-        for declaration in (CommonSettings, type(self).Settings):
-            for name, value in checked(declaration, {n: getattr(self, n) for n in _names(declaration)}).items():
-                if value is not getattr(self, name):
-                    setattr(self, name, value)
-        if self.method == "nuts":  # before the MAP start, not after it
-            check_precision_backend(self.precision, self.backend or default_backend())
-        self._check_model_settings()
-
-    def _check_model_settings(self) -> None:
-        """A variant's own settings: a mapping of names to JSON values (stored in the fit), and none
-        at all without a variant file (`_recipe` checks them against the variant's build_model)."""
-        settings = self.model_settings
-        if settings is None:
-            return
-        if not isinstance(settings, dict) or not all(isinstance(k, str) and k.isidentifier() for k in settings):
-            raise InputError(f"model_settings must be a mapping of setting names to values, got {settings!r}")
-        if settings and self.model_file is None:
-            raise InputError(f"the {self.model_name} model takes no setting {next(iter(settings))!r}: "
-                             "model_settings (--set) are for a variant file (model_file, --model)")
-        try:
-            json.dumps(settings, allow_nan=True)
-        except (TypeError, ValueError):
-            raise InputError(f"model_settings values must be numbers, booleans, None or text, got {settings!r}") \
-                from None
-
-    # ------------------------------------------------------------------ hooks
+    # ------------------------------------------------------------------ hooks (defaults: `ModelHooks`)
     @abc.abstractmethod
     def build_model(self, data):
         """The model as a `pm.Model` with named dims, built on validated `data` (its `data_class`)."""
@@ -256,61 +132,21 @@ class Estimator(abc.ABC):
         `data_from_fit` rebuilds the data from, so that a saved fit is checked, reported and predicted
         from without the original files."""
 
-    def initial_values(self, data) -> dict | list[dict]:
-        """Where the MAP starts (constrained scale); a list of starts means random restarts,
-        of which the best log density is kept (and starts NUTS)."""
-        return {}
 
-    def map_fixed(self, data) -> dict:
-        """Free variables held at these values (constrained scale) while the MAP is sought.
-
-        The joint mode of a hierarchical model is degenerate: its density grows
-        without bound as a group-level scale goes to 0 with every group at the
-        common location, and L-BFGS can slide there (seen by simulation-based
-        calibration: chains started at such a mode never leave it). Holding the
-        scale at an estimate gives the conditional mode instead. None by default.
-        """
-        return {}
 
     def _recipe(self) -> Recipe:
         """How this fit builds and starts its model: its own hooks, or a variant's (`variant_files.recipe`)."""
         return variant_files.recipe(self)
 
-    def data_messages(self, data) -> list[str]:
-        """Plain words, before anything is fitted, for data (or settings) that cannot identify what the
-        model estimates: one group, one class in every label, a constant feature. `fit` warns with them
-        at once and keeps them with the fit's diagnostics; a model raises `InputError` instead where no
-        fit could mean anything. None by default."""
-        return []
 
-    def build_settings(self) -> dict:
-        """The model's own settings that `build_model` takes (a variant file receives them too): those its
-        `Settings` declare with `build=True`, as `build_model` takes them (`as_built`)."""
-        return built(type(self).Settings, {n: getattr(self, n) for n in _names(type(self).Settings)})
 
-    def settings_for(self, data) -> dict:
-        """The settings `build_model` takes for these data: `build_settings`, with any setting that the
-        model resolves against its data (proportions' bag likelihood "auto") resolved. What builds the
-        model, keys its cached program and reaches a variant's `build_model`."""
-        return self.build_settings()
 
-    def check_data(self, data) -> None:
-        """The model's own checks of `data` against its settings (a container validates itself when
-        built; an emission that needs numeric features, or a likelihood that needs whole counts, is the
-        model's to check): one `InputError` line. `fit` runs it after `check_data_type` and
-        `check_params`, before any work. Nothing by default."""
 
     def variant_errors(self, stage: str):
         """A variant's failure in `stage` as one `InputError` line naming its file (the cause chained,
         for the API); the package's own models raise as they are."""
         return variant_files.variant_errors(self, stage)
 
-    def model_inputs(self, data) -> tuple[dict, dict] | None:
-        """(coords, values): the model's coordinates and every data-derived value its graph reads
-        as `pm.Data`, by name, computed in NumPy without PyMC, with the data's checks. With them a
-        MAP program is cached by structure and runs on new data of the same shapes (`map_program`).
-        None (the default): no program is cached."""
-        return None
 
     def variant_checks(self) -> list | None:
         """A variant file's own checks, which replace the model's (`criticism.run`): its `CHECKS`,
@@ -474,25 +310,7 @@ class Estimator(abc.ABC):
         raise InputError(f"{type(self).__name__}.fit expects {cls.__name__} ({cls.__module__}), "
                          f"got {_described(data)}{how}")
 
-    def log_likelihood_notes(self) -> list[str]:
-        """Plain words on what LOO scores for this fit (the fit's `log_likelihood_holds`), or none."""
-        self._check_fitted()
-        holds = inference.get_attrs(self._fitted()).get("log_likelihood_holds")
-        return [f"LOO scores {holds}."] if holds else []
 
-    def _fit_time_checks(self, data) -> list[str]:
-        """Run the model's checks, store their rows in the fit, and return the flagged ones as messages.
-        A variant whose variables the checks cannot use gets one line saying so, not a failed fit."""
-        try:
-            rows = criticism.run(self, data, draws=None, loo="_pending_log_likelihood" not in self.__dict__
-                                 or fit_log_likelihood.thinned_fit(self))
-        except (InputError, KeyError, IndexError, ValueError) as exc:
-            if self.model_file is None:
-                raise
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return [f"the model checks did not run on this variant ({type(exc).__name__}: {reason})"]
-        inference.set_attrs(self._fitted(), {"checks": [r.as_dict() for r in rows]})
-        return criticism.flagged_messages(rows)
 
     def _map_program(self, data, starts: list[dict], fixed: dict, laplace: dict | None = None):
         """The MAP's compiled program, the held values, its inputs and the coords (`fit_starts.program_for`)."""
@@ -555,77 +373,17 @@ class Estimator(abc.ABC):
         """The fit as InferenceData when it exists, else as `inference.Groups` (same Datasets)."""
         return self.__dict__.get("_idata", getattr(self, "_groups", None))
 
-    def diagnosed_names(self) -> list[str]:
-        """What `summary` shows and the diagnostics check: the model's estimands, then every other
-        posterior variable that is not internal to the model (a variant's own), except the ones per
-        unit of the data (see `summary_notes`)."""
-        post = self._fitted().posterior
-        own = [n for n in self._other_variables() if not self._per_unit(post[n])]
-        return [n for n in self.estimands if n in post] + own
 
-    def summary_notes(self) -> list[str]:
-        """Plain words naming the variables left out of `summary` because they hold one value per
-        unit of the data (a variant's per-group or per-item parameters); empty when there are none."""
-        post = self._fitted().posterior
-        long = [f"{n}[{', '.join(map(str, post[n].dims[2:]))}]" for n in self._other_variables()
-                if self._per_unit(post[n])]
-        if not long:
-            return []
-        return [f"Not in the table, with one value per unit of the data: {', '.join(long)}. They are in the "
-                "fit's posterior (est.idata_.posterior, or the saved netCDF file)."]
 
-    def _other_variables(self) -> list[str]:
-        post = self._fitted().posterior
-        return [str(n) for n in post.data_vars if n not in self.estimands and n not in self.internal_variables]
 
-    def _per_unit(self, variable) -> bool:
-        return any(d in self.unit_dims for d in variable.dims)
 
-    def nuts_start(self, start: dict) -> dict:
-        """Where a NUTS chain starts, given the MAP's point (constrained scale): by default that point.
-        A model whose MAP may sit on a boundary of a parameter's support (a simplex share of 0) moves
-        it inside, where the sampler can adapt."""
-        return start
 
-    def order_clusters(self, draws, dims: dict, data) -> None:
-        """Put the clusters of a MAP (`draws`, a single point) in the canonical order, in place
-        (`relabel.canonical_permutation`), so that two fits number them alike; NUTS then relabels
-        its draws against this point. Models without exchangeable clusters keep this no-op."""
 
-    def align_draws(self, draws, map_draws, data, *, free: list[str], dims: dict) -> list[str]:
-        """Relabel exchangeable clusters in `draws.posterior` in place (see `relabel.py`) before
-        diagnostics; returns warnings. `free` names the fit's free variables and `dims` every
-        variable's dims (from the program or the model, so that a cached fit builds no model).
-        Models without exchangeable labels keep this no-op."""
-        return []
 
-    def model_checks(self, idata) -> list[str]:
-        """Model-specific warnings (orientation, label switching); none by default."""
-        return []
 
-    def nuts_options(self) -> dict:
-        """Further settings of `fit.fit_nuts` for this model (e.g. `dense_mass`); none by default."""
-        return {}
 
-    def complete_draws(self, draws, data) -> dict:
-        """Add to the draws of NUTS or Laplace (`draws.posterior`), in place, variables the model
-        integrated out (drawn from their conditionals); returns their dims. None by default."""
-        return {}
 
-    def pointwise_log_likelihood(self, draws, data) -> str | None:
-        """Rework, in place, the per-unit log-likelihood the model recorded (`likelihoods.record_pointwise`)
-        before it becomes the `log_likelihood` group, and say in words what it then holds (kept in the
-        fit's attrs as `log_likelihood_holds`); by default it is kept as the graph computed it (None).
-        A rework may only use the default model's formulas where `self._fit_terms` (`model_terms`) says
-        the fitted model's terms are the default's."""
-        return None
 
-    def log_likelihood_from_file(self):
-        """How to rebuild this fit's `log_likelihood` group from its saved draws and data alone: a function
-        returning ({LOG_LIKELIHOOD_PREFIX + name: (chain, draw, ...) array}, their dims, what they hold in
-        words), or None when the model cannot (the default). Where it can, a fit whose log-likelihood is
-        still pending (a Laplace fit) is saved without it, and a loaded fit computes it on first use."""
-        return None
 
     def _assemble(self, coords, dims, draws, data, fit_info) -> inference.Groups:
         """The fit's groups with the attrs every fit file holds (`fit_files.assemble`)."""
@@ -634,53 +392,6 @@ class Estimator(abc.ABC):
     def _check_fitted(self):
         if self._fitted() is None:
             raise InputError(f"this {type(self).__name__} is not fitted yet: call fit(data) first")
-
-    # ------------------------------------------------------------------ reporting
-    @property
-    def settings_used_(self) -> dict:
-        """The settings the fitted model was built with (`settings_for` its data: what the model resolved,
-        such as a WH above its limit fitted as inf), as the fit stores them; what reports describe, rather
-        than the settings asked for. A fit written before they were stored gives `build_settings`."""
-        self._check_fitted()
-        return dict(inference.get_attrs(self._fitted()).get("settings_used") or self.build_settings())
-
-    @property
-    def diagnostics_(self) -> list[str]:
-        self._check_fitted()
-        return list(inference.get_attrs(self._fitted()).get("diagnostics", []))
-
-    def summary(self, var_names: list[str] | None = None, hdi_prob: float = DEFAULT_CI):
-        """`az.summary` of the estimands and a variant's own variables (mean, sd, HDI, and R-hat/ESS
-        after NUTS); `summary_notes` names what is too long for the table."""
-        from bayes_wsc.posterior import check_ci
-
-        self._check_fitted()
-        check_ci(hdi_prob, "hdi_prob")
-        if var_names is not None:
-            names = [var_names] if isinstance(var_names, str) else var_names
-            have = list(self._fitted().posterior.data_vars)
-            unknown = [n for n in names if not isinstance(n, str) or n not in have] if isinstance(names, list) \
-                else [names]
-            if unknown:
-                raise InputError(f"summary: var_names holds {unknown[0]!r}, which is not a variable of this fit "
-                                 f"(its variables: {', '.join(map(str, have[:12]))})")
-            var_names = names
-        with self.variant_errors("summary"):
-            return inference.summary(self._fitted(), var_names or self.diagnosed_names(), hdi_prob)
-
-    def report(self, out_dir, **kwargs):
-        """Write `out_dir/report.html` (the model's `write_report`)."""
-        self._check_fitted()
-        check_path(out_dir, "report", "a report folder")
-        with self.variant_errors("report"):
-            return self.write_report(out_dir, **kwargs)
-
-    def write_report(self, out_dir, **kwargs):
-        """The model's report; a model without its own gets the estimands, the criticism sections and
-        the warnings (`report.basic`)."""
-        from bayes_wsc.report.basic import write_report
-
-        return write_report(self, out_dir, **kwargs)
 
     # ------------------------------------------------------------------ predictions
     @abc.abstractmethod
@@ -692,62 +403,6 @@ class Estimator(abc.ABC):
     def predict(self, items, *, ci: float = DEFAULT_CI):
         """Per-item answers for new `items` (a DataFrame of the model's item columns), with intervals at
         credible level `ci` where the fit has draws: what `bayes-wsc predict` writes."""
-
-    def key_columns(self) -> list[str]:
-        """The columns of new items that hold ids (the fit's group or id column), which readers
-        keep as text: '001' stays '001' (`data.tables.read_table(text_columns=...)`)."""
-        self._check_fitted()
-        settings = inference.get_attrs(self._fitted()).get("data_settings", {})
-        return [settings[k] for k in ("group_col", "id_col") if isinstance(settings.get(k), str)]
-
-    # ------------------------------------------------------------------ criticism
-    @property
-    def checks_(self):
-        """The checks run when the fit was made (a DataFrame, one row per check; empty when the fit ran
-        with checks=False or was written before fits kept them)."""
-        self._check_fitted()
-        return criticism.table(criticism.rows_from_attrs(inference.get_attrs(self._fitted()).get("checks")))
-
-    def run_checks(self, *, draws: int = criticism.PPC_DRAWS, seed: int = 0):
-        """Run the model's checks now (posterior predictive checks, its targeted check, LOO's Pareto k):
-        a DataFrame with columns check, statistic, reference, p_value, flagged, message."""
-        self._check_fitted()
-        _check_draws_and_seed(draws, seed)
-        self._complete_log_likelihood()
-        return criticism.table(criticism.run(self, draws=draws, seed=seed))
-
-    def posterior_predictive(self, *, draws: int = criticism.PPC_DRAWS, seed: int = 0):
-        """Replicated data from the fit, summarized by the model's statistics: InferenceData with
-        `posterior_predictive` (chain, draw, ...) and `observed_data` groups holding the same variables,
-        ready for `az.plot_ppc`. About `draws` posterior draws are used (evenly spaced in each chain; a
-        MAP's point `draws` times), every latent class drawn anew."""
-        self._check_fitted()
-        _check_draws_and_seed(draws, seed)
-        return inference.to_inference_data(criticism.posterior_predictive(self, draws=draws, seed=seed))
-
-    def loo(self, pointwise: bool = True):
-        """PSIS-LOO (`az.loo`) on the fit's pointwise log-likelihood; a FitWarning in plain words when
-        some Pareto k values are too large for it to be trusted. A MAP fit raises `InputError`: LOO needs
-        posterior draws."""
-        self._check_fitted()
-        fitted = self._complete_log_likelihood()
-        reason = inference.loo_unavailable(fitted)
-        if reason:
-            raise InputError(reason)
-        elpd = inference.loo(fitted, pointwise)
-        row = criticism.pareto_row(elpd, criticism.unit_noun(fitted), fitted)
-        if row.flagged:
-            warnings.warn(row.message, FitWarning, stacklevel=2)
-        return elpd
-
-    def waic(self, pointwise: bool = True):
-        """WAIC (`az.waic`) on the fit's pointwise log-likelihood; a MAP fit raises `InputError`."""
-        self._check_fitted()
-        fitted = self._complete_log_likelihood()
-        reason = inference.loo_unavailable(fitted)
-        if reason:
-            raise InputError(reason.replace("LOO", "WAIC"))
-        return inference.waic(fitted, pointwise)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
@@ -777,17 +432,6 @@ class Estimator(abc.ABC):
 
 
 _check_levels(Estimator)
-Estimator.__init__.__signature__ = _settings_signature(Estimator)
-
-
-def _keyword_names(function) -> list[str]:
-    return [p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]
-
-
-def _check_draws_and_seed(draws, seed) -> None:
-    """The replicates' settings of `run_checks` and `posterior_predictive`: whole numbers, draws >= 1."""
-    check_whole("draws", draws, 1)
-    check_whole("seed", seed, 0)
 
 
 #: any saved fit, its class found in the registry (`bayes_wsc.load`; the registry names it here)

@@ -101,6 +101,7 @@ class Spec:
     help: str | None = None
     metavar: str | None = None
     required: bool = False
+    option: str | None = None
 
     def checked(self, name: str, value):
         """The value as the estimator keeps it (`parse`d), or one `InputError` line naming the setting."""
@@ -114,13 +115,15 @@ class Spec:
 
 def setting(default, rule: Rule | None = None, *, help: str | None = None, label: str | None = None,  # noqa: A002
             parse: Callable[[str, Any], Any] | None = None, build: bool = True,
-            as_built: Callable[[Any], Any] | None = None, metavar: str | None = None, required: bool = False):
+            as_built: Callable[[Any], Any] | None = None, metavar: str | None = None, required: bool = False,
+            option: str | None = None):
     """One setting of a settings dataclass: its default, the values it takes (`rule`, after `parse` when its
     value is parsed: `parse(label, value)` returns the value kept or raises `InputError`), how errors name it
     (`label`, default its name), whether `build_model` takes it (`build`, as `as_built(value)`: float...), and
     its `bayes-wsc fit` option, --name-with-dashes (`help`; None: no plain option; `metavar`, `required` on the
-    command line though Python has a default)."""
-    spec = Spec(rule, label, parse, build, as_built, help, metavar, required)
+    command line though Python has a default; `option`, the option's name without its dashes when it is not
+    the setting's name with dashes: an option written by hand, such as experts' --clusters for n_clusters)."""
+    spec = Spec(rule, label, parse, build, as_built, help, metavar, required, option)
     return dataclasses.field(default=default, metadata={SPEC: spec})
 
 
@@ -140,6 +143,13 @@ class Declared(NamedTuple):
 def declared(settings_class: type) -> tuple[Declared, ...]:
     """The settings a dataclass declares, in order: (name, default, `Spec`) each."""
     return tuple(Declared(f.name, f.default, f.metadata.get(SPEC, Spec())) for f in dataclasses.fields(settings_class))
+
+
+def option_of(settings_class: type, name: str) -> str:
+    """The `bayes-wsc fit` option of setting `name`, without its dashes: its declared `option`, else its name with
+    dashes (also for a name the class does not declare)."""
+    found = {d.name: d.spec.option for d in declared(settings_class)}.get(name)
+    return found or name.replace("_", "-")
 
 
 def checked(settings_class: type, values: Mapping[str, Any]) -> dict:

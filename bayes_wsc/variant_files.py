@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from bayes_wsc import inference
 from bayes_wsc.errors import InputError
+from bayes_wsc.settings import option_of
 from bayes_wsc.value_checks import _shown
 
 #: the attr of a variant's fit holding its `VariantFacts`
@@ -78,7 +79,7 @@ def recipe(est) -> Recipe:
     own = est.model_settings or {}
     clash = sorted(set(own) & set(est.build_settings()))
     if clash:
-        option = est.setting_options.get(clash[0], clash[0].replace("_", "-"))
+        option = option_of(type(est).Settings, clash[0])
         raise InputError(f"--set {clash[0]} (model_settings): {clash[0]!r} is a setting of the {est.model_name} "
                          f"model itself: give it with --{option} on the command line, or as the estimator's "
                          f"{clash[0]}= in Python")

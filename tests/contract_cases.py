@@ -2,12 +2,17 @@
 the registry: new items to predict, small sizes for `bayes-wsc simulate`, and a variant file with a parameter
 of its own together with that variant's log-likelihood written out independently in NumPy and SciPy.
 
-A model added to the registry without a case here fails `test_every_model_has_a_contract_case`.
+Beside the cases: each model's SBC and coverage settings (`SBC_SETTINGS`, `COVERAGE_SETTINGS`) and its runs of
+`bayes-wsc fit` and `predict` on the small tables of tests/test_harness.py (`COMMAND_LINES`).
+
+A model added to the registry without a case here fails `test_every_model_has_a_contract_case`, without its
+command-line rows `test_every_model_has_its_rows`.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -405,6 +410,66 @@ def crowd_density(data, post, est=None, own=True, noise=None):
     return out
 
 
+# ---------------------------------------------------------------------- the shapes of each model's starts
+# `<name>_configurations()`: (estimator, data, sizes) for each configuration of the model whose MAP starts differ,
+# the sizes naming the shape symbols of its subsection in docs/variants.md (tests/test_variant_docs.py).
+def wsc_configurations():
+    from bayes_wsc.models.wsc import WSC
+    from bayes_wsc.simulate import simulate_wsc
+
+    data, _ = simulate_wsc(n_groups=6, items_per_group=10, n_bins=4, seed=1)
+    return [(WSC(), data, {"I": 6, "K": 4})]
+
+
+def experts_configurations():
+    from bayes_wsc.data.pairwise import PairwiseConstraints
+    from bayes_wsc.models.experts import NoisyExperts
+    from bayes_wsc.simulate.experts import simulate_experts_model
+
+    items, constraints, _ = simulate_experts_model(n_items=20, n_features=2, n_clusters=3, alpha=(0.9, 0.8),
+                                                   beta=(0.9, 0.8), pairs_per_expert=15, separation=3.0, seed=1)
+    data = PairwiseConstraints.from_frames(items, constraints)
+    return [(NoisyExperts(n_clusters=3, restarts=2), data, {"d": 2, "K": 3, "M": 2})]
+
+
+def pcmix_configurations():
+    from bayes_wsc.models.pcmix import PCMixture
+    from bayes_wsc.simulate import simulate_two_blobs, toy_items
+
+    frame, _ = simulate_two_blobs(n=40, labeled_fraction=0.5, seed=1)
+    return [(PCMixture(components=2, restarts=2), toy_items(frame), {"K": 2, "D": 5, "C": 2})]
+
+
+def proportions_configurations():
+    from bayes_wsc.models.proportions import ProportionsClassifier
+    from bayes_wsc.simulate.proportions import simulate_proportions
+
+    out = []
+    for emission in ("gaussian", "categorical", "logistic"):
+        data, _ = simulate_proportions(emission, n_groups=4, group_size=3, n_classes=3, n_features=2, n_bins=4, seed=1)
+        sizes = {"I": 4, "L": 3, "D": 2, "K": 4}
+        out += [(ProportionsClassifier(emission=emission), data, sizes),
+                (ProportionsClassifier(emission=emission, concentration=5.0), data, sizes)]
+    return out
+
+
+def perception_configurations():
+    from bayes_wsc.models.perception import PerceptionClustering
+    from bayes_wsc.simulate.perception import simulate_model
+
+    study, _ = simulate_model(n_items=30, n_features=2, seeds_per_cluster=3, seed=1)
+    return [(PerceptionClustering(restarts=2), study.data(), {"d": 2, "q": 3})]
+
+
+def combined_configurations():
+    from bayes_wsc.models.combined.model import CombinedClassifier
+    from bayes_wsc.models.combined.simulate import example
+
+    data = example(seed=1)
+    return [(CombinedClassifier(), data, {"D": data.n_features, "K": data.n_classes, "S": data.n_sources,
+                                          "M": data.n_experts})]
+
+
 def crowd_configurations():
     """(estimator, data, sizes) for tests/test_variant_docs.py: the shapes of the crowd model's starts."""
     from bayes_wsc.models.crowd.model import CrowdClassifier
@@ -471,4 +536,159 @@ COVERAGE_SHORT = {
                "80 (0.79, below the 99% range 64..78; run of 2026-11-27, benchmarks/truth_coverage.py), as "
                "laplace_coverage_models.py measured over 40 SBC data sets (0.815 against NUTS's 0.864); the model "
                "states no laplace_coverage yet",
+}
+
+
+# ---------------------------------------------------------------------- each model on the command line
+# The small tables of tests/test_harness.py, which puts every entry point through awkward files, and each
+# model's rows there: `COMMAND_LINES`. The harness adds a row `fit <name>` per `FitRun` of the model and a
+# `predict` row reading `predict` from the first run's fit; tests/test_fit_files.py predicts the same items
+# from each damaged fit. Reuse a table here when the model reads the same kind (VOTES, FEATURES).
+@dataclass(frozen=True)
+class Table:
+    """One input table: its clean contents, its id columns (text), numeric columns and category-level
+    columns (text, each level kept as written)."""
+
+    frame: pd.DataFrame
+    ids: tuple[str, ...] = ()
+    numbers: tuple[str, ...] = ()
+    levels: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()  # class labels, text as written (an empty cell: unlabeled)
+    source: bool = False  # read as a folder of Parquet parts too (streamed clicks)
+
+
+def _wsc_tables():
+    rng = np.random.default_rng(1)
+    groups = [f"g{i}" for i in range(4)]
+    clicks = pd.DataFrame({"group": np.repeat(groups, 6), "bounce": rng.choice(["y", "n"], 24)})
+    he = pd.DataFrame({"group": groups, "he": [1.0, -0.5, 0.3, -1.2]})
+    return (Table(clicks, ids=("group",), levels=("bounce",), source=True),
+            Table(he, ids=("group",), numbers=("he",)))
+
+
+def _feature_items(n: int, *, with_id: bool, label: bool):
+    rng = np.random.default_rng(2)
+    side = np.arange(n) % 2
+    frame = pd.DataFrame({"x1": rng.normal(3 * side, 0.5).round(3), "x2": rng.normal(-side, 0.5).round(3)})
+    if label:
+        frame["y"] = pd.array(np.where(np.arange(n) % 3 == 0, side, -1), dtype="Int64").astype(object)
+        frame.loc[frame["y"] == -1, "y"] = None
+    if with_id:
+        frame.insert(0, "id", [f"i{k}" for k in range(n)])
+    return Table(frame, ids=("id",) if with_id else (), numbers=("x1", "x2"), labels=("y",) if label else ())
+
+
+def _constraints():
+    pairs = [(0, 2, 1), (1, 3, 1), (0, 1, 0), (2, 3, 0), (4, 6, 1), (5, 7, 1), (4, 5, 0), (6, 9, 0), (8, 10, 1)]
+    rows = [(e, f"i{i}", f"i{j}", link) for e in ("e1", "e2") for i, j, link in pairs]
+    return Table(pd.DataFrame(rows, columns=["expert", "i", "j", "link"]), ids=("expert", "i", "j"),
+                 numbers=("link",))
+
+
+def _labels():
+    rows = [(e, f"i{k}", k % 2) for e in ("e1", "e2") for k in range(0, 10, 1 + (e == "e2"))]
+    return Table(pd.DataFrame(rows, columns=["expert", "id", "label"]), ids=("expert", "id", "label"))
+
+
+def _seed_tables():
+    """Seeds (rows cluster, id; i4 in both sets) and perception vectors for the FEATURES items."""
+    seeds = pd.DataFrame({"cluster": ["A", "A", "A", "B", "B", "B"], "id": ["i0", "i2", "i4", "i1", "i3", "i4"]})
+    perception = pd.DataFrame({"cluster": ["A", "B"], "loop": [1.0, 0.0], "line": [0.0, 1.0]})
+    return Table(seeds, ids=("cluster", "id")), Table(perception, ids=("cluster",), numbers=("loop", "line"))
+
+
+
+def _proportions_tables():
+    """Six groups of five items whose share of class "crack" runs from 0 to 1, two features."""
+    rng = np.random.default_rng(3)
+    groups = [f"c{i}" for i in range(6)]
+    crack = np.concatenate([np.arange(5) < k for k in range(6)]).astype(int)
+    items = pd.DataFrame({"group": np.repeat(groups, 5), "x1": rng.normal(2 * crack, 0.5).round(3),
+                          "x2": rng.normal(-crack, 0.5).round(3)})
+    shares = pd.DataFrame({"group": groups, "ok": 1 - np.arange(6) / 5, "crack": np.arange(6) / 5})
+    return Table(items, ids=("group",), numbers=("x1", "x2")), Table(shares, ids=("group",), numbers=("ok", "crack"))
+
+
+def _combined_tables():
+    """The FEATURES items with a label on three, in four bags of three and two groups of six (every item in
+    one of each, so that their columns are ids throughout); votes from two annotators (abstentions included),
+    the experts' constraints, the bags' counts and the groups' averages."""
+    items = FEATURES.frame.copy()
+    side = np.arange(len(items)) % 2
+    items["label"] = [str(v) if k in (0, 1, 6) else None for k, v in enumerate(side)]
+    items["bag"] = [f"b{k // 3}" for k in range(12)]
+    items["group"] = [f"g{k // 6}" for k in range(12)]
+    votes = pd.DataFrame({"item": [f"i{k}" for k in range(12) for _ in range(2)],
+                          "source": ["a1", "a2"] * 12,
+                          "vote": [str(side[k]) if (k + a) % 3 else None for k in range(12) for a in range(2)]})
+    ones = [int(side[3 * b:3 * b + 3].sum()) for b in range(4)]
+    bags = pd.DataFrame({"bag": [f"b{b}" for b in range(4)], "0": [3 - o for o in ones], "1": ones})
+    groups = pd.DataFrame({"group": ["g0", "g1"], "he": [0.2, -0.1]})
+    return (Table(items, ids=("id", "bag", "group"), numbers=("x1", "x2")), Table(votes, ids=("item", "source")),
+            Table(bags, ids=("bag",), numbers=("0", "1")), Table(groups, ids=("group",), numbers=("he",)))
+
+
+CLICKS, GROUPS = _wsc_tables()
+SEEDS, PERCEPTION = _seed_tables()
+STICKS, SHARES = _proportions_tables()
+FEATURES = _feature_items(12, with_id=True, label=False)
+COMBINED_ITEMS, VOTES, BAGS, GROUP_AVERAGES = _combined_tables()
+#: the crowd model's new items: one row per item, one column per source of VOTES (an empty cell: abstained)
+CROWD_ITEMS = Table(pd.DataFrame({"item": ["n1", "n2", "n3", "n4"], "a1": ["0", "1", None, "1"],
+                                  "a2": ["0", None, None, "0"]}), ids=("item",))
+LABELED = _feature_items(16, with_id=False, label=True)
+NEW_CLICKS = Table(pd.DataFrame({"group": ["g0", "g2", "zz", "g1"], "bounce": ["y", "n", "n", "y"]}), ids=("group",))
+NEW_ITEMS = _feature_items(5, with_id=True, label=False)
+NEW_POINTS = _feature_items(5, with_id=False, label=False)
+
+
+#: the `fit` options that fix a run (the harness's fits are made once and read by every later row)
+SEED = ("--seed", "1")
+
+
+@dataclass(frozen=True)
+class FitRun:
+    """One `bayes-wsc fit <name>` row of the harness: the options after the model's name (each input table
+    as `{key}`, the harness adds `--out`), each table by its key, and whether its tables go through the
+    mutations that only the file reader sees (`reading`: leave it False when another row already puts the
+    same kind of table through the same reader, as every fit after the first few does)."""
+
+    options: tuple[str, ...]
+    tables: dict[str, Table]
+    reading: bool = False
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """A model's rows in tests/test_harness.py: its fit runs (the first one's fit is what later rows read) and
+    the new items `bayes-wsc predict` reads from that fit (`predict_reading` as `FitRun.reading`)."""
+
+    fits: tuple[FitRun, ...]
+    predict: Table
+    predict_reading: bool = False
+
+
+COMMAND_LINES = {
+    "wsc": CommandLine((FitRun(("--clicks", "{clicks}", "--groups", "{groups}"), {"clicks": CLICKS, "groups": GROUPS},
+                               reading=True),),
+                       NEW_CLICKS, predict_reading=True),
+    "pcmix": CommandLine((FitRun(("--items", "{items}", "--components", "2", "--lam", "4", "--restarts", "2", *SEED),
+                                 {"items": LABELED}, reading=True),), NEW_POINTS),
+    "experts": CommandLine((FitRun(("--items", "{items}", "--constraints", "{constraints}", "--clusters", "2",
+                                    "--restarts", "2", *SEED), {"items": FEATURES, "constraints": _constraints()},
+                                   reading=True),
+                            FitRun(("--items", "{items}", "--expert-labels", "{labels}", "--clusters", "2",
+                                    "--restarts", "2", *SEED), {"items": FEATURES, "labels": _labels()})),
+                           NEW_ITEMS),
+    "proportions": CommandLine((FitRun(("--items", "{items}", "--proportions", "{proportions}"),
+                                       {"items": STICKS, "proportions": SHARES}),), NEW_ITEMS),
+    "perception": CommandLine((FitRun(("--items", "{items}", "--seeds", "{seeds}", "--perception", "{perception}",
+                                       "--restarts", "1", *SEED),
+                                      {"items": FEATURES, "seeds": SEEDS, "perception": PERCEPTION}, reading=True),),
+                              NEW_ITEMS),
+    "combined": CommandLine((FitRun(("--items", "{items}", "--votes", "{votes}", "--pairs", "{pairs}", "--bags",
+                                     "{bags}", "--groups", "{groups}", *SEED),
+                                    {"items": COMBINED_ITEMS, "votes": VOTES, "pairs": _constraints(), "bags": BAGS,
+                                     "groups": GROUP_AVERAGES}),), NEW_ITEMS),
+    "crowd": CommandLine((FitRun(("--votes", "{votes}", *SEED), {"votes": VOTES}),), CROWD_ITEMS),
 }

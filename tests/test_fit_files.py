@@ -30,9 +30,10 @@ MODELS = registry.NAMES
 
 
 def new_items(model: str):
-    """The table `bayes-wsc predict` reads for a fit of `model`: that of its row in `test_harness.ENTRY_POINTS`."""
+    """The table `bayes-wsc predict` reads for a fit of `model`: that of its row in `test_harness.ENTRY_POINTS`
+    (made from its entry in `contract_cases.COMMAND_LINES`)."""
     rows = [e for e in ENTRY_POINTS if e.name == "predict" and fit_models(e) == [model]]
-    assert rows, f"test_harness.ENTRY_POINTS has no predict row for model {model!r}: add one"
+    assert rows, f"test_harness.ENTRY_POINTS has no predict row for model {model!r}: add its COMMAND_LINES entry"
     return rows[0].tables["items"]
 
 

@@ -11,7 +11,9 @@ data the same (a byte-order mark, UTF-16, CRLF, quoting, padded names, another d
 with --sep, Parquet instead of CSV) must give the same result as the clean files.
 
 Adding an entry point is one row in `ENTRY_POINTS` (`test_every_entry_point_has_a_row` fails
-until it has one). A row needs:
+until it has one). A registered model's rows are made for it: `fit <name>` and `predict` from its
+entry in `contract_cases.COMMAND_LINES` (its tables are `Table`s there), `simulate <name>` from its
+contract case's `simulate` options. A row needs:
 
 * ``name``: the words that pick the command ("fit wsc", "predict", "check");
 * ``argv``: the command line, with ``{table}`` for each input table, ``{fit:MODEL}`` for a fit
@@ -52,26 +54,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contract_cases import CASES
+from contract_cases import (CASES, COMMAND_LINES, FEATURES, LABELED, NEW_ITEMS, PERCEPTION, SEED, SEEDS, SHARES,
+                            STICKS, Table)
 
 from bayes_wsc import registry
 from bayes_wsc.cli import build_parser, main
 
 
 # ---------------------------------------------------------------------- the rows
-@dataclass(frozen=True)
-class Table:
-    """One input table: its clean contents, its id columns (text), numeric columns and category-level
-    columns (text, each level kept as written)."""
-
-    frame: pd.DataFrame
-    ids: tuple[str, ...] = ()
-    numbers: tuple[str, ...] = ()
-    levels: tuple[str, ...] = ()
-    labels: tuple[str, ...] = ()  # class labels, text as written (an empty cell: unlabeled)
-    source: bool = False  # read as a folder of Parquet parts too (streamed clicks)
-
-
 @dataclass(frozen=True)
 class Entry:
     name: str
@@ -81,91 +71,6 @@ class Entry:
     check: Callable | None = None
     examples: int = 1  # hypothesis cases per mutation (0: the row has no input to mutate)
     skip: tuple[str, ...] = ()  # mutations another row already puts through the same reader
-
-
-def _wsc_tables():
-    rng = np.random.default_rng(1)
-    groups = [f"g{i}" for i in range(4)]
-    clicks = pd.DataFrame({"group": np.repeat(groups, 6), "bounce": rng.choice(["y", "n"], 24)})
-    he = pd.DataFrame({"group": groups, "he": [1.0, -0.5, 0.3, -1.2]})
-    return (Table(clicks, ids=("group",), levels=("bounce",), source=True),
-            Table(he, ids=("group",), numbers=("he",)))
-
-
-def _feature_items(n: int, *, with_id: bool, label: bool):
-    rng = np.random.default_rng(2)
-    side = np.arange(n) % 2
-    frame = pd.DataFrame({"x1": rng.normal(3 * side, 0.5).round(3), "x2": rng.normal(-side, 0.5).round(3)})
-    if label:
-        frame["y"] = pd.array(np.where(np.arange(n) % 3 == 0, side, -1), dtype="Int64").astype(object)
-        frame.loc[frame["y"] == -1, "y"] = None
-    if with_id:
-        frame.insert(0, "id", [f"i{k}" for k in range(n)])
-    return Table(frame, ids=("id",) if with_id else (), numbers=("x1", "x2"), labels=("y",) if label else ())
-
-
-def _constraints():
-    pairs = [(0, 2, 1), (1, 3, 1), (0, 1, 0), (2, 3, 0), (4, 6, 1), (5, 7, 1), (4, 5, 0), (6, 9, 0), (8, 10, 1)]
-    rows = [(e, f"i{i}", f"i{j}", link) for e in ("e1", "e2") for i, j, link in pairs]
-    return Table(pd.DataFrame(rows, columns=["expert", "i", "j", "link"]), ids=("expert", "i", "j"),
-                 numbers=("link",))
-
-
-def _labels():
-    rows = [(e, f"i{k}", k % 2) for e in ("e1", "e2") for k in range(0, 10, 1 + (e == "e2"))]
-    return Table(pd.DataFrame(rows, columns=["expert", "id", "label"]), ids=("expert", "id", "label"))
-
-
-def _seed_tables():
-    """Seeds (rows cluster, id; i4 in both sets) and perception vectors for the FEATURES items."""
-    seeds = pd.DataFrame({"cluster": ["A", "A", "A", "B", "B", "B"], "id": ["i0", "i2", "i4", "i1", "i3", "i4"]})
-    perception = pd.DataFrame({"cluster": ["A", "B"], "loop": [1.0, 0.0], "line": [0.0, 1.0]})
-    return Table(seeds, ids=("cluster", "id")), Table(perception, ids=("cluster",), numbers=("loop", "line"))
-
-
-
-def _proportions_tables():
-    """Six groups of five items whose share of class "crack" runs from 0 to 1, two features."""
-    rng = np.random.default_rng(3)
-    groups = [f"c{i}" for i in range(6)]
-    crack = np.concatenate([np.arange(5) < k for k in range(6)]).astype(int)
-    items = pd.DataFrame({"group": np.repeat(groups, 5), "x1": rng.normal(2 * crack, 0.5).round(3),
-                          "x2": rng.normal(-crack, 0.5).round(3)})
-    shares = pd.DataFrame({"group": groups, "ok": 1 - np.arange(6) / 5, "crack": np.arange(6) / 5})
-    return Table(items, ids=("group",), numbers=("x1", "x2")), Table(shares, ids=("group",), numbers=("ok", "crack"))
-
-
-def _combined_tables():
-    """The FEATURES items with a label on three, in four bags of three and two groups of six (every item in
-    one of each, so that their columns are ids throughout); votes from two annotators (abstentions included),
-    the experts' constraints, the bags' counts and the groups' averages."""
-    items = FEATURES.frame.copy()
-    side = np.arange(len(items)) % 2
-    items["label"] = [str(v) if k in (0, 1, 6) else None for k, v in enumerate(side)]
-    items["bag"] = [f"b{k // 3}" for k in range(12)]
-    items["group"] = [f"g{k // 6}" for k in range(12)]
-    votes = pd.DataFrame({"item": [f"i{k}" for k in range(12) for _ in range(2)],
-                          "source": ["a1", "a2"] * 12,
-                          "vote": [str(side[k]) if (k + a) % 3 else None for k in range(12) for a in range(2)]})
-    ones = [int(side[3 * b:3 * b + 3].sum()) for b in range(4)]
-    bags = pd.DataFrame({"bag": [f"b{b}" for b in range(4)], "0": [3 - o for o in ones], "1": ones})
-    groups = pd.DataFrame({"group": ["g0", "g1"], "he": [0.2, -0.1]})
-    return (Table(items, ids=("id", "bag", "group"), numbers=("x1", "x2")), Table(votes, ids=("item", "source")),
-            Table(bags, ids=("bag",), numbers=("0", "1")), Table(groups, ids=("group",), numbers=("he",)))
-
-
-CLICKS, GROUPS = _wsc_tables()
-SEEDS, PERCEPTION = _seed_tables()
-STICKS, SHARES = _proportions_tables()
-FEATURES = _feature_items(12, with_id=True, label=False)
-COMBINED_ITEMS, VOTES, BAGS, GROUP_AVERAGES = _combined_tables()
-#: the crowd model's new items: one row per item, one column per source of VOTES (an empty cell: abstained)
-CROWD_ITEMS = Table(pd.DataFrame({"item": ["n1", "n2", "n3", "n4"], "a1": ["0", "1", None, "1"],
-                                  "a2": ["0", None, None, "0"]}), ids=("item",))
-LABELED = _feature_items(16, with_id=False, label=True)
-NEW_CLICKS = Table(pd.DataFrame({"group": ["g0", "g2", "zz", "g1"], "bounce": ["y", "n", "n", "y"]}), ids=("group",))
-NEW_ITEMS = _feature_items(5, with_id=True, label=False)
-NEW_POINTS = _feature_items(5, with_id=False, label=False)
 
 
 def fit_check(paths, stdout, tables):
@@ -293,56 +198,37 @@ def simulate_check(paths, stdout, tables):
 READING = ("encoding", "not utf-8", "newlines", "quoted", "delimiter", "names equal but for spaces", "repeated name",
            "nameless column", "empty", "garbage", "parquet", "nul byte", "huge name", "ragged row")
 FIT, PREDICTIONS, REPORT, PRINTED = fit_check, predictions_check, report_check, printed_check
-SEED = ("--seed", "1")
+
+
+def model_rows(command: str) -> list[Entry]:
+    """Every registered model's `fit <name>` rows (`command` "fit") or `predict` row ("predict"), from its
+    `contract_cases.COMMAND_LINES` entry: a new model adds none here."""
+    rows = []
+    for name in [n for n in registry.NAMES if n in COMMAND_LINES]:
+        line = COMMAND_LINES[name]
+        if command == "fit":
+            rows += [Entry(f"fit {name}", ("fit", name, *run.options, "--out", "{out}"), run.tables, {"out": "fit.nc"},
+                           FIT, skip=() if run.reading else READING) for run in line.fits]
+        else:
+            rows.append(Entry("predict", ("predict", f"{{fit:{name}}}", "--items", "{items}", "--out", "{out}"),
+                              {"items": line.predict}, {"out": "pred.csv"}, PREDICTIONS,
+                              skip=() if line.predict_reading else READING))
+    return rows
+
 
 ENTRY_POINTS = [
-    Entry("fit wsc", ("fit", "wsc", "--clicks", "{clicks}", "--groups", "{groups}", "--out", "{out}"),
-          {"clicks": CLICKS, "groups": GROUPS}, {"out": "fit.nc"}, FIT),
-    Entry("fit experts", ("fit", "experts", "--items", "{items}", "--constraints", "{constraints}", "--clusters", "2",
-                          "--restarts", "2", *SEED, "--out", "{out}"),
-          {"items": FEATURES, "constraints": _constraints()}, {"out": "fit.nc"}, FIT),
-    Entry("fit experts", ("fit", "experts", "--items", "{items}", "--expert-labels", "{labels}", "--clusters", "2",
-                          "--restarts", "2", *SEED, "--out", "{out}"),
-          {"items": FEATURES, "labels": _labels()}, {"out": "fit.nc"}, FIT, skip=READING),
-    Entry("fit pcmix", ("fit", "pcmix", "--items", "{items}", "--components", "2", "--lam", "4", "--restarts", "2",
-                        *SEED, "--out", "{out}"),
-          {"items": LABELED}, {"out": "fit.nc"}, FIT),
+    *model_rows("fit"),
     Entry("path pcmix", ("path", "pcmix", "--items", "{items}", "--components", "2", "--lams", "1,4", "--restarts", "2",
                          *SEED, "--out", "{out}"),
           {"items": LABELED}, {"out": "path/"}, path_check, skip=READING),
-    Entry("fit perception", ("fit", "perception", "--items", "{items}", "--seeds", "{seeds}", "--perception",
-                             "{perception}", "--restarts", "1", *SEED, "--out", "{out}"),
-          {"items": FEATURES, "seeds": SEEDS, "perception": PERCEPTION}, {"out": "fit.nc"}, FIT),
     Entry("baseline lpe", ("baseline", "lpe", "--items", "{items}", "--seeds", "{seeds}", "--perception",
                            "{perception}", "--restarts", "2", *SEED, "--out", "{out}"),
           {"items": FEATURES, "seeds": SEEDS, "perception": PERCEPTION}, {"out": "lpe.csv"}, lpe_check,
           skip=READING),
-    Entry("fit proportions", ("fit", "proportions", "--items", "{items}", "--proportions", "{proportions}",
-                              "--out", "{out}"),
-          {"items": STICKS, "proportions": SHARES}, {"out": "fit.nc"}, FIT, skip=READING),
-    Entry("fit combined", ("fit", "combined", "--items", "{items}", "--votes", "{votes}", "--pairs", "{pairs}",
-                           "--bags", "{bags}", "--groups", "{groups}", *SEED, "--out", "{out}"),
-          {"items": COMBINED_ITEMS, "votes": VOTES, "pairs": _constraints(), "bags": BAGS, "groups": GROUP_AVERAGES},
-          {"out": "fit.nc"}, FIT, skip=READING),
-    Entry("fit crowd", ("fit", "crowd", "--votes", "{votes}", *SEED, "--out", "{out}"), {"votes": VOTES},
-          {"out": "fit.nc"}, FIT, skip=READING),
     Entry("baseline llp", ("baseline", "llp", "--items", "{items}", "--proportions", "{proportions}", "--k", "2",
                            "--out", "{out}"),
           {"items": STICKS, "proportions": SHARES}, {"out": "llp.json"}, llp_check, skip=READING),
-    Entry("predict", ("predict", "{fit:wsc}", "--items", "{items}", "--out", "{out}"),
-          {"items": NEW_CLICKS}, {"out": "pred.csv"}, PREDICTIONS),
-    Entry("predict", ("predict", "{fit:experts}", "--items", "{items}", "--out", "{out}"),
-          {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
-    Entry("predict", ("predict", "{fit:pcmix}", "--items", "{items}", "--out", "{out}"),
-          {"items": NEW_POINTS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
-    Entry("predict", ("predict", "{fit:perception}", "--items", "{items}", "--out", "{out}"),
-          {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
-    Entry("predict", ("predict", "{fit:proportions}", "--items", "{items}", "--out", "{out}"),
-          {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
-    Entry("predict", ("predict", "{fit:combined}", "--items", "{items}", "--out", "{out}"),
-          {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
-    Entry("predict", ("predict", "{fit:crowd}", "--items", "{items}", "--out", "{out}"),
-          {"items": CROWD_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=READING),
+    *model_rows("predict"),
     Entry("predict", ("predict", "{fit:llp}", "--items", "{items}", "--out", "{out}"),
           {"items": NEW_ITEMS}, {"out": "pred.csv"}, PREDICTIONS, skip=(*READING, "fit file")),
     Entry("report", ("report", "{fit:wsc}", "--out", "{out}"), {}, {"out": "report/"}, REPORT),
@@ -967,6 +853,13 @@ def test_every_entry_point_has_a_row():
 
     missing = sorted(set(commands(parser)) - {e.name for e in ENTRY_POINTS})
     assert not missing, f"entry points without a row in ENTRY_POINTS: {missing}"
+
+
+def test_every_model_has_its_rows():
+    """Each registered model's fit and predict rows come from its entry in `contract_cases.COMMAND_LINES`."""
+    missing = sorted(set(registry.NAMES) - set(COMMAND_LINES))
+    assert not missing, f"tests/contract_cases.py: COMMAND_LINES has no entry for {missing}"
+    assert set(COMMAND_LINES) <= set(registry.NAMES), sorted(set(COMMAND_LINES) - set(registry.NAMES))
 
 
 def test_every_output_option_is_declared():

@@ -137,3 +137,24 @@ def test_every_registered_model_declares_its_settings():
     for spec in registry.MODELS:
         cls = spec.estimator_class()
         assert "Settings" in vars(cls) and getattr(cls.__init__, "_from_settings", False), spec.name
+
+
+def test_every_declared_option_is_an_option_of_the_models_fit_command():
+    """A setting whose option is written by hand declares its name (`option`, which `--set` errors name): that
+    option is one of `bayes-wsc fit <name>`'s, and `option_of` gives it (else the name with dashes)."""
+    from bayes_wsc.cli import build_parser
+    from bayes_wsc.settings import option_of
+
+    parser = build_parser()
+    fit = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["fit"]
+    models = next(a for a in fit._actions if isinstance(a, argparse._SubParsersAction)).choices
+    declaring = 0
+    for spec in registry.MODELS:
+        options = {o for a in models[spec.name]._actions for o in a.option_strings}
+        for name, _, setting_spec in declared(spec.estimator_class().Settings):
+            if setting_spec.option is not None:
+                declaring += 1
+                assert option_of(spec.estimator_class().Settings, name) == setting_spec.option
+                assert f"--{setting_spec.option}" in options, (spec.name, name, setting_spec.option)
+    assert declaring  # experts' --clusters and --accuracy-prior
+    assert option_of(ToySettings, "scale") == "scale" and option_of(ToySettings, "not_declared") == "not-declared"

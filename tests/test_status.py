@@ -247,7 +247,9 @@ def test_set_of_a_model_setting_names_its_option(wsc_data, tmp_path):
         WSC(model_file=str(path), model_settings={"wh": 3}).fit(wsc_data)
     with pytest.raises(InputError, match="--mu-prior on the command line"):
         WSC(model_file=str(path), model_settings={"mu_prior": "flat"}).fit(wsc_data)
-    assert NoisyExperts.setting_options["n_clusters"] == "clusters"
+    from bayes_wsc.settings import option_of
+
+    assert option_of(NoisyExperts.Settings, "n_clusters") == "clusters"
 
 
 # ---------------------------------------------------------------------- chains that have not mixed

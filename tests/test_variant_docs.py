@@ -17,17 +17,8 @@ import numpy as np
 import pytest
 
 from bayes_wsc import registry
-from bayes_wsc.data.pairwise import PairwiseConstraints
 from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
-from bayes_wsc.models.experts import NoisyExperts
-from bayes_wsc.models.pcmix import PCMixture
-from bayes_wsc.models.perception import PerceptionClustering
-from bayes_wsc.models.proportions import ProportionsClassifier
 from bayes_wsc.models.wsc import WSC
-from bayes_wsc.simulate import simulate_two_blobs, simulate_wsc, toy_items
-from bayes_wsc.simulate.experts import simulate_experts_model
-from bayes_wsc.simulate.perception import simulate_model
-from bayes_wsc.simulate.proportions import simulate_proportions
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = registry.NAMES
@@ -133,56 +124,14 @@ def test_documented_signatures_and_defaults_are_the_code(model):
 
 
 # ---------------------------------------------------------------------- the settings and starts, on data
-def wsc_configurations():
-    data, _ = simulate_wsc(n_groups=6, items_per_group=10, n_bins=4, seed=1)
-    return [(WSC(), data, {"I": 6, "K": 4})]
-
-
-def experts_configurations():
-    items, constraints, _ = simulate_experts_model(n_items=20, n_features=2, n_clusters=3, alpha=(0.9, 0.8),
-                                                   beta=(0.9, 0.8), pairs_per_expert=15, separation=3.0, seed=1)
-    data = PairwiseConstraints.from_frames(items, constraints)
-    return [(NoisyExperts(n_clusters=3, restarts=2), data, {"d": 2, "K": 3, "M": 2})]
-
-
-def pcmix_configurations():
-    frame, _ = simulate_two_blobs(n=40, labeled_fraction=0.5, seed=1)
-    return [(PCMixture(components=2, restarts=2), toy_items(frame), {"K": 2, "D": 5, "C": 2})]
-
-
-def proportions_configurations():
-    out = []
-    for emission in ("gaussian", "categorical", "logistic"):
-        data, _ = simulate_proportions(emission, n_groups=4, group_size=3, n_classes=3, n_features=2, n_bins=4, seed=1)
-        sizes = {"I": 4, "L": 3, "D": 2, "K": 4}
-        out += [(ProportionsClassifier(emission=emission), data, sizes),
-                (ProportionsClassifier(emission=emission, concentration=5.0), data, sizes)]
-    return out
-
-
-def perception_configurations():
-    study, _ = simulate_model(n_items=30, n_features=2, seeds_per_cluster=3, seed=1)
-    return [(PerceptionClustering(restarts=2), study.data(), {"d": 2, "q": 3})]
-
-
-def combined_configurations():
-    from bayes_wsc.models.combined.model import CombinedClassifier
-    from bayes_wsc.models.combined.simulate import example
-
-    data = example(seed=1)
-    return [(CombinedClassifier(), data, {"D": data.n_features, "K": data.n_classes, "S": data.n_sources,
-                                          "M": data.n_experts})]
-
-
 def configurations(model: str):
     """(estimator, data, sizes) for each configuration of a registered model whose starts differ: the sizes
-    name the page's shape symbols (`<model>_configurations` above, or a new model's own beside its contract
-    case in contract_cases.py)."""
+    name the page's shape symbols (`<model>_configurations`, beside the model's contract case in
+    contract_cases.py)."""
     import contract_cases
 
-    found = globals().get(f"{model}_configurations", getattr(contract_cases, f"{model}_configurations", None))
-    assert found is not None, (f"neither test_variant_docs.py nor contract_cases.py has {model}_configurations for "
-                               "the page's shapes")
+    found = getattr(contract_cases, f"{model}_configurations", None)
+    assert found is not None, f"contract_cases.py has no {model}_configurations for the page's shapes"
     return found()
 
 

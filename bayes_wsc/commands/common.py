@@ -111,10 +111,10 @@ OPTION_TYPES = {"positive": positive_float, "positive_int": positive_int}
 def add_setting_options(group, settings_class: type, *names: str) -> None:
     """An option of `bayes-wsc fit` per plain setting of a model (its settings dataclass, `bayes_wsc.settings`):
     those `names`, or every one declared with help text, in the declared order. Each option is the setting's
-    name with dashes (--prior-sd), with its default, help, metavar, and what its rule reads
+    name with dashes (--prior-sd, or its declared `option`), with its default, help, metavar, and what its rule reads
     (`OPTION_TYPES`, its choices, or a switch for a True/False setting off by default); `setting_values` reads
     them back. A setting the rule cannot parse from text (WH's "inf", a pair A,B) is written by hand."""
-    from bayes_wsc.settings import declared
+    from bayes_wsc.settings import declared, option_of
 
     settings = {d.name: d for d in declared(settings_class)}
     for name in names or [n for n, d in settings.items() if d.spec.help is not None]:
@@ -134,7 +134,7 @@ def add_setting_options(group, settings_class: type, *names: str) -> None:
             keywords.update(required=True, default=None)
         if spec.metavar:
             keywords["metavar"] = spec.metavar
-        group.add_argument(f"--{name.replace('_', '-')}", **keywords)
+        group.add_argument(f"--{option_of(settings_class, name)}", dest=name, **keywords)
 
 
 def setting_values(args, settings_class: type) -> dict:

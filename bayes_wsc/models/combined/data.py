@@ -269,21 +269,34 @@ def _read_bags(frame: pd.DataFrame):
     return names, class_columns, values
 
 
+def _refuse_without_table(raw: pd.Series, unit: str, gives: str) -> None:
+    """An item put in a `unit` (bag, group) when no table of them is given: one line naming its row."""
+    present = raw.notna().to_numpy()
+    if present.any():
+        row = int(np.flatnonzero(present)[0])
+        raise InputError(f"items row {row + 1} is in {unit} {raw.iloc[row]!r}, but no {unit}s table gives {gives}")
+
+
+def _item_units(raw: pd.Series, names, unit: str) -> np.ndarray:
+    """Each item's index among the table's `names` (-1: in no `unit`); an item in a `unit` the table does not
+    list: one line naming its row."""
+    present = raw.notna().to_numpy()
+    index = np.full(len(raw), -1, dtype=np.int64)
+    index[present] = pd.Index(names).get_indexer(raw[present].astype(str))
+    unknown = np.flatnonzero(present & (index < 0))
+    if unknown.size:
+        raise InputError(f"items row {unknown[0] + 1} is in {unit} {raw.iloc[unknown[0]]!r}, which the {unit}s "
+                         "table does not list")
+    return index
+
+
 def _bag_counts(raw_bag: pd.Series, table, classes: pd.Index):
     present = raw_bag.notna().to_numpy()
     if table is None:
-        if present.any():
-            row = int(np.flatnonzero(present)[0])
-            raise InputError(f"items row {row + 1} is in bag {raw_bag.iloc[row]!r}, but no bags table gives the "
-                             "bags' class counts")
+        _refuse_without_table(raw_bag, "bag", "the bags' class counts")
         return np.zeros(0, dtype=str), np.full(len(raw_bag), -1), np.zeros((0, classes.size))
     names, columns, values = table
-    item_bag = np.full(len(raw_bag), -1, dtype=np.int64)
-    item_bag[present] = pd.Index(names).get_indexer(raw_bag[present].astype(str))
-    unknown = np.flatnonzero(present & (item_bag < 0))
-    if unknown.size:
-        raise InputError(f"items row {unknown[0] + 1} is in bag {raw_bag.iloc[unknown[0]]!r}, which the bags table "
-                         "does not list")
+    item_bag = _item_units(raw_bag, names, "bag")
     sizes = np.bincount(item_bag[present], minlength=names.size)
     empty = np.flatnonzero(sizes == 0)
     if empty.size:
@@ -305,12 +318,8 @@ def _bag_counts(raw_bag: pd.Series, table, classes: pd.Index):
 
 
 def _groups(raw_group: pd.Series, frame: pd.DataFrame | None):
-    present = raw_group.notna().to_numpy()
     if frame is None:
-        if present.any():
-            row = int(np.flatnonzero(present)[0])
-            raise InputError(f"items row {row + 1} is in group {raw_group.iloc[row]!r}, but no groups table gives "
-                             "the groups' averages")
+        _refuse_without_table(raw_group, "group", "the groups' averages")
         return np.zeros(0, dtype=str), np.full(len(raw_group), -1), np.zeros(0)
     what = "groups"
     require_rows(frame, what)
@@ -321,13 +330,7 @@ def _groups(raw_group: pd.Series, frame: pd.DataFrame | None):
         row = int(np.flatnonzero(repeated)[0])
         raise InputError(f"{what} column 'group' has group {names[row]!r} twice (row {row + 1})")
     he = numeric_column(frame, "he", what, keys=pd.Series(names))
-    item_group = np.full(len(raw_group), -1, dtype=np.int64)
-    item_group[present] = pd.Index(names).get_indexer(raw_group[present].astype(str))
-    unknown = np.flatnonzero(present & (item_group < 0))
-    if unknown.size:
-        raise InputError(f"items row {unknown[0] + 1} is in group {raw_group.iloc[unknown[0]]!r}, which the groups "
-                         "table does not list")
-    return names, item_group, he
+    return names, _item_units(raw_group, names, "group"), he
 
 
 __all__ = ["CombinedSupervision", "CONSTRAINT_COLUMNS", "VOTE_COLUMNS", "GROUP_COLUMNS", "SOURCES"]

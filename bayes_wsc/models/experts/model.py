@@ -322,7 +322,6 @@ class NoisyExperts(Estimator):
     estimands = ["alpha", "beta", "omega", "b", "W"]
     internal_variables = ("W_raw", "b_raw", "alpha_raw", "beta_raw")
     unit_dims = ("item", "linked_item", "pair", "constraint")
-    setting_options = {"n_clusters": "clusters", "accuracy_a": "accuracy-prior", "accuracy_b": "accuracy-prior"}
     Settings = ExpertsSettings
 
     def data_messages(self, data: PairwiseConstraints) -> list[str]:
