@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln, logsumexp, softmax
 
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
@@ -392,6 +392,33 @@ def names_message(data: LabelProportions) -> str | None:
             "more, carry the classes' names.")
 
 
+def mask_groups(inputs: dict, data: LabelProportions, groups: np.ndarray, bag_likelihood: str) -> dict:
+    """The logistic emission's MAP inputs with the `groups` (indices) masked: their terms become 0, with every
+    shape kept, so that the compiled program refits without them. Exact counts: their items become the
+    recursion's padding (a step that leaves the state as it is) and their target the cell of no counts, so
+    log P = log 1; the bag mean: their counts become 0 (a multinomial of no trials). Groups on the normal
+    approximation cannot be masked (`InputError`)."""
+    values = dict(inputs)
+    groups = np.asarray(groups, dtype=np.int64)
+    if bag_likelihood != "exact-counts":
+        counts = np.array(inputs["expected_counts"], dtype=float, copy=True)
+        counts[groups] = 0.0
+        values["expected_counts"] = counts
+        return values
+    counts = np.array(data.whole_counts_or_fail(), dtype=np.int64, copy=True)
+    counts[groups] = 0
+    counts[groups, 0] = data.group_sizes[groups]
+    plan = count_plan(data.item_group, counts)
+    if np.isin(groups, plan.approx_groups).any():
+        raise InputError("a group on the normal approximation of its counts cannot be held out")
+    values.update({k: v for k, v in plan.inputs().items() if k in inputs})
+    for b, block in enumerate(plan.blocks):
+        items = np.array(values[f"cp{b}_items"], copy=True)
+        items[np.isin(block.groups, groups)] = data.n_items
+        values[f"cp{b}_items"] = items
+    return values
+
+
 def count_conditional(log_q: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """P(z_j = l | the group's class counts are `counts`) for the items of one group, when item j is of
     class l with probability q_jl independently a priori: log_q (S, n, L) for S draws -> (S, n, L).
@@ -734,6 +761,68 @@ class ProportionsClassifier(Estimator):
             out[f"prob_{name}"] = mean[:, c]
         out["prob_low"], out["prob_high"] = bounds[rows, chosen, 0], bounds[rows, chosen, 1]
         return out
+
+    def held_out_groups(self, data: LabelProportions | None = None, *, folds: int | None = None,
+                        seed: int = 0) -> dict:
+        """The logistic classifier refitted by MAP without each fold of the groups (`checks.held_out_folds`),
+        from this fit's mode on the same compiled program (`mask_groups`: no new layout, no recompilation),
+        and the held-out groups' class counts predicted from their items (`checks.held_out_scores`). Kept in
+        the fit's attrs (`held_out_groups`), so that a fit scores once; `seconds` is what the refits cost."""
+        import time
+
+        from bayes_wsc.map_program import run_map
+        from bayes_wsc.models.proportions import checks
+
+        self._check_fitted()
+        folds = checks.HELD_OUT_FOLDS if folds is None else int(folds)
+        stored = inference.get_attrs(self._fitted()).get("held_out_groups")
+        if isinstance(stored, dict) and stored.get("folds_asked") == folds and stored.get("seed") == seed:
+            return stored
+        if self.emission != "logistic":
+            raise InputError("held-out groups check the logistic emission's classifier only")
+        t0 = time.perf_counter()
+        data = self.data_from_fit() if data is None else data
+        bag = self.settings_for(data)["bag_likelihood"]
+        eligible = np.arange(data.n_groups)
+        if bag == "exact-counts":  # a group on the normal approximation cannot be masked: it stays in every refit
+            eligible = np.setdiff1d(eligible, count_plan(data.item_group, data.whole_counts_or_fail()).approx_groups)
+        fold_list = checks.held_out_folds(eligible, folds, seed) if eligible.size >= checks.HELD_OUT_MIN_GROUPS else []
+        result = {"groups": 0, "folds": len(fold_list), "folds_asked": folds, "seed": seed}
+        if fold_list:
+            recipe = self._recipe()
+            if getattr(self, "_model_recipe", None) is None:  # a loaded fit: built if its program is not cached
+                self._model, self._model_recipe = None, (recipe.build, data)
+            start = self._refit_start(data)
+            program, fixed, inputs, _ = self._map_program(data, [start], recipe.map_fixed(data))
+            start = {n: v for n, v in start.items() if n in program.free}
+            observed = np.asarray(data.counts if data.counts is not None else data.expected_counts, dtype=float)
+            probs = np.full((data.n_items, data.n_classes), np.nan)
+            no_skill = np.full((data.n_groups, data.n_classes), np.nan)
+            held = np.zeros(data.n_groups, dtype=bool)
+            for fold in fold_list:
+                draws, _ = run_map(program, [start], mask_groups(inputs, data, fold, bag), fixed=fixed)
+                W = np.asarray(draws.posterior["W"], dtype=float).reshape(data.n_classes, data.n_features)
+                b = np.asarray(draws.posterior["b"], dtype=float).reshape(data.n_classes)
+                items = np.isin(data.item_group, fold)
+                probs[items] = softmax(data.x[items] @ W.T + b, axis=1)
+                kept = np.setdiff1d(np.arange(data.n_groups), fold)
+                no_skill[fold] = observed[kept].sum(axis=0) / observed[kept].sum()
+                held[fold] = True
+            result.update(checks.held_out_scores(data, probs, no_skill, held, seed))
+        result["seconds"] = time.perf_counter() - t0
+        inference.set_attrs(self._fitted(), {"held_out_groups": result})
+        return result
+
+    def _refit_start(self, data: LabelProportions) -> dict:
+        """The fit's mode (or its posterior mean, for a fit with draws) as the MAP's free variables: W_raw and
+        b_raw, or the reported zero-sum W and b, which give the same softmax."""
+        point = self.map_point_
+        if point is None:
+            post = self._fitted().posterior
+            point = {n: post[n].values.reshape(-1, *post[n].shape[2:]).mean(axis=0) for n in ("W", "b")}
+        if "W_raw" in point and "b_raw" in point:
+            return {"W_raw": np.asarray(point["W_raw"], dtype=float), "b_raw": np.asarray(point["b_raw"], dtype=float)}
+        return {"W_raw": np.asarray(point["W"], dtype=float).T, "b_raw": np.asarray(point["b"], dtype=float)}
 
     def group_fit(self) -> pd.DataFrame:
         """Per group: the given proportions beside the ones the classifier predicts for its items from their
