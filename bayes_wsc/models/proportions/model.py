@@ -765,9 +765,14 @@ class ProportionsClassifier(Estimator):
     def held_out_groups(self, data: LabelProportions | None = None, *, folds: int | None = None,
                         seed: int = 0) -> dict:
         """The logistic classifier refitted by MAP without each fold of the groups (`checks.held_out_folds`),
-        from this fit's mode on the same compiled program (`mask_groups`: no new layout, no recompilation),
-        and the held-out groups' class counts predicted from their items (`checks.held_out_scores`). Kept in
-        the fit's attrs (`held_out_groups`), so that a fit scores once; `seconds` is what the refits cost."""
+        from the fit's own starts (`initial_values`) on the same compiled program (`mask_groups`: no new
+        layout, no recompilation), and the held-out groups' class counts predicted from their items
+        (`checks.held_out_scores`). Not from the fit's mode: with more features than groups the MAP's
+        landscape is flat along many directions and has several modes, and a refit started where every
+        group was fitted keeps what the held-out groups taught it (measured on digits in 13 groups: accuracy
+        0.53, and its warm-started refits predicted the held-out groups' proportions explaining 0.76 of their
+        variation). Kept in the fit's attrs (`held_out_groups`), so that a fit scores once; `seconds` is
+        what the refits cost."""
         import time
 
         from bayes_wsc.map_program import run_map
@@ -792,15 +797,16 @@ class ProportionsClassifier(Estimator):
             recipe = self._recipe()
             if getattr(self, "_model_recipe", None) is None:  # a loaded fit: built if its program is not cached
                 self._model, self._model_recipe = None, (recipe.build, data)
-            start = self._refit_start(data)
-            program, fixed, inputs, _ = self._map_program(data, [start], recipe.map_fixed(data))
-            start = {n: v for n, v in start.items() if n in program.free}
+            starts = self.initial_values(data)
+            starts = starts if isinstance(starts, list) else [starts]
+            program, fixed, inputs, _ = self._map_program(data, starts, recipe.map_fixed(data))
+            starts = [{n: v for n, v in start.items() if n in program.free} for start in starts]
             observed = np.asarray(data.counts if data.counts is not None else data.expected_counts, dtype=float)
             probs = np.full((data.n_items, data.n_classes), np.nan)
             no_skill = np.full((data.n_groups, data.n_classes), np.nan)
             held = np.zeros(data.n_groups, dtype=bool)
             for fold in fold_list:
-                draws, _ = run_map(program, [start], mask_groups(inputs, data, fold, bag), fixed=fixed)
+                draws, _ = run_map(program, starts, mask_groups(inputs, data, fold, bag), fixed=fixed)
                 W = np.asarray(draws.posterior["W"], dtype=float).reshape(data.n_classes, data.n_features)
                 b = np.asarray(draws.posterior["b"], dtype=float).reshape(data.n_classes)
                 items = np.isin(data.item_group, fold)
@@ -812,17 +818,6 @@ class ProportionsClassifier(Estimator):
         result["seconds"] = time.perf_counter() - t0
         inference.set_attrs(self._fitted(), {"held_out_groups": result})
         return result
-
-    def _refit_start(self, data: LabelProportions) -> dict:
-        """The fit's mode (or its posterior mean, for a fit with draws) as the MAP's free variables: W_raw and
-        b_raw, or the reported zero-sum W and b, which give the same softmax."""
-        point = self.map_point_
-        if point is None:
-            post = self._fitted().posterior
-            point = {n: post[n].values.reshape(-1, *post[n].shape[2:]).mean(axis=0) for n in ("W", "b")}
-        if "W_raw" in point and "b_raw" in point:
-            return {"W_raw": np.asarray(point["W_raw"], dtype=float), "b_raw": np.asarray(point["b_raw"], dtype=float)}
-        return {"W_raw": np.asarray(point["W"], dtype=float).T, "b_raw": np.asarray(point["b"], dtype=float)}
 
     def group_fit(self) -> pd.DataFrame:
         """Per group: the given proportions beside the ones the classifier predicts for its items from their
