@@ -762,62 +762,53 @@ class ProportionsClassifier(Estimator):
         out["prob_low"], out["prob_high"] = bounds[rows, chosen, 0], bounds[rows, chosen, 1]
         return out
 
-    def held_out_groups(self, data: LabelProportions | None = None, *, folds: int | None = None,
-                        seed: int = 0) -> dict:
-        """The logistic classifier refitted by MAP without each fold of the groups (`checks.held_out_folds`),
-        from the fit's own starts (`initial_values`) on the same compiled program (`mask_groups`: no new
-        layout, no recompilation), and the held-out groups' class counts predicted from their items
-        (`checks.held_out_scores`). Not from the fit's mode: with more features than groups the MAP's
-        landscape is flat along many directions and has several modes, and a refit started where every
-        group was fitted keeps what the held-out groups taught it (measured on digits in 13 groups: accuracy
-        0.53, and its warm-started refits predicted the held-out groups' proportions explaining 0.76 of their
-        variation). Kept in the fit's attrs (`held_out_groups`), so that a fit scores once; `seconds` is
-        what the refits cost."""
-        import time
+    def maskable_groups(self, data: LabelProportions) -> np.ndarray:
+        """The groups a refit can leave out (`mask_groups`): every group, but those the exact-counts likelihood
+        puts on the normal approximation of their counts."""
+        groups = np.arange(data.n_groups)
+        if self.settings_for(data)["bag_likelihood"] != "exact-counts":
+            return groups
+        return np.setdiff1d(groups, count_plan(data.item_group, data.whole_counts_or_fail()).approx_groups)
 
+    def held_out_predictions(self, data: LabelProportions, folds: list[np.ndarray]) -> tuple:
+        """The logistic classifier refitted by MAP without each fold of the groups, from the fit's own starts
+        (`initial_values`) on the same compiled program (`mask_groups`: no new layout, no recompilation).
+        Returns each item's P(z | x) under the refit without its group (n, L; NaN for groups never held
+        out), each held-out group's no-skill mix (the pooled mix of the groups its refit saw, (I, L)) and
+        which groups were held out (I,), for `checks.held_out_scores`.
+
+        Not from the fit's mode: with more features than groups the MAP's landscape is flat along many
+        directions and has several modes, and a refit started where every group was fitted keeps what the
+        held-out groups taught it (digits in 13 groups, held-out accuracy 0.53: refits warm-started from the
+        fit predicted the held-out groups' proportions explaining 0.76 of their variation, from the fit's
+        own starts 0.41; benchmarks/RESULTS.md)."""
         from bayes_wsc.map_program import run_map
-        from bayes_wsc.models.proportions import checks
 
         self._check_fitted()
-        folds = checks.HELD_OUT_FOLDS if folds is None else int(folds)
-        stored = inference.get_attrs(self._fitted()).get("held_out_groups")
-        if isinstance(stored, dict) and stored.get("folds_asked") == folds and stored.get("seed") == seed:
-            return stored
         if self.emission != "logistic":
             raise InputError("held-out groups check the logistic emission's classifier only")
-        t0 = time.perf_counter()
-        data = self.data_from_fit() if data is None else data
         bag = self.settings_for(data)["bag_likelihood"]
-        eligible = np.arange(data.n_groups)
-        if bag == "exact-counts":  # a group on the normal approximation cannot be masked: it stays in every refit
-            eligible = np.setdiff1d(eligible, count_plan(data.item_group, data.whole_counts_or_fail()).approx_groups)
-        fold_list = checks.held_out_folds(eligible, folds, seed) if eligible.size >= checks.HELD_OUT_MIN_GROUPS else []
-        result = {"groups": 0, "folds": len(fold_list), "folds_asked": folds, "seed": seed}
-        if fold_list:
-            recipe = self._recipe()
-            if getattr(self, "_model_recipe", None) is None:  # a loaded fit: built if its program is not cached
-                self._model, self._model_recipe = None, (recipe.build, data)
-            starts = self.initial_values(data)
-            starts = starts if isinstance(starts, list) else [starts]
-            program, fixed, inputs, _ = self._map_program(data, starts, recipe.map_fixed(data))
-            starts = [{n: v for n, v in start.items() if n in program.free} for start in starts]
-            observed = np.asarray(data.counts if data.counts is not None else data.expected_counts, dtype=float)
-            probs = np.full((data.n_items, data.n_classes), np.nan)
-            no_skill = np.full((data.n_groups, data.n_classes), np.nan)
-            held = np.zeros(data.n_groups, dtype=bool)
-            for fold in fold_list:
-                draws, _ = run_map(program, starts, mask_groups(inputs, data, fold, bag), fixed=fixed)
-                W = np.asarray(draws.posterior["W"], dtype=float).reshape(data.n_classes, data.n_features)
-                b = np.asarray(draws.posterior["b"], dtype=float).reshape(data.n_classes)
-                items = np.isin(data.item_group, fold)
-                probs[items] = softmax(data.x[items] @ W.T + b, axis=1)
-                kept = np.setdiff1d(np.arange(data.n_groups), fold)
-                no_skill[fold] = observed[kept].sum(axis=0) / observed[kept].sum()
-                held[fold] = True
-            result.update(checks.held_out_scores(data, probs, no_skill, held, seed))
-        result["seconds"] = time.perf_counter() - t0
-        inference.set_attrs(self._fitted(), {"held_out_groups": result})
-        return result
+        recipe = self._recipe()
+        if getattr(self, "_model_recipe", None) is None:  # a loaded fit: built if its program is not cached
+            self._model, self._model_recipe = None, (recipe.build, data)
+        starts = self.initial_values(data)
+        starts = starts if isinstance(starts, list) else [starts]
+        program, fixed, inputs, _ = self._map_program(data, starts, recipe.map_fixed(data))
+        starts = [{n: v for n, v in start.items() if n in program.free} for start in starts]
+        observed = np.asarray(data.counts if data.counts is not None else data.expected_counts, dtype=float)
+        probs = np.full((data.n_items, data.n_classes), np.nan)
+        no_skill = np.full((data.n_groups, data.n_classes), np.nan)
+        held = np.zeros(data.n_groups, dtype=bool)
+        for fold in folds:
+            draws, _ = run_map(program, starts, mask_groups(inputs, data, fold, bag), fixed=fixed)
+            W = np.asarray(draws.posterior["W"], dtype=float).reshape(data.n_classes, data.n_features)
+            b = np.asarray(draws.posterior["b"], dtype=float).reshape(data.n_classes)
+            items = np.isin(data.item_group, fold)
+            probs[items] = softmax(data.x[items] @ W.T + b, axis=1)
+            kept = np.setdiff1d(np.arange(data.n_groups), fold)
+            no_skill[fold] = observed[kept].sum(axis=0) / observed[kept].sum()
+            held[fold] = True
+        return probs, no_skill, held
 
     def group_fit(self) -> pd.DataFrame:
         """Per group: the given proportions beside the ones the classifier predicts for its items from their
