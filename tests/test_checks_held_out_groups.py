@@ -74,3 +74,11 @@ def test_too_few_groups_and_the_folds():
     assert HELD_OUT_MIN_GROUPS > 3 and not row.flagged and row.message.startswith("not run: too few groups"), row.message
     folds = held_out_folds(np.array([0, 2, 3, 5, 7, 8]), 4, seed=0)
     assert len(folds) == 4 and sorted(np.concatenate(folds).tolist()) == [0, 2, 3, 5, 7, 8]
+
+
+def test_predictions_too_uncertain_to_tell_are_flagged_whatever_they_explained():
+    # a right fit this uncertain would explain 0.3 of the spread: 0.8 explained by chance does not show skill
+    row = held_out_row({"groups": 8, "folds": 4, "explained": 0.8, "resolution": 0.3, "p_value": 0.9}, 8)
+    assert row.flagged and row.message.startswith("The held-out groups are too few or too alike"), row.message
+    quiet = held_out_row({"groups": 8, "folds": 4, "explained": 0.8, "resolution": 0.9, "p_value": 0.4}, 8)
+    assert not quiet.flagged and quiet.message.startswith("Held-out groups: "), quiet.message

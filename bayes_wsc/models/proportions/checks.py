@@ -56,11 +56,12 @@ every held-out group the pooled mix of the groups its refit saw (n_i eta_l), the
 held-out groups' variation that the fit explains, 1 - SS_fit / SS_none (SS = sum over groups and classes of
 (m_il - prediction)^2 / n_i). The p-value compares SS_fit with the refits' own predictive (each item's class
 drawn from its predicted probabilities): small when the fit predicts the held-out groups worse than its own
-confidence says. A fit whose classes are right explains most of the variation; one near chance explains
-little, and then either its confident predictions miss (flagged: the classes may not have been found) or its
-predictions are so uncertain, or the groups' proportions so alike, that even a right fit would explain less
-than the tolerance (the `resolution`, 1 - E[SS_fit] / SS_none under the refits' predictive: flagged with
-another sentence, the groups are too few or too alike to tell).
+confidence says (reported, not a condition of the flag). A fit whose classes are right explains most of the
+variation; one near chance explains little. Flagged: a fit explaining less than the tolerance although a
+right fit as confident as its refits would explain more (the classes may not have been found), and, in
+another sentence, a fit whose refits' predictions are so uncertain, or whose groups' proportions are so alike,
+that even a right fit would explain less than the tolerance (the `resolution`, 1 - E[SS_fit] / SS_none under
+the refits' predictive: the groups are too few or too alike to tell), whatever it explained by chance.
 """
 
 from __future__ import annotations
@@ -517,8 +518,6 @@ def held_out_scores(data, probs: np.ndarray, no_skill: np.ndarray, held: np.ndar
 
 def held_out_row(scores: dict, n_groups: int) -> Check:
     """The `held_out_groups` row from `held_out_scores` (or a row saying why there are none)."""
-    from bayes_wsc.criticism import ALPHA
-
     nan = float("nan")
     if scores is None or scores.get("groups", 0) < HELD_OUT_MIN_GROUPS:
         held = 0 if scores is None else scores.get("groups", 0)
@@ -531,10 +530,10 @@ def held_out_row(scores: dict, n_groups: int) -> Check:
            f"{scores['groups']} held-out groups' proportions explaining {explained:.2f} of their variation about "
            f"the other groups' overall mix (tolerance {HELD_OUT_TOLERANCE:g}; a right fit would explain "
            f"{resolution:.2f} on average, p = {p:.2g} under the refits' own predictive)")
-    if explained >= HELD_OUT_TOLERANCE:
+    if explained >= HELD_OUT_TOLERANCE and resolution >= HELD_OUT_TOLERANCE:
         return Check("held_out_groups", explained, resolution, p, False, f"Held-out groups: {how}.", explained,
                      HELD_OUT_TOLERANCE)
-    if resolution >= HELD_OUT_TOLERANCE and p < ALPHA:
+    if resolution >= HELD_OUT_TOLERANCE:
         message = (f"The held-out groups' proportions are predicted no better than by the overall mix: the classes "
                    f"may not have been found ({how}). The fit's predictions item by item may be near chance although "
                    "it reproduces the proportions it was given; group the items so that the proportions differ "
