@@ -84,7 +84,8 @@ COLLAPSE_TOLERANCE = 0.15
 #: share of their variation about the no-skill prediction (the pooled mix of the training groups). For groups
 #: formed at random the share is about 1 - 4 E[p(1 - p)] for two classes (both the groups' chance spread and a
 #: classifier's misses are binomial): about 0.65 at accuracy 0.9, 0.45 at 0.8, near 0 at chance. Set on 11 fits
-#: of issue 42's study (benchmarks/RESULTS.md), before the run that measured its rates on new splits
+#: of issue 42's study before the run that measured its rates on new splits; that a resolution below it flags
+#: too (whatever was explained) was decided after that run (benchmarks/RESULTS.md, issue 42)
 HELD_OUT_TOLERANCE = 0.5
 #: folds of groups that `held_out_groups` refits without (fewer when there are fewer groups)
 HELD_OUT_FOLDS = 4
