@@ -556,6 +556,9 @@ def held_out_groups(est, data, seed: int = 0) -> list[Check]:
     if getattr(est, "emission", None) != "logistic":
         return [Check("held_out_groups", nan, nan, nan, False, "not run: it checks the logistic emission's classifier",
                       nan, HELD_OUT_TOLERANCE)]
+    if getattr(est, "model_file", None) is not None:  # its inputs may not be the ones `mask_groups` masks
+        return [Check("held_out_groups", nan, nan, nan, False, "not run: it refits the default model only, not a "
+                      "variant file's", nan, HELD_OUT_TOLERANCE)]
     try:
         scores = held_out_group_scores(est, data, seed)
     except InputError as exc:
