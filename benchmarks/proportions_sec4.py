@@ -32,7 +32,7 @@ Data sets: breast_cancer, wine, and digits (1797 items, 64 features) as two clas
 `simulated` (1000 items, 10 features, classes from a logistic model). The bayes/default row also records
 candidate measures of what the groups identify (issue 42: `names_chi_square`, the names warning's statistic;
 `signal_whitened`, `signal_standardized`, `group_signal`; `laplace_firm`; the fit-time check `held_out_groups`:
-`held_out_explained`, `held_out_resolution`, `held_out_p`, `held_out_flagged` ("not found", "too alike", "too few"
+`held_out_explained`, `held_out_resolution`, `held_out_p`, `held_out_flagged` ("not found", "too alike"
 or empty), the held-out groups and the refits' seconds): pass a new --seed for new splits.
 Splits 0-9 are the folds of one shuffled 10-fold split; splits 10-19 the folds of a second one (another
 shuffle), so `--folds 20` gives 20 train/test splits.
@@ -298,7 +298,7 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, fam
         if len(held_row) and bool(held_row["flagged"].iloc[0]):
             text = str(held_row["message"].iloc[0])
             held_flag = "not found" if text.startswith("The held-out groups' proportions") else (
-                "too alike" if text.startswith("The held-out groups are") else "too few")
+                "too alike" if text.startswith("The held-out groups are") else "other")
         flagged = ";".join(checks.loc[checks["flagged"].astype(bool), "check"].astype(str)) if len(checks) else ""
         info = inference.get_attrs(est._fitted())["fit_info"]["map"]
         from bayes_wsc.models.proportions import between_group_chi_square
