@@ -31,7 +31,9 @@ on the held-out fold's individual labels:
 Data sets: breast_cancer, wine, and digits (1797 items, 64 features) as two classes, >= 5 against < 5; on request
 `simulated` (1000 items, 10 features, classes from a logistic model). The bayes/default row also records
 candidate measures of what the groups identify (issue 42: `names_chi_square`, the names warning's statistic;
-`signal_whitened`, `signal_standardized`, `group_signal`; `laplace_firm`): pass a new --seed for new splits.
+`signal_whitened`, `signal_standardized`, `group_signal`; `laplace_firm`; the fit-time check `held_out_groups`:
+`held_out_explained`, `held_out_resolution`, `held_out_p`, `held_out_flagged` ("not found", "too alike"
+or empty), the held-out groups and the refits' seconds): pass a new --seed for new splits.
 Splits 0-9 are the folds of one shuffled 10-fold split; splits 10-19 the folds of a second one (another
 shuffle), so `--folds 20` gives 20 train/test splits.
 
@@ -77,7 +79,8 @@ LLP_LEARN = ("em-lr", "alter-svm", "dllp")
 DLLP_EPOCHS = 100
 COLUMNS = ["dataset", "sigma", "fold", "method", "accuracy", "seconds", "k", "err_pi", "warnings", "flagged",
            "predicted_classes", "program", "restarts", "names_chi_square", "signal_whitened", "signal_standardized",
-           "laplace_firm"]
+           "laplace_firm", "held_out_explained", "held_out_resolution", "held_out_p", "held_out_flagged",
+           "held_out_groups", "held_out_seconds"]
 DATASETS = ("breast_cancer", "wine", "digits")
 #: the one draw of the `simulated` data set (issue 42: a simulated task at bags of 128)
 SIMULATED_SEED = 2042
@@ -289,6 +292,13 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, fam
         seconds = time.perf_counter() - t0
         predicted = est.class_probabilities((x_test - numeric.center) / numeric.scale)["mean"].argmax(axis=1)
         checks = est.checks_
+        held_out = inference.get_attrs(est._fitted()).get("held_out_groups") or {}
+        held_row = checks.loc[checks["check"] == "held_out_groups"]
+        held_flag = ""
+        if len(held_row) and bool(held_row["flagged"].iloc[0]):
+            text = str(held_row["message"].iloc[0])
+            held_flag = "not found" if text.startswith("The held-out groups' proportions") else (
+                "too alike" if text.startswith("The held-out groups are") else "other")
         flagged = ";".join(checks.loc[checks["flagged"].astype(bool), "check"].astype(str)) if len(checks) else ""
         info = inference.get_attrs(est._fitted())["fit_info"]["map"]
         from bayes_wsc.models.proportions import between_group_chi_square
@@ -303,7 +313,11 @@ def run_fold(name, x, labels, sigma, fold, train, test, done, out_csv, seed, fam
                names_chi_square=round(between_group_chi_square(numeric), 3),
                signal_whitened=round(group_signal(numeric, True), 3),
                signal_standardized=round(group_signal(numeric, False), 3),
-               laplace_firm=round(laplace_firm(numeric, W_fit, b_fit), 3))
+               laplace_firm=round(laplace_firm(numeric, W_fit, b_fit), 3),
+               held_out_explained=round(held_out.get("explained", float("nan")), 3),
+               held_out_resolution=round(held_out.get("resolution", float("nan")), 3),
+               held_out_p=held_out.get("p_value", float("nan")), held_out_flagged=held_flag,
+               held_out_groups=held_out.get("groups", 0), held_out_seconds=round(held_out.get("seconds", float("nan")), 2))
     for method in LLP_LEARN if "llp-learn" in families else ():
         if (name, sigma, fold, f"llp-learn/{method}") in done:
             continue

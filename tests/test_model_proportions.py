@@ -39,7 +39,12 @@ def test_map_recovers_simulated_parameters(emission, bag):
     n_groups = 200 if emission == "categorical" else 60  # six bins per class: more items to learn them from
     data, truth = simulate_proportions(emission, n_groups=n_groups, group_size=6, n_classes=3, n_features=2, seed=3)
     est = ProportionsClassifier(emission=emission, bag_likelihood=bag).fit(data)
-    assert est.diagnostics_ == []
+    if emission == "logistic":  # the true classifier is right for 0.62 of the items (3 classes, 2 features): the
+        # held-out groups' proportions, predicted by refits without them, say that they cannot tell
+        assert len(est.diagnostics_) == 1 and "held_out_groups flagged: The held-out groups are too few or too alike" \
+            in est.diagnostics_[0], est.diagnostics_
+    else:
+        assert est.diagnostics_ == []
     post = {k: v.values[0, 0] for k, v in est.idata_.posterior.items()}
     items = est.item_probabilities()
     accuracy = np.mean(items["class"].astype(int).to_numpy() == truth.z)
