@@ -41,12 +41,20 @@ also times every read-only command with the package in /tmp/before first on
 PYTHONPATH (another version of the code on the same fit files): each version
 twice, alternating, the faster run kept (the first run of a version may
 build its MAP programs, which are keyed by the package's source).
+
+    python benchmarks/bench_startup.py --read-only --rounds 1 --fits DIR --baseline /tmp/before
+
+times the commands on fit files made beforehand instead of fitting anew:
+DIR/MODEL/METHOD.nc (METHOD map, laplace or nuts; a missing one is skipped),
+`predict` reading DIR/MODEL/<the model's contract case's predict_file>, the
+layout `bayes-wsc simulate MODEL --out DIR/MODEL` leaves.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shlex
 import subprocess
 import sys
@@ -167,11 +175,17 @@ def read_only(args, tmp: Path, commands: dict[str, list[str]], items: dict[str, 
             print(f"round {round_}: {name}: median {base[name]:.2f} s", flush=True)
         for model in args.models.split(","):
             for method in args.methods.split(","):
-                fit = tmp / f"{model}_{method}_{round_}.nc"
-                extra = ["--tune", str(args.nuts_tune)] if method == "nuts" else []
-                seconds = timed([CLI, *commands[model], "--method", method, *extra, "--seed", str(round_),
-                                 "--out", str(fit), "--no-progress"], env)
-                print(f"round {round_}: fit {model} --method {method}: {seconds:.1f} s", flush=True)
+                if args.fits:
+                    fit = Path(args.fits) / model / f"{method}.nc"
+                    if not fit.exists():
+                        print(f"round {round_}: no {fit}: skipped", flush=True)
+                        continue
+                else:
+                    fit = tmp / f"{model}_{method}_{round_}.nc"
+                    extra = ["--tune", str(args.nuts_tune)] if method == "nuts" else []
+                    seconds = timed([CLI, *commands[model], "--method", method, *extra, "--seed", str(round_),
+                                     "--out", str(fit), "--no-progress"], env)
+                    print(f"round {round_}: fit {model} --method {method}: {seconds:.1f} s", flush=True)
                 out = tmp / f"out_{model}_{method}_{round_}"
                 out.mkdir()
                 for name, argv in read_only_commands(fit, items[model], out).items():
@@ -197,10 +211,21 @@ def read_only(args, tmp: Path, commands: dict[str, list[str]], items: dict[str, 
     return rows
 
 
+#: what `timed` measures: "wall" (elapsed seconds) or "cpu" (set by --clock)
+CLOCK = {"name": "wall"}
+
+
 def timed(command: list[str], env: dict) -> float:
+    """Seconds of one run of `command`: elapsed, or with --clock cpu the CPU seconds (user + system) of the
+    command's process and its children, which the waiting on a machine shared with other jobs does not
+    inflate (the command is single-threaded but for BLAS and HDF5, so on a quiet machine the two are close)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if CLOCK["name"] == "cpu":
+        seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     return seconds
@@ -219,15 +244,26 @@ def main(argv=None) -> pd.DataFrame:
     parser.add_argument("--commands", default=",".join(READ_ONLY), help="--read-only: the commands to time")
     parser.add_argument("--baseline", metavar="DIR", default=None,
                         help="--read-only: also time each command with the bayes_wsc package in DIR (see above)")
+    parser.add_argument("--fits", metavar="DIR", default=None,
+                        help="--read-only: time the commands on DIR/MODEL/METHOD.nc instead of new fits (see above)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="--read-only: time commands and references by elapsed or CPU seconds (see timed)")
     parser.add_argument("--nuts-tune", type=int, default=200,
                         help="--read-only: NUTS tuning steps of the fits (their draws stay the default 4 x 1000)")
     args = parser.parse_args(argv)
+    CLOCK["name"] = args.clock
     args.methods = args.methods or ("map,laplace,nuts" if args.read_only else "map,nuts")
     args.out = args.out or str(OUT / "readonly.csv" if args.read_only else RESULTS / "startup.csv")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        commands, items = write_inputs(tmp, args.models.split(","))
+        if args.fits:
+            from contract_cases import CASES
+
+            commands = {}
+            items = {model: str(Path(args.fits) / model / CASES[model].predict_file) for model in args.models.split(",")}
+        else:
+            commands, items = write_inputs(tmp, args.models.split(","))
         env = {**os.environ, "XDG_CACHE_HOME": str(tmp / "cache"),
                "PYTENSOR_FLAGS": f"compiledir={tmp / 'pytensor'}"}
         if args.read_only:
