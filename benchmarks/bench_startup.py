@@ -47,7 +47,8 @@ build its MAP programs, which are keyed by the package's source).
 times the commands on fit files made beforehand instead of fitting anew:
 DIR/MODEL/METHOD.nc (METHOD map, laplace or nuts; a missing one is skipped),
 `predict` reading DIR/MODEL/<the model's contract case's predict_file>, the
-layout `bayes-wsc simulate MODEL --out DIR/MODEL` leaves.
+layout `bayes-wsc simulate MODEL --out DIR/MODEL` leaves. The commands then
+run with the caller's caches, those the fits were made with.
 """
 
 from __future__ import annotations
@@ -266,6 +267,8 @@ def main(argv=None) -> pd.DataFrame:
             commands, items = write_inputs(tmp, args.models.split(","))
         env = {**os.environ, "XDG_CACHE_HOME": str(tmp / "cache"),
                "PYTENSOR_FLAGS": f"compiledir={tmp / 'pytensor'}"}
+        if args.fits:  # the caches the fits were made with (the MAP programs they built), as a user has them
+            env = dict(os.environ)
         if args.read_only:
             table = pd.DataFrame(read_only(args, tmp, commands, items, env))
             out = Path(args.out)
