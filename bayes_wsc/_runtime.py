@@ -27,6 +27,12 @@ traceback through generated code shows its file name without its lines.
 ArviZ 0.23 announces its coming refactor once a day when it is first
 imported, which PyMC does: a notice a user can do nothing about, filtered
 by its message here (this package keeps its ArviZ calls in `inference.py`).
+
+xarray asks whether Dask is installed each time it builds or decodes a variable, and imports `dask.base`
+and `dask.array` (0.5-1.2 s, a third of `bayes-wsc summary`) when it is, even for arrays held in memory.
+The commands that read a saved fit into memory (`summary`, `predict`, `check`, `ppc`) never use Dask, so
+`without_dask` (applied by the command line for them, never on `import bayes_wsc`) marks it absent for
+that process, as `import dask` would find it on a machine without it.
 """
 
 from __future__ import annotations
@@ -84,6 +90,14 @@ def configure() -> None:
         pytensor.config.blas__ldflags = ""
     else:
         _add_flag("blas__ldflags=")
+
+
+def without_dask() -> None:
+    """For a process that will not use Dask: xarray and every later `import dask` see it as not installed
+    (`sys.modules["dask"] = None`, which `importlib.util.find_spec` answers with None). Does nothing once
+    Dask has been imported."""
+    if "dask" not in sys.modules:
+        sys.modules["dask"] = None
 
 
 class _SourceInMemory:

@@ -20,6 +20,8 @@ from bayes_wsc.demo import FILES as DEMO_FILES
 from bayes_wsc.outputs import REPORT_CONTENTS, input_file, input_table, output_file, output_folder
 
 EXIT_INPUT = 2
+#: commands that read a saved fit into memory and never use Dask: xarray is told it is absent (`_runtime.without_dask`)
+IN_MEMORY_COMMANDS = ("summary", "predict", "check", "ppc")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -491,6 +493,10 @@ def _run(args) -> int:
         paths = Paths.of(args)
         paths.check()  # before any work: no output replaces an input, every output can be written
         cache = _temporary_cache_if_needed()
+        if args.command in IN_MEMORY_COMMANDS:
+            from bayes_wsc._runtime import without_dask
+
+            without_dask()
         with paths.guard():
             COMMANDS[args.command](args)
     except InputError as exc:

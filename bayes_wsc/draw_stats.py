@@ -8,17 +8,33 @@ initial monotone sequence on FFT autocovariances), and the Monte Carlo standard 
 mean and sd; `tests/test_draw_stats.py` holds them to `az.summary` and `az.hdi` of either ArviZ family
 (ArviZ 1's summary takes tail ESS at the quantiles of its ci_prob, 0.11 and 0.89 by default; this module
 keeps Vehtari et al.'s 0.05 and 0.95, which ArviZ 1 gives with `ess(method="tail", prob=0.95)`). Ranks and the
-normal quantile come from NumPy and `scipy.special`, not `scipy.stats` (0.8-1.2 s to import).
+normal quantile come from NumPy and `scipy.special`, not `scipy.stats` (0.8-1.2 s to import), and `scipy.special`
+only when a fit has chains to diagnose (MAP and Laplace summaries never load it); the FFT padding is computed
+here rather than by `scipy.fft.next_fast_len` (importing `scipy.fft` took 0.5-1.4 s, most of a summary's start).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.fft import next_fast_len
-from scipy.special import ndtri
 
 #: the order and names of `az.summary`'s columns after the HDI (kind="all", stat_focus="mean")
 DIAGNOSTICS = ("mcse_mean", "mcse_sd", "ess_bulk", "ess_tail", "r_hat")
+
+
+def next_fast_len(target: int) -> int:
+    """The smallest 2^a 3^b 5^c >= target: an FFT length NumPy transforms quickly. Any length of at least twice
+    the draws gives the same (unwrapped) autocovariances; ArviZ's `scipy.fft.next_fast_len` also allows 7 and
+    11, so the padding may differ from its by a few zeros, not the result."""
+    best = 1 << max(int(target) - 1, 0).bit_length()  # a power of two is always a candidate
+    power5 = 1
+    while power5 < best:
+        power35 = power5
+        while power35 < best:
+            power235 = power35 << max(0, (-(-int(target) // power35) - 1).bit_length())  # times 2^a, the first >= target
+            best = min(best, power235)
+            power35 *= 3
+        power5 *= 5
+    return best
 
 
 def hdi(samples: np.ndarray, prob: float) -> np.ndarray:
@@ -180,6 +196,8 @@ def average_ranks(ary: np.ndarray) -> np.ndarray:
 def _z_scale(ary: np.ndarray) -> np.ndarray:
     """Rank-normalized values: the normal quantile of Blom's (rank - 3/8) / (n + 1/4)."""
     c = 3 / 8
+    from scipy.special import ndtri  # here, not at import: only fits with chains rank-normalize
+
     return ndtri((average_ranks(ary) - c) / (ary.size - 2 * c + 1))
 
 

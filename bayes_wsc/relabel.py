@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 #: below this share of items clustered alike, after the best permutation, a chain is in another mode
 AGREEMENT_MIN = 0.9
@@ -64,6 +63,8 @@ def best_permutation(reference: np.ndarray, candidate: np.ndarray) -> np.ndarray
     Both are (n_items, K) membership probabilities (or one-hot labels);
     cluster `perm[k]` of the candidate becomes cluster k.
     """
+    from scipy.optimize import linear_sum_assignment  # here: importing scipy.optimize costs a read-only command 0.3 s
+
     agreement = reference.T @ candidate  # (K, K): items that reference k and candidate j share
     rows, cols = linear_sum_assignment(-agreement)
     perm = np.empty(reference.shape[1], dtype=np.int64)

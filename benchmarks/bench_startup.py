@@ -13,6 +13,9 @@ the model's default settings, on data of its paper's size:
   pcmix    the Sec. 3.2 toy of seed 003 (350 items), K = 2, lam = 4
   proportions  breast_cancer (569 x 30) in random groups of 16 with their class counts (Sec. 4 of seed 001)
   perception  the digits example of seed 004 (1797 x 64, 3 concepts, 5 seeds each)
+  any other registered model: `bayes-wsc simulate MODEL --seed 1` at its default size, fitted by the
+      command that simulate prints (combined: 200 items with votes, pairs, bags and groups; crowd: 200
+      items x 5 sources); `predict` reads the simulated table its contract case names (`predict_file`)
 
 MAP (the default method) and NUTS (default chains, tune and draws). The
 reference for `--help` is `python -c pass` in the same run. Writes
@@ -38,12 +41,22 @@ also times every read-only command with the package in /tmp/before first on
 PYTHONPATH (another version of the code on the same fit files): each version
 twice, alternating, the faster run kept (the first run of a version may
 build its MAP programs, which are keyed by the package's source).
+
+    python benchmarks/bench_startup.py --read-only --rounds 1 --fits DIR --baseline /tmp/before
+
+times the commands on fit files made beforehand instead of fitting anew:
+DIR/MODEL/METHOD.nc (METHOD map, laplace or nuts; a missing one is skipped),
+`predict` reading DIR/MODEL/<the model's contract case's predict_file>, the
+layout `bayes-wsc simulate MODEL --out DIR/MODEL` leaves. The commands then
+run with the caller's caches, those the fits were made with.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -53,13 +66,30 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ is no package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # each model's contract case
 from output_paths import OUT, RESULTS  # noqa: E402
+
+from bayes_wsc import registry  # noqa: E402
 
 CLI = str(Path(sys.executable).with_name("bayes-wsc"))
 
 
-def write_inputs(folder: Path) -> dict[str, list[str]]:
-    """Each model's input files and the arguments of its fit command."""
+def simulated_inputs(folder: Path, model: str) -> tuple[list[str], str]:
+    """A registered model's data from `bayes-wsc simulate MODEL` at its default size: the arguments of the fit
+    command that simulate prints (without its --out) and the path of the table `predict` reads."""
+    from contract_cases import CASES
+
+    out = folder / f"sim_{model}"
+    done = subprocess.run([CLI, "simulate", model, "--out", str(out), "--seed", "1"], capture_output=True, text=True,
+                          check=True)
+    lines = done.stdout.splitlines()
+    argv = shlex.split(lines[lines.index("fit it with:") + 1])[1:]  # without "bayes-wsc"
+    at = argv.index("--out")
+    return argv[:at] + argv[at + 2:], str(out / CASES[model].predict_file)
+
+
+def write_inputs(folder: Path, models: list[str]) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Each model's input files: the arguments of its fit command, and the items file `predict` reads."""
     from sklearn.datasets import load_breast_cancer
 
     from bayes_wsc.simulate import counts_to_clicks, simulate_wsc
@@ -98,7 +128,7 @@ def write_inputs(folder: Path) -> dict[str, list[str]]:
     digits.items.to_csv(folder / "digits.csv", index=False)
     digits.seeds.to_csv(folder / "seeds.csv", index=False)
     digits.perception.to_csv(folder / "perception.csv", index=False)
-    return {
+    commands = {
         "wsc": ["fit", "wsc", "--clicks", str(folder / "clicks.csv"), "--groups", str(folder / "groups.csv")],
         "experts": ["fit", "experts", "--items", str(folder / "cancer.csv"), "--constraints",
                     str(folder / "constraints.csv"), "--clusters", "2"],
@@ -109,9 +139,14 @@ def write_inputs(folder: Path) -> dict[str, list[str]]:
         "perception": ["fit", "perception", "--items", str(folder / "digits.csv"), "--seeds", str(folder / "seeds.csv"),
                        "--perception", str(folder / "perception.csv")],
     }
+    predict_items = {model: str(folder / name) for model, name in PREDICT_ITEMS.items()}
+    for model in models:
+        if model not in commands:
+            commands[model], predict_items[model] = simulated_inputs(folder, model)
+    return commands, predict_items
 
 
-#: the items file each model's `predict` reads in the read-only benchmark: its training items
+#: the items file each paper-size model's `predict` reads in the read-only benchmark: its training items
 PREDICT_ITEMS = {"wsc": "clicks.csv", "experts": "cancer.csv", "pcmix": "toy.csv", "proportions": "charges.csv",
                  "perception": "digits.csv"}
 READ_ONLY = ("summary", "predict", "check", "ppc", "report")
@@ -119,16 +154,15 @@ READ_ONLY = ("summary", "predict", "check", "ppc", "report")
 TARGETS = {"summary": 2.0, "predict": 2.0, "check": 5.0}
 
 
-def read_only_commands(fit: Path, model: str, folder: Path, out: Path) -> dict[str, list[str]]:
+def read_only_commands(fit: Path, items: str, out: Path) -> dict[str, list[str]]:
     return {"summary": ["summary", str(fit)],
-            "predict": ["predict", str(fit), "--items", str(folder / PREDICT_ITEMS[model]), "--out",
-                        str(out / "pred.csv")],
+            "predict": ["predict", str(fit), "--items", items, "--out", str(out / "pred.csv")],
             "check": ["check", str(fit)],
             "ppc": ["ppc", str(fit), "--out", str(out / "ppc.nc")],
             "report": ["report", str(fit), "--out", str(out / "report")]}
 
 
-def read_only(args, tmp: Path, commands: dict[str, list[str]], env: dict) -> list[dict]:
+def read_only(args, tmp: Path, commands: dict[str, list[str]], items: dict[str, str], env: dict) -> list[dict]:
     """Rounds of: references, then per model and method a new fit and each read-only command."""
     rows = []
     references = {"import numpy, pandas": [sys.executable, "-c", "import numpy, pandas"],
@@ -142,14 +176,22 @@ def read_only(args, tmp: Path, commands: dict[str, list[str]], env: dict) -> lis
             print(f"round {round_}: {name}: median {base[name]:.2f} s", flush=True)
         for model in args.models.split(","):
             for method in args.methods.split(","):
-                fit = tmp / f"{model}_{method}_{round_}.nc"
-                extra = ["--tune", str(args.nuts_tune)] if method == "nuts" else []
-                seconds = timed([CLI, *commands[model], "--method", method, *extra, "--seed", str(round_),
-                                 "--out", str(fit), "--no-progress"], env)
-                print(f"round {round_}: fit {model} --method {method}: {seconds:.1f} s", flush=True)
+                if args.fits:
+                    fit = Path(args.fits) / model / f"{method}.nc"
+                    if not fit.exists():
+                        print(f"round {round_}: no {fit}: skipped", flush=True)
+                        continue
+                else:
+                    fit = tmp / f"{model}_{method}_{round_}.nc"
+                    extra = ["--tune", str(args.nuts_tune)] if method == "nuts" else []
+                    seconds = timed([CLI, *commands[model], "--method", method, *extra, "--seed", str(round_),
+                                     "--out", str(fit), "--no-progress"], env)
+                    print(f"round {round_}: fit {model} --method {method}: {seconds:.1f} s", flush=True)
                 out = tmp / f"out_{model}_{method}_{round_}"
                 out.mkdir()
-                for name, argv in read_only_commands(fit, model, tmp, out).items():
+                for name, argv in read_only_commands(fit, items[model], out).items():
+                    if name not in args.commands.split(","):
+                        continue
                     if args.baseline:
                         other = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [args.baseline, env.get("PYTHONPATH")]))}
                         runs = [(timed([CLI, *argv], other), timed([CLI, *argv], env)) for _ in range(2)]
@@ -170,10 +212,21 @@ def read_only(args, tmp: Path, commands: dict[str, list[str]], env: dict) -> lis
     return rows
 
 
+#: what `timed` measures: "wall" (elapsed seconds) or "cpu" (set by --clock)
+CLOCK = {"name": "wall"}
+
+
 def timed(command: list[str], env: dict) -> float:
+    """Seconds of one run of `command`: elapsed, or with --clock cpu the CPU seconds (user + system) of the
+    command's process and its children, which the waiting on a machine shared with other jobs does not
+    inflate (the command is single-threaded but for BLAS and HDF5, so on a quiet machine the two are close)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if CLOCK["name"] == "cpu":
+        seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     return seconds
@@ -181,7 +234,7 @@ def timed(command: list[str], env: dict) -> float:
 
 def main(argv=None) -> pd.DataFrame:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default="wsc,experts,pcmix,proportions,perception")
+    parser.add_argument("--models", default=",".join(registry.NAMES), help="default: every registered model")
     parser.add_argument("--methods", default=None, help="default: map,nuts; with --read-only map,laplace,nuts")
     parser.add_argument("--help-runs", type=int, default=5)
     parser.add_argument("--out", default=None, help="CSV to write (default: benchmarks/results/startup.csv, or "
@@ -189,21 +242,35 @@ def main(argv=None) -> pd.DataFrame:
     parser.add_argument("--read-only", action="store_true",
                         help="time summary, predict, check, ppc and report of new fit files instead")
     parser.add_argument("--rounds", type=int, default=2, help="--read-only: rounds, each on new fit files")
+    parser.add_argument("--commands", default=",".join(READ_ONLY), help="--read-only: the commands to time")
     parser.add_argument("--baseline", metavar="DIR", default=None,
                         help="--read-only: also time each command with the bayes_wsc package in DIR (see above)")
+    parser.add_argument("--fits", metavar="DIR", default=None,
+                        help="--read-only: time the commands on DIR/MODEL/METHOD.nc instead of new fits (see above)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="--read-only: time commands and references by elapsed or CPU seconds (see timed)")
     parser.add_argument("--nuts-tune", type=int, default=200,
                         help="--read-only: NUTS tuning steps of the fits (their draws stay the default 4 x 1000)")
     args = parser.parse_args(argv)
+    CLOCK["name"] = args.clock
     args.methods = args.methods or ("map,laplace,nuts" if args.read_only else "map,nuts")
     args.out = args.out or str(OUT / "readonly.csv" if args.read_only else RESULTS / "startup.csv")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        commands = write_inputs(tmp)
+        if args.fits:
+            from contract_cases import CASES
+
+            commands = {}
+            items = {model: str(Path(args.fits) / model / CASES[model].predict_file) for model in args.models.split(",")}
+        else:
+            commands, items = write_inputs(tmp, args.models.split(","))
         env = {**os.environ, "XDG_CACHE_HOME": str(tmp / "cache"),
                "PYTENSOR_FLAGS": f"compiledir={tmp / 'pytensor'}"}
+        if args.fits:  # the caches the fits were made with (the MAP programs they built), as a user has them
+            env = dict(os.environ)
         if args.read_only:
-            table = pd.DataFrame(read_only(args, tmp, commands, env))
+            table = pd.DataFrame(read_only(args, tmp, commands, items, env))
             out = Path(args.out)
             out.parent.mkdir(parents=True, exist_ok=True)
             table.to_csv(out, index=False)

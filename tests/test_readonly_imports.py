@@ -1,7 +1,8 @@
 """Read-only commands stay light: `summary` and `predict` of a saved fit of every registered model,
 MAP and NUTS (the fits `conftest.model_fits` shares with the contract suite), import neither PyMC nor
-PyTensor, nor ArviZ (4-5 s of plotting stack; `draw_stats` computes its summary and HDI in NumPy).
-Each runs in a fresh process, and `sys.modules` says what was imported."""
+PyTensor, nor ArviZ (4-5 s of plotting stack; `draw_stats` computes its summary and HDI in NumPy), nor Dask
+(xarray imported it for arrays held in memory: `_runtime.without_dask`) nor `scipy.fft` (`draw_stats` pads its
+FFTs itself). Each runs in a fresh process, and `sys.modules` says what was imported."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 import pytest
 from conftest import model_fits, registry
 
-HEAVY = ("pymc", "pytensor", "arviz")
+HEAVY = ("pymc", "pytensor", "arviz", "dask", "scipy.fft")
 RUN = """
 import sys
 from bayes_wsc.cli import main
@@ -20,7 +21,7 @@ for argv in (sys.argv[1:3], sys.argv[3:]):
     code = main(argv)
     if code:
         sys.exit(code)
-print("LOADED", sorted(m for m in {heavy!r} if m in sys.modules))
+print("LOADED", sorted(m for m in {heavy!r} if sys.modules.get(m) is not None))  # None: marked absent
 """.format(heavy=HEAVY)
 
 

@@ -12,6 +12,11 @@ dependent, which widens the true spread a little beyond the binomial one. Settin
 `contract_cases.COVERAGE_SETTINGS` (a new model declares one); a model measured short and not yet stating it
 is an expected failure with the measurement (`contract_cases.COVERAGE_SHORT`). Rates measured per model:
 benchmarks/RESULTS.md, issue 38.
+
+The same check of NUTS fits (issue 38: "the 90% intervals of a NUTS fit cover the simulated truth at a rate
+consistent with 0.9 over a few replicates"): the first `NUTS_SIMS` of the same data sets, each fitted by NUTS at
+the case's own settings (2 chains of a few hundred draws), every model held to 0.9 itself, since NUTS makes no
+approximation of the posterior's shape, only Monte Carlo error.
 """
 
 import pytest
@@ -24,6 +29,8 @@ from bayes_wsc.sbc import interval_coverage
 pytestmark = pytest.mark.slow
 
 CI = 0.9
+#: data sets per model for the NUTS check: a few, so that each model's case takes a few minutes
+NUTS_SIMS = 3
 
 
 def stated_rate(model: str) -> float:
@@ -40,7 +47,21 @@ def test_laplace_intervals_cover_the_truth_of_data_from_the_prior(model):
     case = registry.get(model).module("simulate").sbc_case(**settings)
     table = interval_coverage(case, sims, seed=38, method="laplace", ci=CI)
     assert table["sim"].nunique() == sims and len(table) >= sims * len(case.quantities) // 2  # most quantities scored
-    rate = stated_rate(model)
+    assert_covered_at(table, stated_rate(model), model)
+
+
+@pytest.mark.parametrize("model", registry.NAMES)
+def test_nuts_intervals_cover_the_truth_of_data_from_the_prior(model):
+    assert model in COVERAGE_SETTINGS, f"tests/contract_cases.py: COVERAGE_SETTINGS declares nothing for {model!r}"
+    settings, _ = COVERAGE_SETTINGS[model]
+    case = registry.get(model).module("simulate").sbc_case(**settings)
+    table = interval_coverage(case, NUTS_SIMS, seed=38, method="nuts", ci=CI)
+    assert table["sim"].nunique() == NUTS_SIMS and len(table) >= NUTS_SIMS * len(case.quantities) // 2
+    assert_covered_at(table, CI, model)
+
+
+def assert_covered_at(table, rate: float, model: str) -> None:
+    """The count of covered quantities lies in the central 99% of Binomial(n, rate)."""
     covered, n = int(table["covered"].sum()), len(table)
     low, high = binom.ppf([0.005, 0.995], n, rate)
     worst = table.groupby("quantity")["covered"].mean().sort_values().head(3).round(2).to_dict()
