@@ -13,6 +13,7 @@ For each replicate the model is fitted by MAP and `checks.source_conflict` run (
 a case counts as detected when the row flags, and as naming the corrupted source when its message names it.
 
     python benchmarks/combined_conflict.py --reps 10
+    python benchmarks/combined_conflict.py --first-rep 10 --reps 5 --out benchmarks/out/combined_conflict_10.csv
 
 Writes benchmarks/out/combined_conflict.csv and prints the rates.
 """
@@ -61,6 +62,7 @@ def corrupt(tables: dict, scenario: str, rng: np.random.Generator) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--first-rep", type=int, default=0, help="replicates first-rep .. first-rep + reps - 1")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--out", default=str(Path(__file__).parent / "out" / "combined_conflict.csv"))
     args = parser.parse_args()
@@ -69,7 +71,7 @@ def main() -> None:
     from bayes_wsc.models.combined.simulate import data_from_tables, simulate_combined
 
     rows = []
-    for rep in range(args.reps):
+    for rep in range(args.first_rep, args.first_rep + args.reps):
         tables, _, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
         for scenario in args.scenarios.split(","):
             data = data_from_tables(corrupt(tables, scenario, np.random.default_rng(rep)))
