@@ -95,8 +95,10 @@ def configure() -> None:
 def without_dask() -> None:
     """For a process that will not use Dask: xarray and every later `import dask` see it as not installed
     (`sys.modules["dask"] = None`, which `importlib.util.find_spec` answers with None). Does nothing once
-    Dask has been imported."""
-    if "dask" not in sys.modules:
+    Dask or xarray has been imported: xarray remembers that Dask is available (`module_available` is cached)
+    and would then import `dask.base` from the absent package; so a command run in a process that has used
+    xarray already (a test, a notebook calling the command line) keeps Dask as it is."""
+    if "dask" not in sys.modules and "xarray" not in sys.modules:
         sys.modules["dask"] = None
 
 

@@ -61,3 +61,17 @@ def test_check_of_a_nuts_fit_imports_no_arviz(model, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "loo_pareto_k" in proc.stdout
     assert "LOADED []" in proc.stdout, f"`check` of a NUTS fit of {model} imported {proc.stdout.split('LOADED')[-1]}"
+
+
+def test_without_dask_leaves_a_process_that_has_used_xarray_as_it_is():
+    """A command run in-process after xarray has looked for Dask (a test, a notebook) must not mark Dask absent:
+    xarray caches that Dask is available and would import `dask.base` from the absent package."""
+    import sys
+
+    import xarray  # noqa: F401
+
+    from bayes_wsc._runtime import without_dask
+
+    before = sys.modules.get("dask", "not imported")
+    without_dask()
+    assert sys.modules.get("dask", "not imported") is before
