@@ -280,9 +280,9 @@ def held_out_scores(data: SeedSets, log_probs: np.ndarray, names, folds: int) ->
     refits' own probability of their most probable cluster: the accuracy they expect), `log_score`
     (mean log P(z in S | x)) and `p_value` = P(accuracy this low) if each seed's cluster were drawn from
     its refit's probabilities (exact). Overall: the mean log score and accuracy per held-out seed, and
-    `guarded_log_score`, the mean log of (1 - GUESS_SHARE) P(z in S | x) + GUESS_SHARE |S| / K: the log
+    `guarded_log_score`, the mean log of (1 - GUESS_SHARE) P(z in S | x) + GUESS_SHARE ``|S|`` / K: the log
     score of the refits mixed with a uniform guess, so that one confident miss costs at most log(K /
-    (GUESS_SHARE |S|)) and an over-confident fit is not judged by its few worst seeds."""
+    (GUESS_SHARE ``|S|``)) and an over-confident fit is not judged by its few worst seeds."""
     held = np.flatnonzero(np.isfinite(log_probs).all(axis=1) & data.seeded)
     L, S = log_probs[held], data.seed_mask[held]
     score = logsumexp(np.where(S, L, -np.inf), axis=1)
