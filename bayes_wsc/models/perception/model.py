@@ -293,6 +293,8 @@ def held_out_scores(data: SeedSets, log_probs: np.ndarray, names, folds: int) ->
            "log_score": float(score.mean()) if held.size else float("nan"),
            "guarded_log_score": float(guarded.mean()) if held.size else float("nan"),
            "accuracy": float(hit.mean()) if held.size else float("nan"),
+           # per held-out seed (item index, guarded log score): what a paired comparison on the same folds needs
+           "seed_items": [int(i) for i in held], "seed_guarded_log_scores": [float(v) for v in guarded],
            "cluster_seeds": [], "cluster_accuracy": [], "cluster_expected": [], "cluster_log_score": [],
            "cluster_p_value": []}
     for k in range(len(out["clusters"])):
@@ -475,7 +477,8 @@ class PerceptionClustering(Estimator):
             params = {n: np.asarray(v)[0] for n, v in draws.posterior.items()}
             log_probs[fold] = self.draw_log_probabilities(data.features[fold], params)[0]
         self.held_out_log_probs_ = log_probs  # (n, K), NaN rows: not held out (kept for studies of the rule)
-        result = {**held_out_scores(data, log_probs, self.clusters_, len(fold_list)), "folds_asked": int(folds)}
+        result = {**held_out_scores(data, log_probs, self.clusters_, len(fold_list)), "folds_asked": int(folds),
+                  "fold_items": [[int(i) for i in fold] for fold in fold_list]}
         inference.set_attrs(self._fitted(), {"held_out_seeds": result})
         return result
 
