@@ -371,18 +371,19 @@ def seeded_gmm(data: SeedSets, *, max_iter: int = 500, tol: float = 1e-8, sd_flo
     sds = np.tile(np.maximum(X.std(axis=0), sd_floor), (data.n_clusters, 1))  # a constant feature (a blank pixel)
     weights = np.full(data.n_clusters, 1.0 / data.n_clusters)
     previous = -np.inf
-    for iteration in range(1, max_iter + 1):
-        joint = np.log(weights)[None] + diagonal_log_densities(X, means, sds) + allowed
-        norm = logsumexp(joint, axis=1, keepdims=True)
-        resp = np.exp(joint - norm)
-        loglik = float(norm.sum())
-        mass = resp.sum(axis=0) + 1e-12
-        weights = mass / mass.sum()
-        means = (resp.T @ X) / mass[:, None]
-        sds = np.sqrt(np.maximum((resp.T @ X**2) / mass[:, None] - means**2, sd_floor**2))
-        if loglik - previous < tol * abs(loglik):
-            break
-        previous = loglik
+    with threadpool_limits(1, user_api="blas"):  # (n, d) x (d, K) products: threads only wait on a busy machine
+        for iteration in range(1, max_iter + 1):
+            joint = np.log(weights)[None] + diagonal_log_densities(X, means, sds) + allowed
+            norm = logsumexp(joint, axis=1, keepdims=True)
+            resp = np.exp(joint - norm)
+            loglik = float(norm.sum())
+            mass = resp.sum(axis=0) + 1e-12
+            weights = mass / mass.sum()
+            means = (resp.T @ X) / mass[:, None]
+            sds = np.sqrt(np.maximum((resp.T @ X**2) / mass[:, None] - means**2, sd_floor**2))
+            if loglik - previous < tol * abs(loglik):
+                break
+            previous = loglik
     fitted = SeededMixture(weights, means, sds, np.empty((0, data.n_clusters)), loglik, iteration)
     fitted.memberships = np.exp(fitted.log_memberships(X))
     return fitted

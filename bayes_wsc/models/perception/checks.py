@@ -237,17 +237,26 @@ def held_out_seeds(est, data, seed: int = 0) -> list[Check]:
 def reference_scores(est, data, scores: dict) -> dict:
     """The reference's held-out scores (`held_out_scores`) on the fit's own folds (`scores["fold_items"]`): the
     seeded diagonal Gaussian mixture of the features (`baselines.held_out_gmm`, EM with the seeds clamped to
-    their sets, no perception vectors), refitted without each fold. Kept in the fit's attrs."""
+    their sets, no perception vectors), refitted without each fold on every seed and at most `RESTART_ITEMS`
+    other items (`subsample_items`, as the seeded mixture's refits). Kept in the fit's attrs."""
     from bayes_wsc import inference
     from bayes_wsc.models.perception.baselines import held_out_gmm
-    from bayes_wsc.models.perception.model import held_out_scores
+    from bayes_wsc.models.perception.model import RESTART_ITEMS, held_out_scores, subsample_items
 
     folds = [np.asarray(f, dtype=int) for f in scores["fold_items"]]
     fitted = est._fitted() if hasattr(est, "_fitted") else None  # a stand-in of the tests has no fit to keep it in
     stored = inference.get_attrs(fitted).get("held_out_reference") if fitted is not None else None
     if isinstance(stored, dict) and stored.get("fold_items") == scores["fold_items"]:
         return stored
-    result = {**held_out_scores(data, held_out_gmm(data, folds), scores["clusters"], len(folds)),
+    part, kept = subsample_items(data, RESTART_ITEMS, seed=0)
+    if kept is None:
+        log_probs = held_out_gmm(data, folds)
+    else:
+        position = np.full(data.n_items, -1)
+        position[kept] = np.arange(kept.size)
+        log_probs = np.full((data.n_items, data.n_clusters), np.nan)
+        log_probs[kept] = held_out_gmm(part, [position[f] for f in folds])
+    result = {**held_out_scores(data, log_probs, scores["clusters"], len(folds)),
               "fold_items": scores["fold_items"], "model": "seeded diagonal Gaussian mixture (EM, seeds clamped)"}
     if fitted is not None:
         inference.set_attrs(fitted, {"held_out_reference": result})
