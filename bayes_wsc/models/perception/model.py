@@ -461,12 +461,15 @@ class PerceptionClustering(Estimator):
         """Each fold of the seeds (`seed_folds`) left out and the MAP refitted from this fit's mode (the
         same compiled program, with those seeds' sets opened up), then the left-out seeds scored by
         `held_out_scores`. Kept in the fit's attrs (`held_out_seeds`), so that a fit scores once."""
+        import time
+
         from bayes_wsc.map_program import run_map
 
         self._check_fitted()
         stored = inference.get_attrs(self._fitted()).get("held_out_seeds")
         if isinstance(stored, dict) and stored.get("folds_asked") == folds:
             return stored
+        started = time.perf_counter()
         data = self.data_from_fit() if data is None else data
         recipe = self._recipe()
         refit_data, kept = self.refit_items(data)
@@ -491,7 +494,7 @@ class PerceptionClustering(Estimator):
         self.held_out_log_probs_ = log_probs  # (n, K), NaN rows: not held out (kept for studies of the rule)
         result = {**held_out_scores(data, log_probs, self.clusters_, len(fold_list)), "folds_asked": int(folds),
                   "fold_items": [[int(i) for i in index[fold]] for fold in fold_list],
-                  "refit_items": int(refit_data.n_items)}
+                  "refit_items": int(refit_data.n_items), "seconds": time.perf_counter() - started}
         inference.set_attrs(self._fitted(), {"held_out_seeds": result})
         return result
 
@@ -876,6 +879,9 @@ class PerceptionMixture(PerceptionClustering):
 
         if self.restart_rule != "seeds" or int(self.restarts) < 2 or self.method == "nuts":
             return super().fit(data)
+        import time
+
+        started = time.perf_counter()
         part, kept = self.refit_items(data)
         checks, method = self.checks, self.method
         self.checks, self.method = False, "map"  # the restarts' optima; the chosen one is then fitted as asked
@@ -891,7 +897,8 @@ class PerceptionMixture(PerceptionClustering):
         scores = restart_seed_scores(part, optima)
         chosen, densest = int(np.nanargmax(scores)), int(info.get("best_restart", 0))
         record = {"rule": "seeds", "seed_log_scores": [float(v) for v in scores], "log_densities": densities,
-                  "chosen": chosen, "densest": densest, "items": int(part.n_items)}
+                  "chosen": chosen, "densest": densest, "items": int(part.n_items),
+                  "seconds": time.perf_counter() - started}  # the restarts' wall time (the final fit's is in fit_info)
         self._chosen_start = {n: np.asarray(v) for n, v in optima[chosen].items() if n in self.start_names()}
         try:
             super().fit(data)
@@ -950,8 +957,14 @@ class PerceptionAuto:
 
     def fit(self, data: SeedSets) -> PerceptionClustering:
         """Fit both (the conditional model first), score their held-out seeds, return the better fit."""
+        import time
+
         check_data(data)
-        self.fits_ = {"conditional": self.conditional.fit(data), "mixture": self.mixture.fit(data)}
+        self.fits_, self.seconds_ = {}, {}  # seconds_: each formulation's whole fit, its checks among them
+        for name in ("conditional", "mixture"):
+            started = time.perf_counter()
+            self.fits_[name] = getattr(self, name).fit(data)
+            self.seconds_[name] = time.perf_counter() - started
         scores = {name: est.held_out_seeds(data) for name, est in self.fits_.items()}
         self.scores_ = scores
         chosen, why = choose_formulation(scores)
