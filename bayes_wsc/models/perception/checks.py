@@ -290,9 +290,10 @@ def held_out_reference(est, data, seed: int = 0) -> list[Check]:
     worst = int(np.argmax(by_cluster))
     name = scores["clusters"][worst]
     values = (f"{statistic:.3g} per held-out seed against {reference:.3g} for a seeded Gaussian mixture of the "
-              f"features refitted on the same {len(scores['fold_items'])} folds ({diff.size} seeds): effect {effect:+.3g} "
-              f"(the mixture's minus the fit's; se {se:.2g}), tolerance {REFERENCE_TOLERANCE:g}; held-out accuracy {scores['accuracy']:.2f} "
-              f"against {ref['accuracy']:.2f}; cluster {name} the furthest behind, {by_cluster[worst]:+.3g}")
+              f"features refitted on the same {len(scores['fold_items'])} folds ({diff.size} seeds): effect "
+              f"{effect:+.3g} (the mixture's minus the fit's; se {se:.2g}), tolerance {REFERENCE_TOLERANCE:g}; "
+              f"held-out accuracy {scores['accuracy']:.2f} against {ref['accuracy']:.2f}; cluster {name} the "
+              f"furthest behind, {by_cluster[worst]:+.3g}")
     if effect > REFERENCE_TOLERANCE:
         mixture = hasattr(est, "groups")  # a fit of the seeded mixture (`PerceptionMixture`)
         other = ("the conditional model (fit perception --formulation conditional)" if mixture else

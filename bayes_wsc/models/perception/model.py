@@ -720,7 +720,8 @@ def restart_seed_scores(data: SeedSets, optima: list[dict]) -> np.ndarray:
 RESTART_ITEMS = 2000
 
 
-def subsample_items(data: SeedSets, limit: int = RESTART_ITEMS, seed: int | None = 0) -> tuple[SeedSets, np.ndarray | None]:
+def subsample_items(data: SeedSets, limit: int = RESTART_ITEMS,
+                    seed: int | None = 0) -> tuple[SeedSets, np.ndarray | None]:
     """(every seed and `limit` of the other items drawn at random, their rows in `data` in order), or
     (data, None) when there are no more than `limit` other items. The seeds keep their order, so
     `seed_folds` deals them into the same folds as on `data`."""
@@ -862,7 +863,7 @@ class PerceptionMixture(PerceptionClustering):
 
     def refit_items(self, data: SeedSets) -> tuple[SeedSets, np.ndarray | None]:
         """Every seed and at most `RESTART_ITEMS` other items (`subsample_items`): a refit's cost grows with
-        the items, and the held-out seeds are scored as well from a few thousand."""
+        the items (the mixture's refits over all 10,000 items were most of auto's cost, benchmarks/RESULTS.md)."""
         return subsample_items(data, RESTART_ITEMS, self.seed)
 
     def fit(self, data):
