@@ -394,6 +394,8 @@ def choice_fit(model, data, truth, rows, seed: int, **settings) -> tuple[dict, o
            "flagged": bool(checks.loc["held_out_seeds", "flagged"]),
            "held_p": float(checks.loc["held_out_seeds", "p_value"]),
            "held_effect": float(checks.loc["held_out_seeds", "effect"]),
+           "ref_flagged": bool(checks.loc["held_out_reference", "flagged"]),
+           "ref_effect": float(checks.loc["held_out_reference", "effect"]),
            "any_flagged": bool(checks["flagged"].any()),
            "held_log_score": held["log_score"], "held_accuracy": held["accuracy"],
            "held_guarded_log_score": held["guarded_log_score"],
@@ -446,17 +448,10 @@ def run_choice_dataset(part: str, index: int, args) -> list[dict]:
         row, _ = choice_fit(model, data, truth, rows, index, **settings)
         found[name] = row
         out.append({**base, "method": name, **row})
-    # the seeded GMM's own held-out seeds, the same folds as the fits' (a reference for rules studied after the fact)
-    from types import SimpleNamespace
-
+    # the seeded GMM's own held-out seeds, the same folds as the fits' (the check `held_out_reference`'s reference)
     from bayes_wsc.models.perception.model import seed_folds
 
-    held = np.full((data.n_items, k), np.nan)
-    for fold in seed_folds(data, seed=index):
-        mask = data.seed_mask.copy()
-        mask[fold] = False
-        refit = bp.seeded_gmm(SimpleNamespace(features=data.features, seed_mask=mask, n_clusters=k))
-        held[fold] = np.log(np.maximum(refit.memberships[fold], 1e-300))
+    held = bp.held_out_gmm(data, seed_folds(data, seed=index))
     kept = np.flatnonzero(np.isfinite(held).all(axis=1) & data.seeded)
     out[0].update(held_log_probs=json.dumps(np.round(held[kept], 4).tolist()),
                   held_sets=json.dumps(data.seed_mask[kept].astype(int).tolist()))
@@ -565,6 +560,15 @@ CHECK_RULES = {
     "unsure: > 50% of items with top membership < 0.7": lambda r: r["top_below_0.7"] > 0.5,
     "the shipped rule or unsure (< 0.6, shipped as a fit warning)": lambda r: r["top_below_0.6"] > 0.5
     or r["log_score"] < np.log(1 / r["K"]) - 0.5,
+    # the check held_out_reference: the seeded GMM's guarded held-out score (same folds) minus the fit's
+    "reference: GMM's guarded score - fit's > 0.05": lambda r: r["ref_tempered"] - r["tempered"] > 0.05,
+    "reference: GMM's guarded score - fit's > 0.1 (shipped: held_out_reference)":
+        lambda r: r["ref_tempered"] - r["tempered"] > 0.1,
+    "reference: GMM's guarded score - fit's > 0.15": lambda r: r["ref_tempered"] - r["tempered"] > 0.15,
+    "reference: GMM's guarded score - fit's > 0.2": lambda r: r["ref_tempered"] - r["tempered"] > 0.2,
+    "reference: GMM's held-out accuracy - fit's > 0.05": lambda r: r["ref_accuracy"] - r["accuracy"] > 0.05,
+    "either shipped check (held_out_seeds or held_out_reference)": lambda r: r["ref_tempered"] - r["tempered"] > 0.1
+    or r["log_score"] < np.log(1 / r["K"]) - 0.5,
 }
 #: candidate rules of auto's choice: the mixture is kept when its figure beats the conditional model's
 CHOICE_RULES = {
@@ -609,6 +613,10 @@ def summarize_rules(name: str) -> None:
     table = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
     fits = table[table["method"].isin(["conditional", "mixture"])].reset_index(drop=True)
     fits = pd.concat([fits, pd.DataFrame([held_figures(r) for _, r in fits.iterrows()])], axis=1)
+    gmm = table[table["method"] == "seeded_gmm"].set_index("dataset")
+    reference = {d: held_figures(r) for d, r in gmm.iterrows() if isinstance(r.get("held_log_probs"), str)}
+    fits["ref_tempered"] = fits["dataset"].map(lambda d: reference[d]["tempered"] if d in reference else np.nan)
+    fits["ref_accuracy"] = fits["dataset"].map(lambda d: reference[d]["accuracy"] if d in reference else np.nan)
     autos = []
     for rule, key in CHOICE_RULES.items():
         for _, pair in fits.groupby("dataset"):
@@ -642,6 +650,23 @@ def summarize_rules(name: str) -> None:
     print(check.T.to_string())
 
 
+def where_time_goes(auto) -> dict:
+    """Seconds of auto's parts, from its fits' attrs: each formulation's whole fit, the mixture's restarts, its
+    final MAP, each fit's held-out refits."""
+    from bayes_wsc import inference
+
+    out = {}
+    for name, est in auto.fits_.items():
+        attrs = inference.get_attrs(est._fitted())
+        out[f"{name}_final_map"] = attrs["fit_info"]["map"]["seconds"]
+        out[f"{name}_held_out"] = attrs.get("held_out_seeds", {}).get("seconds", np.nan)
+        if isinstance(attrs.get("restarts"), dict):
+            out[f"{name}_restarts"] = attrs["restarts"].get("seconds", np.nan)
+            out[f"{name}_restart_items"] = attrs["restarts"].get("items", np.nan)
+    out.update({f"{name}_fit": seconds for name, seconds in getattr(auto, "seconds_", {}).items()})
+    return out
+
+
 def part_choice_timing(args) -> None:
     """auto (both formulations with their checks) against today's conditional MAP (3 restarts, its checks
     then), at --timing-items x --timing-features; each first fit (compiles its program) and again (cached)."""
@@ -649,28 +674,35 @@ def part_choice_timing(args) -> None:
     from bayes_wsc.models.perception import PerceptionAuto, PerceptionClustering
     from bayes_wsc.simulate.perception import simulate_study
 
+    from bayes_wsc.models.perception import checks
+
     data = simulate_study(n_items=args.timing_items, n_features=args.timing_features, seed=0).data()
     rows = []
+    shipped = checks.targeted
     for run in range(2):
-        for method in ("conditional", "auto"):
+        for method in ("conditional_before", "conditional", "auto"):
             t0 = time.perf_counter()
+            # conditional_before: the conditional MAP with the targeted checks it had before held_out_reference
+            checks.targeted = (lambda: [checks.held_out_seeds]) if method == "conditional_before" else shipped
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FitWarning)
                 if method == "auto":
                     auto = PerceptionAuto(seed=0)
                     auto.fit(data)
-                    info = {"chosen": auto.chosen_}
+                    info = {"chosen": auto.chosen_, **where_time_goes(auto)}
                 else:
                     PerceptionClustering(seed=0).fit(data)
                     info = {}
             rows.append({"run": "first" if run == 0 else "cached", "method": method,
                          "seconds": time.perf_counter() - t0, **info})
             print(rows[-1], flush=True)
+    checks.targeted = shipped
     frame = pd.DataFrame(rows)
     frame.to_csv(OUT / "perception_choice_timing.csv", index=False)
     for run in ("first", "cached"):
         sub = frame[frame["run"] == run].set_index("method")["seconds"]
-        print(f"{run}: auto / conditional = {sub['auto'] / sub['conditional']:.2f}")
+        print(f"{run}: auto / conditional = {sub['auto'] / sub['conditional']:.2f}, auto / conditional with the "
+              f"checks before = {sub['auto'] / sub['conditional_before']:.2f}")
 
 
 def main(argv=None) -> None:

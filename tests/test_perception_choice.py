@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -101,6 +102,95 @@ def test_check_flags_a_collapsed_cluster_by_name_and_not_a_good_fit():
     # an honest, uncertain fit that is often wrong predicts its seeds better than a uniform guess
     unsure = scored(data, "c1", confidence=0.4)
     assert not held_out_seeds(StandIn(unsure), data)[0].flagged
+
+
+@functools.lru_cache
+def reference_log_probs(n_items: int, seeds_per_cluster: int) -> np.ndarray:
+    """`held_out_gmm` of `small_data(seeds_per_cluster)` on its folds (seed 0), computed once."""
+    from bayes_wsc.models.perception.baselines import held_out_gmm
+
+    data = small_data(seeds_per_cluster)
+    assert data.n_items == n_items
+    return held_out_gmm(data, seed_folds(data, 5, seed=0))
+
+
+def reference_stand_in(data, shrink: float, cluster: str | None = None):
+    """held_out_scores with folds, of a fit whose held-out probabilities are the seeded GMM's own (the
+    reference, `held_out_gmm` on the same folds) pulled towards a uniform guess by `shrink` (0: the
+    reference itself), for every seed or only `cluster`'s."""
+    folds = seed_folds(data, 5, seed=0)
+    log_probs = reference_log_probs(data.n_items, int(data.seed_mask.sum(axis=0)[0])).copy()
+    K = data.n_clusters
+    rows = np.concatenate(folds)
+    if cluster is not None:
+        rows = rows[data.seed_mask[rows, list(data.clusters).index(cluster)]]
+    log_probs[rows] = np.log((1 - shrink) * np.exp(log_probs[rows]) + shrink / K)
+    scores = held_out_scores(data, log_probs, data.clusters, len(folds))
+    return {**scores, "fold_items": [[int(i) for i in f] for f in folds]}
+
+
+def test_reference_check_flags_a_fit_its_reference_beats_and_names_the_cluster():
+    from bayes_wsc.checks.perception import REFERENCE_TOLERANCE, held_out_reference
+    from bayes_wsc.status import problems_of
+
+    data = small_data(6)
+    same = held_out_reference(StandIn(reference_stand_in(data, 0.0)), data)[0]
+    assert same.check == "held_out_reference" and same.tolerance == REFERENCE_TOLERANCE == 0.1
+    assert not same.flagged and same.effect == pytest.approx(0.0, abs=1e-9)
+    assert same.statistic == pytest.approx(same.reference) and np.isnan(same.p_value)
+    # a starved fit: near a uniform guess where the reference is sure; c2 most of all
+    starved = held_out_reference(StandIn(reference_stand_in(data, 0.9, "c2")), data)[0]
+    assert starved.flagged and starved.effect > REFERENCE_TOLERANCE
+    assert starved.effect == pytest.approx(starved.reference - starved.statistic)
+    assert "cluster c2" in starved.message and "--formulation mixture" in starved.message
+    assert "se " in starved.message and f"tolerance {REFERENCE_TOLERANCE:g}" in starved.message
+    assert "cluster c2" in problems_of([f"check {starved.check} flagged: {starved.message}"], "map")[0].sentence
+    # a fit better than the reference is not flagged (the effect is negative)
+    sharper = reference_stand_in(data, 0.0)
+    sharper["seed_guarded_log_scores"] = [v + 0.3 for v in sharper["seed_guarded_log_scores"]]
+    row = held_out_reference(StandIn(sharper), data)[0]
+    assert not row.flagged and row.effect == pytest.approx(-0.3)
+
+
+def test_reference_check_not_run_without_held_out_seeds_or_folds():
+    from bayes_wsc.checks.perception import held_out_reference
+
+    data = small_data(1)
+    empty = held_out_scores(data, np.full((data.n_items, data.n_clusters), np.nan), data.clusters, 0)
+    row = held_out_reference(StandIn(empty), data)[0]
+    assert not row.flagged and row.message.startswith("not run: no cluster has two seeds")
+    old = {k: v for k, v in reference_stand_in(small_data(4), 0.0).items() if k != "fold_items"}
+    row = held_out_reference(StandIn(old), small_data(4))[0]
+    assert not row.flagged and "before the reference existed" in row.message
+
+
+def test_held_out_gmm_scores_each_fold_without_its_seeds():
+    from bayes_wsc.models.perception.baselines import held_out_gmm, seeded_gmm
+
+    data = small_data(4)
+    folds = seed_folds(data, 4, seed=1)
+    log_probs = held_out_gmm(data, folds)
+    held = np.concatenate(folds)
+    assert np.isnan(np.delete(log_probs, held, axis=0)).all()
+    np.testing.assert_allclose(np.exp(log_probs[held]).sum(axis=1), 1.0)
+    mask = data.seed_mask.copy()
+    mask[folds[0]] = False  # the first fold's refit, by hand: its seeds are items that are no seed
+    by_hand = seeded_gmm(data, seed_mask=mask)
+    np.testing.assert_allclose(log_probs[folds[0]], np.log(by_hand.memberships[folds[0]]), atol=1e-10)
+
+
+def test_subsample_keeps_every_seed_and_deals_the_same_folds():
+    from bayes_wsc.models.perception import subsample_items
+
+    data = small_data(5)
+    assert subsample_items(data, data.unseeded_items.size, seed=0) == (data, None)
+    part, kept = subsample_items(data, 40, seed=0)
+    assert part.n_items == data.seed_items.size + 40 and (np.diff(kept) > 0).all()
+    assert set(data.seed_items) <= set(kept)
+    np.testing.assert_array_equal(part.features, data.features[kept])
+    np.testing.assert_array_equal(part.seed_mask, data.seed_mask[kept])
+    full, sub = seed_folds(data, 5, seed=2), seed_folds(part, 5, seed=2)
+    assert [list(f) for f in full] == [list(kept[f]) for f in sub]
 
 
 def test_a_fit_unsure_about_most_items_says_so():
@@ -222,3 +312,25 @@ def test_auto_keeps_the_formulation_whose_held_out_seeds_score_better(index, bet
     other = "mixture" if better == "conditional" else "conditional"
     assert choice_score(auto.scores_[better]) > choice_score(auto.scores_[other])
     assert any(note.startswith("Formulation: auto chose") for note in chosen.summary_notes())
+
+
+@pytest.mark.slow
+def test_mixture_restarts_and_refits_on_a_subsample_then_fits_every_item(monkeypatch):
+    """Beyond RESTART_ITEMS other items, the mixture's restarts and held-out refits see a subsample; the final
+    fit, its memberships and both held-out checks cover every item, the folds named by their rows in the data."""
+    from bayes_wsc import inference
+    from bayes_wsc.models.perception import PerceptionMixture, model
+
+    monkeypatch.setattr(model, "RESTART_ITEMS", 40)
+    data = small_data(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        est = PerceptionMixture(seed=3).fit(data)
+    attrs = inference.get_attrs(est._fitted())
+    assert attrs["restarts"]["items"] == data.seed_items.size + 40
+    assert len(est.memberships()) == data.n_items
+    held = attrs["held_out_seeds"]
+    assert held["refit_items"] == data.seed_items.size + 40 and held["seeds"] == data.seed_items.size
+    assert [list(f) for f in seed_folds(data, 5, seed=3)] == held["fold_items"]
+    assert set(est.checks_["check"]) >= {"held_out_seeds", "held_out_reference"}
+    assert attrs["held_out_reference"]["fold_items"] == held["fold_items"]

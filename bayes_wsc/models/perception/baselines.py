@@ -343,11 +343,27 @@ class SeededMixture:
     log_likelihood: float
     iterations: int
 
+    def log_memberships(self, features: np.ndarray) -> np.ndarray:
+        """log P(z = k | x) of rows of `features` (m, d) under the fitted mixture, no seed sets -> (m, K)."""
+        joint = np.log(self.weights)[None] + diagonal_log_densities(features, self.means, self.sds)
+        return joint - logsumexp(joint, axis=1, keepdims=True)
 
-def seeded_gmm(data: SeedSets, *, max_iter: int = 500, tol: float = 1e-8, sd_floor: float = 1e-3) -> SeededMixture:
+
+def diagonal_log_densities(X: np.ndarray, means: np.ndarray, sds: np.ndarray) -> np.ndarray:
+    """log N(x_i | means_k, diag(sds_k^2)) for (n, d) rows and (K, d) components -> (n, K), by three
+    matrix products (the expanded square), not an (n, K, d) array."""
+    precision = 1.0 / sds**2
+    quad = X**2 @ precision.T - 2.0 * X @ (means * precision).T + np.sum(means**2 * precision, axis=1)[None]
+    return -0.5 * (quad + np.sum(2.0 * np.log(sds) + np.log(2 * np.pi), axis=1)[None])
+
+
+def seeded_gmm(data: SeedSets, *, max_iter: int = 500, tol: float = 1e-8, sd_floor: float = 1e-3,
+               seed_mask: np.ndarray | None = None) -> SeededMixture:
     """EM for K diagonal Gaussians on X, one per seed set, started at the sets' means. A seed's
-    responsibilities are confined to the sets it is in (renormalized), every other item's are free."""
-    X, mask = data.features, data.seed_mask
+    responsibilities are confined to the sets it is in (renormalized), every other item's are free.
+    `seed_mask` (n, K) replaces the data's seed sets (the held-out refits of `held_out_gmm`)."""
+    X = data.features
+    mask = data.seed_mask if seed_mask is None else np.asarray(seed_mask, dtype=bool)
     seeded = mask.any(axis=1)
     allowed = np.where(seeded[:, None], np.where(mask, 0.0, -np.inf), 0.0)
     resp = np.where(mask, 1.0, 0.0) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
@@ -355,24 +371,35 @@ def seeded_gmm(data: SeedSets, *, max_iter: int = 500, tol: float = 1e-8, sd_flo
     sds = np.tile(np.maximum(X.std(axis=0), sd_floor), (data.n_clusters, 1))  # a constant feature (a blank pixel)
     weights = np.full(data.n_clusters, 1.0 / data.n_clusters)
     previous = -np.inf
-    for iteration in range(1, max_iter + 1):
-        log_dens = -0.5 * (((X[:, None, :] - means[None]) / sds[None]) ** 2 + 2 * np.log(sds[None])
-                           + np.log(2 * np.pi)).sum(axis=2)
-        joint = np.log(weights)[None] + log_dens + allowed
-        norm = logsumexp(joint, axis=1, keepdims=True)
-        resp = np.exp(joint - norm)
-        loglik = float(norm.sum())
-        mass = resp.sum(axis=0) + 1e-12
-        weights = mass / mass.sum()
-        means = (resp.T @ X) / mass[:, None]
-        sds = np.sqrt(np.maximum((resp.T @ X**2) / mass[:, None] - means**2, sd_floor**2))
-        if loglik - previous < tol * abs(loglik):
-            break
-        previous = loglik
-    free = np.log(weights)[None] + (-0.5 * (((X[:, None, :] - means[None]) / sds[None]) ** 2
-                                            + 2 * np.log(sds[None])).sum(axis=2))
-    memberships = np.exp(free - logsumexp(free, axis=1, keepdims=True))
-    return SeededMixture(weights, means, sds, memberships, loglik, iteration)
+    with threadpool_limits(1, user_api="blas"):  # (n, d) x (d, K) products: threads only wait on a busy machine
+        for iteration in range(1, max_iter + 1):
+            joint = np.log(weights)[None] + diagonal_log_densities(X, means, sds) + allowed
+            norm = logsumexp(joint, axis=1, keepdims=True)
+            resp = np.exp(joint - norm)
+            loglik = float(norm.sum())
+            mass = resp.sum(axis=0) + 1e-12
+            weights = mass / mass.sum()
+            means = (resp.T @ X) / mass[:, None]
+            sds = np.sqrt(np.maximum((resp.T @ X**2) / mass[:, None] - means**2, sd_floor**2))
+            if loglik - previous < tol * abs(loglik):
+                break
+            previous = loglik
+    fitted = SeededMixture(weights, means, sds, np.empty((0, data.n_clusters)), loglik, iteration)
+    fitted.memberships = np.exp(fitted.log_memberships(X))
+    return fitted
+
+
+def held_out_gmm(data: SeedSets, folds: list[np.ndarray]) -> np.ndarray:
+    """The seeded GMM's own held-out seeds: for each fold (item indices), `seeded_gmm` refitted with those
+    items' seed sets removed (they become items that are no seed) and log P(z = k | x) of the fold's items
+    under it -> (n, K), NaN rows for items in no fold. The reference of the check `held_out_reference`."""
+    out = np.full((data.n_items, data.n_clusters), np.nan)
+    for fold in folds:
+        fold = np.asarray(fold, dtype=int)
+        mask = data.seed_mask.copy()
+        mask[fold] = False
+        out[fold] = seeded_gmm(data, seed_mask=mask).log_memberships(data.features[fold])
+    return out
 
 
 # ---------------------------------------------------------------------- scores

@@ -38,7 +38,20 @@ P(z_i = k | x_i, z_i in S_i), a realized value (it depends on the draw too). Sta
   tolerance were chosen on data sets of the distractor family and measured on new ones
   (benchmarks/RESULTS.md, issue 39): it sees a collapsed mixture, and it cannot see a conditional
   model that is merely starved (uncertain where it is wrong, right about its held-out seeds about as
-  often as it expects); such a fit warns when it is unsure about most items (`unsure_message`).
+  often as it expects); such a fit warns when it is unsure about most items (`unsure_message`), and
+  the next check sees most of them.
+* `held_out_reference`, the check that a fit found as much as these data allow: the same held-out
+  seeds, the same folds, scored under a cheap reference refitted without each fold, the seeded
+  diagonal Gaussian mixture of the features (EM with the seeds clamped to their sets, no perception
+  vectors: `baselines.held_out_gmm`). Statistic: the fit's guarded log score per held-out seed
+  (`held_out_scores`); reference: the mixture's; effect = reference - statistic, in nats per seed, with
+  the paired standard error over the seeds; the row flags beyond `REFERENCE_TOLERANCE` and names the
+  cluster furthest behind. A starved conditional model predicts its held-out seeds as well as it
+  expects, but worse than a model that learned the features' structure from every item does; a fit
+  that found the user's clusters predicts them at least as well as a model that knows nothing of her
+  perception vectors. It cannot see a fit that is bad where the reference is bad too (the reference
+  is the seeded GMM, not LPE). Chosen on data sets of the distractor family and measured on new ones
+  (benchmarks/RESULTS.md, issue 39).
 """
 
 from __future__ import annotations
@@ -57,6 +70,10 @@ NEIGHBOURS = 5
 
 #: `held_out_seeds` flags a fit whose held-out seeds score this much below log(1/K) (nats per seed, a uniform guess)
 HELD_OUT_TOLERANCE = 0.5
+
+#: `held_out_reference` flags a fit whose held-out seeds' guarded log score is this much below the seeded Gaussian
+#: mixture's on the same folds (nats per seed; chosen on data sets of the distractor family, benchmarks/RESULTS.md)
+REFERENCE_TOLERANCE = 0.1
 
 
 def variates(data) -> int:
@@ -217,6 +234,82 @@ def held_out_seeds(est, data, seed: int = 0) -> list[Check]:
                   HELD_OUT_TOLERANCE)]
 
 
+def reference_scores(est, data, scores: dict) -> dict:
+    """The reference's held-out scores (`held_out_scores`) on the fit's own folds (`scores["fold_items"]`): the
+    seeded diagonal Gaussian mixture of the features (`baselines.held_out_gmm`, EM with the seeds clamped to
+    their sets, no perception vectors), refitted without each fold on every seed and at most `RESTART_ITEMS`
+    other items (`subsample_items`, as the seeded mixture's refits). Kept in the fit's attrs."""
+    from bayes_wsc import inference
+    from bayes_wsc.models.perception.baselines import held_out_gmm
+    from bayes_wsc.models.perception.model import RESTART_ITEMS, held_out_scores, subsample_items
+
+    folds = [np.asarray(f, dtype=int) for f in scores["fold_items"]]
+    fitted = est._fitted() if hasattr(est, "_fitted") else None  # a stand-in of the tests has no fit to keep it in
+    stored = inference.get_attrs(fitted).get("held_out_reference") if fitted is not None else None
+    if isinstance(stored, dict) and stored.get("fold_items") == scores["fold_items"]:
+        return stored
+    part, kept = subsample_items(data, RESTART_ITEMS, seed=0)
+    if kept is None:
+        log_probs = held_out_gmm(data, folds)
+    else:
+        position = np.full(data.n_items, -1)
+        position[kept] = np.arange(kept.size)
+        log_probs = np.full((data.n_items, data.n_clusters), np.nan)
+        log_probs[kept] = held_out_gmm(part, [position[f] for f in folds])
+    result = {**held_out_scores(data, log_probs, scores["clusters"], len(folds)),
+              "fold_items": scores["fold_items"], "model": "seeded diagonal Gaussian mixture (EM, seeds clamped)"}
+    if fitted is not None:
+        inference.set_attrs(fitted, {"held_out_reference": result})
+    return result
+
+
+def _not_run(name: str, why: str, tolerance: float) -> Check:
+    return Check(name, float("nan"), float("nan"), float("nan"), False, f"not run: {why}", float("nan"), tolerance)
+
+
+def held_out_reference(est, data, seed: int = 0) -> list[Check]:
+    """The held-out seeds against a cheap reference on the same folds (module docstring), one row."""
+    try:
+        scores = est.held_out_seeds(data)
+    except InputError as exc:
+        return [_not_run("held_out_reference", str(exc), REFERENCE_TOLERANCE)]
+    if not scores["seeds"] or "fold_items" not in scores or "seed_guarded_log_scores" not in scores:
+        why = ("no cluster has two seeds, so none can be held out and still leave it seeded." if not scores["seeds"]
+               else "this fit's held-out seeds were scored before the reference existed; refit it.")
+        return [_not_run("held_out_reference", why, REFERENCE_TOLERANCE)]
+    ref = reference_scores(est, data, scores)
+    own = dict(zip(scores["seed_items"], scores["seed_guarded_log_scores"]))
+    theirs = dict(zip(ref["seed_items"], ref["seed_guarded_log_scores"]))
+    items = [i for i in own if i in theirs]
+    diff = np.array([theirs[i] - own[i] for i in items])
+    statistic, reference = float(np.mean([own[i] for i in items])), float(np.mean([theirs[i] for i in items]))
+    effect = reference - statistic
+    se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else float("nan")
+    mask = data.seed_mask[np.asarray(items, dtype=int)]
+    by_cluster = [float(diff[mask[:, k]].mean()) if mask[:, k].any() else -np.inf for k in range(mask.shape[1])]
+    worst = int(np.argmax(by_cluster))
+    name = scores["clusters"][worst]
+    values = (f"{statistic:.3g} per held-out seed against {reference:.3g} for a seeded Gaussian mixture of the "
+              f"features refitted on the same {len(scores['fold_items'])} folds ({diff.size} seeds): effect "
+              f"{effect:+.3g} (the mixture's minus the fit's; se {se:.2g}), tolerance {REFERENCE_TOLERANCE:g}; "
+              f"held-out accuracy {scores['accuracy']:.2f} against {ref['accuracy']:.2f}; cluster {name} the "
+              f"furthest behind, {by_cluster[worst]:+.3g}")
+    if effect > REFERENCE_TOLERANCE:
+        mixture = hasattr(est, "groups")  # a fit of the seeded mixture (`PerceptionMixture`)
+        other = ("the conditional model (fit perception --formulation conditional)" if mixture else
+                 "the seeded mixture (fit perception --formulation mixture), which learns from every item")
+        message = (f"A plain Gaussian mixture of the features, seeded with her sets and no perception vectors, "
+                   f"predicts her held-out seeds better than this fit ({values}): the fit misses structure that her "
+                   f"seeds show, most of all for cluster {name}. Its memberships may be well below what these data "
+                   f"allow: try {other}, or add seeds (auto keeps the formulation whose held-out seeds score "
+                   "better, so when auto chose this fit the other scored lower still).")
+    else:
+        message = ("Held-out seeds' guarded log score against a seeded Gaussian mixture's on the same folds: not "
+                   f"below it by more than the tolerance ({values}).")
+    return [Check("held_out_reference", statistic, reference, float("nan"), effect > REFERENCE_TOLERANCE, message,
+                  effect, REFERENCE_TOLERANCE)]
+
+
 def targeted() -> list:
-    """`held_out_seeds` (`seed_neighbours` needs the replicates, so `rows` makes it)."""
-    return [held_out_seeds]
+    """`held_out_seeds` and `held_out_reference` (`seed_neighbours` needs the replicates, so `rows` makes it)."""
+    return [held_out_seeds, held_out_reference]

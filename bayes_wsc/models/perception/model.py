@@ -293,6 +293,8 @@ def held_out_scores(data: SeedSets, log_probs: np.ndarray, names, folds: int) ->
            "log_score": float(score.mean()) if held.size else float("nan"),
            "guarded_log_score": float(guarded.mean()) if held.size else float("nan"),
            "accuracy": float(hit.mean()) if held.size else float("nan"),
+           # per held-out seed (item index, guarded log score): what a paired comparison on the same folds needs
+           "seed_items": [int(i) for i in held], "seed_guarded_log_scores": [float(v) for v in guarded],
            "cluster_seeds": [], "cluster_accuracy": [], "cluster_expected": [], "cluster_log_score": [],
            "cluster_p_value": []}
     for k in range(len(out["clusters"])):
@@ -442,6 +444,11 @@ class PerceptionClustering(Estimator):
         values["seed_sets"] = sets
         return values
 
+    def refit_items(self, data: SeedSets) -> tuple[SeedSets, np.ndarray | None]:
+        """The items the held-out refits see, and their rows in `data` (None: every item; the conditional
+        model's likelihood holds the seeds alone, so it refits on all of them)."""
+        return data, None
+
     def _refit_start(self, names) -> dict:
         """The fit's mode (or its posterior mean, for a loaded fit with draws), by free variable."""
         point = self.map_point_
@@ -454,28 +461,40 @@ class PerceptionClustering(Estimator):
         """Each fold of the seeds (`seed_folds`) left out and the MAP refitted from this fit's mode (the
         same compiled program, with those seeds' sets opened up), then the left-out seeds scored by
         `held_out_scores`. Kept in the fit's attrs (`held_out_seeds`), so that a fit scores once."""
+        import time
+
         from bayes_wsc.map_program import run_map
 
         self._check_fitted()
         stored = inference.get_attrs(self._fitted()).get("held_out_seeds")
         if isinstance(stored, dict) and stored.get("folds_asked") == folds:
             return stored
+        started = time.perf_counter()
         data = self.data_from_fit() if data is None else data
         recipe = self._recipe()
-        if getattr(self, "_model_recipe", None) is None:  # a loaded fit: built if its program is not cached
-            self._model, self._model_recipe = None, (recipe.build, data)
+        refit_data, kept = self.refit_items(data)
+        saved = (getattr(self, "_model", None), getattr(self, "_model_recipe", None))
+        if kept is not None or saved[1] is None:  # the model of the items refitted, built if its program is not cached
+            self._model, self._model_recipe = None, (recipe.build, refit_data)
         names = self.start_names()
         start = self._refit_start(names)
-        program, fixed, inputs, _ = self._map_program(data, [start], recipe.map_fixed(data))
+        try:
+            program, fixed, inputs, _ = self._map_program(refit_data, [start], recipe.map_fixed(refit_data))
+        finally:
+            if kept is not None:
+                self._model, self._model_recipe = saved
         start = {n: v for n, v in start.items() if n in program.free}
         log_probs = np.full((data.n_items, data.n_clusters), np.nan)
-        fold_list = seed_folds(data, folds, self.seed)
+        fold_list = seed_folds(refit_data, folds, self.seed)
+        index = np.arange(data.n_items) if kept is None else kept  # refit_data's rows in `data`
         for fold in fold_list:
-            draws, _ = run_map(program, [start], self.leave_out(inputs, data, fold), fixed=fixed)
+            draws, _ = run_map(program, [start], self.leave_out(inputs, refit_data, fold), fixed=fixed)
             params = {n: np.asarray(v)[0] for n, v in draws.posterior.items()}
-            log_probs[fold] = self.draw_log_probabilities(data.features[fold], params)[0]
+            log_probs[index[fold]] = self.draw_log_probabilities(refit_data.features[fold], params)[0]
         self.held_out_log_probs_ = log_probs  # (n, K), NaN rows: not held out (kept for studies of the rule)
-        result = {**held_out_scores(data, log_probs, self.clusters_, len(fold_list)), "folds_asked": int(folds)}
+        result = {**held_out_scores(data, log_probs, self.clusters_, len(fold_list)), "folds_asked": int(folds),
+                  "fold_items": [[int(i) for i in index[fold]] for fold in fold_list],
+                  "refit_items": int(refit_data.n_items), "seconds": time.perf_counter() - started}
         inference.set_attrs(self._fitted(), {"held_out_seeds": result})
         return result
 
@@ -696,6 +715,28 @@ def restart_seed_scores(data: SeedSets, optima: list[dict]) -> np.ndarray:
     return np.asarray(scores)
 
 
+#: the mixture's MAP restarts and held-out refits see every seed and at most this many other items (a random
+#: subsample); its final fit sees every item (benchmarks/RESULTS.md, issue 39: the cost of auto at 10,000 items)
+RESTART_ITEMS = 2000
+
+
+def subsample_items(data: SeedSets, limit: int = RESTART_ITEMS,
+                    seed: int | None = 0) -> tuple[SeedSets, np.ndarray | None]:
+    """(every seed and `limit` of the other items drawn at random, their rows in `data` in order), or
+    (data, None) when there are no more than `limit` other items. The seeds keep their order, so
+    `seed_folds` deals them into the same folds as on `data`."""
+    others = data.unseeded_items
+    if others.size <= int(limit):
+        return data, None
+    drawn = np.random.default_rng(seed).choice(others, int(limit), replace=False)
+    kept = np.sort(np.concatenate([data.seed_items, drawn]))
+    position = np.full(data.n_items, -1)
+    position[kept] = np.arange(kept.size)
+    part = SeedSets(data.item_ids[kept], data.features[kept], data.scaling, data.clusters, data.perception,
+                    data.perception_names, position[data.seed_item], data.seed_cluster, dict(data.settings))
+    return part, kept
+
+
 # ---------------------------------------------------------------------- estimator
 class PerceptionMixture(PerceptionClustering):
     """The user's clusters from her seed sets and perception vectors, learned from every item.
@@ -820,33 +861,45 @@ class PerceptionMixture(PerceptionClustering):
         chosen = getattr(self, "_chosen_start", None)
         return [chosen] if chosen is not None else self.kmeans_starts(data)
 
+    def refit_items(self, data: SeedSets) -> tuple[SeedSets, np.ndarray | None]:
+        """Every seed and at most `RESTART_ITEMS` other items (`subsample_items`): a refit's cost grows with
+        the items (the mixture's refits over all 10,000 items were most of auto's cost, benchmarks/RESULTS.md)."""
+        return subsample_items(data, RESTART_ITEMS, self.seed)
+
     def fit(self, data):
         """The MAP's restarts, then (`restart_rule="seeds"`, more than one restart) the optimum whose
         memberships give the seeds the highest log score (`restart_seed_scores`) kept: the fit is made
-        again from it alone (L-BFGS stops at once; Laplace, if asked, then runs at it), with the checks.
-        Every restart's log density and seed score are kept in the fit's attrs (`restarts`). NUTS starts
-        its chains as every model's do (`chain_starts`)."""
+        again from it alone (Laplace, if asked, then runs at it), with the checks. The restarts see every
+        seed and at most `RESTART_ITEMS` other items (`refit_items`; all of them in smaller data sets, where
+        the final fit from the chosen optimum stops at once); the final fit sees every item. Every restart's
+        log density and seed score are kept in the fit's attrs (`restarts`). NUTS starts its chains as every
+        model's do (`chain_starts`)."""
         import warnings
 
         from bayes_wsc.errors import FitWarning
 
         if self.restart_rule != "seeds" or int(self.restarts) < 2 or self.method == "nuts":
             return super().fit(data)
+        import time
+
+        started = time.perf_counter()
+        part, kept = self.refit_items(data)
         checks, method = self.checks, self.method
         self.checks, self.method = False, "map"  # the restarts' optima; the chosen one is then fitted as asked
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FitWarning)
-                super().fit(data)
+                super().fit(part)
         finally:
             self.checks, self.method = checks, method
         optima = self._mode.optima
         info = inference.get_attrs(self._fitted())["fit_info"]["map"]
         densities = list(info.get("restart_log_densities", []))
-        scores = restart_seed_scores(data, optima)
+        scores = restart_seed_scores(part, optima)
         chosen, densest = int(np.nanargmax(scores)), int(info.get("best_restart", 0))
         record = {"rule": "seeds", "seed_log_scores": [float(v) for v in scores], "log_densities": densities,
-                  "chosen": chosen, "densest": densest}
+                  "chosen": chosen, "densest": densest, "items": int(part.n_items),
+                  "seconds": time.perf_counter() - started}  # the restarts' wall time (the final fit's is in fit_info)
         self._chosen_start = {n: np.asarray(v) for n, v in optima[chosen].items() if n in self.start_names()}
         try:
             super().fit(data)
@@ -905,8 +958,14 @@ class PerceptionAuto:
 
     def fit(self, data: SeedSets) -> PerceptionClustering:
         """Fit both (the conditional model first), score their held-out seeds, return the better fit."""
+        import time
+
         check_data(data)
-        self.fits_ = {"conditional": self.conditional.fit(data), "mixture": self.mixture.fit(data)}
+        self.fits_, self.seconds_ = {}, {}  # seconds_: each formulation's whole fit, its checks among them
+        for name in ("conditional", "mixture"):
+            started = time.perf_counter()
+            self.fits_[name] = getattr(self, name).fit(data)
+            self.seconds_[name] = time.perf_counter() - started
         scores = {name: est.held_out_seeds(data) for name, est in self.fits_.items()}
         self.scores_ = scores
         chosen, why = choose_formulation(scores)
