@@ -45,6 +45,11 @@ from bayes_wsc.models.wsc import add_estimands
 #: prior sd of each bin's logit (near uniform on the share) and the scale of the groups' shifts
 BIN_LOGIT_SD = 1.5
 SHIFT_SCALE_SD = 1.0
+#: prior sd of each bin's spread of the groups' own departures (cell_scale)
+CELL_SCALE_SD = 1.0
+#: cell_scale held while the MAP is sought (its mode is at 0, where the departures vanish): small, so the
+#: MAP is the one-shift fit's, with the departures near 0
+MAP_CELL_SCALE = 0.1
 
 
 def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0):
@@ -57,8 +62,10 @@ def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0):
         a = pm.Normal("a", 0.0, BIN_LOGIT_SD, dims="bin")
         tau = pm.HalfNormal("tau", SHIFT_SCALE_SD)
         u = pm.Deterministic("group_logit", tau * pm.ZeroSumNormal("e", 1.0, dims="group"), dims="group")
+        sigma = pm.HalfNormal("cell_scale", CELL_SCALE_SD) * pt.ones(len(data.coords["bin"]))
+        z = pm.ZeroSumNormal("z", 1.0, dims=("bin", "group"))  # each bin's departures sum to zero over groups
         pm.Deterministic("bin_logit", a, dims="bin")
-        x = a[None, :] + u[:, None]
+        x = pm.Deterministic("cell_logit", a[None, :] + u[:, None] + (sigma[:, None] * z).T, dims=("group", "bin"))
         log_p = pt.logsumexp(log_c + -pt.softplus(-x), axis=1)
         log_q = pt.logsumexp(log_c + -pt.softplus(x), axis=1)
         binomln = pt.gammaln(totals + 1) - pt.gammaln(y + 1) - pt.gammaln(totals - y + 1)
@@ -83,7 +90,8 @@ def initial_values(data):
     """Each bin's logit at the groups' pooled share, no shifts yet."""
     share = float(np.clip((expit(data.he) * data.group_totals).sum() / max(data.group_totals.sum(), 1e-300),
                           0.01, 0.99))
-    return {"a": np.full(data.n_bins, logit(share)), "tau": 0.5, "e": np.zeros(data.n_groups)}
+    return {"a": np.full(data.n_bins, logit(share)), "tau": 0.5, "e": np.zeros(data.n_groups),
+            "cell_scale": 0.5, "z": np.zeros((data.n_bins, data.n_groups))}
 
 
 def map_fixed(data):
@@ -98,7 +106,7 @@ def map_fixed(data):
     beta = np.linalg.lstsq(composition * np.sqrt(weight)[:, None], share * np.sqrt(weight), rcond=None)[0]
     spread = float(np.sqrt(np.sum(weight * (share - composition @ beta) ** 2)))
     pooled = float(np.clip(np.sum(weight * share), 0.01, 0.99))
-    return {"tau": max(spread / (pooled * (1 - pooled)), 0.05)}
+    return {"tau": max(spread / (pooled * (1 - pooled)), 0.05), "cell_scale": MAP_CELL_SCALE}
 
 
 def composition_rows(est, data, seed):
