@@ -62,7 +62,7 @@ def build_model(data, *, wh=10.0, mu_prior="hierarchical", w_concentration=1.0):
         a = pm.Normal("a", 0.0, BIN_LOGIT_SD, dims="bin")
         tau = pm.HalfNormal("tau", SHIFT_SCALE_SD)
         u = pm.Deterministic("group_logit", tau * pm.ZeroSumNormal("e", 1.0, dims="group"), dims="group")
-        sigma = pm.HalfNormal("cell_scale", CELL_SCALE_SD) * pt.ones(len(data.coords["bin"]))
+        sigma = pm.HalfNormal("cell_scale", CELL_SCALE_SD, dims="bin")
         z = pm.ZeroSumNormal("z", 1.0, dims=("bin", "group"))  # each bin's departures sum to zero over groups
         pm.Deterministic("bin_logit", a, dims="bin")
         x = pm.Deterministic("cell_logit", a[None, :] + u[:, None] + (sigma[:, None] * z).T, dims=("group", "bin"))
@@ -91,7 +91,7 @@ def initial_values(data):
     share = float(np.clip((expit(data.he) * data.group_totals).sum() / max(data.group_totals.sum(), 1e-300),
                           0.01, 0.99))
     return {"a": np.full(data.n_bins, logit(share)), "tau": 0.5, "e": np.zeros(data.n_groups),
-            "cell_scale": 0.5, "z": np.zeros((data.n_bins, data.n_groups))}
+            "cell_scale": np.full(data.n_bins, 0.5), "z": np.zeros((data.n_bins, data.n_groups))}
 
 
 def map_fixed(data):
@@ -106,7 +106,7 @@ def map_fixed(data):
     beta = np.linalg.lstsq(composition * np.sqrt(weight)[:, None], share * np.sqrt(weight), rcond=None)[0]
     spread = float(np.sqrt(np.sum(weight * (share - composition @ beta) ** 2)))
     pooled = float(np.clip(np.sum(weight * share), 0.01, 0.99))
-    return {"tau": max(spread / (pooled * (1 - pooled)), 0.05), "cell_scale": MAP_CELL_SCALE}
+    return {"tau": max(spread / (pooled * (1 - pooled)), 0.05), "cell_scale": np.full(data.n_bins, MAP_CELL_SCALE)}
 
 
 def composition_rows(est, data, seed):
