@@ -1,7 +1,7 @@
 """The ecological-inference variant against PyEI on CCES 2016, as a user of aggregate data would run them.
 
-Each state's bin mix (race: White / Black / Other, or college degree: no / yes) and Trump share are the
-only input; the respondents' votes are the truth: each level's pooled P(Trump | level) and each state's
+Each state's bin mix (race: White / Black / Other or White / Black / Hispanic / Other, college degree,
+born-again, age in three bands) and Trump share are the only input; the respondents' votes are the truth: each level's pooled P(Trump | level) and each state's
 P(Trump | level, state). Methods, each timed in this run on the same data:
 
   default    the first model, `WSC()` (WH = 10), MAP: the model the variant replaces
@@ -15,7 +15,8 @@ Reported per method and split: each level's estimate and 90% HDI against the tru
 covers it, the state-level RMSE (over states x levels, weighted by respondents, of the estimated
 P(Trump | level, state) against the state's respondents; its noise floor is the RMSE that the true
 cell probabilities would show against the cells' binomial noise, sqrt(sum n p (1 - p) / n) / sum n),
-the state cells' 90% coverage (weighted by respondents), the worst R-hat and smallest bulk ESS over the
+the state-level MAE (weighted likewise), the state cells' 90% coverage (weighted by respondents, and
+unweighted) and the intervals' mean width, the worst R-hat and smallest bulk ESS over the
 levels' estimands and over the state cells, ESS per second (smallest bulk ESS of the levels over the
 fit's wall time) and seconds. Also the variant's collinearity check (`checks.composition`) on each
 split and on halves of the states.
@@ -24,8 +25,10 @@ PyEI is an optional dependency (`pip install bayes-wsc[bench]`). Raw per-cell ou
 benchmarks/out/ei_vs_pyei/; the summary to benchmarks/results/ei_vs_pyei.csv and
 benchmarks/results/ei_collinearity.csv.
 
-    python benchmarks/ei_vs_pyei.py                       # both splits, every method
-    python benchmarks/ei_vs_pyei.py --splits race --methods ei_nuts,pyei
+    python benchmarks/ei_vs_pyei.py                       # issue 42's splits (race4, born_again, age3), every method
+    python benchmarks/ei_vs_pyei.py --splits race,college --methods ei_nuts,pyei
+    python benchmarks/ei_vs_pyei.py --methods ei_nuts,before_nuts,pyei --others before=benchmarks/out/ei_before.py \
+        --seed 42 --loo                                   # another version beside it; PSIS-LOO over states
     git show REV:models/ecological_inference.py > benchmarks/out/ei_before.py    # an earlier version
     python benchmarks/ei_vs_pyei.py --methods ei_nuts --variant benchmarks/out/ei_before.py \
         --out benchmarks/results/ei_vs_pyei_before.csv --no-collinearity
