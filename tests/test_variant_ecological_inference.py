@@ -49,18 +49,29 @@ def quiet_fit(data, **settings):
 
 def test_group_term_is_the_binomial():
     """With whole counts the Potential equals scipy's binomial pmf of each group's class-1 count, its
-    probability the composition-weighted mean of sigmoid(a_k + u_i)."""
+    probability the composition-weighted mean of sigmoid(a_k + u_i + s_k z_ik)."""
     data, y, _, _ = simulate_ei([-1.0, 0.2, 1.5], n_groups=6, items=30, seed=1)
     model = load_variant(VARIANT).build_model(data)
     a, tau = np.array([-0.4, 0.3, 1.1]), 0.7
     e = np.array([0.5, -1.0, 0.2, 0.9, -0.3, -0.3])  # sums to zero, as the variant's shifts do
     import pytensor.tensor as pt
 
-    zero_sum = model.rvs_to_transforms[model["e"]].forward(pt.as_tensor_variable(e), *model["e"].owner.inputs)
-    point = {"a": a, "tau_log__": np.log(tau), "e_zerosum__": zero_sum.eval()}
+    z = np.array([[0.3, -0.2, 0.0, 0.1, -0.4, 0.2], [-0.5, 0.5, 0.1, -0.1, 0.3, -0.3], [0.0] * 6])  # (bin, group)
+    scale = np.array([0.4, 1.2, 0.7])
+
+    def zero_sum(name, value):
+        rv = model[name]
+        return model.rvs_to_transforms[rv].forward(pt.as_tensor_variable(value), *rv.owner.inputs).eval()
+
+    point = {"a": a, "tau_log__": np.log(tau), "e_zerosum__": zero_sum("e", e), "cell_scale_log__": np.log(scale),
+             "z_zerosum__": zero_sum("z", z)}
     value = model.compile_logp(vars=[model["group_counts"]], jacobian=False)(point)
     np.testing.assert_allclose(expit(data.he) * data.group_totals, y, atol=1e-9)  # the variant reads y from HE
-    p = (data.counts * expit(a[None, :] + tau * e[:, None])).sum(axis=1) / data.group_totals
+    cell = a[None, :] + tau * e[:, None] + (scale[:, None] * z).T
+    cell_logit = model.replace_rvs_by_values([model["cell_logit"]])[0]
+    computed = model.compile_fn(cell_logit, inputs=model.value_vars, on_unused_input="ignore")(point)
+    np.testing.assert_allclose(computed, cell, rtol=1e-10)
+    p = (data.counts * expit(cell)).sum(axis=1) / data.group_totals
     np.testing.assert_allclose(value, binom.logpmf(y, data.group_totals, p).sum(), rtol=1e-10)
 
 
@@ -81,17 +92,20 @@ def test_map_recovers_rho_and_reports_consistent_estimands():
 
 
 def test_per_group_estimates_follow_each_groups_shift():
-    """class_probability gives sigmoid(a_k + u_i) per group, with intervals after NUTS, and the groups
-    that lean to class 1 lean so in every bin."""
+    """class_probability gives each group's sigmoid(cell_logit) = sigmoid(a_k + u_i + s_k z_ik), with
+    intervals after NUTS, and the groups' shared shifts follow the true ones."""
     data, _, _, u = simulate_ei([-1.0, 1.0], n_groups=40, items=300, tau=0.8, seed=4)
     est = quiet_fit(data, method="nuts", draws=150, tune=150, chains=2)
     post = est.idata_.posterior
     table = est.class_probability()
-    expected = expit(post["group_logit"].values[..., :, None] + post["bin_logit"].values[..., None, :])
+    expected = expit(post["cell_logit"].values)
     np.testing.assert_allclose(table["mean"].values, expected.reshape(-1, 40, 2).mean(axis=0), rtol=1e-9)
     assert (table["low"].values < table["mean"].values).all() and (table["mean"].values < table["high"].values).all()
     assert np.corrcoef(post["group_logit"].values.mean(axis=(0, 1)), u)[0, 1] > 0.9
     assert table["mean"].values[:, 0].std() > 0.05  # the groups differ, by their own shift
+    row = est.checks_.set_index("check").loc["group_intervals"]  # a fit with draws says its intervals may not cover
+    assert bool(row["flagged"]) and "covered 0.89 / 0.64 / 0.53" in row["message"]
+    np.testing.assert_allclose(row["effect"], post["cell_scale"].values.mean(axis=(0, 1)).max())
 
 
 @pytest.mark.parametrize("bad", ["wh", "mu_prior"])
@@ -144,7 +158,7 @@ def test_the_variants_checks_are_its_own(tmp_path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         est = WSC(model_file=str(VARIANT), method="map", wh=0.5, progressbar=False).fit(data)
-    assert list(est.checks_["check"]) == ["composition_collinearity"]
+    assert list(est.checks_["check"]) == ["composition_collinearity"]  # a MAP fit has no per-group intervals
     assert bool(est.checks_["flagged"].iloc[0])
     said = [str(w.message) for w in caught if issubclass(w.category, FitWarning)]
     assert any("too collinear" in m for m in said)

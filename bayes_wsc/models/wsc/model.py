@@ -1128,8 +1128,13 @@ class WSC(Estimator):
 
     def _group_bin_summary(self, cells: np.ndarray, ci: float):
         """P(Z = 1 | X = k, group i) = sigmoid(group_i + bin_k): mu_i and log w1_k - log w0_k, or a variant's
-        own split of that logit (`group_logit[group]`, `bin_logit[bin]`; models/ecological_inference.py)."""
+        own split of that logit (`group_logit[group]`, `bin_logit[bin]`), or its own logit of every cell
+        (`cell_logit[group, bin]`; models/ecological_inference.py)."""
         posterior = self._fitted().posterior
+        if "cell_logit" in posterior:
+            cell = stacked(self._fitted(), "cell_logit")
+            flat = cell.reshape(cell.shape[0], -1)  # (draw, group * bin), the cells' order here
+            return summarize_columns(len(cells), lambda cols: expit(flat[:, cells[cols]]), flat.shape[0], ci)
         if "group_logit" in posterior and "bin_logit" in posterior:
             group, per_bin = stacked(self._fitted(), "group_logit"), stacked(self._fitted(), "bin_logit")
         else:
