@@ -91,6 +91,7 @@ def test_map_recovers_rho_and_reports_consistent_estimands():
     np.testing.assert_allclose(np.abs(post["group_logit"].values[0, 0].sum()), 0.0, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_per_group_estimates_follow_each_groups_shift():
     """class_probability gives each group's sigmoid(cell_logit) = sigmoid(a_k + u_i + s_k z_ik), with
     intervals after NUTS, and the groups' shared shifts follow the true ones."""
