@@ -5,7 +5,8 @@ of accuracy 0.9, 0.75, 0.6 each voting on 30% of the items, two experts of accur
 each, 4 bags of 6 items, 4 groups of 6 items), honest or with one source corrupted:
 
 * flipped_annotator: annotator1's votes all swapped (an adversarial annotator);
-* wrong_bags: two of the four bags' counts swapped between the classes;
+* wrong_bags: two of the four bags' counts swapped between the classes (a bag with as many of each class is
+  unchanged by it: the `counts_moved` column says how many items' worth of counts the swap moved);
 * flipped_labels: half the hand labels swapped;
 * random_expert: expert1 answers every pair at random (the model can describe it: alpha = beta = 0.5).
 
@@ -59,6 +60,12 @@ def corrupt(tables: dict, scenario: str, rng: np.random.Generator) -> dict:
     return tables
 
 
+def counts_moved(honest, data) -> int:
+    """How wrong the bags are: the number of items' worth of class counts the corruption moved (half the sum of
+    absolute differences from the true counts; 0 when the swapped bags held as many of each class)."""
+    return int(np.abs(data.bag_counts - honest.bag_counts).sum() // 2) if data.n_bags else 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=10)
@@ -75,12 +82,14 @@ def main() -> None:
         tables, _, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
         for scenario in args.scenarios.split(","):
             data = data_from_tables(corrupt(tables, scenario, np.random.default_rng(rep)))
+            honest = data_from_tables(tables)
             start = time.time()
             est = CombinedClassifier(progressbar=False, checks=False, conflict_check=True).fit(data)
             [row] = source_conflict(est, data, seed=rep)
             target = CORRUPTED.get(scenario)
             rows.append({"rep": rep, "scenario": scenario, "flagged": row.flagged, "p_value": row.p_value,
                          "effect": row.effect, "names_source": bool(target and f"Source {target} " in row.message),
+                         "counts_moved": counts_moved(honest, data),
                          "seconds": time.time() - start, "message": row.message})
             print(f"{rep} {scenario}: flagged={row.flagged} {row.message[:120]}", flush=True)
             pd.DataFrame(rows).to_csv(args.out, index=False)
@@ -88,6 +97,11 @@ def main() -> None:
                                                        names_corrupted_source=("names_source", "mean"),
                                                        seconds=("seconds", "median"))
     print(table.to_string())
+    frame = pd.DataFrame(rows)
+    bags = frame[frame["scenario"] == "wrong_bags"]
+    if len(bags):
+        print("wrong_bags by how wrong the bags are:")
+        print(bags.groupby("counts_moved").agg(cases=("flagged", "size"), flagged=("flagged", "sum")).to_string())
 
 
 if __name__ == "__main__":
