@@ -198,7 +198,8 @@ def add_log_likelihood(groups: Groups, recorded: dict[str, np.ndarray], dims: di
         if group in groups:
             coords.update(groups[group].coords.items())
     ds = ds.assign_coords({name: coord for name, coord in coords.items()
-                           if name not in ("chain", "draw") and set(coord.dims) <= set(ds.dims)})
+                           if name not in ("chain", "draw") and set(coord.dims) <= set(ds.dims)
+                           and all(coord.sizes[d] == ds.sizes[d] for d in coord.dims)})
     ds.attrs.update(posterior.attrs)
     groups["log_likelihood"] = ds
 
