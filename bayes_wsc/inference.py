@@ -187,14 +187,19 @@ def from_draws(
 
 def add_log_likelihood(groups: Groups, recorded: dict[str, np.ndarray], dims: dict[str, list[str]]) -> None:
     """Add the `log_likelihood` group to a fit assembled without it: `recorded` holds (chain, draw, ...)
-    arrays under their `LOG_LIKELIHOOD_PREFIX` names, `dims` their dims; coords and attrs come from the
-    posterior."""
+    arrays under their `LOG_LIKELIHOOD_PREFIX` names, `dims` their dims; attrs come from the posterior, coords
+    from the posterior or, for a dim it lacks (units named by the data), the data's groups."""
     posterior = groups["posterior"]
     values = {k[len(LOG_LIKELIHOOD_PREFIX):]: v for k, v in recorded.items()}
     var_dims = {k[len(LOG_LIKELIHOOD_PREFIX):]: v for k, v in dims.items() if k in recorded}
     ds = _dataset(values, {}, var_dims, sampled=True)
-    ds = ds.assign_coords({name: coord for name, coord in posterior.coords.items()
-                           if name not in ("chain", "draw") and set(coord.dims) <= set(ds.dims)})
+    coords = {}
+    for group in ("constant_data", "observed_data", "posterior"):
+        if group in groups:
+            coords.update(groups[group].coords.items())
+    ds = ds.assign_coords({name: coord for name, coord in coords.items()
+                           if name not in ("chain", "draw") and set(coord.dims) <= set(ds.dims)
+                           and all(coord.sizes[d] == ds.sizes[d] for d in coord.dims)})
     ds.attrs.update(posterior.attrs)
     groups["log_likelihood"] = ds
 

@@ -5,7 +5,8 @@ of accuracy 0.9, 0.75, 0.6 each voting on 30% of the items, two experts of accur
 each, 4 bags of 6 items, 4 groups of 6 items), honest or with one source corrupted:
 
 * flipped_annotator: annotator1's votes all swapped (an adversarial annotator);
-* wrong_bags: two of the four bags' counts swapped between the classes;
+* wrong_bags: two of the four bags' counts swapped between the classes (a bag with as many of each class is
+  unchanged by it: the `counts_moved` column says how many items' worth of counts the swap moved);
 * flipped_labels: half the hand labels swapped;
 * random_expert: expert1 answers every pair at random (the model can describe it: alpha = beta = 0.5).
 
@@ -15,7 +16,10 @@ a case counts as detected when the row flags, and as naming the corrupted source
     python benchmarks/combined_conflict.py --reps 10
     python benchmarks/combined_conflict.py --first-rep 10 --reps 5 --out benchmarks/out/combined_conflict_10.csv
 
-Writes benchmarks/out/combined_conflict.csv and prints the rates.
+Writes benchmarks/out/combined_conflict.csv and prints the rates. `--bags-detail` diagnoses the wrong-bags
+cases instead (`bags_detail`), writing one row per replicate and bag:
+
+    python benchmarks/combined_conflict.py --bags-detail --first-rep 5 --reps 10 --out benchmarks/out/combined_conflict_bags.csv
 """
 
 from __future__ import annotations
@@ -59,13 +63,78 @@ def corrupt(tables: dict, scenario: str, rng: np.random.Generator) -> dict:
     return tables
 
 
+def counts_moved(honest, data) -> int:
+    """How wrong the bags are: the number of items' worth of class counts the corruption moved (half the sum of
+    absolute differences from the true counts; 0 when the swapped bags held as many of each class)."""
+    return int(np.abs(data.bag_counts - honest.bag_counts).sum() // 2) if data.n_bags else 0
+
+
+def exact_tail(r: np.ndarray, observed: int) -> float:
+    """Two-sided P(a bag's class-1 count as far out as `observed`) when its items are of class 1 with
+    probabilities r independently (two classes): 2 min(P(count <= observed), P(count >= observed)), at most 1."""
+    from bayes_wsc.models.combined.model import count_logp
+
+    log_r = np.log(np.clip(np.stack([1 - r, r], axis=1), 1e-300, 1.0))[None]
+    table = np.exp([count_logp(log_r, np.array([r.size - c, c]))[0] for c in range(r.size + 1)])
+    return float(min(1.0, 2 * min(table[:observed + 1].sum(), table[observed:].sum())))
+
+
+def bags_detail(reps) -> pd.DataFrame:
+    """Why a wrong-bags case is missed: per replicate and bag, the observed and true class-1 counts, the other
+    sources' predictive of the count (the MAP without the bags: mean and sd), its exact two-sided tail
+    probability of the observed count, the same under the true class model softmax(x W^T) (features only),
+    and the source's p-values (before Bonferroni) by the chi-square discrepancy the check used before and by
+    the counts' surprise it uses now."""
+    from scipy.special import softmax
+
+    from bayes_wsc.criticism import omnibus
+    from bayes_wsc.models.combined.checks import (CONFLICT_REPLICATES, _draw, _rest_classes, rest_fit,
+                                                  score_source)
+    from bayes_wsc.models.combined.model import CombinedClassifier
+    from bayes_wsc.models.combined.simulate import data_from_tables, simulate_combined
+
+    rows = []
+    for rep in reps:
+        tables, truth, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
+        honest = data_from_tables(tables)
+        data = data_from_tables(corrupt(tables, "wrong_bags", np.random.default_rng(rep)))
+        rest = data.without("bags")
+        fit = rest_fit(CombinedClassifier(progressbar=False, checks=False, conflict_check=True), rest)
+        r, _ = _rest_classes(fit, rest)
+        x = tables["items"][[c for c in tables["items"].columns if c.startswith("x")]].to_numpy(float)
+        true_q = softmax(x @ truth.W.T + truth.b, axis=1)
+        rng = np.random.default_rng(rep)
+        inside = data.item_bag >= 0
+        drawn = _draw(np.broadcast_to(r[inside], (CONFLICT_REPLICATES, *r[inside].shape)), rng)
+        replicated = np.stack([np.stack([np.bincount(drawn[s, data.item_bag[inside] == g], minlength=2)
+                                         for g in range(data.n_bags)]) for s in range(CONFLICT_REPLICATES)])
+        chi_square = omnibus("bags", data.bag_counts, replicated.astype(float), list(range(2 * data.n_bags)),
+                             "count", "", "")
+        surprise_p, surprise, _, _ = score_source("bags", data, fit, rest, np.random.default_rng(rep))
+        for g in range(data.n_bags):
+            members = data.item_bag == g
+            observed = int(data.bag_counts[g, 1])
+            rows.append({"rep": rep, "bag": g, "observed": observed, "true": int(honest.bag_counts[g, 1]),
+                         "rest_mean": r[members, 1].sum(), "rest_sd": np.sqrt((r[members, 1] * r[members, 0]).sum()),
+                         "tail_rest": exact_tail(r[members, 1], observed),
+                         "tail_true_model": exact_tail(true_q[members, 1], observed),
+                         "chi_square_phi": chi_square.effect, "chi_square_p": chi_square.p_value,
+                         "surprise_nats": surprise, "surprise_p": surprise_p})
+        print(pd.DataFrame(rows[-data.n_bags:]).round(3).to_string(index=False), flush=True)
+    return pd.DataFrame(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--first-rep", type=int, default=0, help="replicates first-rep .. first-rep + reps - 1")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--out", default=str(Path(__file__).parent / "out" / "combined_conflict.csv"))
+    parser.add_argument("--bags-detail", action="store_true", help="only the wrong-bags diagnosis (`bags_detail`)")
     args = parser.parse_args()
+    if args.bags_detail:
+        bags_detail(range(args.first_rep, args.first_rep + args.reps)).to_csv(args.out, index=False)
+        return
     from bayes_wsc.models.combined.checks import source_conflict
     from bayes_wsc.models.combined.model import CombinedClassifier
     from bayes_wsc.models.combined.simulate import data_from_tables, simulate_combined
@@ -75,12 +144,14 @@ def main() -> None:
         tables, _, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
         for scenario in args.scenarios.split(","):
             data = data_from_tables(corrupt(tables, scenario, np.random.default_rng(rep)))
+            honest = data_from_tables(tables)
             start = time.time()
             est = CombinedClassifier(progressbar=False, checks=False, conflict_check=True).fit(data)
             [row] = source_conflict(est, data, seed=rep)
             target = CORRUPTED.get(scenario)
             rows.append({"rep": rep, "scenario": scenario, "flagged": row.flagged, "p_value": row.p_value,
                          "effect": row.effect, "names_source": bool(target and f"Source {target} " in row.message),
+                         "counts_moved": counts_moved(honest, data),
                          "seconds": time.time() - start, "message": row.message})
             print(f"{rep} {scenario}: flagged={row.flagged} {row.message[:120]}", flush=True)
             pd.DataFrame(rows).to_csv(args.out, index=False)
@@ -88,6 +159,11 @@ def main() -> None:
                                                        names_corrupted_source=("names_source", "mean"),
                                                        seconds=("seconds", "median"))
     print(table.to_string())
+    frame = pd.DataFrame(rows)
+    bags = frame[frame["scenario"] == "wrong_bags"]
+    if len(bags):
+        print("wrong_bags by how wrong the bags are:")
+        print(bags.groupby("counts_moved").agg(cases=("flagged", "size"), flagged=("flagged", "sum")).to_string())
 
 
 if __name__ == "__main__":

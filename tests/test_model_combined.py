@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -110,14 +111,17 @@ def test_the_likelihood_is_the_sum_over_every_items_class(k, sources):
         pytest.skip("group averages are of a binary class")
     from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
     from bayes_wsc.model_terms import evaluate
-    from bayes_wsc.models.combined.model import build_model, unit_log_likelihood
+    from bayes_wsc.models.combined.model import build_model, unit_log_likelihood, unit_slots
 
     rng = np.random.default_rng(k)
     data = subset(tiny_tables(k, rng), sources)
     assert data.present_sources() == [s for s in ("labels", "votes", "pairs", "bags", "groups") if s in sources]
     model = build_model(data, wh=4.0)
     point = random_point(data, rng)
-    [units] = evaluate(model, [model[LOG_LIKELIHOOD_PREFIX + "units"]], {n: v[None] for n, v in point.items()})
+    [slots] = evaluate(model, [model[LOG_LIKELIHOOD_PREFIX + "units"]], {n: v[None] for n, v in point.items()})
+    real = unit_slots(data)
+    assert (slots[:, ~real] == 0).all()  # padding adds exactly nothing
+    units = slots[:, real]
     expected = brute_force(data, point, 4.0)
     np.testing.assert_allclose(units.sum(), expected, rtol=1e-8)
     params = {"W": (point["W_raw"] - point["W_raw"].mean(axis=1, keepdims=True)).T[None],
@@ -127,6 +131,40 @@ def test_the_likelihood_is_the_sum_over_every_items_class(k, sources):
     if "alpha_raw" in point:
         params.update(alpha=(0.5 + 0.5 * point["alpha_raw"])[None], beta=(0.5 + 0.5 * point["beta_raw"])[None])
     np.testing.assert_allclose(unit_log_likelihood(data, params, wh=4.0), units, rtol=1e-8)
+
+
+def test_padding_the_units_to_slots_leaves_every_unit_as_it_was(monkeypatch):
+    """The graph with items and pairs in bucketed slots records, on its real slots, the units of the graph
+    without padding, at the same point; and draws of the same design with a few more or fewer evidence items
+    get the same shapes (one compiled program)."""
+    from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
+    from bayes_wsc.model_terms import evaluate
+    from bayes_wsc.models.combined import model as combined
+    from bayes_wsc.models.combined.model import build_model, model_coords, model_data, unit_slots
+
+    rng = np.random.default_rng(5)
+    data = subset(tiny_tables(2, rng), ("labels", "votes", "pairs", "bags", "groups"))
+    point = {n: v[None] for n, v in random_point(data, rng).items()}
+
+    def units(model):
+        return evaluate(model, [model[LOG_LIKELIHOOD_PREFIX + "units"]], point)[0]
+
+    padded = units(build_model(data, wh=4.0))[:, unit_slots(data)]
+    with monkeypatch.context() as patch:
+        patch.setattr(combined, "slots", lambda n: int(n))
+        assert unit_slots(data).all()
+        np.testing.assert_allclose(padded, units(build_model(data, wh=4.0)), rtol=1e-12)
+
+    def structure(seed):
+        tables, _, _ = simulate_combined(120, 2, 2, seed=seed, n_groups=2, vote_rate=0.1)
+        data = data_from_tables(tables)
+        return (repr(sorted({k: len(v) for k, v in model_coords(data).items()}.items()))
+                + repr(sorted({k: np.shape(v) for k, v in model_data(data).items()}.items())),
+                combined.item_units(data).size)
+
+    shapes = [structure(seed) for seed in range(6)]
+    assert len({n for _, n in shapes}) >= 3  # the number of evidence items moves between draws
+    assert max(Counter(s for s, _ in shapes).values()) >= 4  # and most draws share one structure
 
 
 def test_a_labelled_items_class_is_known_inside_its_bag():
@@ -273,6 +311,28 @@ def test_each_source_can_be_held_out():
     assert data.without("bags").n_bags == 0 and data.without("groups").n_groups == 0
     with pytest.raises(InputError, match="no source 'nope'"):
         data.without("nope")
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_held_out_bags_are_scored_by_the_exact_probability_of_their_counts(k):
+    """The bags' surprise is -log of the brute-force probability of their counts given the items' classes r,
+    and its replicates average the entropy of the counts (their expected surprise)."""
+    from bayes_wsc.models.combined.checks import bag_surprise
+
+    rng = np.random.default_rng(k)
+    data = subset(tiny_tables(k, rng), ("bags",))
+    r = rng.dirichlet(np.ones(k), size=data.n_items)
+    rows = np.flatnonzero(data.item_bag == 0)
+
+    def probability(counts) -> float:
+        return sum(np.prod(r[rows, z]) for z in itertools.product(range(k), repeat=rows.size)
+                   if np.array_equal(np.bincount(z, minlength=k), counts))
+
+    observed, replicated = bag_surprise(data, r, np.random.default_rng(0), 4000)
+    np.testing.assert_allclose(observed, -np.log(probability(data.bag_counts[0])), rtol=1e-10)
+    table = [probability(c) for c in itertools.product(range(rows.size + 1), repeat=k) if sum(c) == rows.size]
+    entropy = -sum(p * np.log(p) for p in table if p > 0)
+    assert abs(replicated.mean() - entropy) < 4 * replicated.std() / np.sqrt(replicated.size)
 
 
 @pytest.mark.slow

@@ -45,6 +45,7 @@ from bayes_wsc.estimator import Estimator
 from bayes_wsc.models.combined.settings import CombinedSettings
 from bayes_wsc.settings import checked
 from bayes_wsc.graph_inputs import declare
+from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
 from bayes_wsc.maths.dawid_skene import confusion_prior, start_confusion, vote_evidence, vote_inputs
 from bayes_wsc.models.combined.data import CombinedSupervision
 from bayes_wsc.posterior import append_predictions, check_ci, class_table, stacked
@@ -53,12 +54,16 @@ pm = LazyModule("pymc")
 pt = LazyModule("pytensor.tensor")
 likelihoods = LazyModule("bayes_wsc.likelihoods")
 
-#: the dims of every `pm.Data` the blocks declare
+#: the recorded per-unit log-likelihood (`likelihoods.record_pointwise("units")`)
+UNITS = LOG_LIKELIHOOD_PREFIX + "units"
+#: the dims of every `pm.Data` the blocks declare (the items that are units of their own and the pairs in
+#: slots of a bucketed size, `slots`, the real ones first: see `add_units`)
 DATA_DIMS = {"x": ("item", "feature"), "label_logp": ("item", "class"), "vote_item": ("cast",),
-             "vote_source": ("cast",), "vote_value": ("cast",), "pair_ends": ("pair", "end"),
-             "pair_must_links": ("pair", "expert"), "pair_cannot_links": ("pair", "expert"),
-             "item_units": ("item_unit",), "bag_rows": ("bag_item",), "group_rows": ("group_item",),
-             "group_member": ("group_item",), "group_he": ("group",)}
+             "vote_source": ("cast",), "vote_value": ("cast",), "pair_ends": ("pair_slot", "end"),
+             "pair_must_links": ("pair_slot", "expert"), "pair_cannot_links": ("pair_slot", "expert"),
+             "pair_real": ("pair_slot",), "item_units": ("item_slot",), "item_unit_real": ("item_slot",),
+             "bag_rows": ("bag_item",), "group_rows": ("group_item",), "group_member": ("group_item",),
+             "group_he": ("group",)}
 
 
 def check_settings(prior_sd, intercept_sd, vote_diagonal, accuracy_a, accuracy_b, wh) -> None:
@@ -81,16 +86,36 @@ def class_inputs(data: CombinedSupervision) -> dict[str, np.ndarray]:
     return {"x": data.features, "label_logp": label_logp(data)}
 
 
+def slots(n: int) -> int:
+    """Room for n units, rounded up to a multiple of a quarter of the power of two below n (at least 8): the
+    number of items that carry evidence outside bags, and of distinct pairs, moves by a few between draws of
+    the same design (splits of a study), and a compiled program is keyed by its shapes (`map_program`), so
+    bucketed shapes let those draws share one program; at most a quarter of the slots are padding."""
+    step = max(8, 2 ** max(int(n).bit_length() - 1, 0) // 4)
+    return -(-int(n) // step) * step
+
+
+def padded(values: np.ndarray, size: int) -> np.ndarray:
+    """`values` followed by zeros (rows of zeros) up to `size` rows."""
+    values = np.asarray(values)
+    return np.concatenate([values, np.zeros((size - values.shape[0], *values.shape[1:]), values.dtype)])
+
+
 def unit_inputs(data: CombinedSupervision) -> dict[str, np.ndarray]:
     """Which items are units of their own (evidence, no bag), the bags' items and counts' layout, the pairs'
-    links, the groups' items and averages."""
-    values = {"item_units": item_units(data)}
+    links, the groups' items and averages. Items and pairs fill `slots`; a padding slot (item 0, a pair
+    (0, 0) with no links) is marked 0 in `item_unit_real` (`pair_real`) and adds exactly 0."""
+    own = item_units(data)
+    values = {"item_units": padded(own, slots(own.size)),
+              "item_unit_real": padded(np.ones(own.size), slots(own.size))}
     if data.n_bags:
         values["bag_rows"] = bag_items(data)
         values.update(bag_plan(data).inputs())
     if data.n_pairs:
         must, cannot = data.link_counts()
-        values.update(pair_ends=data.pairs, pair_must_links=must, pair_cannot_links=cannot)
+        size = slots(data.n_pairs)
+        values.update(pair_ends=padded(data.pairs, size), pair_must_links=padded(must, size),
+                      pair_cannot_links=padded(cannot, size), pair_real=padded(np.ones(data.n_pairs), size))
     if data.n_groups:
         member = np.flatnonzero(data.item_group >= 0)
         values.update(group_rows=member, group_member=data.item_group[member], group_he=data.group_he)
@@ -121,19 +146,31 @@ def model_data(data: CombinedSupervision) -> dict[str, np.ndarray]:
 
 
 def model_coords(data: CombinedSupervision) -> dict[str, list]:
-    """The data's dims of the sources present, and unit (what LOO leaves out: an item with its own labels
-    and votes, a bag, a pair, a group)."""
+    """The data's dims of the sources present, and the units' slots (`unit_slots`; the fit's `unit`, what
+    LOO leaves out, is the real ones: an item with its own labels and votes, a bag, a pair, a group)."""
+    own = item_units(data).size
     coords = {"item": list(data.item_ids), "feature": data.feature_names, "class": list(data.classes),
-              "item_unit": list(data.item_ids[item_units(data)]), "unit": unit_names(data)}
+              "item_slot": list(range(slots(own))), "unit_slot": list(range(unit_slots(data).size))}
     if data.cast.any():
         coords.update(source=list(data.source_names), vote=list(data.classes), cast=list(range(int(data.cast.sum()))))
     if data.n_pairs:
-        coords.update(expert=list(data.expert_names), pair=list(range(data.n_pairs)), end=[0, 1])
+        coords.update(expert=list(data.expert_names), pair_slot=list(range(slots(data.n_pairs))), end=[0, 1])
     if data.n_bags:
         coords.update(bag=list(data.bag_names), bag_item=list(data.item_ids[bag_items(data)]))
     if data.n_groups:
         coords.update(group=list(data.group_names), group_item=list(data.item_ids[data.item_group >= 0]))
     return coords
+
+
+def unit_slots(data: CombinedSupervision) -> np.ndarray:
+    """The recorded units' slots (items', bags', pairs', groups', in that order): True where a slot holds a
+    real unit, False for padding (`unit_inputs`). The recorded pointwise log-likelihood keeps the True ones
+    (`CombinedClassifier.pointwise_log_likelihood`), in the order of `unit_names`."""
+    own = item_units(data).size
+    parts = [np.arange(slots(own)) < own, np.ones(data.n_bags, bool)]
+    if data.n_pairs:
+        parts.append(np.arange(slots(data.n_pairs)) < data.n_pairs)
+    return np.concatenate([*parts, np.ones(data.n_groups, bool)])
 
 
 def unit_names(data: CombinedSupervision) -> list[str]:
@@ -180,14 +217,14 @@ def add_experts(data: CombinedSupervision, *, accuracy_a: float = 2.0, accuracy_
 
 
 def add_units(data: CombinedSupervision, log_q, evidence, alpha=None, beta=None, *, wh: float = 10.0):
-    """Every unit's log-likelihood with the classes summed out (the module docstring), kept per unit
-    (`record_pointwise("units")`) and summed in one Potential. `evidence` (n, K) is each item's own
-    log P(label, votes | class). Returns the (U,) tensor."""
+    """Every unit's log-likelihood with the classes summed out (the module docstring), kept per unit slot
+    (`record_pointwise("units")`; a padding slot adds exactly 0, `unit_inputs`) and summed in one Potential.
+    `evidence` (n, K) is each item's own log P(label, votes | class). Returns the (slots,) tensor."""
     inputs = declare(unit_inputs(data), DATA_DIMS)
     local = pt.specify_shape(log_q + evidence, (data.n_items, data.n_classes))  # static: JAX needs K
     log_z = likelihoods.logsumexp(local, axis=1, keepdims=False)
     log_r = local - log_z[:, None]
-    parts = [log_z[inputs["item_units"]]]
+    parts = [pt.switch(inputs["item_unit_real"] > 0, log_z[inputs["item_units"]], 0.0)]
     if data.n_bags:
         rows = inputs["bag_rows"]
         plan = bag_plan(data)
@@ -197,15 +234,16 @@ def add_units(data: CombinedSupervision, log_q, evidence, alpha=None, beta=None,
     if data.n_pairs:
         ends = inputs["pair_ends"]
         log_same, log_different = likelihoods.pair_log_coclustering(log_r[ends[:, 0]], log_r[ends[:, 1]])
-        parts.append(likelihoods.pair_ratings_logp(log_same, log_different, inputs["pair_must_links"],
-                                                   inputs["pair_cannot_links"], alpha, beta))
+        parts.append(pt.switch(inputs["pair_real"] > 0,
+                               likelihoods.pair_ratings_logp(log_same, log_different, inputs["pair_must_links"],
+                                                             inputs["pair_cannot_links"], alpha, beta), 0.0))
     if data.n_groups:
         q = pt.exp(log_q[inputs["group_rows"]])
         shares = likelihoods.segment_sum(q, inputs["group_member"], data.n_groups)
         mu = pt.log(shares[:, 1]) - pt.log(shares[:, 0])
         parts.append(pm.logp(pm.Normal.dist(mu, 1.0 / math.sqrt(wh)), inputs["group_he"]))
     terms = pt.concatenate(parts) if len(parts) > 1 else parts[0]
-    pm.Potential("supervision", pt.sum(likelihoods.record_pointwise("units", terms, dims="unit")))
+    pm.Potential("supervision", pt.sum(likelihoods.record_pointwise("units", terms, dims="unit_slot")))
     return terms
 
 
@@ -379,8 +417,25 @@ class CombinedClassifier(Estimator):
             dims["group_he"] = ["group"]
         const["class_index"] = np.arange(data.n_classes)
         dims["class_index"] = ["class_name"]
+        # the units LOO leaves out, by name, and the slot each had in the recorded units (`unit_slots`)
+        const["unit_slot_index"] = np.flatnonzero(unit_slots(data))
+        dims.update(unit_slot_index=["unit"], **{UNITS: ["unit"]})
+        coords["unit"] = ("unit", unit_names(data))
         return {"observed_data": observed, "constant_data": const, "dims": dims, "extra_coords": coords,
                 "attrs": {"data_settings": data.settings}}
+
+    def complete_draws(self, draws, data) -> dict:
+        """Nothing to add; the recorded units' dim once `pointwise_log_likelihood` has dropped the padding."""
+        return {UNITS: ["unit"]}
+
+    def pointwise_log_likelihood(self, draws, data) -> str | None:
+        """The recorded units without their padding slots (`unit_slots`): one value per unit of `unit_names`,
+        the likelihood unchanged (a padding slot adds exactly 0)."""
+        recorded = draws.posterior.get(UNITS)
+        real = unit_slots(data)
+        if recorded is not None and np.shape(recorded)[-1] == real.size:
+            draws.posterior[UNITS] = np.asarray(recorded)[..., real]
+        return None
 
     def data_from_fit(self) -> CombinedSupervision:
         """The items and every source the fit saw, rebuilt from the saved fit."""
