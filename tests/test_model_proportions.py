@@ -289,7 +289,7 @@ def test_bad_input_is_one_line_and_exit_2(files, tmp_path, capsys, case):
 
 
 @pytest.mark.parametrize("flags, expected", [
-    (["--emission", "gaussian", "--feature-map", "rff"], "feature_map='rff' expands the inputs of the logistic emission"),
+    (["--emission", "gaussian", "--feature-map", "rff"], "feature_map='rff' expands the inputs of the logistic"),
     (["--feature-map", "spline"], "feature-map"), (["--feature-map", "rff", "--n-basis", "0"], "--n-basis")])
 def test_a_bad_feature_map_is_one_line_and_exit_2(files, tmp_path, capsys, flags, expected):
     path, _ = files

@@ -370,7 +370,8 @@ def build_model(data: LabelProportions, *, emission: str = DEFAULT_EMISSION,
 
 
 # ---------------------------------------------------------------------- numbers from draws
-def soft_label_start(data: LabelProportions, emission: str, sd_floor: float = 1e-3, n_inputs: int | None = None) -> dict:
+def soft_label_start(data: LabelProportions, emission: str, sd_floor: float = 1e-3,
+                     n_inputs: int | None = None) -> dict:
     """Where the MAP starts: the direct estimate that gives every item its group's proportions as
     soft labels (seed 000, Sec. 3.1), which also orients the classes as the proportions do. `n_inputs`: the
     logistic softmax's inputs when they are not the features (a basis)."""
