@@ -22,14 +22,15 @@ from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
 from bayes_wsc.transforms import StickBreaking
 
 
-def logistic_class_model(x, *, prior_sd: float = 1.0, intercept_sd: float = 2.0):
+def logistic_class_model(x, *, prior_sd: float = 1.0, intercept_sd: float = 2.0, dim: str = "feature"):
     """log p(z = c | x) = log softmax(x W + b), (n, C), on standardized features `x`: free `W_raw[feature,
     class]` ~ Normal(0, prior_sd) and `b_raw[class]` ~ Normal(0, intercept_sd). Adding a vector to every
     class leaves the softmax unchanged, so the reported `W[class, feature]` and `b[class]` are the zero-sum
-    representative. The class model of label proportions' logistic emission and of the combined model."""
-    w_raw = pm.Normal("W_raw", 0.0, prior_sd, dims=("feature", "class"))
+    representative. The class model of label proportions' logistic emission and of the combined model.
+    `dim`: the name of x's columns (label proportions' random Fourier features are a `basis`)."""
+    w_raw = pm.Normal("W_raw", 0.0, prior_sd, dims=(dim, "class"))
     b_raw = pm.Normal("b_raw", 0.0, intercept_sd, dims="class")
-    pm.Deterministic("W", (w_raw - w_raw.mean(axis=1, keepdims=True)).T, dims=("class", "feature"))
+    pm.Deterministic("W", (w_raw - w_raw.mean(axis=1, keepdims=True)).T, dims=("class", dim))
     pm.Deterministic("b", b_raw - b_raw.mean(), dims="class")
     logits = pt.dot(x, w_raw) + b_raw
     return logits - logsumexp(logits, axis=1, keepdims=True)

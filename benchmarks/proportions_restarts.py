@@ -8,7 +8,7 @@ priors, `ProportionsClassifier(restarts=...)`'s own draws); every optimum's log 
 accuracy. From these: for R = 1, 2, 4, ... restarts (the first R starts), the accuracy of the best of them by
 log density, and how often it is more than 0.05 below the best optimum found from any start; and the
 landscape: how often a poor mode (0.1 below the best accuracy) comes within 3 nats of the best, against the
-groups' chi-square (`models.proportions.between_group_chi_square`, which `names_message` reads).
+groups' chi-square (`models.proportions.between_group_chi_square`, which the names warning read until issue 42 removed it).
 
     nice -n 10 python benchmarks/proportions_restarts.py --datasets breast_cancer --sigma 128 --splits 20 --random 15
 

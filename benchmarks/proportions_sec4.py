@@ -84,6 +84,9 @@ COLUMNS = ["dataset", "sigma", "fold", "method", "accuracy", "seconds", "k", "er
 DATASETS = ("breast_cancer", "wine", "digits")
 #: the one draw of the `simulated` data set (issue 42: a simulated task at bags of 128)
 SIMULATED_SEED = 2042
+#: the threshold of the names warning (the groups' chi-square below it), removed from the package in issue 42; the
+#: reports still count where it would have fired
+NAMES_CHI_SQUARE = 10.0
 #: Mean Map's kernel feature maps, kept per (data set, split, kernel) across the group sizes of a run
 FEATURE_MAPS: dict = {}
 
@@ -402,8 +405,6 @@ def names_chi_square(name: str, sigma: int, fold: int, seed: int) -> float:
 def llp_learn_report(args) -> None:
     """The table against llp-learn (and the paper's LLP, `--methods llp`, where it ran on the same splits), the
     targets split by split, and how often the default fit collapsed and its check and data message fired."""
-    from bayes_wsc.models.proportions import NAMES_CHI_SQUARE
-
     frames = [pd.read_csv(p) for p in sorted(Path(args.out).glob("proportions_sec4_*.csv"))
               if not p.name.endswith("_summary.csv")]
     everything = pd.concat(frames) if frames else pd.DataFrame(columns=COLUMNS)

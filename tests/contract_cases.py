@@ -447,9 +447,10 @@ def proportions_configurations():
     out = []
     for emission in ("gaussian", "categorical", "logistic"):
         data, _ = simulate_proportions(emission, n_groups=4, group_size=3, n_classes=3, n_features=2, n_bins=4, seed=1)
-        sizes = {"I": 4, "L": 3, "D": 2, "K": 4}
+        sizes = {"I": 4, "L": 3, "D": 2, "K": 4, "B": 5}  # B: feature_map="rff"'s n_basis
         out += [(ProportionsClassifier(emission=emission), data, sizes),
                 (ProportionsClassifier(emission=emission, concentration=5.0), data, sizes)]
+    out.append((ProportionsClassifier(feature_map="rff", n_basis=5), data, sizes))
     return out
 
 

@@ -107,6 +107,18 @@ def test_exact_counts_need_whole_counts():
         ProportionsClassifier(emission="categorical").fit(data)
 
 
+def test_random_fourier_features_are_the_logistic_emissions_alone():
+    x = np.random.default_rng(0).normal(size=(6, 1))
+    data = LabelProportions.from_arrays(x, [0, 0, 0, 1, 1, 1], [[1 / 3, 2 / 3], [2 / 3, 1 / 3]])
+    with pytest.raises(InputError, match="feature_map='rff' expands the inputs of the logistic emission's softmax; "
+                                         "the gaussian emission"):
+        ProportionsClassifier(emission="gaussian", feature_map="rff").fit(data)
+    with pytest.raises(InputError, match="feature_map"):
+        ProportionsClassifier(feature_map="poly").fit(data)
+    with pytest.raises(InputError, match="n_basis"):
+        ProportionsClassifier(feature_map="rff", n_basis=0).fit(data)
+
+
 # ---------------------------------------------------------------------- the LLP baseline
 def test_llp_recovers_the_labels_of_pure_groups():
     """The best case of Sec. 2.3: every group holds one class."""
@@ -274,6 +286,19 @@ def test_bad_input_is_one_line_and_exit_2(files, tmp_path, capsys, case):
         err = capsys.readouterr().err.strip()
         assert expected in err and len(err.splitlines()) == 1, err
         assert not (tmp_path / "out.nc").exists()
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--emission", "gaussian", "--feature-map", "rff"], "feature_map='rff' expands the inputs of the logistic"),
+    (["--feature-map", "spline"], "feature-map"), (["--feature-map", "rff", "--n-basis", "0"], "--n-basis")])
+def test_a_bad_feature_map_is_one_line_and_exit_2(files, tmp_path, capsys, flags, expected):
+    path, _ = files
+    argv = ["fit", "proportions", "--items", path / "items.csv", "--proportions", path / "proportions.csv",
+            "--id-col", "id", *flags, "--out", tmp_path / "out.nc"]
+    assert cli(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert expected in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "out.nc").exists()
 
 
 def test_an_output_never_replaces_an_input(files, capsys):

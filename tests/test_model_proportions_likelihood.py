@@ -234,6 +234,33 @@ def test_logistic_bags():
         assert bags_logp(model, point) == pytest.approx(expected, rel=1e-9), (bag, concentration)
 
 
+def test_logistic_on_random_fourier_features_equals_enumeration():
+    """feature_map="rff": the softmax reads the fixed basis (cos(x omega + beta) - center) / scale, so the bag
+    likelihood is the logistic one's with the basis in place of x, on both bag likelihoods."""
+    from bayes_wsc.models.proportions import basis_features, fourier_basis
+
+    rng = np.random.default_rng(6)
+    data = tiny_numeric(rng, n_classes=3)
+    basis = fourier_basis(data.x, 7)
+    phi = basis_features(data.x, basis)
+    assert phi.shape == (data.n_items, 7) and np.allclose(phi.mean(axis=0), 0) and np.allclose(phi.std(axis=0), 1)
+    for name, value in fourier_basis(data.x, 7).items():  # drawn from a fixed seed: the same data, the same basis
+        np.testing.assert_array_equal(value, basis[name])
+    for bag in ("exact-counts", "independent"):
+        model = build_model(data, emission="logistic", bag_likelihood=bag, feature_map="rff", n_basis=7)
+        point, values = model_point(model, rng)
+        assert values["W_raw"].shape == (7, 3) and values["W"].shape == (3, 7)
+        logits = phi @ values["W_raw"] + values["b_raw"]
+        log_q = logits - logsumexp(logits, axis=1, keepdims=True)
+        if bag == "exact-counts":
+            expected = enumerate_counts_logp(log_q, data.item_group, data.counts).sum()
+        else:
+            mean_q = np.array([np.exp(log_q[data.item_group == g]).mean(axis=0) for g in range(data.n_groups)])
+            expected = sum(stats.multinomial.logpmf(data.counts[g], data.group_sizes[g], mean_q[g])
+                           for g in range(data.n_groups))
+        assert bags_logp(model, point) == pytest.approx(expected, rel=1e-9), bag
+
+
 def test_categorical_bags_equal_enumeration():
     rng = np.random.default_rng(5)
     sizes, n_bins = (2, 3, 1, 4), 3

@@ -55,6 +55,35 @@ def test_logistic_exact_counts_near_the_oracle_on_breast_cancer():
         assert np.mean(predicted == labels[test]) >= oracle - 0.03, sigma
 
 
+def test_random_fourier_features_find_a_ring_the_linear_softmax_cannot(tmp_path):
+    """Classes inside and outside a circle (no linear boundary), 30 random groups of 8: feature_map="rff" finds
+    them (held-out accuracy > 0.9) where the linear softmax stays near the majority share, and a saved fit
+    predicts new items from the basis it kept, as the fit in memory does; the checks run on the basis."""
+    import bayes_wsc
+    from bayes_wsc.data.proportions import LabelProportions
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(340, 2))
+    z = ((x ** 2).sum(axis=1) > 1.4).astype(int)
+    train, test = np.arange(240), np.arange(240, 340)
+    groups = rng.permutation(np.repeat(np.arange(30), 8))
+    counts = np.stack([np.bincount(z[train][groups == g], minlength=2) for g in range(30)])
+    data = LabelProportions.from_arrays(x[train], groups, counts / 8, counts=counts)
+    new = (x[test] - data.center) / data.scale
+    accuracy = {}
+    for feature_map in ("linear", "rff"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            est = ProportionsClassifier(feature_map=feature_map, n_basis=64, progressbar=False).fit(data)
+        probs = est.class_probabilities(new)["mean"]
+        accuracy[feature_map] = float(np.mean(probs.argmax(axis=1) == z[test]))
+    assert accuracy["rff"] > 0.9 and accuracy["linear"] < 0.75, accuracy
+    assert est.idata_.posterior["W"].dims[-2:] == ("class", "basis")
+    assert set(est.checks_["check"]) >= {"group_misfit", "class_collapse", "held_out_groups"}
+    est.save(tmp_path / "rff.nc")
+    np.testing.assert_allclose(bayes_wsc.load(tmp_path / "rff.nc").class_probabilities(new)["mean"], probs)
+
+
 def test_sbc_ranks_are_uniform():
     case = sbc_case("gaussian", "exact-counts", draws=500, tune=400)
     with warnings.catch_warnings():

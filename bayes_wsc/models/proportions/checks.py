@@ -142,6 +142,7 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
     emission = _emission(params)
     concentration = None if emission == "logistic" else est.concentration
     bag = est.settings_for(data)["bag_likelihood"]
+    data = est.classifier_view(data)  # W reads the fit's random Fourier basis of x (feature_map="rff")
     n_draws = next(iter(params.values())).shape[0]
     if "theta" in params:
         log_shares = np.log(np.asarray(params["theta"], dtype=float))
@@ -221,6 +222,7 @@ def collapse_discrepancy(data, probs: np.ndarray, rng: np.random.Generator) -> d
 
 
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
+    data = est.classifier_view(data)  # W reads the fit's random Fourier basis of x (feature_map="rff")
     replicates = _replicate(est, data, params, rng)
     found = collapse_discrepancy(data, class_probabilities(data, params), rng)
     replicates.realized.update({"class_collapse": found["predicted"], "class_collapse_shares": found["shares"],

@@ -46,7 +46,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="the proportions are known exactly (the default)")
     add_setting_options(shares, ProportionsSettings, "concentration")
     add_setting_options(model, ProportionsSettings, "mean_prior_sd", "sd_prior_rate", "w_concentration", "prior_sd",
-                        "restarts")
+                        "feature_map", "n_basis", "restarts")
     add_variant_options(parser)
     add_sampling_options(parser)
 

@@ -53,12 +53,12 @@ def plot_classes(est, *, ci: float = DEFAULT_CI):
         xlabel = "class mean, standardized units (feature mean 0, sd 1)"
     elif "W" in post:
         draws = stacked(est.idata_, "W")
-        labels = [str(f) for f in post["feature"].values]
-        xlabel = "softmax weight per standardized feature (zero-sum over classes)"
+        labels = [str(f) for f in post[post["W"].dims[-1]].values]  # features, or a random Fourier basis
+        unit = "random Fourier basis function" if post["W"].dims[-1] == "basis" else "standardized feature"
+        xlabel = f"softmax weight per {unit} (zero-sum over classes)"
         if len(classes) == 2:  # W[1] = -W[0]: the log-odds of the second class against the first
             draws, centre = draws[:, 1:] - draws[:, :1], 0.0
-            xlabel = (f"log-odds weight of class {classes[1]} against class {classes[0]} per standardized feature "
-                      "(W[1] - W[0])")
+            xlabel = f"log-odds weight of class {classes[1]} against class {classes[0]} per {unit} (W[1] - W[0])"
     elif "rho" in post:
         draws = np.transpose(stacked(est.idata_, "rho"), (0, 2, 1))  # (S, L, K)
         labels = [str(b) for b in post["bin"].values]

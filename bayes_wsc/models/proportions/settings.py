@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from bayes_wsc.settings import POSITIVE, one_of, or_none, setting, whole
 
 EMISSIONS = ("gaussian", "categorical", "logistic")
+#: what the logistic emission's softmax reads: the features, or random Fourier features of them
+FEATURE_MAPS = ("linear", "rff")
 BAG_LIKELIHOODS = ("independent", "exact-counts")
 #: the defaults, chosen by held-out accuracy on seed 001's Sec. 4 experiment (README, benchmarks/RESULTS.md)
 DEFAULT_EMISSION = "logistic"
@@ -44,6 +46,11 @@ class ProportionsSettings:
     prior_sd: float = setting(1.0, POSITIVE, as_built=float, help=(
         "logistic: sd of the Normal prior on the weights of standardized features (default 1)"))
     intercept_sd: float = setting(2.0, POSITIVE, as_built=float)
+    feature_map: str = setting("linear", one_of(FEATURE_MAPS, words=f"one of {FEATURE_MAPS!r}"), help=(
+        "logistic: the softmax on the standardized features (linear, the default) or on random Fourier features "
+        "of them (rff: a fixed random basis, a non-linear class boundary)"))
+    n_basis: int = setting(256, whole(1), as_built=int, help="logistic with --feature-map rff: the basis's size "
+                                                            "(default 256)")
     restarts: int | None = setting(None, or_none(whole(1), "the emission's default"), build=False, help=(
         "MAP starts: the soft-label one, then random ones; the best wins (default 4 for logistic, 1 for the "
         "others)"))
