@@ -349,3 +349,34 @@ def test_a_long_estimands_table_is_shortened_and_says_so(capsys):
     print_fit(Fitted())
     out = capsys.readouterr().out
     assert f"(120 rows, {SUMMARY_ROWS} shown" in out and "W[x0]" in out and "W[x119]" in out and "W[x60]" not in out
+
+
+def test_a_value_fixed_by_the_model_is_named_beside_its_undefined_mcse(capsys):
+    """Issue 38: a variable the model fixes (pcmix's pi with one component) printed MCSE 0.000 or NaN and
+    R-hat NaN with no word of why."""
+    import pandas as pd
+
+    from bayes_wsc.commands.common import fixed_value_notes, print_fit
+
+    table = pd.DataFrame({"mean": [1.0, 0.3], "sd": [0.0, 0.1], "mcse_mean": [0.0, 0.01], "mcse_sd": [np.nan, 0.01],
+                          "r_hat": [np.nan, 1.0]}, index=["pi[0]", "mean[0, x]"])
+
+    class Fitted:
+        diagnostics_, checks_, method = [], pd.DataFrame(), "nuts"
+
+        def summary(self, hdi_prob):
+            return table
+
+        def summary_notes(self):
+            return []
+
+        def log_likelihood_notes(self):
+            return []
+
+    print_fit(Fitted())
+    out = capsys.readouterr().out
+    assert "Note: pi[0] takes one value in every draw (fixed by the model, not estimated)" in out
+    assert "mean[0, x]" not in out.split("Note:")[1]
+    assert fixed_value_notes(table.drop(columns=["mcse_mean", "mcse_sd", "r_hat"])) == []  # a MAP or Laplace table
+    many = pd.DataFrame({"sd": np.zeros(8), "mcse_mean": np.zeros(8)}, index=[f"w[{i}]" for i in range(8)])
+    assert "w[0], w[1], w[2], w[3], w[4], w[5] and 2 more take one value" in fixed_value_notes(many)[0]
