@@ -190,7 +190,12 @@ def make_fits(args, root: Path) -> None:
         sets.append((model, folder, commands[model]))
     for model in models:
         folder = root / model
-        argv, _ = simulated_inputs(root, model, folder)
+        if (folder / "truth.json").exists():  # simulated before (the run resumes): the same seed's command
+            with tempfile.TemporaryDirectory() as again:
+                argv, _ = simulated_inputs(Path(again), model)
+                argv = [arg.replace(str(Path(again) / f"sim_{model}"), str(folder)) for arg in argv]
+        else:
+            argv, _ = simulated_inputs(root, model, folder)
         sets.append((model, folder, argv))
     env = dict(os.environ)  # the caller's caches, which `--fits` times the commands with
     for method in args.methods.split(","):
