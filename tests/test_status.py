@@ -328,17 +328,15 @@ def test_the_check_table_says_how_a_row_is_flagged(capsys):
     assert "class_collapse: effect" not in out and "  - class_collapse: collapsed" in out
 
 
-def test_a_long_estimands_table_is_shortened_and_says_so(capsys):
-    """A perception fit's weights (features x clusters, 120 rows in issue 38) are not all printed."""
+def fitted_with_summary(table):
+    """A stand-in NUTS fit whose summary is `table`, with no diagnostics, checks or notes, for `print_fit`."""
     import pandas as pd
-
-    from bayes_wsc.commands.common import SUMMARY_ROWS, print_fit
 
     class Fitted:
         diagnostics_, checks_, method = [], pd.DataFrame(), "nuts"
 
         def summary(self, hdi_prob):
-            return pd.DataFrame({"mean": np.arange(120.0)}, index=[f"W[x{i}]" for i in range(120)])
+            return table
 
         def summary_notes(self):
             return []
@@ -346,7 +344,16 @@ def test_a_long_estimands_table_is_shortened_and_says_so(capsys):
         def log_likelihood_notes(self):
             return []
 
-    print_fit(Fitted())
+    return Fitted()
+
+
+def test_a_long_estimands_table_is_shortened_and_says_so(capsys):
+    """A perception fit's weights (features x clusters, 120 rows in issue 38) are not all printed."""
+    import pandas as pd
+
+    from bayes_wsc.commands.common import SUMMARY_ROWS, print_fit
+
+    print_fit(fitted_with_summary(pd.DataFrame({"mean": np.arange(120.0)}, index=[f"W[x{i}]" for i in range(120)])))
     out = capsys.readouterr().out
     assert f"(120 rows, {SUMMARY_ROWS} shown" in out and "W[x0]" in out and "W[x119]" in out and "W[x60]" not in out
 
@@ -361,19 +368,7 @@ def test_a_value_fixed_by_the_model_is_named_beside_its_undefined_mcse(capsys):
     table = pd.DataFrame({"mean": [1.0, 0.3], "sd": [0.0, 0.1], "mcse_mean": [0.0, 0.01], "mcse_sd": [np.nan, 0.01],
                           "r_hat": [np.nan, 1.0]}, index=["pi[0]", "mean[0, x]"])
 
-    class Fitted:
-        diagnostics_, checks_, method = [], pd.DataFrame(), "nuts"
-
-        def summary(self, hdi_prob):
-            return table
-
-        def summary_notes(self):
-            return []
-
-        def log_likelihood_notes(self):
-            return []
-
-    print_fit(Fitted())
+    print_fit(fitted_with_summary(table))
     out = capsys.readouterr().out
     assert "Note: pi[0] takes one value in every draw (fixed by the model, not estimated)" in out
     assert "mean[0, x]" not in out.split("Note:")[1]
