@@ -360,8 +360,8 @@ def main(argv=None) -> pd.DataFrame:
             out.parent.mkdir(parents=True, exist_ok=True)
             table.to_csv(out, index=False)
             print(table.round(2).to_string(index=False))
-            timed_rows = table[table["command"].isin(list(TARGETS))]
-            slowest = timed_rows[timed_rows["version"] == "this"].groupby(["command", "method"])["seconds"].max().unstack()
+            timed_rows = table[table["command"].isin(list(TARGETS)) & (table["version"] == "this")]
+            slowest = timed_rows.groupby(["command", "method"])["seconds"].max().unstack()
             print("\nslowest over models and rounds (s); targets", TARGETS)
             print(slowest.round(2).to_string())
             print(f"\n{out}")
