@@ -48,7 +48,23 @@ times the commands on fit files made beforehand instead of fitting anew:
 DIR/MODEL/METHOD.nc (METHOD map, laplace or nuts; a missing one is skipped),
 `predict` reading DIR/MODEL/<the model's contract case's predict_file>, the
 layout `bayes-wsc simulate MODEL --out DIR/MODEL` leaves. The commands then
-run with the caller's caches, those the fits were made with.
+run with the caller's caches, those the fits were made with. Several DIRs may
+be given; each row names its DIR.
+
+    nice -n 15 python benchmarks/bench_startup.py --make-fits DIR --nuts-tune 200
+
+makes those fit files, for a quiet-machine timing later: DIR/MODEL/ holds
+`bayes-wsc simulate MODEL --seed 1`'s data at its default size and its fits,
+DIR/paper/MODEL/ the paper-size data above (its `predict` items copied under
+the contract case's `predict_file` name) and its fits; each METHOD.nc (map,
+laplace, nuts; MAP and Laplace of every model first, then NUTS) made with the
+caller's caches. A fit file already there is kept (the run resumes). Time them with
+
+    python benchmarks/bench_startup.py --read-only --rounds 1 --warm-runs 1 --fits DIR DIR/paper
+
+`--warm-runs 1` runs each command once, untimed, before timing it: the first
+model's `check` builds a MAP program for its aggregation check when the cache
+has none for the installed package's source, as after a user's first check.
 """
 
 from __future__ import annotations
@@ -74,12 +90,13 @@ from bayes_wsc import registry  # noqa: E402
 CLI = str(Path(sys.executable).with_name("bayes-wsc"))
 
 
-def simulated_inputs(folder: Path, model: str) -> tuple[list[str], str]:
-    """A registered model's data from `bayes-wsc simulate MODEL` at its default size: the arguments of the fit
-    command that simulate prints (without its --out) and the path of the table `predict` reads."""
+def simulated_inputs(folder: Path, model: str, out: Path | None = None) -> tuple[list[str], str]:
+    """A registered model's data from `bayes-wsc simulate MODEL` at its default size, written to `out` (default
+    folder/sim_MODEL): the arguments of the fit command that simulate prints (without its --out) and the path
+    of the table `predict` reads."""
     from contract_cases import CASES
 
-    out = folder / f"sim_{model}"
+    out = folder / f"sim_{model}" if out is None else out
     done = subprocess.run([CLI, "simulate", model, "--out", str(out), "--seed", "1"], capture_output=True, text=True,
                           check=True)
     lines = done.stdout.splitlines()
@@ -154,6 +171,54 @@ READ_ONLY = ("summary", "predict", "check", "ppc", "report")
 TARGETS = {"summary": 2.0, "predict": 2.0, "check": 5.0}
 
 
+def make_fits(args, root: Path) -> None:
+    """Write every model x method fit file of the read-only benchmark into `root` (see the module's text)."""
+    import shutil
+
+    from contract_cases import CASES
+
+    models = args.models.split(",")
+    paper = [m for m in models if m in PREDICT_ITEMS]
+    inputs = root / "paper" / "inputs"
+    inputs.mkdir(parents=True, exist_ok=True)
+    commands, _ = write_inputs(inputs, paper) if paper else ({}, {})
+    sets = []  # (model, folder, fit arguments without --out)
+    for model in paper:
+        folder = root / "paper" / model
+        folder.mkdir(exist_ok=True)
+        shutil.copyfile(inputs / PREDICT_ITEMS[model], folder / CASES[model].predict_file)
+        sets.append((model, folder, commands[model]))
+    for model in models:
+        folder = root / model
+        if (folder / "truth.json").exists():  # simulated before (the run resumes): the same seed's command
+            with tempfile.TemporaryDirectory() as again:
+                argv, _ = simulated_inputs(Path(again), model)
+                argv = [arg.replace(str(Path(again) / f"sim_{model}"), str(folder)) for arg in argv]
+        else:
+            argv, _ = simulated_inputs(root, model, folder)
+        sets.append((model, folder, argv))
+    env = dict(os.environ)  # the caller's caches, which `--fits` times the commands with
+    for method in args.methods.split(","):
+        for model, folder, argv in sets:
+            fit = folder / f"{method}.nc"
+            if fit.exists():
+                print(f"{fit}: there, kept", flush=True)
+                continue
+            extra = ["--tune", str(args.nuts_tune)] if method == "nuts" else []
+            partial = folder / f"{method}.partial.nc"
+            t0 = time.perf_counter()
+            done = subprocess.run([CLI, *argv, "--method", method, *extra, "--seed", "1", "--out", str(partial),
+                                   "--no-progress"], env=env, capture_output=True, text=True)
+            seconds = time.perf_counter() - t0
+            if done.returncode != 0:
+                print(f"{fit}: fit failed ({done.returncode}) after {seconds:.0f} s: {done.stderr.strip()[-300:]}",
+                      flush=True)
+                continue
+            partial.rename(fit)
+            status = [line for line in done.stdout.splitlines() if line.lower().startswith("status")][:1]
+            print(f"{fit}: fit {seconds:.0f} s ({status[0] if status else 'no output'})", flush=True)
+
+
 def read_only_commands(fit: Path, items: str, out: Path) -> dict[str, list[str]]:
     return {"summary": ["summary", str(fit)],
             "predict": ["predict", str(fit), "--items", items, "--out", str(out / "pred.csv")],
@@ -177,38 +242,50 @@ def read_only(args, tmp: Path, commands: dict[str, list[str]], items: dict[str, 
         for model in args.models.split(","):
             for method in args.methods.split(","):
                 if args.fits:
-                    fit = Path(args.fits) / model / f"{method}.nc"
-                    if not fit.exists():
-                        print(f"round {round_}: no {fit}: skipped", flush=True)
-                        continue
+                    for folder in args.fits:
+                        fit = Path(folder) / model / f"{method}.nc"
+                        if fit.exists():
+                            rows += time_commands(args, round_, model, method, fit, folder, items[folder][model],
+                                                  tmp, env, base)
+                        else:
+                            print(f"round {round_}: no {fit}: skipped", flush=True)
+                    continue
                 else:
                     fit = tmp / f"{model}_{method}_{round_}.nc"
                     extra = ["--tune", str(args.nuts_tune)] if method == "nuts" else []
                     seconds = timed([CLI, *commands[model], "--method", method, *extra, "--seed", str(round_),
                                      "--out", str(fit), "--no-progress"], env)
                     print(f"round {round_}: fit {model} --method {method}: {seconds:.1f} s", flush=True)
-                out = tmp / f"out_{model}_{method}_{round_}"
-                out.mkdir()
-                for name, argv in read_only_commands(fit, items[model], out).items():
-                    if name not in args.commands.split(","):
-                        continue
-                    if args.baseline:
-                        other = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [args.baseline, env.get("PYTHONPATH")]))}
-                        runs = [(timed([CLI, *argv], other), timed([CLI, *argv], env)) for _ in range(2)]
-                        before, seconds = (min(r[i] for r in runs) for i in (0, 1))
-                        rows.append({"round": round_, "model": model, "method": method, "command": name,
-                                     "version": "baseline", "seconds": before,
-                                     **{f"vs {k}": before / v for k, v in base.items()}})
-                    else:
-                        seconds = timed([CLI, *argv], env)
-                    target = TARGETS.get(name, float("nan"))
-                    rows.append({"round": round_, "model": model, "method": method, "command": name,
-                                 "version": "this", "seconds": seconds, "target": target,
-                                 "within target": seconds <= target if name in TARGETS else None,
-                                 **{f"vs {k}": seconds / v for k, v in base.items()}})
-                    print(f"round {round_}: {name} {model} {method}: {seconds:.2f} s "
-                          f"({seconds / base['import numpy, pandas']:.1f}x numpy+pandas"
-                          f"{f'; baseline {before:.2f} s' if args.baseline else ''})", flush=True)
+                rows += time_commands(args, round_, model, method, fit, "new fits", items[model], tmp, env, base)
+    return rows
+
+
+def time_commands(args, round_, model, method, fit, data, items, tmp, env, base) -> list[dict]:
+    """Rows of each read-only command on one fit file (and of the baseline's, with --baseline)."""
+    rows = []
+    out = Path(tempfile.mkdtemp(prefix=f"out_{model}_{method}_{round_}_", dir=tmp))
+    for name, argv in read_only_commands(fit, items, out).items():
+        if name not in args.commands.split(","):
+            continue
+        other = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [args.baseline, env.get("PYTHONPATH")]))}
+        for _ in range(args.warm_runs):
+            for version in ([other, env] if args.baseline else [env]):
+                timed([CLI, *argv], version)
+        if args.baseline:
+            runs = [(timed([CLI, *argv], other), timed([CLI, *argv], env)) for _ in range(2)]
+            before, seconds = (min(r[i] for r in runs) for i in (0, 1))
+            rows.append({"round": round_, "data": data, "model": model, "method": method, "command": name,
+                         "version": "baseline", "seconds": before, **{f"vs {k}": before / v for k, v in base.items()}})
+        else:
+            seconds = timed([CLI, *argv], env)
+        target = TARGETS.get(name, float("nan"))
+        rows.append({"round": round_, "data": data, "model": model, "method": method, "command": name,
+                     "version": "this", "seconds": seconds, "target": target,
+                     "within target": seconds <= target if name in TARGETS else None,
+                     **{f"vs {k}": seconds / v for k, v in base.items()}})
+        print(f"round {round_}: {name} {model} {method} ({data}): {seconds:.2f} s "
+              f"({seconds / base['import numpy, pandas']:.1f}x numpy+pandas"
+              f"{f'; baseline {before:.2f} s' if args.baseline else ''})", flush=True)
     return rows
 
 
@@ -245,15 +322,22 @@ def main(argv=None) -> pd.DataFrame:
     parser.add_argument("--commands", default=",".join(READ_ONLY), help="--read-only: the commands to time")
     parser.add_argument("--baseline", metavar="DIR", default=None,
                         help="--read-only: also time each command with the bayes_wsc package in DIR (see above)")
-    parser.add_argument("--fits", metavar="DIR", default=None,
+    parser.add_argument("--fits", metavar="DIR", nargs="+", default=None,
                         help="--read-only: time the commands on DIR/MODEL/METHOD.nc instead of new fits (see above)")
+    parser.add_argument("--warm-runs", type=int, default=0,
+                        help="--read-only: untimed runs of each command (each version) before it is timed")
+    parser.add_argument("--make-fits", metavar="DIR", default=None,
+                        help="write the fit files that --fits DIR DIR/paper reads, then stop (see above)")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="--read-only: time commands and references by elapsed or CPU seconds (see timed)")
     parser.add_argument("--nuts-tune", type=int, default=200,
                         help="--read-only: NUTS tuning steps of the fits (their draws stay the default 4 x 1000)")
     args = parser.parse_args(argv)
     CLOCK["name"] = args.clock
-    args.methods = args.methods or ("map,laplace,nuts" if args.read_only else "map,nuts")
+    args.methods = args.methods or ("map,laplace,nuts" if args.read_only or args.make_fits else "map,nuts")
+    if args.make_fits:
+        make_fits(args, Path(args.make_fits))
+        return pd.DataFrame()
     args.out = args.out or str(OUT / "readonly.csv" if args.read_only else RESULTS / "startup.csv")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -262,7 +346,8 @@ def main(argv=None) -> pd.DataFrame:
             from contract_cases import CASES
 
             commands = {}
-            items = {model: str(Path(args.fits) / model / CASES[model].predict_file) for model in args.models.split(",")}
+            items = {folder: {model: str(Path(folder) / model / CASES[model].predict_file)
+                              for model in args.models.split(",")} for folder in args.fits}
         else:
             commands, items = write_inputs(tmp, args.models.split(","))
         env = {**os.environ, "XDG_CACHE_HOME": str(tmp / "cache"),
@@ -275,7 +360,7 @@ def main(argv=None) -> pd.DataFrame:
             out.parent.mkdir(parents=True, exist_ok=True)
             table.to_csv(out, index=False)
             print(table.round(2).to_string(index=False))
-            timed_rows = table[table["command"].isin(list(TARGETS))]
+            timed_rows = table[table["command"].isin(list(TARGETS)) & (table["version"] == "this")]
             slowest = timed_rows.groupby(["command", "method"])["seconds"].max().unstack()
             print("\nslowest over models and rounds (s); targets", TARGETS)
             print(slowest.round(2).to_string())

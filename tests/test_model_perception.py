@@ -357,6 +357,31 @@ def test_seed_neighbours_flags_a_cluster_no_linear_rule_separates():
     assert row["flagged"] and row["statistic"] > row["reference"] + 0.3
 
 
+def test_seed_neighbours_are_scikit_learns_nearest_neighbours():
+    """`checks.neighbours` (NumPy, so that `check` need not import scikit-learn) finds what
+    `NearestNeighbors` finds: the same rows in the same order on data without ties, the same distances where
+    rows tie, never the row itself, and fewer neighbours than there are other rows never."""
+    from sklearn.neighbors import NearestNeighbors
+
+    from bayes_wsc.models.perception import checks
+
+    rng = np.random.default_rng(3)
+    for m, d in ((2, 3), (6, 2), (40, 64), (300, 5)):
+        x = rng.normal(size=(m, d))
+        k = min(checks.NEIGHBOURS, m - 1)
+        expected = NearestNeighbors(n_neighbors=k + 1).fit(x).kneighbors(x, return_distance=False)[:, 1:]
+        np.testing.assert_array_equal(checks.neighbours(x), expected)
+    grid = rng.integers(0, 3, size=(50, 2)).astype(float)  # many equal distances and repeated rows
+    near = checks.neighbours(grid)
+    distances = np.sort(np.linalg.norm(grid[near] - grid[:, None], axis=-1), axis=1)
+    with_self = NearestNeighbors(n_neighbors=6).fit(grid).kneighbors(grid)[0]
+    np.testing.assert_allclose(distances, np.sort(with_self, axis=1)[:, 1:])
+    assert (near != np.arange(50)[:, None]).all()
+    with pytest.MonkeyPatch.context() as patch:  # the chunks join up (x: the 300 rows above)
+        patch.setattr(checks, "NEIGHBOUR_CHUNK", 7)
+        np.testing.assert_array_equal(checks.neighbours(x), expected)
+
+
 # ---------------------------------------------------------------------- command line and bad input
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, small_study):

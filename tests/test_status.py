@@ -328,17 +328,15 @@ def test_the_check_table_says_how_a_row_is_flagged(capsys):
     assert "class_collapse: effect" not in out and "  - class_collapse: collapsed" in out
 
 
-def test_a_long_estimands_table_is_shortened_and_says_so(capsys):
-    """A perception fit's weights (features x clusters, 120 rows in issue 38) are not all printed."""
+def fitted_with_summary(table):
+    """A stand-in NUTS fit whose summary is `table`, with no diagnostics, checks or notes, for `print_fit`."""
     import pandas as pd
-
-    from bayes_wsc.commands.common import SUMMARY_ROWS, print_fit
 
     class Fitted:
         diagnostics_, checks_, method = [], pd.DataFrame(), "nuts"
 
         def summary(self, hdi_prob):
-            return pd.DataFrame({"mean": np.arange(120.0)}, index=[f"W[x{i}]" for i in range(120)])
+            return table
 
         def summary_notes(self):
             return []
@@ -346,6 +344,34 @@ def test_a_long_estimands_table_is_shortened_and_says_so(capsys):
         def log_likelihood_notes(self):
             return []
 
-    print_fit(Fitted())
+    return Fitted()
+
+
+def test_a_long_estimands_table_is_shortened_and_says_so(capsys):
+    """A perception fit's weights (features x clusters, 120 rows in issue 38) are not all printed."""
+    import pandas as pd
+
+    from bayes_wsc.commands.common import SUMMARY_ROWS, print_fit
+
+    print_fit(fitted_with_summary(pd.DataFrame({"mean": np.arange(120.0)}, index=[f"W[x{i}]" for i in range(120)])))
     out = capsys.readouterr().out
     assert f"(120 rows, {SUMMARY_ROWS} shown" in out and "W[x0]" in out and "W[x119]" in out and "W[x60]" not in out
+
+
+def test_a_value_fixed_by_the_model_is_named_beside_its_undefined_mcse(capsys):
+    """Issue 38: a variable the model fixes (pcmix's pi with one component) printed MCSE 0.000 or NaN and
+    R-hat NaN with no word of why."""
+    import pandas as pd
+
+    from bayes_wsc.commands.common import fixed_value_notes, print_fit
+
+    table = pd.DataFrame({"mean": [1.0, 0.3], "sd": [0.0, 0.1], "mcse_mean": [0.0, 0.01], "mcse_sd": [np.nan, 0.01],
+                          "r_hat": [np.nan, 1.0]}, index=["pi[0]", "mean[0, x]"])
+
+    print_fit(fitted_with_summary(table))
+    out = capsys.readouterr().out
+    assert "Note: pi[0] takes one value in every draw (fixed by the model, not estimated)" in out
+    assert "mean[0, x]" not in out.split("Note:")[1]
+    assert fixed_value_notes(table.drop(columns=["mcse_mean", "mcse_sd", "r_hat"])) == []  # a MAP or Laplace table
+    many = pd.DataFrame({"sd": np.zeros(8), "mcse_mean": np.zeros(8)}, index=[f"w[{i}]" for i in range(8)])
+    assert "w[0], w[1], w[2], w[3], w[4], w[5] and 2 more take one value" in fixed_value_notes(many)[0]

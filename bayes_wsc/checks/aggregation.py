@@ -23,10 +23,12 @@ import math
 import warnings
 
 import numpy as np
-from scipy.special import chdtrc, expit  # chdtrc is chi2.sf without importing scipy.stats (0.8 s)
 
+from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.grouped import GroupedCounts
 from bayes_wsc.errors import FitWarning, InputError
+
+special = LazyModule("scipy.special")  # chdtrc is chi2.sf without importing scipy.stats (0.8 s)
 
 CHECK = "aggregation_bias"
 #: flag when the bin counts vary more than this many times the multinomial variance ...
@@ -67,7 +69,7 @@ def aggregation_bias_check(data: GroupedCounts, settings: dict, *, model, seed: 
                 "effect": math.nan, "tolerance": PHI_MAX,
                 "flagged": False, "message": f"aggregation bias not checked: {data.n_groups} groups in "
                                              f"{data.n_bins} bins leave no degrees of freedom beyond the fit"}
-    p_value = float(chdtrc(df, x2))
+    p_value = float(special.chdtrc(df, x2))
     flagged = bool(phi > PHI_MAX and p_value < ALPHA)
     return {"check": CHECK, "statistic": float(phi), "reference": PHI_MAX, "p_value": p_value,
             "effect": float(phi), "tolerance": PHI_MAX, "flagged": flagged, "message": _message(phi, p_value, flagged, data.group_ids, per_group)}
@@ -83,7 +85,7 @@ def dispersion(data: GroupedCounts, mu, w0, w1, *, wh: float, prior_precision: f
     used = data.counts.sum(axis=0) > 0
     counts = data.counts[:, used] / data.group_scale[:, None]
     w0, w1 = np.asarray(w0, float)[used], np.asarray(w1, float)[used]
-    share = expit(np.asarray(mu, float))[:, None]
+    share = special.expit(np.asarray(mu, float))[:, None]
     items = counts.sum(axis=1)
     p = share * w1 + (1 - share) * w0
     expected = items[:, None] * p

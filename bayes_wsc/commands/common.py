@@ -219,6 +219,20 @@ def variant_settings(pairs: list[tuple[str, object]]) -> dict:
 SUMMARY_ROWS = 60
 
 
+def fixed_value_notes(table) -> list[str]:
+    """A note naming the rows of a summary with draws whose value is the same in every draw (a quantity the
+    model fixes, such as the one weight of a single component): their MCSE and R-hat, computed as ArviZ
+    computes them, come out 0 or NaN, which says nothing about convergence."""
+    if "sd" not in table or "mcse_mean" not in table:
+        return []
+    fixed = [str(label) for label in table.index[table["sd"].to_numpy() == 0]]
+    if not fixed:
+        return []
+    named = ", ".join(fixed[:6]) + (f" and {len(fixed) - 6} more" if len(fixed) > 6 else "")
+    return [f"{named} take{'s' if len(fixed) == 1 else ''} one value in every draw (fixed by the model, not "
+            "estimated): their MCSE and R-hat (0 or NaN) are not defined and say nothing about convergence."]
+
+
 def print_fit(est, ci: float | None = None, heading: str | None = None) -> None:
     """The status line (`bayes_wsc.status`) first, then `heading` (what the fit is), the estimands table at
     the credible level `ci` (default `DEFAULT_CI`, as in the reports) and the diagnostics in plain words."""
@@ -232,12 +246,13 @@ def print_fit(est, ci: float | None = None, heading: str | None = None) -> None:
     if heading:
         print(heading)
     print()
-    table = est.summary(hdi_prob=DEFAULT_CI if ci is None else ci).round(3)
+    full = est.summary(hdi_prob=DEFAULT_CI if ci is None else ci)
+    table = full.round(3)
     with pd.option_context("display.width", 120):
         print(table.to_string(max_rows=SUMMARY_ROWS))
     if len(table) > SUMMARY_ROWS:
         print(f"({len(table)} rows, {SUMMARY_ROWS} shown: the report, or est.summary() in Python, has them all)")
-    for note in [*est.summary_notes(), *est.log_likelihood_notes()]:
+    for note in [*fixed_value_notes(full), *est.summary_notes(), *est.log_likelihood_notes()]:
         print(f"Note: {note}")
     messages = est.diagnostics_
     print()

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.special import logit
 
+from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.tables import (float_array, key_column, numeric_column, require_columns, require_rows,
                                    require_unique, text_column)
 from bayes_wsc.errors import InputError
+
+special = LazyModule("scipy.special")
 
 MAX_BINS = 100_000
 #: a logit beyond this is a probability of 1 - 4e-44: surely a probability or percentage given as a logit
@@ -380,7 +382,7 @@ def _read_he(groups, he_col: str | None, he_prob_col: str | None) -> tuple[np.nd
         given = he = numeric_column(groups, he_col, "groups")
     else:
         given = numeric_column(groups, he_prob_col, "groups", lower=0.0, upper=1.0, lower_open=True, upper_open=True)
-        he = logit(given)
+        he = special.logit(given)
     extreme = np.abs(he) > MAX_ABS_HE
     if extreme.any():
         row = int(np.flatnonzero(extreme)[0])

@@ -9,9 +9,11 @@ estimator's memberships (`models/experts/model.py`) and the paper's point estima
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
+from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.pairwise import PairwiseConstraints
+
+special = LazyModule("scipy.special")
 
 
 def pair_log_likelihoods(alpha: np.ndarray, beta: np.ndarray, data: PairwiseConstraints, pairs=slice(None)):
@@ -47,14 +49,14 @@ def constraint_informed_memberships(features: np.ndarray, W: np.ndarray, b: np.n
     softmax membership either way.
     """
     logits = np.einsum("nd,sdk->snk", features, W) + b[:, None, :]
-    log_p = logits - logsumexp(logits, axis=-1, keepdims=True)  # (S, n, K) every item, features only
+    log_p = logits - special.logsumexp(logits, axis=-1, keepdims=True)  # (S, n, K) every item, features only
     same, different = pair_log_likelihoods(alpha, beta, data)  # (S, P)
     same, different = same[..., None], different[..., None]
     first, second = data.pairs[:, 0], data.pairs[:, 1]
 
     def message(log_cavity):  # log sum_l q(l) P(links | k, l), normalized over k
         found = np.logaddexp(log_cavity + same, log1mexp(np.minimum(log_cavity, 0.0)) + different)
-        return found - logsumexp(found, axis=-1, keepdims=True)
+        return found - special.logsumexp(found, axis=-1, keepdims=True)
 
     to_first, to_second = message(log_p[:, second]), message(log_p[:, first])  # sweep 0: cavities p(z | x)
     for _ in range(sweeps):
@@ -63,15 +65,15 @@ def constraint_informed_memberships(features: np.ndarray, W: np.ndarray, b: np.n
         np.add.at(belief, (slice(None), second), to_second)
         cavity_second = belief[:, second] - to_second  # the partner's belief without this pair's message
         cavity_first = belief[:, first] - to_first
-        new_first = message(cavity_second - logsumexp(cavity_second, axis=-1, keepdims=True))
-        new_second = message(cavity_first - logsumexp(cavity_first, axis=-1, keepdims=True))
+        new_first = message(cavity_second - special.logsumexp(cavity_second, axis=-1, keepdims=True))
+        new_second = message(cavity_first - special.logsumexp(cavity_first, axis=-1, keepdims=True))
         to_first = np.logaddexp(np.log1p(-damping) + new_first, np.log(damping) + to_first) if damping else new_first
         to_second = np.logaddexp(np.log1p(-damping) + new_second, np.log(damping) + to_second) if damping else new_second
     belief = log_p.copy()
     np.add.at(belief, (slice(None), first), to_first)
     np.add.at(belief, (slice(None), second), to_second)
     belief = belief[:, rows]
-    return np.exp(belief - logsumexp(belief, axis=-1, keepdims=True))
+    return np.exp(belief - special.logsumexp(belief, axis=-1, keepdims=True))
 
 
 def kmeans_logits(features: np.ndarray, n_clusters: int, seed: int | None) -> tuple[np.ndarray, np.ndarray]:

@@ -42,10 +42,12 @@ tolerance; it flags when that p-value is below `criticism.ALPHA`.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import log_softmax, softmax
 
+from bayes_wsc._lazy import LazyModule
 from bayes_wsc.criticism import (ALPHA, PHI_TOLERANCE, Check, Replicates, omnibus, p_value_two_sided,
                                   p_value_upper, worst_element)
+
+special = LazyModule("scipy.special")
 
 #: a source's agreement statistic may differ from its replicates' by this much before it flags
 AGREEMENT_TOLERANCE = 0.1
@@ -83,7 +85,7 @@ def _draw(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     W, b = np.asarray(params["W"], float), np.asarray(params["b"], float)
     n_rep, k = b.shape
-    log_q = log_softmax(np.einsum("nd,skd->snk", data.features, W) + b[:, None, :], axis=-1)
+    log_q = special.log_softmax(np.einsum("nd,skd->snk", data.features, W) + b[:, None, :], axis=-1)
     q = np.exp(log_q)
     z = _draw(q, rng)  # (S, n)
     replicated, observed, dims, coords, realized = {}, {}, {}, {}, {}
@@ -215,7 +217,7 @@ def _rest_classes(fit, rest):
     params = {n: post[n].values[0] for n in ("W", "b", "confusion") if n in post}
     log_q = class_log_probabilities(rest.features, params["W"], params["b"])
     local = log_q + label_logp(rest)[None] + vote_evidence(rest, params.get("confusion"))
-    return softmax(local, axis=-1)[0], np.exp(log_q[0])
+    return special.softmax(local, axis=-1)[0], np.exp(log_q[0])
 
 
 def _lower(observed: float, replicated: np.ndarray) -> float:

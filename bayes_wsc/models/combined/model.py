@@ -36,7 +36,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy.special import log_softmax, logsumexp, softmax
 
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.proportions import LOG_ZERO, count_plan
@@ -53,6 +52,7 @@ from bayes_wsc.posterior import append_predictions, check_ci, class_table, stack
 pm = LazyModule("pymc")
 pt = LazyModule("pytensor.tensor")
 likelihoods = LazyModule("bayes_wsc.likelihoods")
+special = LazyModule("scipy.special")
 
 #: the recorded per-unit log-likelihood (`likelihoods.record_pointwise("units")`)
 UNITS = LOG_LIKELIHOOD_PREFIX + "units"
@@ -263,7 +263,7 @@ def build_model(data: CombinedSupervision, *, prior_sd: float = 1.0, intercept_s
 # ---------------------------------------------------------------------- the same likelihood in NumPy
 def class_log_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
     """log softmax(x W^T + b) for draws W (S, K, D), b (S, K): (S, n, K)."""
-    return log_softmax(np.einsum("nd,skd->snk", features, W) + b[:, None, :], axis=-1)
+    return special.log_softmax(np.einsum("nd,skd->snk", features, W) + b[:, None, :], axis=-1)
 
 
 def count_logp(log_r: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -295,7 +295,7 @@ def unit_log_likelihood(data: CombinedSupervision, params: dict, *, wh: float = 
     log_q = class_log_probabilities(data.features, W, b)
     labels = label_logp(data)[None] if label_evidence is None else label_evidence
     local = log_q + labels + vote_evidence(data, params.get("confusion"))
-    log_z = logsumexp(local, axis=-1)
+    log_z = special.logsumexp(local, axis=-1)
     log_r = local - log_z[..., None]
     parts = [log_z[:, item_units(data)]]
     if data.n_bags:
@@ -304,7 +304,7 @@ def unit_log_likelihood(data: CombinedSupervision, params: dict, *, wh: float = 
                                for g in range(data.n_bags)], axis=1))
     if data.n_pairs:
         first, second = log_r[:, data.pairs[:, 0]], log_r[:, data.pairs[:, 1]]
-        same = np.exp(logsumexp(first + second, axis=-1))
+        same = np.exp(special.logsumexp(first + second, axis=-1))
         alpha, beta = np.asarray(params["alpha"], float), np.asarray(params["beta"], float)
         must, cannot = data.link_counts()
         given_same = (must @ np.log(alpha).T + cannot @ np.log1p(-alpha).T).T
@@ -486,7 +486,7 @@ class CombinedClassifier(Estimator):
 
         features = FeatureScaling.saved(self._fitted().constant_data).transform(items, "items")
         W, b = stacked(self._fitted(), "W"), stacked(self._fitted(), "b")
-        frame = self._probability_frame(lambda rows: softmax(np.einsum("nd,skd->snk", features[rows], W)
+        frame = self._probability_frame(lambda rows: special.softmax(np.einsum("nd,skd->snk", features[rows], W)
                                                              + b[:, None, :], axis=-1),
                                         features.shape[0], ci, items.index)
         return append_predictions(items, frame)
@@ -504,7 +504,7 @@ class CombinedClassifier(Estimator):
         def probabilities_of(rows):
             local = (class_log_probabilities(data.features, params["W"], params["b"]) + label_logp(data)[None]
                      + vote_evidence(data, params.get("confusion")))
-            return softmax(local[:, rows], axis=-1)
+            return special.softmax(local[:, rows], axis=-1)
 
         index = pd.Index(data.item_ids, name="item")
         return self._probability_frame(probabilities_of, data.n_items, ci, index)

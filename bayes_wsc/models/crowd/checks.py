@@ -21,10 +21,12 @@ drawn anew from pi and each cast vote from its source's confusion row (abstentio
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import log_softmax
 
+from bayes_wsc._lazy import LazyModule
 from bayes_wsc.criticism import ALPHA, Check, Replicates, p_value_upper
 from bayes_wsc.maths.dawid_skene import vote_evidence, vote_inputs
+
+special = LazyModule("scipy.special")
 
 #: a source's agreement with the others this far below chance flags
 CHANCE_TOLERANCE = 0.05
@@ -58,7 +60,7 @@ def others_posterior(data, pi: np.ndarray, confusion: np.ndarray) -> np.ndarray:
     log_confusion = np.log(confusion)
     evidence = np.log(pi)[:, None, :] + vote_evidence(data, confusion)
     own = np.moveaxis(log_confusion[:, inputs["vote_source"], :, inputs["vote_value"]], 0, 1)  # (S, V, K)
-    return np.exp(log_softmax(evidence[:, inputs["vote_item"]] - own, axis=-1))
+    return np.exp(special.log_softmax(evidence[:, inputs["vote_item"]] - own, axis=-1))
 
 
 def agreement(data, r_others: np.ndarray, votes: np.ndarray) -> np.ndarray:

@@ -21,7 +21,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp, softmax
 
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.defaults import DEFAULT_CI
@@ -37,6 +36,7 @@ from bayes_wsc.posterior import append_predictions, class_table, stacked
 pm = LazyModule("pymc")
 pt = LazyModule("pytensor.tensor")
 likelihoods = LazyModule("bayes_wsc.likelihoods")
+special = LazyModule("scipy.special")
 
 #: the dims of every `pm.Data` the blocks declare
 DATA_DIMS = {"vote_item": ("cast",), "vote_source": ("cast",), "vote_value": ("cast",), "voted": ("voted_item",)}
@@ -107,7 +107,7 @@ def unit_log_likelihood(data: CrowdVotes, params: dict) -> np.ndarray:
     """The default model's per-unit log-likelihood (S, U) at draws of pi and confusion, in NumPy: what the
     checks and the variant test read, and the tests hold the graph and brute-force enumeration to."""
     local = item_log_evidence(data, np.asarray(params["pi"], float), np.asarray(params["confusion"], float))
-    return logsumexp(local, axis=-1)[:, data.voted_items()]
+    return special.logsumexp(local, axis=-1)[:, data.voted_items()]
 
 
 # ---------------------------------------------------------------------- estimator
@@ -207,7 +207,8 @@ class CrowdClassifier(Estimator):
 
     def _probabilities(self, data: CrowdVotes, ci: float, index) -> pd.DataFrame:
         pi, confusion = stacked(self._fitted(), "pi"), stacked(self._fitted(), "confusion")
-        return class_table(self.classes_, lambda rows: softmax(item_log_evidence(data, pi, confusion)[:, rows], axis=-1),
+        return class_table(self.classes_,
+                           lambda rows: special.softmax(item_log_evidence(data, pi, confusion)[:, rows], axis=-1),
                            data.n_items, pi.shape[0], ci, index)
 
     def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI) -> pd.DataFrame:

@@ -19,10 +19,12 @@ expert's link on every pair it rated ~ Bernoulli(alpha_m) if z_i = z_j, else Ber
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import softmax
 
+from bayes_wsc._lazy import LazyModule
 from bayes_wsc.criticism import Check, Replicates, p_value_two_sided, worst_element
 from bayes_wsc.posterior import CHUNK_FLOATS
+
+special = LazyModule("scipy.special")
 
 #: `expert_agreement` flags an expert whose share of links agreeing with the clustering is further than this
 #: from its replicates' (an expert who links against the clusters is 0.17 off in tests/test_checks.py)
@@ -42,18 +44,17 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
     """The default model's per-pair log-likelihood at draws of W, b, alpha, beta (S, P): all the experts'
     links on a pair with its two clusters summed out (`likelihoods.pair_ratings_logp`), in NumPy, the
     model these checks replicate from (`model_terms`)."""
-    from scipy.special import log_softmax, logsumexp
-
     from bayes_wsc.models.experts.model import pair_ends
 
     W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
     alpha, beta = np.asarray(params["alpha"], dtype=float), np.asarray(params["beta"], dtype=float)
-    log_probs = log_softmax(np.einsum("nd,sdk->snk", data.features[data.linked_items], W) + b[:, None, :], axis=-1)
+    logits = np.einsum("nd,sdk->snk", data.features[data.linked_items], W) + b[:, None, :]
+    log_probs = special.log_softmax(logits, axis=-1)
     ends = pair_ends(data)
     first, second = log_probs[:, ends[:, 0]], log_probs[:, ends[:, 1]]  # (S, P, K)
-    log_same = logsumexp(first + second, axis=-1)
+    log_same = special.logsumexp(first + second, axis=-1)
     with np.errstate(divide="ignore"):
-        log_different = logsumexp(first + np.log(-np.expm1(second)), axis=-1)
+        log_different = special.logsumexp(first + np.log(-np.expm1(second)), axis=-1)
     must, cannot = data.link_counts()
     given_same = must @ np.log(alpha).T + cannot @ np.log1p(-alpha).T  # (P, S)
     given_different = must @ np.log1p(-beta).T + cannot @ np.log(beta).T
@@ -78,7 +79,7 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     features = data.features[linked]
     for start in range(0, n_rep, step):
         rows = slice(start, min(start + step, n_rep))
-        probs = softmax(np.einsum("nd,sdk->snk", features, W[rows]) + b[rows, None, :], axis=-1)  # (s, n, K)
+        probs = special.softmax(np.einsum("nd,sdk->snk", features, W[rows]) + b[rows, None, :], axis=-1)  # (s, n, K)
         # the clusters, drawn: the first k whose cumulative probability passes a uniform
         z = (rng.random(probs.shape[:2])[..., None] > np.cumsum(probs, axis=-1)).sum(axis=-1)
         z = np.minimum(z, n_clusters - 1)

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import softmax
 
 from bayes_wsc import inference, relabel
 from bayes_wsc._lazy import LazyModule
@@ -70,6 +69,7 @@ from bayes_wsc.posterior import CHUNK_FLOATS, append_predictions, stacked, summa
 pm = LazyModule("pymc")
 pt = LazyModule("pytensor.tensor")
 likelihoods = LazyModule("bayes_wsc.likelihoods")
+special = LazyModule("scipy.special")
 
 #: relabeling compares memberships on at most this many training items (a seeded random subset beyond)
 RELABEL_MAX_ITEMS = 5000
@@ -283,8 +283,8 @@ def membership_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndarray)
     """softmax(x W + b) for one parameter draw (W: (d, K), b: (K,)) or a stack of draws
     (W: (S, d, K), b: (S, K) -> (S, n, K))."""
     if W.ndim == 2:
-        return softmax(features @ W + b, axis=-1)
-    return softmax(np.einsum("nd,sdk->snk", features, W) + b[:, None, :], axis=-1)
+        return special.softmax(features @ W + b, axis=-1)
+    return special.softmax(np.einsum("nd,sdk->snk", features, W) + b[:, None, :], axis=-1)
 
 
 def reference_coded(W: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -27,9 +27,11 @@ tolerance, decides there.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr
 
+from bayes_wsc._lazy import LazyModule
 from bayes_wsc.criticism import Check, Replicates, omnibus, p_value_upper, worst_element
+
+special = LazyModule("scipy.special")
 
 #: `feature_marginal` flags a feature whose Kolmogorov-Smirnov distance to the mixture exceeds its replicates'
 #: by more than this (a share of items: the CDFs differ by that much somewhere)
@@ -57,20 +59,19 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
     """The default model's per-item log-likelihood at draws of pi, mean, sd, rho (S, n): log p(x_d, y_d)
     for a labeled item, log p(x_d) for another, on the standardized features (`add_pc_objective`), in
     NumPy, the model these checks replicate from (`model_terms`)."""
-    from scipy.special import logsumexp
 
     from bayes_wsc.maths.pcmix import component_logp_draws
 
     pi, mean_z, sd_z, rho = _standardized(data, params)
     with np.errstate(divide="ignore"):
         joint = np.log(pi)[:, None, :] + component_logp_draws(data.x, mean_z, sd_z)  # (S, n, K)
-        out = logsumexp(joint, axis=-1)
+        out = special.logsumexp(joint, axis=-1)
         labeled = np.flatnonzero(data.labeled)
         if labeled.size:
             y = np.asarray(data.y)[labeled]
             label = np.log(np.take_along_axis(rho, np.broadcast_to(y[None, None, :], (rho.shape[0], rho.shape[1],
                                                                                        labeled.size)), axis=2))
-            out[:, labeled] = logsumexp(joint[:, labeled] + np.swapaxes(label, 1, 2), axis=-1)
+            out[:, labeled] = special.logsumexp(joint[:, labeled] + np.swapaxes(label, 1, 2), axis=-1)
     return out
 
 
@@ -129,7 +130,7 @@ def _ks_distance(x: np.ndarray, pi: np.ndarray, mean: np.ndarray, sd: np.ndarray
     """Kolmogorov-Smirnov distance of each feature's values (x sorted in each column) to the mixture's
     marginal CDF: (D,)."""
     n = x.shape[0]
-    cdf = np.einsum("k,nkd->nd", pi, ndtr((x[:, None, :] - mean[None]) / sd[None]))
+    cdf = np.einsum("k,nkd->nd", pi, special.ndtr((x[:, None, :] - mean[None]) / sd[None]))
     steps = np.arange(1, n + 1)[:, None] / n
     return np.maximum(np.max(steps - cdf, axis=0), np.max(cdf - (steps - 1.0 / n), axis=0))
 

@@ -39,7 +39,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp
 
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
@@ -61,6 +60,7 @@ pm = LazyModule("pymc")
 pt = LazyModule("pytensor.tensor")
 likelihoods = LazyModule("bayes_wsc.likelihoods")
 transforms = LazyModule("bayes_wsc.transforms")
+special = LazyModule("scipy.special")
 
 #: items used to compute memberships when aligning draws (a seeded subsample beyond this)
 RELABEL_ITEMS = 2000
@@ -244,7 +244,7 @@ def point_to_params(point: dict, sd_floor: float) -> Params:
 def memberships(x: np.ndarray, pi: np.ndarray, mean_z: np.ndarray, sd_z: np.ndarray) -> np.ndarray:
     """p(z = k | x_d) for one draw: (n, K)."""
     joint = np.log(pi)[None] + component_logp(x, mean_z, sd_z)
-    return np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
+    return np.exp(joint - special.logsumexp(joint, axis=1, keepdims=True))
 
 
 def basins(log_densities, tol: float = BASIN_TOL, atol: float = BASIN_ATOL) -> pd.DataFrame:
@@ -498,7 +498,7 @@ class PCMixture(Estimator):
             items, quantity = np.divmod(cols, width)
             unique, inverse = np.unique(items, return_inverse=True)
             joint = np.log(pi)[:, None, :] + component_logp_draws(x_std[unique], mean_z, sd_z)  # (S, m', K)
-            resp = np.exp(joint - logsumexp(joint, axis=2, keepdims=True))
+            resp = np.exp(joint - special.logsumexp(joint, axis=2, keepdims=True))
             values = np.concatenate([np.einsum("smk,skc->smc", resp, rho), resp], axis=2)  # (S, m', C + K)
             return values[:, inverse, quantity]
 
@@ -549,7 +549,7 @@ class PCMixture(Estimator):
             data_loglik = stacked(self._fitted(), "data_loglik")  # sum log p(x) per draw, kept by the fit
         else:
             pi, mean_z, sd_z, _ = self._draws()
-            data_loglik = np.array([logsumexp(np.log(pi[s])[None] + component_logp(data.x, mean_z[s], sd_z[s]),
+            data_loglik = np.array([special.logsumexp(np.log(pi[s])[None] + component_logp(data.x, mean_z[s], sd_z[s]),
                                               axis=1).sum() for s in range(pi.shape[0])])
         codes = data.y if y is None else np.asarray(y)
         # the model sees standardized features: log p(x) in the data's units is lower by sum_j log scale_j

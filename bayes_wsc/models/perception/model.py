@@ -48,7 +48,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy.special import log_softmax, logsumexp
 
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
@@ -69,6 +68,7 @@ from bayes_wsc.posterior import stacked, summarize_memberships
 pm = LazyModule("pymc")
 pt = LazyModule("pytensor.tensor")
 likelihoods = LazyModule("bayes_wsc.likelihoods")
+special = LazyModule("scipy.special")
 
 #: MAP restarts whose log density is within this of the best count as having reached it
 SAME_OPTIMUM = 1e-3
@@ -186,7 +186,7 @@ def membership_logits(features: np.ndarray, W: np.ndarray, b: np.ndarray, percep
 def membership_log_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndarray,
                                  perception: np.ndarray) -> np.ndarray:
     """log P(z = k | x), shaped as `membership_logits`."""
-    return log_softmax(membership_logits(features, W, b, perception), axis=-1)
+    return special.log_softmax(membership_logits(features, W, b, perception), axis=-1)
 
 
 def membership_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndarray, perception: np.ndarray) -> np.ndarray:
@@ -285,7 +285,7 @@ def held_out_scores(data: SeedSets, log_probs: np.ndarray, names, folds: int) ->
     (GUESS_SHARE ``|S|``)) and an over-confident fit is not judged by its few worst seeds."""
     held = np.flatnonzero(np.isfinite(log_probs).all(axis=1) & data.seeded)
     L, S = log_probs[held], data.seed_mask[held]
-    score = logsumexp(np.where(S, L, -np.inf), axis=1)
+    score = special.logsumexp(np.where(S, L, -np.inf), axis=1)
     guarded = np.log((1 - GUESS_SHARE) * np.exp(score) + GUESS_SHARE * S.sum(axis=1) / max(S.shape[1], 1))
     hit = S[np.arange(held.size), L.argmax(axis=1)] if held.size else np.zeros(0, bool)
     confidence = np.exp(L.max(axis=1)) if held.size else np.zeros(0)
@@ -691,13 +691,13 @@ def joint_log_density_np(features, A, B, sd, pi, pi_group, perception) -> np.nda
             - 2.0 * np.einsum("md,skgd->smkg", features, means * precision[:, None, None, :])
             + np.einsum("skgd,sd->skg", means**2, precision)[:, None])
     comp = -0.5 * (quad + np.sum(2.0 * np.log(sd) + LOG_2PI, axis=1)[:, None, None, None])
-    return np.log(pi)[:, None, :] + logsumexp(np.log(pi_group)[:, None, None, :] + comp, axis=-1)
+    return np.log(pi)[:, None, :] + special.logsumexp(np.log(pi_group)[:, None, None, :] + comp, axis=-1)
 
 
 def mixture_log_probabilities(features, A, B, sd, pi, pi_group, perception) -> np.ndarray:
     """log P(z = k | x), shaped as `joint_log_density_np`."""
     joint = joint_log_density_np(features, A, B, sd, pi, pi_group, perception)
-    return joint - logsumexp(joint, axis=-1, keepdims=True)
+    return joint - special.logsumexp(joint, axis=-1, keepdims=True)
 
 
 def restart_seed_scores(data: SeedSets, optima: list[dict]) -> np.ndarray:
@@ -711,7 +711,7 @@ def restart_seed_scores(data: SeedSets, optima: list[dict]) -> np.ndarray:
         log_probs = mixture_log_probabilities(data.features[rows], A, np.asarray(point["B"], dtype=float),
                                               SD_FLOOR + np.asarray(point["sd_excess"], dtype=float),
                                               np.asarray(point["pi"], dtype=float), pi_group, data.perception)
-        scores.append(float(logsumexp(np.where(data.seed_mask[rows], log_probs, -np.inf), axis=1).sum()))
+        scores.append(float(special.logsumexp(np.where(data.seed_mask[rows], log_probs, -np.inf), axis=1).sum()))
     return np.asarray(scores)
 
 

@@ -67,9 +67,11 @@ the refits' predictive: the groups are too few or too alike to tell), whatever i
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import softmax
 
+from bayes_wsc._lazy import LazyModule
 from bayes_wsc.criticism import Check, Replicates, p_value_upper, worst_element
+
+special = LazyModule("scipy.special")
 
 #: `group_misfit` flags a group whose discrepancy is more than this many times its replicates' mean (ten planted
 #: wrong groups of 100 were 6-19 times off; on data from the model the worst group reaches 12 by chance, which
@@ -133,7 +135,6 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
     import pymc as pm
     import pytensor
     import pytensor.tensor as pt
-    from scipy.special import log_softmax
 
     from bayes_wsc.defaults import LOG_ZERO
     from bayes_wsc.graph_inputs import declare
@@ -157,7 +158,7 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
         log_emission = np.log(np.asarray(params["w"], dtype=float))
     else:
         W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
-        log_emission = log_softmax(np.einsum("nd,sld->snl", data.x, W) + b[:, None, :], axis=-1)
+        log_emission = special.log_softmax(np.einsum("nd,sld->snl", data.x, W) + b[:, None, :], axis=-1)
     shares, emissions = pt.matrix("log_shares"), pt.matrix("log_emission")
     with pm.Model(coords=mp.model_coords(data)):
         declare(mp.share_inputs(data, None))
@@ -172,12 +173,11 @@ def class_probabilities(data, params: dict) -> np.ndarray:
     """P(z = l | x) of every training item under each draw, from its features alone (S, n, L): the softmax
     for the logistic emission, eta_l f_l(x) normalized for the others (eta the proportions' overall shares,
     or the draw's theta's when the proportions are noisy)."""
-    from scipy.special import log_softmax
 
     emission = _emission(params)
     if emission == "logistic":
         W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
-        return softmax(np.einsum("nd,sld->snl", data.x, W) + b[:, None, :], axis=-1)
+        return special.softmax(np.einsum("nd,sld->snl", data.x, W) + b[:, None, :], axis=-1)
     sizes = data.group_sizes.astype(float)
     if "theta" in params:
         eta = np.einsum("i,sil->sl", sizes, np.asarray(params["theta"], dtype=float)) / sizes.sum()
@@ -194,7 +194,7 @@ def class_probabilities(data, params: dict) -> np.ndarray:
 
         mean_z = (np.asarray(params["mean"], dtype=float) - data.center) / data.scale
         joint = log_eta[:, None, :] + gaussian_logp_draws(data.x, mean_z, np.asarray(params["sd"], float) / data.scale)
-    return np.exp(log_softmax(joint, axis=-1))
+    return np.exp(special.log_softmax(joint, axis=-1))
 
 
 def collapse_discrepancy(data, probs: np.ndarray, rng: np.random.Generator) -> dict:
@@ -345,7 +345,7 @@ def design_shift(data, probs: np.ndarray) -> tuple[np.ndarray, float]:
 def _replicate_logistic(data, params, rng, sizes, coords) -> Replicates:
     W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)  # (S, L, D), (S, L)
     n_rep, n_classes = b.shape
-    shifted = [design_shift(data, softmax(data.x @ W[s].T + b[s], axis=1)) for s in range(n_rep)]
+    shifted = [design_shift(data, special.softmax(data.x @ W[s].T + b[s], axis=1)) for s in range(n_rep)]
     probs = lambda s: shifted[s][0]  # noqa: E731  (n, L)
     counts = np.stack([_group_counts(_draw(probs(s), rng, 1), data.item_group, data.n_groups, n_classes)[0]
                        for s in range(n_rep)])

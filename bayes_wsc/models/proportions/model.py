@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import gammaln, logsumexp, softmax
 
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
@@ -59,6 +58,7 @@ pm = LazyModule("pymc")
 pt = LazyModule("pytensor.tensor")
 likelihoods = LazyModule("bayes_wsc.likelihoods")
 transforms = LazyModule("bayes_wsc.transforms")
+special = LazyModule("scipy.special")
 
 #: MAP starts by default per emission (`ProportionsClassifier(restarts=None)`): with four groups of breast_cancer,
 #: one start left the logistic fit in a poor mode in 4 of 20 splits (one with held-out accuracy 0.25), two or more
@@ -328,7 +328,8 @@ def _exact_counts(data: LabelProportions, log_q, inputs: dict):
 
 def _multinomial_logp(counts: np.ndarray, log_p: np.ndarray) -> np.ndarray:
     counts = np.asarray(counts, dtype=float)
-    return gammaln(counts.sum(axis=1) + 1) - gammaln(counts + 1).sum(axis=1) + (counts * log_p).sum(axis=1)
+    log_coefficient = special.gammaln(counts.sum(axis=1) + 1) - special.gammaln(counts + 1).sum(axis=1)
+    return log_coefficient + (counts * log_p).sum(axis=1)
 
 
 def add_estimands(data: LabelProportions, emission: str, log_emission):
@@ -505,8 +506,8 @@ def count_conditional(log_q: np.ndarray, counts: np.ndarray) -> np.ndarray:
             joint = [forward[j] + backward + lq[:, j, 0][(slice(None),) + (None,) * tracked]]
             joint += [forward[j] + shift(backward, t + 1, False) + lq[:, j, t + 1][(slice(None),) + (None,) * tracked]
                       for t in range(tracked)]
-            log_joint = np.stack([logsumexp(a.reshape(n_draws, -1), axis=1) for a in joint], axis=1)
-            out[:, j, order] = np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
+            log_joint = np.stack([special.logsumexp(a.reshape(n_draws, -1), axis=1) for a in joint], axis=1)
+            out[:, j, order] = np.exp(log_joint - special.logsumexp(log_joint, axis=1, keepdims=True))
             backward = step(backward, lq[:, j], False)
     return out
 
@@ -720,7 +721,7 @@ class ProportionsClassifier(Estimator):
             items, cls = np.divmod(cols, n_classes)
             unique, inverse = np.unique(items, return_inverse=True)
             joint = log_joint(features[unique])  # (S, m', L)
-            prob = np.exp(joint - logsumexp(joint, axis=2, keepdims=True))
+            prob = np.exp(joint - special.logsumexp(joint, axis=2, keepdims=True))
             return prob[:, inverse, cls]
 
         mean, low, high = summarize_columns(m * n_classes, draws_of, n_draws, ci)
@@ -822,7 +823,7 @@ class ProportionsClassifier(Estimator):
                 independent = joint + np.log(shares[:, data.item_group, :])
         else:
             independent = joint
-        prob = np.exp(independent - logsumexp(independent, axis=2, keepdims=True))
+        prob = np.exp(independent - special.logsumexp(independent, axis=2, keepdims=True))
         if exact:
             eta = data.eta
             for g in range(data.n_groups):
@@ -830,7 +831,7 @@ class ProportionsClassifier(Estimator):
                     continue
                 members = np.flatnonzero(data.item_group == g)
                 lq = joint[:, members] + (np.log(eta)[None, None, :] if self.emission != "logistic" else 0.0)
-                lq = lq - logsumexp(lq, axis=2, keepdims=True)
+                lq = lq - special.logsumexp(lq, axis=2, keepdims=True)
                 prob[:, members] = count_conditional(lq, data.counts[g])
         mean = prob.mean(axis=0)
         bounds = inference.hdi(prob.reshape(prob.shape[0], -1), ci).reshape(*mean.shape, 2)
@@ -886,7 +887,7 @@ class ProportionsClassifier(Estimator):
             W = np.asarray(draws.posterior["W"], dtype=float).reshape(data.n_classes, x.shape[1])
             b = np.asarray(draws.posterior["b"], dtype=float).reshape(data.n_classes)
             items = np.isin(data.item_group, fold)
-            probs[items] = softmax(x[items] @ W.T + b, axis=1)
+            probs[items] = special.softmax(x[items] @ W.T + b, axis=1)
             kept = np.setdiff1d(np.arange(data.n_groups), fold)
             no_skill[fold] = observed[kept].sum(axis=0) / observed[kept].sum()
             held[fold] = True

@@ -32,11 +32,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import expit
 
+from bayes_wsc._lazy import LazyModule
 from bayes_wsc.criticism import COLUMNS, Check, Replicates
 from bayes_wsc.criticism import likelihood_terms as fit_terms
 from bayes_wsc.model_terms import DEFAULT
+
+special = LazyModule("scipy.special")
 
 #: the replicates feed `ppc` only: `criticism.run` skips them at fit time
 REPLICATE_ROWS = False
@@ -69,7 +71,7 @@ def default_parts(est, data, params: dict) -> tuple[np.ndarray, np.ndarray]:
     the clicks, sum_k n_ik log(sig(-mu_i) w0_k + sig(mu_i) w1_k), and HE, log N(HE_i | mu_i, sigma_H)
     (0 where HE is not modelled). Each (S, I); what `add_click_likelihood` records, in NumPy."""
     mu, w0, w1 = (np.asarray(params[k], dtype=float) for k in ("mu", "w0", "w1"))
-    mixed = expit(-mu)[:, :, None] * w0[:, None, :] + expit(mu)[:, :, None] * w1[:, None, :]
+    mixed = special.expit(-mu)[:, :, None] * w0[:, None, :] + special.expit(mu)[:, :, None] * w1[:, None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         clicks = np.where(data.counts[None] > 0, data.counts[None] * np.log(mixed), 0.0).sum(axis=2)
     sigma = he_noise(est, params, mu.shape[0])
@@ -145,7 +147,7 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     undone = data.counts / np.where(data.group_scale > 0, data.group_scale, 1.0)[:, None]
     weight = np.where(has_items, undone.sum(axis=1) / np.maximum(items, 1), 0.0)
     leaning = w1.mean(axis=0) > w0.mean(axis=0)  # bins that lean to class 1, fixed across replicates
-    p1 = expit(mu)
+    p1 = special.expit(mu)
     class1 = rng.binomial(items, p1)  # (S, I): the latent classes, drawn
     class0 = items - class1
     # items of each group in the class-1-leaning bins: each item is there with probability

@@ -21,7 +21,6 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.special import expit
 
 from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
@@ -43,6 +42,7 @@ pm = LazyModule("pymc")
 pt = LazyModule("pytensor.tensor")
 likelihoods = LazyModule("bayes_wsc.likelihoods")
 transforms = LazyModule("bayes_wsc.transforms")
+special = LazyModule("scipy.special")
 
 INTEGRATING = ("integrated", "grid")
 #: Below this WH the HE barely orients the classes; the posterior can hold both labelings.
@@ -707,7 +707,7 @@ OWN_TERM_BLOCK = 64
 # ---------------------------------------------------------------------- estimator
 def class1_probability(mu, w0, w1):
     """P(Z = 1 | X = k, group i) = sigmoid(mu_i + log w1_k - log w0_k), elementwise on draws."""
-    return expit(mu + np.log(w1) - np.log(w0))
+    return special.expit(mu + np.log(w1) - np.log(w0))
 
 
 def empty_groups_messages(idata) -> list[str]:
@@ -984,7 +984,7 @@ class WSC(Estimator):
         mu, rate = draw_group_qualities(data.counts, data.he, flat["w0"], flat["w1"], flat.get("mu_loc"),
                                         flat.get("mu_scale"), sigma_h, seed=int(draws.info.get("seed") or 0))
         mu = mu.astype(float)
-        pi = click_weighted_share(data.group_totals, expit(mu))
+        pi = click_weighted_share(data.group_totals, special.expit(mu))
         rho = class1_share(pi[:, None], flat["w0"], flat["w1"])
         post["mu"], post["pi"], post["rho"] = mu.reshape(*shape, -1), pi.reshape(shape), rho.reshape(*shape, -1)
         draws.info["mu_draws"] = {"method": "independence Metropolis-Hastings from the 1-D conditional",
@@ -1134,7 +1134,7 @@ class WSC(Estimator):
         if "cell_logit" in posterior:
             cell = stacked(self._fitted(), "cell_logit")
             flat = cell.reshape(cell.shape[0], -1)  # (draw, group * bin), the cells' order here
-            return summarize_columns(len(cells), lambda cols: expit(flat[:, cells[cols]]), flat.shape[0], ci)
+            return summarize_columns(len(cells), lambda cols: special.expit(flat[:, cells[cols]]), flat.shape[0], ci)
         if "group_logit" in posterior and "bin_logit" in posterior:
             group, per_bin = stacked(self._fitted(), "group_logit"), stacked(self._fitted(), "bin_logit")
         else:
@@ -1144,7 +1144,7 @@ class WSC(Estimator):
 
         def draws_of(cols):  # class1_probability, with the per-bin logits taken above
             g, k = np.divmod(cells[cols], n_bins)
-            return expit(group[:, g] + per_bin[:, k])
+            return special.expit(group[:, g] + per_bin[:, k])
 
         return summarize_columns(len(cells), draws_of, group.shape[0], ci)
 
