@@ -48,7 +48,7 @@ def constraint_informed_memberships(features: np.ndarray, W: np.ndarray, b: np.n
     (links then reach an item through chains of pairs: transitivity). Items in no pair get their
     softmax membership either way.
     """
-    logits = np.einsum("nd,sdk->snk", features, W) + b[:, None, :]
+    logits = np.einsum("nd,sdk->snk", features, W, optimize=True) + b[:, None, :]
     log_p = logits - special.logsumexp(logits, axis=-1, keepdims=True)  # (S, n, K) every item, features only
     same, different = pair_log_likelihoods(alpha, beta, data)  # (S, P)
     same, different = same[..., None], different[..., None]

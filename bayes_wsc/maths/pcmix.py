@@ -62,7 +62,8 @@ def component_logp_draws(x: np.ndarray, mean_z: np.ndarray, sd_z: np.ndarray) ->
     The square is expanded so that no (S, m, K, D) array is formed.
     """
     precision = 1.0 / sd_z**2
-    quad = (np.einsum("md,skd->smk", x**2, precision) - 2 * np.einsum("md,skd->smk", x, mean_z * precision)
+    quad = (np.einsum("md,skd->smk", x**2, precision, optimize=True)
+            - 2 * np.einsum("md,skd->smk", x, mean_z * precision, optimize=True)
             + np.sum(mean_z**2 * precision, axis=-1)[:, None, :])
     return -0.5 * np.maximum(quad, 0.0) - np.sum(np.log(sd_z), axis=-1)[:, None, :] - 0.5 * LOG_2PI * x.shape[1]
 

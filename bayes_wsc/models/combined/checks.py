@@ -85,7 +85,7 @@ def _draw(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     W, b = np.asarray(params["W"], float), np.asarray(params["b"], float)
     n_rep, k = b.shape
-    log_q = special.log_softmax(np.einsum("nd,skd->snk", data.features, W) + b[:, None, :], axis=-1)
+    log_q = special.log_softmax(np.einsum("nd,skd->snk", data.features, W, optimize=True) + b[:, None, :], axis=-1)
     q = np.exp(log_q)
     z = _draw(q, rng)  # (S, n)
     replicated, observed, dims, coords, realized = {}, {}, {}, {}, {}

@@ -263,7 +263,7 @@ def build_model(data: CombinedSupervision, *, prior_sd: float = 1.0, intercept_s
 # ---------------------------------------------------------------------- the same likelihood in NumPy
 def class_log_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
     """log softmax(x W^T + b) for draws W (S, K, D), b (S, K): (S, n, K)."""
-    return special.log_softmax(np.einsum("nd,skd->snk", features, W) + b[:, None, :], axis=-1)
+    return special.log_softmax(np.einsum("nd,skd->snk", features, W, optimize=True) + b[:, None, :], axis=-1)
 
 
 def count_logp(log_r: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -486,7 +486,7 @@ class CombinedClassifier(Estimator):
 
         features = FeatureScaling.saved(self._fitted().constant_data).transform(items, "items")
         W, b = stacked(self._fitted(), "W"), stacked(self._fitted(), "b")
-        frame = self._probability_frame(lambda rows: special.softmax(np.einsum("nd,skd->snk", features[rows], W)
+        frame = self._probability_frame(lambda rows: special.softmax(np.einsum("nd,skd->snk", features[rows], W, optimize=True)
                                                              + b[:, None, :], axis=-1),
                                         features.shape[0], ci, items.index)
         return append_predictions(items, frame)

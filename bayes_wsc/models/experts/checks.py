@@ -48,7 +48,7 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
 
     W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
     alpha, beta = np.asarray(params["alpha"], dtype=float), np.asarray(params["beta"], dtype=float)
-    logits = np.einsum("nd,sdk->snk", data.features[data.linked_items], W) + b[:, None, :]
+    logits = np.einsum("nd,sdk->snk", data.features[data.linked_items], W, optimize=True) + b[:, None, :]
     log_probs = special.log_softmax(logits, axis=-1)
     ends = pair_ends(data)
     first, second = log_probs[:, ends[:, 0]], log_probs[:, ends[:, 1]]  # (S, P, K)
@@ -79,7 +79,7 @@ def replicate(est, data, params: dict, rng: np.random.Generator) -> Replicates:
     features = data.features[linked]
     for start in range(0, n_rep, step):
         rows = slice(start, min(start + step, n_rep))
-        probs = special.softmax(np.einsum("nd,sdk->snk", features, W[rows]) + b[rows, None, :], axis=-1)  # (s, n, K)
+        probs = special.softmax(np.einsum("nd,sdk->snk", features, W[rows], optimize=True) + b[rows, None, :], axis=-1)  # (s, n, K)
         # the clusters, drawn: the first k whose cumulative probability passes a uniform
         z = (rng.random(probs.shape[:2])[..., None] > np.cumsum(probs, axis=-1)).sum(axis=-1)
         z = np.minimum(z, n_clusters - 1)

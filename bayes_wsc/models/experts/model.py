@@ -284,7 +284,7 @@ def membership_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndarray)
     (W: (S, d, K), b: (S, K) -> (S, n, K))."""
     if W.ndim == 2:
         return special.softmax(features @ W + b, axis=-1)
-    return special.softmax(np.einsum("nd,sdk->snk", features, W) + b[:, None, :], axis=-1)
+    return special.softmax(np.einsum("nd,sdk->snk", features, W, optimize=True) + b[:, None, :], axis=-1)
 
 
 def reference_coded(W: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

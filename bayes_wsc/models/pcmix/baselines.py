@@ -25,6 +25,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from bayes_wsc.data.labeled import LabeledItems
+from bayes_wsc.maths import logsumexp as fast_logsumexp
 from bayes_wsc.maths.pcmix import LOG_2PI, Params, Priors, check_lam, component_logp, label_logp, random_starts
 
 
@@ -65,12 +66,6 @@ def log_prior(params: Params, priors: Priors = Priors()) -> float:
 def _log_dirichlet(p: np.ndarray, concentration: float) -> float:
     k = p.size
     return float((concentration - 1) * np.sum(np.log(p)) + gammaln(k * concentration) - k * gammaln(concentration))
-
-
-def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
-    """log sum_k exp(a[:, k]), for (n, K) arrays (faster than scipy's general version)."""
-    top = a.max(axis=1)
-    return top + np.log(np.exp(a - top[:, None]).sum(axis=1))
 
 
 def predict_proba(data_x: np.ndarray, params: Params) -> tuple[np.ndarray, np.ndarray]:
@@ -160,7 +155,7 @@ def _em_run(data: LabeledItems, start: Params, lam: float, priors: Priors, max_i
     while True:
         joint = (np.log(params.pi)[None] + component_logp(x, params.mean, params.sd)
                  + lam * label_logp(onehot, params.rho))
-        per_item = _logsumexp_rows(joint)
+        per_item = fast_logsumexp(joint, axis=1)
         current = float(per_item.sum() + log_prior(params, priors))
         if abs(current - previous) <= tol * max(1.0, abs(current)):
             converged = True

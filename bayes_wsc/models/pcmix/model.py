@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayes_wsc import inference
+from bayes_wsc import inference, maths
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.maths.pcmix import (Params, Priors, check_components, check_lam, component_logp,
                                    component_logp_draws, lam_text, random_starts)
@@ -498,8 +498,8 @@ class PCMixture(Estimator):
             items, quantity = np.divmod(cols, width)
             unique, inverse = np.unique(items, return_inverse=True)
             joint = np.log(pi)[:, None, :] + component_logp_draws(x_std[unique], mean_z, sd_z)  # (S, m', K)
-            resp = np.exp(joint - special.logsumexp(joint, axis=2, keepdims=True))
-            values = np.concatenate([np.einsum("smk,skc->smc", resp, rho), resp], axis=2)  # (S, m', C + K)
+            resp = np.exp(joint - maths.logsumexp(joint, axis=2, keepdims=True))
+            values = np.concatenate([np.einsum("smk,skc->smc", resp, rho, optimize=True), resp], axis=2)  # (S, m', C + K)
             return values[:, inverse, quantity]
 
         mean, low, high = summarize_columns(m * width, draws_of, n_draws, ci)

@@ -49,7 +49,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from bayes_wsc import inference
+from bayes_wsc import inference, maths
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.models.perception.data import SeedSets
 from bayes_wsc.data.tables import FeatureScaling
@@ -685,19 +685,19 @@ def joint_log_density_np(features, A, B, sd, pi, pi_group, perception) -> np.nda
     -> (m, K), or a stack of S draws (each with a leading S axis) -> (S, m, K)."""
     if np.ndim(A) == 2:
         return joint_log_density_np(features, A[None], B[None], sd[None], pi[None], pi_group[None], perception)[0]
-    means = np.einsum("kq,sdq->skd", perception, A)[:, :, None, :] + B[:, None, :, :]  # (S, K, G, d)
+    means = np.einsum("kq,sdq->skd", perception, A, optimize=True)[:, :, None, :] + B[:, None, :, :]  # (S, K, G, d)
     precision = 1.0 / sd**2  # (S, d)
-    quad = (np.einsum("md,sd->sm", features**2, precision)[:, :, None, None]
-            - 2.0 * np.einsum("md,skgd->smkg", features, means * precision[:, None, None, :])
-            + np.einsum("skgd,sd->skg", means**2, precision)[:, None])
+    quad = (np.einsum("md,sd->sm", features**2, precision, optimize=True)[:, :, None, None]
+            - 2.0 * np.einsum("md,skgd->smkg", features, means * precision[:, None, None, :], optimize=True)
+            + np.einsum("skgd,sd->skg", means**2, precision, optimize=True)[:, None])
     comp = -0.5 * (quad + np.sum(2.0 * np.log(sd) + LOG_2PI, axis=1)[:, None, None, None])
-    return np.log(pi)[:, None, :] + special.logsumexp(np.log(pi_group)[:, None, None, :] + comp, axis=-1)
+    return np.log(pi)[:, None, :] + maths.logsumexp(np.log(pi_group)[:, None, None, :] + comp, axis=-1)
 
 
 def mixture_log_probabilities(features, A, B, sd, pi, pi_group, perception) -> np.ndarray:
     """log P(z = k | x), shaped as `joint_log_density_np`."""
     joint = joint_log_density_np(features, A, B, sd, pi, pi_group, perception)
-    return joint - special.logsumexp(joint, axis=-1, keepdims=True)
+    return joint - maths.logsumexp(joint, axis=-1, keepdims=True)
 
 
 def restart_seed_scores(data: SeedSets, optima: list[dict]) -> np.ndarray:

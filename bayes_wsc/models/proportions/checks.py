@@ -158,7 +158,7 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
         log_emission = np.log(np.asarray(params["w"], dtype=float))
     else:
         W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
-        log_emission = special.log_softmax(np.einsum("nd,sld->snl", data.x, W) + b[:, None, :], axis=-1)
+        log_emission = special.log_softmax(np.einsum("nd,sld->snl", data.x, W, optimize=True) + b[:, None, :], axis=-1)
     shares, emissions = pt.matrix("log_shares"), pt.matrix("log_emission")
     with pm.Model(coords=mp.model_coords(data)):
         declare(mp.share_inputs(data, None))
@@ -177,10 +177,10 @@ def class_probabilities(data, params: dict) -> np.ndarray:
     emission = _emission(params)
     if emission == "logistic":
         W, b = np.asarray(params["W"], dtype=float), np.asarray(params["b"], dtype=float)
-        return special.softmax(np.einsum("nd,sld->snl", data.x, W) + b[:, None, :], axis=-1)
+        return special.softmax(np.einsum("nd,sld->snl", data.x, W, optimize=True) + b[:, None, :], axis=-1)
     sizes = data.group_sizes.astype(float)
     if "theta" in params:
-        eta = np.einsum("i,sil->sl", sizes, np.asarray(params["theta"], dtype=float)) / sizes.sum()
+        eta = np.einsum("i,sil->sl", sizes, np.asarray(params["theta"], dtype=float), optimize=True) / sizes.sum()
     else:
         eta = np.broadcast_to(data.eta, (next(iter(params.values())).shape[0], data.n_classes))
     with np.errstate(divide="ignore"):

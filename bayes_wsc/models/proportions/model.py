@@ -758,8 +758,8 @@ class ProportionsClassifier(Estimator):
             w, b = stacked(self._fitted(), "W"), stacked(self._fitted(), "b")  # (S, L, D), (S, L)
             basis = self.fitted_basis()
             if basis is not None:
-                return lambda x: np.einsum("md,sld->sml", basis_features(x, basis), w) + b[:, None, :]
-            return lambda x: np.einsum("md,sld->sml", x, w) + b[:, None, :]
+                return lambda x: np.einsum("md,sld->sml", basis_features(x, basis), w, optimize=True) + b[:, None, :]
+            return lambda x: np.einsum("md,sld->sml", x, w, optimize=True) + b[:, None, :]
         log_eta = np.log(stacked(self._fitted(), "eta"))  # (S, L)
         if emission == "categorical":
             rho = stacked(self._fitted(), "rho") if "rho" in post else None

@@ -1,0 +1,19 @@
+"""The package's own NumPy primitives in `bayes_wsc.maths`, held to scipy's."""
+
+import numpy as np
+import pytest
+from scipy import special
+
+from bayes_wsc import maths
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_logsumexp_equals_scipys(axis, keepdims):
+    a = np.random.default_rng(1).normal(size=(4, 6, 3)) * 40
+    a[0, 0, :] = -np.inf  # a slice of only -inf gives -inf
+    a[1, 1, 0] = -np.inf
+    a[:, 2, :] = [[900.0, -900.0, 0.0]] * 4  # exp would overflow without the shift
+    got, want = maths.logsumexp(a, axis=axis, keepdims=keepdims), special.logsumexp(a, axis=axis, keepdims=keepdims)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-13)
