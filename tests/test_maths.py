@@ -17,3 +17,9 @@ def test_logsumexp_equals_scipys(axis, keepdims):
     got, want = maths.logsumexp(a, axis=axis, keepdims=keepdims), special.logsumexp(a, axis=axis, keepdims=keepdims)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+def test_softmax_equals_scipys():
+    a = np.random.default_rng(2).normal(size=(3, 5, 4)) * 30
+    a[0, 0, 1] = -np.inf
+    np.testing.assert_allclose(maths.softmax(a, axis=2), special.softmax(a, axis=2), rtol=1e-13, atol=1e-300)

@@ -16,3 +16,8 @@ def logsumexp(a: np.ndarray, axis: int = -1, keepdims: bool = False) -> np.ndarr
     with np.errstate(divide="ignore"):
         out = np.log(np.sum(np.exp(a - top), axis=axis, keepdims=True)) + top
     return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def softmax(a: np.ndarray, axis: int = -1) -> np.ndarray:
+    """exp(a) normalized along `axis`, through `logsumexp` (scipy's softmax, without its checks)."""
+    return np.exp(a - logsumexp(a, axis=axis, keepdims=True))

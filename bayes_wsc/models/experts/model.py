@@ -51,7 +51,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bayes_wsc import inference, relabel
+from bayes_wsc import inference, maths, relabel
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.pairwise import PairwiseConstraints
 from bayes_wsc.data.tables import FeatureScaling
@@ -284,7 +284,7 @@ def membership_probabilities(features: np.ndarray, W: np.ndarray, b: np.ndarray)
     (W: (S, d, K), b: (S, K) -> (S, n, K))."""
     if W.ndim == 2:
         return special.softmax(features @ W + b, axis=-1)
-    return special.softmax(np.einsum("nd,sdk->snk", features, W, optimize=True) + b[:, None, :], axis=-1)
+    return maths.softmax(np.einsum("nd,sdk->snk", features, W, optimize=True) + b[:, None, :], axis=-1)
 
 
 def reference_coded(W: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

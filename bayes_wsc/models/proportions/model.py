@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bayes_wsc import inference
+from bayes_wsc import inference, maths
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.proportions import LabelProportions, count_plan
 from bayes_wsc.defaults import DEFAULT_CI
@@ -721,8 +721,7 @@ class ProportionsClassifier(Estimator):
             items, cls = np.divmod(cols, n_classes)
             unique, inverse = np.unique(items, return_inverse=True)
             joint = log_joint(features[unique])  # (S, m', L)
-            prob = np.exp(joint - special.logsumexp(joint, axis=2, keepdims=True))
-            return prob[:, inverse, cls]
+            return maths.softmax(joint, axis=2)[:, inverse, cls]
 
         mean, low, high = summarize_columns(m * n_classes, draws_of, n_draws, ci)
         shape = (m, n_classes)
