@@ -728,8 +728,12 @@ class ProportionsClassifier(Estimator):
         return {"mean": mean.reshape(shape), "low": low.reshape(shape), "high": high.reshape(shape)}
 
     def fitted_basis(self) -> dict[str, np.ndarray] | None:
-        """The random Fourier basis the fit's softmax reads (feature_map="rff"; kept in the fit), else None."""
-        const, post = self._fitted().constant_data, self._fitted().posterior
+        """The random Fourier basis the fit's softmax reads (feature_map="rff"; kept in the fit), else None
+        (also for another emission, and while a fit's groups are still being assembled)."""
+        fit = self._fitted()
+        if self.emission != "logistic" or fit is None or "constant_data" not in inference.group_names(fit):
+            return None
+        const, post = fit.constant_data, fit.posterior
         if "basis_weights" not in const or "W" not in post or post["W"].dims[-1] != "basis":
             return None
         return {name: np.asarray(const[name].values, dtype=float) for name in BASIS_DIMS}
