@@ -244,6 +244,23 @@ def test_lpe_check_flags_a_collapsed_fit_and_not_a_good_one():
     assert "cluster c1" in problems_of([f"check {collapsed.check} flagged: {collapsed.message}"], "map")[0].sentence
 
 
+@pytest.mark.slow
+def test_lpe_check_at_fit_time_flags_a_starved_fit_that_only_lpe_beats():
+    """Family data set 79: LPE + k-means reached F 0.96, the seeded GMM 0.46; the conditional model (0.80) is
+    bad only against LPE, so `held_out_reference` cannot see it and `held_out_lpe` must; the mixture (0.95)
+    is good and flagged by neither."""
+    from bayes_wsc.models.perception import PerceptionClustering, PerceptionMixture
+
+    data = distractor_family(79)[0].data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        starved = PerceptionClustering(seed=79).fit(data).checks_.set_index("check")
+        good = PerceptionMixture(seed=79).fit(data).checks_.set_index("check")
+    assert starved.loc["held_out_lpe", "flagged"] and not starved.loc["held_out_reference", "flagged"]
+    assert starved.loc["held_out_lpe", "effect"] > 0.4
+    assert not good.loc[["held_out_seeds", "held_out_reference", "held_out_lpe"], "flagged"].any()
+
+
 def test_subsample_keeps_every_seed_and_deals_the_same_folds():
     from bayes_wsc.models.perception import subsample_items
 
