@@ -265,6 +265,24 @@ def held_out_seeds(est, data, seed: int = 0) -> list[Check]:
 #: the references the held-out seeds are compared with: check -> (its function in `baselines`, what it is)
 REFERENCES = {"held_out_reference": ("held_out_gmm", "a seeded Gaussian mixture of the features"),
               "held_out_lpe": ("held_out_lpe", "LPE + k-means (LPE solved exactly, k-means on its directions)")}
+#: each reference check's message when it flags and when it does not
+REFERENCE_WORDS = {
+    "held_out_reference": (
+        "A plain Gaussian mixture of the features, seeded with her sets and no perception vectors, predicts her "
+        "held-out seeds better than this fit ({values}): the fit misses structure that her seeds show, most of all "
+        "for cluster {name}. Its memberships may be well below what these data allow: try {other}, or add seeds "
+        "(auto keeps the formulation whose held-out seeds score better, so when auto chose this fit the other "
+        "scored lower still).",
+        "Held-out seeds' guarded log score against a seeded Gaussian mixture's on the same folds: not below it by "
+        "more than the tolerance ({values})."),
+    "held_out_lpe": (
+        "LPE + k-means, the paper's embedding of her perception vectors clustered by k-means, puts her held-out "
+        "seeds in their own clusters more often than this fit predicts them ({values}): the fit misses structure "
+        "that her seeds and perception vectors show, most of all for cluster {name}. Its memberships may be well "
+        "below what these data allow: compare with bayes-wsc baseline lpe, try {other}, or add seeds.",
+        "Held-out seeds' guarded log score against LPE + k-means's hard clusters on the same folds: not below them "
+        "by more than the tolerance ({values})."),
+}
 
 
 def reference_scores(est, data, scores: dict, check: str = "held_out_reference") -> dict:
@@ -301,17 +319,24 @@ def _not_run(name: str, why: str, tolerance: float) -> Check:
     return Check(name, float("nan"), float("nan"), float("nan"), False, f"not run: {why}", float("nan"), tolerance)
 
 
-def _against_reference(est, data, check: str, tolerance: float):
-    """(row fields) of a fit's held-out seeds against `REFERENCES[check]` on the same folds, paired seed by
-    seed: (statistic, reference, effect, values, cluster furthest behind), or a `Check` saying why not run."""
+def _other_formulation(est) -> str:
+    if hasattr(est, "groups"):  # a fit of the seeded mixture (`PerceptionMixture`)
+        return "the conditional model (fit perception --formulation conditional)"
+    return "the seeded mixture (fit perception --formulation mixture), which learns from every item"
+
+
+def _reference_row(est, data, check: str, tolerance: float) -> list[Check]:
+    """A fit's held-out seeds against `REFERENCES[check]` on the same folds, paired seed by seed: one row,
+    its message `REFERENCE_WORDS[check]` (flagged, clean) with {values}, {name} (the cluster furthest behind)
+    and {other} (the other formulation) filled in."""
     try:
         scores = est.held_out_seeds(data)
     except InputError as exc:
-        return _not_run(check, str(exc), tolerance)
+        return [_not_run(check, str(exc), tolerance)]
     if not scores["seeds"] or "fold_items" not in scores or "seed_guarded_log_scores" not in scores:
         why = ("no cluster has two seeds, so none can be held out and still leave it seeded." if not scores["seeds"]
                else "this fit's held-out seeds were scored before the reference existed; refit it.")
-        return _not_run(check, why, tolerance)
+        return [_not_run(check, why, tolerance)]
     ref = reference_scores(est, data, scores, check)
     own = dict(zip(scores["seed_items"], scores["seed_guarded_log_scores"]))
     theirs = dict(zip(ref["seed_items"], ref["seed_guarded_log_scores"]))
@@ -328,51 +353,19 @@ def _against_reference(est, data, check: str, tolerance: float):
               f"{len(scores['fold_items'])} folds ({diff.size} seeds): effect {effect:+.3g} (its minus the fit's; "
               f"se {se:.2g}), tolerance {tolerance:g}; held-out accuracy {scores['accuracy']:.2f} against "
               f"{ref['accuracy']:.2f}; cluster {name} the furthest behind, {by_cluster[worst]:+.3g}")
-    return statistic, reference, effect, values, name
-
-
-def _other_formulation(est) -> str:
-    if hasattr(est, "groups"):  # a fit of the seeded mixture (`PerceptionMixture`)
-        return "the conditional model (fit perception --formulation conditional)"
-    return "the seeded mixture (fit perception --formulation mixture), which learns from every item"
+    words = REFERENCE_WORDS[check][0 if effect > tolerance else 1]
+    message = words.format(values=values, name=name, other=_other_formulation(est))
+    return [Check(check, statistic, reference, float("nan"), effect > tolerance, message, effect, tolerance)]
 
 
 def held_out_reference(est, data, seed: int = 0) -> list[Check]:
     """The held-out seeds against a seeded Gaussian mixture on the same folds (module docstring), one row."""
-    found = _against_reference(est, data, "held_out_reference", REFERENCE_TOLERANCE)
-    if isinstance(found, Check):
-        return [found]
-    statistic, reference, effect, values, name = found
-    if effect > REFERENCE_TOLERANCE:
-        message = (f"A plain Gaussian mixture of the features, seeded with her sets and no perception vectors, "
-                   f"predicts her held-out seeds better than this fit ({values}): the fit misses structure that her "
-                   f"seeds show, most of all for cluster {name}. Its memberships may be well below what these data "
-                   f"allow: try {_other_formulation(est)}, or add seeds (auto keeps the formulation whose held-out "
-                   "seeds score better, so when auto chose this fit the other scored lower still).")
-    else:
-        message = ("Held-out seeds' guarded log score against a seeded Gaussian mixture's on the same folds: not "
-                   f"below it by more than the tolerance ({values}).")
-    return [Check("held_out_reference", statistic, reference, float("nan"), effect > REFERENCE_TOLERANCE, message,
-                  effect, REFERENCE_TOLERANCE)]
+    return _reference_row(est, data, "held_out_reference", REFERENCE_TOLERANCE)
 
 
 def held_out_lpe(est, data, seed: int = 0) -> list[Check]:
     """The held-out seeds against LPE + k-means on the same folds (module docstring), one row."""
-    found = _against_reference(est, data, "held_out_lpe", LPE_TOLERANCE)
-    if isinstance(found, Check):
-        return [found]
-    statistic, reference, effect, values, name = found
-    if effect > LPE_TOLERANCE:
-        message = (f"LPE + k-means, the paper's embedding of her perception vectors clustered by k-means, puts her "
-                   f"held-out seeds in their own clusters more often than this fit predicts them ({values}): the fit "
-                   f"misses structure that her seeds and perception vectors show, most of all for cluster {name}. "
-                   f"Its memberships may be well below what these data allow: compare with bayes-wsc baseline lpe, "
-                   f"try {_other_formulation(est)}, or add seeds.")
-    else:
-        message = ("Held-out seeds' guarded log score against LPE + k-means's hard clusters on the same folds: not "
-                   f"below them by more than the tolerance ({values}).")
-    return [Check("held_out_lpe", statistic, reference, float("nan"), effect > LPE_TOLERANCE, message, effect,
-                  LPE_TOLERANCE)]
+    return _reference_row(est, data, "held_out_lpe", LPE_TOLERANCE)
 
 
 def targeted() -> list:
