@@ -8,6 +8,8 @@
     python benchmarks/perception.py --summarize                        # tables and figures from the CSVs
     python benchmarks/perception.py --part choice --family 40 --datasets 4 --seed-draws 4   # issue 39
     python benchmarks/perception.py --part choice_timing               # auto with its check at 10,000 x 50
+    python benchmarks/perception.py --part choice_lpe_reference --out-name NAME   # LPE's held-out seeds on a run's folds
+    python benchmarks/perception.py --part choice_reference_timing --repeats 3     # the reference checks' cost
 
 Issue 39 (`--part choice`, rows in out/perception_choice_IofN.csv, summary results/perception_choice_summary.csv):
 the formulation chosen by the held-out seeds. Data sets: `--family` of the distractor family
@@ -532,6 +534,45 @@ def part_choice_lpe_reference(args) -> None:
         pd.DataFrame(rows).to_csv(OUT / f"{name}_lpe_reference.csv", index=False)
 
 
+def part_choice_reference_timing(args) -> None:
+    """What the two reference checks cost at --timing-items x --timing-features (`simulate_study`, seed 0): the
+    import of scikit-learn (k-means; the first `held_out_lpe` in a process pays it), `held_out_gmm` and
+    `held_out_lpe` on the fit's folds of the subsample the checks see (`subsample_items`), the median of
+    --repeats runs each, against the conditional MAP with every check, its program cached (the median of
+    --repeats fits after one that builds it). Rows in out/perception_reference_timing.csv."""
+    from bayes_wsc.errors import FitWarning
+    from bayes_wsc.models.perception import PerceptionClustering
+    from bayes_wsc.models.perception import baselines as bp
+    from bayes_wsc.models.perception.model import RESTART_ITEMS, seed_folds, subsample_items
+    from bayes_wsc.simulate.perception import simulate_study
+
+    data = simulate_study(n_items=args.timing_items, n_features=args.timing_features, seed=0).data()
+    part, _ = subsample_items(data, RESTART_ITEMS, seed=0)
+    folds = seed_folds(part, seed=0)
+    rows = []
+    t0 = time.perf_counter()
+    import sklearn.cluster  # noqa: F401  (timed: the first held_out_lpe in a process imports it)
+
+    rows.append({"what": "import sklearn.cluster", "seconds": time.perf_counter() - t0})
+    for what, run in (("held_out_gmm (held_out_reference)", lambda: bp.held_out_gmm(part, folds)),
+                      ("held_out_lpe (held_out_lpe)", lambda: bp.held_out_lpe(part, folds)),
+                      ("conditional MAP with its checks, cached", lambda: PerceptionClustering(seed=0).fit(data))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            if what.startswith("conditional"):
+                run()  # builds its program
+            seconds = []
+            for _ in range(args.repeats):
+                t0 = time.perf_counter()
+                run()
+                seconds.append(time.perf_counter() - t0)
+        rows.append({"what": what, "seconds": float(np.median(seconds)), "items": part.n_items, "folds": len(folds)})
+        print(rows[-1], flush=True)
+    frame = pd.DataFrame(rows)
+    frame.to_csv(OUT / "perception_reference_timing.csv", index=False)
+    print(frame.to_string(index=False))
+
+
 def summarize_choice() -> None:
     """The choice benchmark's tables: mean F per part and arm, the targets, the check's power and false alarms."""
     paths = sorted(OUT.glob("perception_choice_*of*.csv"))
@@ -804,7 +845,8 @@ def part_choice_timing(args) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=("distractor", "simulated", "digits", "timing", "nuts_digits", "choice",
-                                           "choice_timing", "choice_lpe_reference", "all"), default="all")
+                                           "choice_timing", "choice_lpe_reference", "choice_reference_timing", "all"),
+                        default="all")
     parser.add_argument("--family", type=int, default=40, help="choice: data sets of the distractor family")
     parser.add_argument("--first", type=int, default=0,
                         help="choice: the first data set's index in every part (new data sets: past the last run's)")
@@ -848,6 +890,8 @@ def main(argv=None) -> None:
         parts = ("distractor", "simulated", "digits", "timing", "nuts_digits") if args.part == "all" else (args.part,)
         for part in parts:
             globals()[f"part_{part}"](args)
+        if args.part == "choice_reference_timing":
+            return
         if args.part in ("choice", "choice_timing", "choice_lpe_reference"):
             summarize_rules(args.out_name) if args.out_name != "perception_choice" else summarize_choice()
             return
