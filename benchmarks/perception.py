@@ -8,7 +8,7 @@
     python benchmarks/perception.py --summarize                        # tables and figures from the CSVs
     python benchmarks/perception.py --part choice --family 40 --datasets 4 --seed-draws 4   # issue 39
     python benchmarks/perception.py --part choice_timing               # auto with its check at 10,000 x 50
-    python benchmarks/perception.py --part choice_lpe_reference --out-name NAME   # LPE's held-out seeds on a run's folds
+    python benchmarks/perception.py --part choice_lpe_reference --out-name NAME   # LPE on a run's folds
     python benchmarks/perception.py --part choice_reference_timing --repeats 3     # the reference checks' cost
 
 Issue 39 (`--part choice`, rows in out/perception_choice_IofN.csv, summary results/perception_choice_summary.csv):
