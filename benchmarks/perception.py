@@ -509,7 +509,7 @@ def part_choice_lpe_reference(args) -> None:
     """LPE's held-out seeds on the folds of every data set of the choice runs `--out-name` (comma-separated):
     `held_out_lpe` (LPE + k-means, the reference of the check `held_out_lpe`) and `lpe_gmm_held_out` (a
     candidate); rows in out/NAME_lpe_reference.csv, read by `--summarize`."""
-    from bayes_wsc.baselines import perception as bp
+    from bayes_wsc.models.perception import baselines as bp
     from bayes_wsc.models.perception.model import seed_folds
 
     for name in args.out_name.split(","):
