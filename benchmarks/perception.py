@@ -8,6 +8,8 @@
     python benchmarks/perception.py --summarize                        # tables and figures from the CSVs
     python benchmarks/perception.py --part choice --family 40 --datasets 4 --seed-draws 4   # issue 39
     python benchmarks/perception.py --part choice_timing               # auto with its check at 10,000 x 50
+    python benchmarks/perception.py --part choice_lpe_reference --out-name NAME   # LPE on a run's folds
+    python benchmarks/perception.py --part choice_reference_timing --repeats 3     # the reference checks' cost
 
 Issue 39 (`--part choice`, rows in out/perception_choice_IofN.csv, summary results/perception_choice_summary.csv):
 the formulation chosen by the held-out seeds. Data sets: `--family` of the distractor family
@@ -396,6 +398,8 @@ def choice_fit(model, data, truth, rows, seed: int, **settings) -> tuple[dict, o
            "held_effect": float(checks.loc["held_out_seeds", "effect"]),
            "ref_flagged": bool(checks.loc["held_out_reference", "flagged"]),
            "ref_effect": float(checks.loc["held_out_reference", "effect"]),
+           "lpe_flagged": bool(checks.loc["held_out_lpe", "flagged"]),
+           "lpe_effect": float(checks.loc["held_out_lpe", "effect"]),
            "any_flagged": bool(checks["flagged"].any()),
            "held_log_score": held["log_score"], "held_accuracy": held["accuracy"],
            "held_guarded_log_score": held["guarded_log_score"],
@@ -481,6 +485,106 @@ def part_choice(args) -> None:
         print(f"{part}{index}", {r["method"]: round(r["f_mean"], 3) for r in rows},
               f"flags {[r['method'] for r in rows if r.get('flagged')]}", f"{time.perf_counter() - t0:.0f}s",
               flush=True)
+
+
+def lpe_gmm_held_out(data, folds) -> np.ndarray:
+    """A candidate second reference (not shipped): per fold, LPE refitted without the fold's seeds (`lpe_nnls`)
+    and the seeded diagonal Gaussian mixture fitted on the directions of its embedding (seeds clamped) ->
+    (n, K) log P(z = k | x) of the fold's items, NaN rows for items in no fold."""
+    from types import SimpleNamespace
+
+    from bayes_wsc.models.perception import baselines as bp
+
+    out = np.full((data.n_items, data.n_clusters), np.nan)
+    for fold in folds:
+        part = bp.without_seeds(data, fold)
+        directions = bp.unit_rows(bp.lpe_nnls(part).F)
+        mixture = bp.seeded_gmm(SimpleNamespace(features=directions, n_clusters=data.n_clusters),
+                                seed_mask=part.seed_mask)
+        out[fold] = mixture.log_memberships(directions[fold])
+    return out
+
+
+def part_choice_lpe_reference(args) -> None:
+    """LPE's held-out seeds on the folds of every data set of the choice runs `--out-name` (comma-separated):
+    `held_out_lpe` (LPE + k-means, the reference of the check `held_out_lpe`) and `lpe_gmm_held_out` (a
+    candidate); rows in out/NAME_lpe_reference.csv, read by `--summarize`."""
+    from bayes_wsc.models.perception import baselines as bp
+    from bayes_wsc.models.perception.model import seed_folds
+
+    for name in args.out_name.split(","):
+        datasets = pd.concat([pd.read_csv(p) for p in sorted(OUT.glob(f"{name}_*of*.csv"))])["dataset"].unique()
+        rows = []
+        for dataset in datasets:
+            part = dataset.rstrip("0123456789")
+            index = int(dataset[len(part):])
+            study, _ = choice_study(part, index, args)
+            data = study.data()
+            folds = seed_folds(data, seed=index)  # the fits' folds (`choice_fit` fits with seed=index)
+            for method, held_out in (("lpe_reference", lambda: bp.held_out_lpe(data, folds)),
+                                     ("lpe_gmm_reference", lambda: lpe_gmm_held_out(data, folds))):
+                t0 = time.perf_counter()
+                held = held_out()
+                kept = np.flatnonzero(np.isfinite(held).all(axis=1) & data.seeded)
+                rows.append({"dataset": dataset, "method": method, "seconds": time.perf_counter() - t0,
+                             "held_log_probs": json.dumps(np.round(held[kept], 4).tolist()),
+                             "held_sets": json.dumps(data.seed_mask[kept].astype(int).tolist()),
+                             "held_items": json.dumps(kept.tolist())})
+            # LPE + k-means with LPE solved exactly (`lpe_nnls`), every seed: against the run's Alg. 1 (lpe_kmeans)
+            t0 = time.perf_counter()
+            labels = bp.embedding_kmeans(bp.lpe_nnls(data), data, seed=index)
+            f = bp.f_scores(bp.one_hot(labels, data.n_clusters), study.membership, data.unseeded_items)
+            rows.append({"dataset": dataset, "method": "lpe_nnls_kmeans", "f_mean": float(f.mean()),
+                         "seconds": time.perf_counter() - t0})
+            print(name, dataset, flush=True)
+        frame = pd.DataFrame(rows)
+        frame.to_csv(OUT / f"{name}_lpe_reference.csv", index=False)
+        runs = pd.concat([pd.read_csv(p) for p in sorted(OUT.glob(f"{name}_*of*.csv"))])
+        alg1 = runs[runs["method"] == "lpe_kmeans"].set_index("dataset")["f_mean"]
+        diff = frame[frame["method"] == "lpe_nnls_kmeans"].set_index("dataset")["f_mean"] - alg1
+        print(f"{name}: LPE solved exactly + k-means - Alg. 1's ({len(diff)} data sets): median {diff.median():+.3f}, "
+              f"within 0.01 on {(diff.abs() <= 0.01).sum()}, within 0.05 on {(diff.abs() <= 0.05).sum()}, range "
+              f"{diff.min():+.3f} to {diff.max():+.3f}")
+
+
+def part_choice_reference_timing(args) -> None:
+    """What the two reference checks cost at --timing-items x --timing-features (`simulate_study`, seed 0): the
+    import of scikit-learn (k-means; the first `held_out_lpe` in a process pays it), `held_out_gmm` and
+    `held_out_lpe` on the fit's folds of the subsample the checks see (`subsample_items`), the median of
+    --repeats runs each, against the conditional MAP with every check, its program cached (the median of
+    --repeats fits after one that builds it). Rows in out/perception_reference_timing.csv."""
+    from bayes_wsc.errors import FitWarning
+    from bayes_wsc.models.perception import PerceptionClustering
+    from bayes_wsc.models.perception import baselines as bp
+    from bayes_wsc.models.perception.model import RESTART_ITEMS, seed_folds, subsample_items
+    from bayes_wsc.simulate.perception import simulate_study
+
+    data = simulate_study(n_items=args.timing_items, n_features=args.timing_features, seed=0).data()
+    part, _ = subsample_items(data, RESTART_ITEMS, seed=0)
+    folds = seed_folds(part, seed=0)
+    rows = []
+    t0 = time.perf_counter()
+    import sklearn.cluster  # noqa: F401  (timed: the first held_out_lpe in a process imports it)
+
+    rows.append({"what": "import sklearn.cluster", "seconds": time.perf_counter() - t0})
+    for what, run in (("held_out_gmm (held_out_reference)", lambda: bp.held_out_gmm(part, folds)),
+                      ("held_out_lpe (held_out_lpe)", lambda: bp.held_out_lpe(part, folds)),
+                      ("conditional MAP with its checks, cached", lambda: PerceptionClustering(seed=0).fit(data))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            if what.startswith("conditional"):
+                run()  # builds its program
+            seconds = []
+            for _ in range(args.repeats):
+                t0 = time.perf_counter()
+                run()
+                seconds.append(time.perf_counter() - t0)
+        rows.append({"what": what, "seconds": float(np.median(seconds)),
+                     "items": data.n_items if what.startswith("conditional") else part.n_items, "folds": len(folds)})
+        print(rows[-1], flush=True)
+    frame = pd.DataFrame(rows)
+    frame.to_csv(OUT / "perception_reference_timing.csv", index=False)
+    print(frame.to_string(index=False))
 
 
 def summarize_choice() -> None:
@@ -569,6 +673,22 @@ CHECK_RULES = {
     "reference: GMM's held-out accuracy - fit's > 0.05": lambda r: r["ref_accuracy"] - r["accuracy"] > 0.05,
     "either shipped check (held_out_seeds or held_out_reference)": lambda r: r["ref_tempered"] - r["tempered"] > 0.1
     or r["log_score"] < np.log(1 / r["K"]) - 0.5,
+    # a second reference, LPE + k-means refitted on the same folds (`--part choice_lpe_reference`)
+    **{f"LPE + k-means: held-out accuracy - fit's > {t}": (lambda t: lambda r: r["lpe_accuracy"] - r["lpe_own_accuracy"]
+                                                            > t)(t) for t in (0.0, 0.05, 0.1, 0.15, 0.2, 0.25)},
+    **{f"LPE + k-means: guarded score (hard clusters) - fit's > {t}" + (" (shipped: held_out_lpe)" if t == 0.4 else ""):
+       (lambda t: lambda r: r["lpe_tempered"] - r["lpe_own_tempered"] > t)(t) for t in (0.1, 0.2, 0.3, 0.4, 0.5, 0.8)},
+    **{f"LPE, seeded GMM on its directions: guarded score - fit's > {t}":
+       (lambda t: lambda r: r["lpeg_tempered"] - r["lpeg_own_tempered"] > t)(t) for t in (0.05, 0.1, 0.2, 0.3)},
+    **{f"either shipped check, or LPE + k-means's accuracy - fit's > {t}":
+       (lambda t: lambda r: r["ref_tempered"] - r["tempered"] > 0.1 or r["log_score"] < np.log(1 / r["K"]) - 0.5
+        or r["lpe_accuracy"] - r["lpe_own_accuracy"] > t)(t) for t in (0.05, 0.1, 0.15, 0.2)},
+    "every shipped check (held_out_seeds, held_out_reference or held_out_lpe)": lambda r: (
+        r["ref_tempered"] - r["tempered"] > 0.1 or r["log_score"] < np.log(1 / r["K"]) - 0.5
+        or r["lpe_tempered"] - r["lpe_own_tempered"] > 0.4),
+    **{f"either shipped check, or LPE-GMM's guarded score - fit's > {t}":
+       (lambda t: lambda r: r["ref_tempered"] - r["tempered"] > 0.1 or r["log_score"] < np.log(1 / r["K"]) - 0.5
+        or r["lpeg_tempered"] - r["lpeg_own_tempered"] > t)(t) for t in (0.1, 0.2, 0.3)},
 }
 #: candidate rules of auto's choice: the mixture is kept when its figure beats the conditional model's
 CHOICE_RULES = {
@@ -604,10 +724,32 @@ def held_figures(row) -> dict:
     return out
 
 
+def paired_figures(fit, reference) -> dict:
+    """A reference's guarded log score and accuracy over the fit's own held-out seeds (the items both
+    hold), and the fit's on the same items: `held_figures` of each, restricted to the shared items."""
+    own_items, ref_items = json.loads(fit["held_items"]), json.loads(reference["held_items"])
+    shared = sorted(set(own_items) & set(ref_items))
+
+    def restricted(row, items):
+        where = {item: i for i, item in enumerate(json.loads(row["held_items"]))}
+        pick = [where[i] for i in shared]
+        L, S = json.loads(row["held_log_probs"]), json.loads(row["held_sets"])
+        return held_figures({"held_log_probs": json.dumps([L[i] for i in pick]),
+                             "held_sets": json.dumps([S[i] for i in pick])})
+
+    ref, own = restricted(reference, ref_items), restricted(fit, own_items)
+    return {"tempered": ref["tempered"], "accuracy": ref["accuracy"], "own_tempered": own["tempered"],
+            "own_accuracy": own["accuracy"]}
+
+
 def summarize_rules(name: str) -> None:
     """Every candidate check rule's power and false alarms, and every choice rule's mean F, on the rows of
     out/NAME_*of*.csv (runs with --out-name NAME); results/NAME_check.csv and NAME_choice.csv."""
     paths = sorted(OUT.glob(f"{name}_*of*.csv"))
+    if "," in name:
+        for each in name.split(","):
+            summarize_rules(each)
+        return
     if not paths:
         return
     table = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
@@ -617,6 +759,15 @@ def summarize_rules(name: str) -> None:
     reference = {d: held_figures(r) for d, r in gmm.iterrows() if isinstance(r.get("held_log_probs"), str)}
     fits["ref_tempered"] = fits["dataset"].map(lambda d: reference[d]["tempered"] if d in reference else np.nan)
     fits["ref_accuracy"] = fits["dataset"].map(lambda d: reference[d]["accuracy"] if d in reference else np.nan)
+    # LPE's held-out seeds on the same folds (`--part choice_lpe_reference`), paired seed by seed with the fit's
+    lpe_path = OUT / f"{name}_lpe_reference.csv"
+    lpe = pd.read_csv(lpe_path) if lpe_path.exists() else pd.DataFrame(columns=["dataset", "method"])
+    for method, key in (("lpe_reference", "lpe"), ("lpe_gmm_reference", "lpeg")):
+        refs = lpe[lpe["method"] == method].set_index("dataset")
+        figures = [paired_figures(r, refs.loc[r["dataset"]]) if r["dataset"] in refs.index else {}
+                   for _, r in fits.iterrows()]
+        for column in ("tempered", "accuracy", "own_tempered", "own_accuracy"):
+            fits[f"{key}_{column}"] = [f.get(column, np.nan) for f in figures]
     autos = []
     for rule, key in CHOICE_RULES.items():
         for _, pair in fits.groupby("dataset"):
@@ -708,7 +859,8 @@ def part_choice_timing(args) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=("distractor", "simulated", "digits", "timing", "nuts_digits", "choice",
-                                           "choice_timing", "all"), default="all")
+                                           "choice_timing", "choice_lpe_reference", "choice_reference_timing", "all"),
+                        default="all")
     parser.add_argument("--family", type=int, default=40, help="choice: data sets of the distractor family")
     parser.add_argument("--first", type=int, default=0,
                         help="choice: the first data set's index in every part (new data sets: past the last run's)")
@@ -742,7 +894,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     RESULTS.mkdir(exist_ok=True)
     OUT.mkdir(parents=True, exist_ok=True)
-    if args.summarize and args.part in ("choice", "choice_timing"):
+    if args.summarize and args.part in ("choice", "choice_timing", "choice_lpe_reference"):
         summarize_rules(args.out_name) if args.out_name != "perception_choice" else summarize_choice()
         return
     if args.summarize:
@@ -752,7 +904,9 @@ def main(argv=None) -> None:
         parts = ("distractor", "simulated", "digits", "timing", "nuts_digits") if args.part == "all" else (args.part,)
         for part in parts:
             globals()[f"part_{part}"](args)
-        if args.part in ("choice", "choice_timing"):
+        if args.part == "choice_reference_timing":
+            return
+        if args.part in ("choice", "choice_timing", "choice_lpe_reference"):
             summarize_rules(args.out_name) if args.out_name != "perception_choice" else summarize_choice()
             return
     summarize()

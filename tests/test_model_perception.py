@@ -329,7 +329,7 @@ def test_seed_items_are_scored_and_seed_counts_replicated(model_fits):
         assert list(group.data_vars) == ["seed_items"] and group["seed_items"].dims == ("chain", "draw", "seed_item")
         assert group.sizes["seed_item"] == data.seed_items.size
         table = est.checks_  # run at fit time; data from the model: nothing flagged
-        assert list(table["check"]) == (["seed_neighbours", "held_out_seeds", "held_out_reference"]
+        assert list(table["check"]) == (["seed_neighbours", "held_out_seeds", "held_out_reference", "held_out_lpe"]
                                         + (["loo_pareto_k"] if est is nuts else []))
         assert not table[table["check"] != "loo_pareto_k"]["flagged"].any(), table.to_string()
         ppc = est.posterior_predictive(draws=40, seed=1)

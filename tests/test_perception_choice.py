@@ -179,6 +179,88 @@ def test_held_out_gmm_scores_each_fold_without_its_seeds():
     np.testing.assert_allclose(log_probs[folds[0]], np.log(by_hand.memberships[folds[0]]), atol=1e-10)
 
 
+def test_lpe_nnls_is_lpes_optimum():
+    """LPE's objective solved as a non-negative least-squares problem: no higher than Alg. 1's updates reach,
+    and higher wherever W or b move off it."""
+    from bayes_wsc.models.perception import baselines as bp
+
+    data = small_data(5)
+    exact = bp.lpe_nnls(data)
+    iterated = bp.lpe(data, restarts=1, max_iter=1000, tol=1e-10)
+    assert exact.objective <= iterated.objective + 1e-9 * iterated.objective
+    assert exact.objective == pytest.approx(iterated.objective, rel=0.02)
+    X = bp.unit_range(data.features)[0]
+    rng = np.random.default_rng(0)
+
+    def objective(W, b):  # F at its optimum given W, b (the seeds' pulled towards their vectors)
+        E = X @ W + b
+        counts, targets = bp.seed_targets(data)
+        F = (E + 10.0 * targets) / (1 + 10.0 * counts[:, None])
+        return bp.lpe_objective(E, F, W, b, data, 10.0, 1.0)
+
+    assert objective(exact.W, exact.b) == pytest.approx(exact.objective)
+    for _ in range(5):
+        W = np.maximum(exact.W + rng.normal(scale=0.01, size=exact.W.shape), 0.0)
+        b = np.maximum(exact.b + rng.normal(scale=0.01, size=exact.b.shape), 0.0)
+        assert objective(W, b) > exact.objective
+
+
+def test_held_out_lpe_clusters_each_fold_without_its_seeds():
+    from bayes_wsc.models.perception import baselines as bp
+
+    data = small_data(4)
+    folds = seed_folds(data, 4, seed=1)
+    log_probs = bp.held_out_lpe(data, folds)
+    held = np.concatenate(folds)
+    assert np.isnan(np.delete(log_probs, held, axis=0)).all()
+    assert np.isfinite(log_probs[held]).all() and ((log_probs[held] == 0.0).sum(axis=1) == 1).all()
+    part = bp.without_seeds(data, folds[0])  # the first fold's refit, by hand: its seeds are items that are no seed
+    assert not part.seeded[folds[0]].any() and part.seeded.sum() == data.seeded.sum() - folds[0].size
+    by_hand = bp.embedding_kmeans(bp.lpe_nnls(part), part)[folds[0]]
+    np.testing.assert_array_equal(log_probs[folds[0]].argmax(axis=1), by_hand)
+
+
+def with_folds(data, scores: dict) -> dict:
+    return {**scores, "fold_items": [[int(i) for i in f] for f in seed_folds(data, 5, seed=0)]}
+
+
+def test_lpe_check_flags_a_collapsed_fit_and_not_a_good_one():
+    from bayes_wsc.checks.perception import LPE_TOLERANCE, held_out_lpe
+    from bayes_wsc.status import problems_of
+
+    data = small_data(6)
+    # a good fit: every held-out seed in its own cluster at 0.9 (LPE + k-means misses 3 of these 18)
+    good = held_out_lpe(StandIn(with_folds(data, scored(data, None, confidence=0.9))), data)[0]
+    assert good.check == "held_out_lpe" and good.tolerance == LPE_TOLERANCE == 0.4
+    assert not good.flagged and good.effect == pytest.approx(good.reference - good.statistic) and good.effect < 0
+    assert "held-out accuracy 1.00 against 0.83" in good.message
+    # collapsed: c1's held-out seeds all put in c2 at 0.99 (guarded: 6 of 18 seeds at log(0.9 * 0.01 / 2 + 0.1 / 3))
+    collapsed = held_out_lpe(StandIn(with_folds(data, scored(data, "c1", confidence=0.99))), data)[0]
+    assert collapsed.statistic == pytest.approx((6 * np.log(0.9 * 0.005 + 0.1 / 3) + 12 * np.log(0.9 * 0.99 + 0.1 / 3))
+                                                / 18)
+    assert collapsed.reference == pytest.approx(good.reference)  # the same reference, whatever the fit
+    assert collapsed.flagged and collapsed.effect > LPE_TOLERANCE and "cluster c1" in collapsed.message
+    assert "se " in collapsed.message and f"tolerance {LPE_TOLERANCE:g}" in collapsed.message
+    assert "cluster c1" in problems_of([f"check {collapsed.check} flagged: {collapsed.message}"], "map")[0].sentence
+
+
+@pytest.mark.slow
+def test_lpe_check_at_fit_time_flags_a_starved_fit_that_only_lpe_beats():
+    """Family data set 79: LPE + k-means reached F 0.96, the seeded GMM 0.46; the conditional model (0.80) is
+    bad only against LPE, so `held_out_reference` cannot see it and `held_out_lpe` must; the mixture (0.95)
+    is good and flagged by neither."""
+    from bayes_wsc.models.perception import PerceptionClustering, PerceptionMixture
+
+    data = distractor_family(79)[0].data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        starved = PerceptionClustering(seed=79).fit(data).checks_.set_index("check")
+        good = PerceptionMixture(seed=79).fit(data).checks_.set_index("check")
+    assert starved.loc["held_out_lpe", "flagged"] and not starved.loc["held_out_reference", "flagged"]
+    assert starved.loc["held_out_lpe", "effect"] > 0.4
+    assert not good.loc[["held_out_seeds", "held_out_reference", "held_out_lpe"], "flagged"].any()
+
+
 def test_subsample_keeps_every_seed_and_deals_the_same_folds():
     from bayes_wsc.models.perception import subsample_items
 
