@@ -314,18 +314,24 @@ def test_auto_keeps_the_formulation_whose_held_out_seeds_score_better(index, bet
     assert any(note.startswith("Formulation: auto chose") for note in chosen.summary_notes())
 
 
-@pytest.mark.slow
-def test_mixture_restarts_and_refits_on_a_subsample_then_fits_every_item(monkeypatch):
-    """Beyond RESTART_ITEMS other items, the mixture's restarts and held-out refits see a subsample; the final
-    fit, its memberships and both held-out checks cover every item, the folds named by their rows in the data."""
-    from bayes_wsc import inference
+def subsampled_mixture_fit(monkeypatch):
+    """(data, the seeded mixture fitted to it) with RESTART_ITEMS at 40 of its 105 items that are no seed."""
     from bayes_wsc.models.perception import PerceptionMixture, model
 
     monkeypatch.setattr(model, "RESTART_ITEMS", 40)
     data = small_data(5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        est = PerceptionMixture(seed=3).fit(data)
+        return data, PerceptionMixture(seed=3).fit(data)
+
+
+@pytest.mark.slow
+def test_mixture_restarts_and_refits_on_a_subsample_then_fits_every_item(monkeypatch):
+    """Beyond RESTART_ITEMS other items, the mixture's restarts and held-out refits see a subsample; the final
+    fit, its memberships and both held-out checks cover every item, the folds named by their rows in the data."""
+    from bayes_wsc import inference
+
+    data, est = subsampled_mixture_fit(monkeypatch)
     attrs = inference.get_attrs(est._fitted())
     assert attrs["restarts"]["items"] == data.seed_items.size + 40
     assert len(est.memberships()) == data.n_items
@@ -344,13 +350,9 @@ def test_mixture_refits_on_a_subsample_start_at_its_optimum(monkeypatch):
     not always the same ones: the mixture has many modes.)"""
     from bayes_wsc import inference
     from bayes_wsc.map_program import run_map
-    from bayes_wsc.models.perception import PerceptionMixture, model
+    from bayes_wsc.models.perception import model
 
-    monkeypatch.setattr(model, "RESTART_ITEMS", 40)
-    data = small_data(5)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitWarning)
-        est = PerceptionMixture(seed=3).fit(data)
+    data, est = subsampled_mixture_fit(monkeypatch)
     attrs = inference.get_attrs(est._fitted())
     assert attrs["restarts"]["tolerance"] == model.RESTART_TOL
     assert attrs["fit_info"]["map"]["tolerance_nats"] < 1e-5  # the final fit: every MAP's tolerance
