@@ -810,6 +810,7 @@ def where_time_goes(auto) -> dict:
     for name, est in auto.fits_.items():
         attrs = inference.get_attrs(est._fitted())
         out[f"{name}_final_map"] = attrs["fit_info"]["map"]["seconds"]
+        out[f"{name}_final_map_iterations"] = attrs["fit_info"]["map"]["iterations"]
         out[f"{name}_held_out"] = attrs.get("held_out_seeds", {}).get("seconds", np.nan)
         if isinstance(attrs.get("restarts"), dict):
             out[f"{name}_restarts"] = attrs["restarts"].get("seconds", np.nan)

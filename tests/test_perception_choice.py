@@ -396,18 +396,24 @@ def test_auto_keeps_the_formulation_whose_held_out_seeds_score_better(index, bet
     assert any(note.startswith("Formulation: auto chose") for note in chosen.summary_notes())
 
 
-@pytest.mark.slow
-def test_mixture_restarts_and_refits_on_a_subsample_then_fits_every_item(monkeypatch):
-    """Beyond RESTART_ITEMS other items, the mixture's restarts and held-out refits see a subsample; the final
-    fit, its memberships and both held-out checks cover every item, the folds named by their rows in the data."""
-    from bayes_wsc import inference
+def subsampled_mixture_fit(monkeypatch):
+    """(data, the seeded mixture fitted to it) with RESTART_ITEMS at 40 of its 105 items that are no seed."""
     from bayes_wsc.models.perception import PerceptionMixture, model
 
     monkeypatch.setattr(model, "RESTART_ITEMS", 40)
     data = small_data(5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        est = PerceptionMixture(seed=3).fit(data)
+        return data, PerceptionMixture(seed=3).fit(data)
+
+
+@pytest.mark.slow
+def test_mixture_restarts_and_refits_on_a_subsample_then_fits_every_item(monkeypatch):
+    """Beyond RESTART_ITEMS other items, the mixture's restarts and held-out refits see a subsample; the final
+    fit, its memberships and both held-out checks cover every item, the folds named by their rows in the data."""
+    from bayes_wsc import inference
+
+    data, est = subsampled_mixture_fit(monkeypatch)
     attrs = inference.get_attrs(est._fitted())
     assert attrs["restarts"]["items"] == data.seed_items.size + 40
     assert len(est.memberships()) == data.n_items
@@ -416,3 +422,46 @@ def test_mixture_restarts_and_refits_on_a_subsample_then_fits_every_item(monkeyp
     assert [list(f) for f in seed_folds(data, 5, seed=3)] == held["fold_items"]
     assert set(est.checks_["check"]) >= {"held_out_seeds", "held_out_reference"}
     assert attrs["held_out_reference"]["fold_items"] == held["fold_items"]
+
+
+@pytest.mark.slow
+def test_mixture_refits_on_a_subsample_start_at_its_optimum(monkeypatch):
+    """Restarts at RESTART_TOL, the chosen one then taken to every MAP's tolerance on the subsample: the held-out
+    refits start there (not at the final fit's mode over every item), which takes fewer iterations; the final
+    fit is a MAP to the full tolerance. (The refits from either start are local optima of the same posteriors,
+    not always the same ones: the mixture has many modes.)"""
+    from bayes_wsc import inference
+    from bayes_wsc.map_program import run_map
+    from bayes_wsc.models.perception import model
+
+    data, est = subsampled_mixture_fit(monkeypatch)
+    attrs = inference.get_attrs(est._fitted())
+    assert attrs["restarts"]["tolerance"] == model.RESTART_TOL
+    assert attrs["fit_info"]["map"]["tolerance_nats"] < 1e-5  # the final fit: every MAP's tolerance
+    part, kept = est.refit_items(data)
+    start = est._refit_start(est.start_names())
+    assert start and all(np.array_equal(start[n], est._subsample_optimum[n]) for n in start)
+    again = est._map_on(part, [start]).info  # the subsample's optimum already: nothing left to gain
+    assert abs(again["start_gain"]) < 1e-3, again
+    iterations = []
+
+    def counted(*args, **kwargs):
+        draws, x = run_map(*args, **kwargs)
+        iterations.append(draws.info["iterations"])
+        return draws, x
+
+    monkeypatch.setattr("bayes_wsc.map_program.run_map", counted)
+    found = {}
+    for name in ("subsample", "mode"):
+        if name == "mode":
+            est._subsample_optimum = None  # from the final fit's mode over every item, as before
+        inference.set_attrs(est._fitted(), {"held_out_seeds": None})  # score again
+        iterations.clear()
+        est.held_out_seeds(data)
+        found[name] = (est.held_out_log_probs_.copy(), sum(iterations))
+    (from_subsample, fast), (from_mode, slow) = found["subsample"], found["mode"]
+    held = np.isfinite(from_mode).all(axis=1)
+    assert held.sum() == data.seed_items.size and np.array_equal(held, np.isfinite(from_subsample).all(axis=1))
+    print("held-out seeds whose most probable cluster differs:",
+          int((from_subsample[held].argmax(axis=1) != from_mode[held].argmax(axis=1)).sum()), "of", int(held.sum()))
+    assert fast < slow, (fast, slow)

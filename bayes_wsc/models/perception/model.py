@@ -715,6 +715,11 @@ def restart_seed_scores(data: SeedSets, optima: list[dict]) -> np.ndarray:
     return np.asarray(scores)
 
 
+#: the mixture's MAP restarts stop at this tolerance (nats of log density gained by an iteration, per free variable;
+#: every MAP's is 1e-8, `map_program.run_map`): they only rank the optima, and the chosen one is then fitted
+#: again to every MAP's tolerance (at 10,000 items the restarts took 444 evaluations instead of 895, the same
+#: restart chosen; benchmarks/RESULTS.md, issue 39)
+RESTART_TOL = 1e-5
 #: the mixture's MAP restarts and held-out refits see every seed and at most this many other items (a random
 #: subsample); its final fit sees every item (benchmarks/RESULTS.md, issue 39: the cost of auto at 10,000 items)
 RESTART_ITEMS = 2000
@@ -866,41 +871,72 @@ class PerceptionMixture(PerceptionClustering):
         the items (the mixture's refits over all 10,000 items were most of auto's cost, benchmarks/RESULTS.md)."""
         return subsample_items(data, RESTART_ITEMS, self.seed)
 
+    def _refit_start(self, names) -> dict:
+        """When the restarts saw a subsample (`refit_items`, the same items the held-out refits see), the chosen
+        restart's optimum there: the refits' own posterior with every seed, so each refit only moves as far as
+        its fold asks (from the final fit's mode over every item, each took about 100 iterations at 10,000 items,
+        benchmarks/RESULTS.md, issue 39). Otherwise, and for a fit loaded from disk, the fit's mode."""
+        subsample = getattr(self, "_subsample_optimum", None)
+        if subsample is None:
+            return super()._refit_start(names)
+        return {n: np.asarray(subsample[n], dtype=float) for n in names if n in subsample}
+
+    def _map_on(self, part: SeedSets, starts: list[dict], tol: float | None = None):
+        """The MAP on the items `part` from each of `starts`, on the compiled program directly (no fit of its own,
+        no checks), to `tol` (None: every MAP's): its `Draws`, whose `optima` hold every start's optimum when there
+        are several."""
+        from bayes_wsc.map_program import run_map
+
+        recipe = self._recipe()
+        self._model, self._model_recipe = None, (recipe.build, part)  # built only if its program is not cached
+        with self.variant_errors("the MAP"):
+            program, fixed, inputs, _ = self._map_program(part, starts, recipe.map_fixed(part))
+            starts = [{n: v for n, v in start.items() if n in program.free} for start in starts]
+            return run_map(program, starts, inputs, fixed=fixed, **({} if tol is None else {"tol": tol}))[0]
+
     def fit(self, data):
         """The MAP's restarts, then (`restart_rule="seeds"`, more than one restart) the optimum whose
         memberships give the seeds the highest log score (`restart_seed_scores`) kept: the fit is made
-        again from it alone (Laplace, if asked, then runs at it), with the checks. The restarts see every
-        seed and at most `RESTART_ITEMS` other items (`refit_items`; all of them in smaller data sets, where
-        the final fit from the chosen optimum stops at once); the final fit sees every item. Every restart's
+        again from it alone (Laplace, if asked, then runs at it), with the checks. The restarts stop at
+        `RESTART_TOL` (they only rank the optima; the final fit takes the chosen one to every MAP's tolerance)
+        and see every seed and at most `RESTART_ITEMS` other items (`refit_items`; all of them in smaller data
+        sets); the final fit sees every item. When the restarts saw a subsample, the chosen optimum is first
+        taken to the full tolerance there, where the held-out refits then start (`_refit_start`). Every restart's
         log density and seed score are kept in the fit's attrs (`restarts`). NUTS starts its chains as every
         model's do (`chain_starts`)."""
         import warnings
 
         from bayes_wsc.errors import FitWarning
 
+        self._subsample_optimum = None
         if self.restart_rule != "seeds" or int(self.restarts) < 2 or self.method == "nuts":
             return super().fit(data)
         import time
 
         started = time.perf_counter()
+        self.check_data_type(data)
+        self.check_params()
+        self.check_data(data)
         part, kept = self.refit_items(data)
-        checks, method = self.checks, self.method
-        self.checks, self.method = False, "map"  # the restarts' optima; the chosen one is then fitted as asked
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", FitWarning)
-                super().fit(part)
-        finally:
-            self.checks, self.method = checks, method
-        optima = self._mode.optima
-        info = inference.get_attrs(self._fitted())["fit_info"]["map"]
+        with self.variant_errors("initial_values"):
+            starts = list(self._recipe().initial_values(part))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            restarts = self._map_on(part, starts, RESTART_TOL)  # they only rank the optima: a looser tolerance
+        optima, info = restarts.optima, restarts.info
         densities = list(info.get("restart_log_densities", []))
         scores = restart_seed_scores(part, optima)
         chosen, densest = int(np.nanargmax(scores)), int(info.get("best_restart", 0))
-        record = {"rule": "seeds", "seed_log_scores": [float(v) for v in scores], "log_densities": densities,
-                  "chosen": chosen, "densest": densest, "items": int(part.n_items),
-                  "seconds": time.perf_counter() - started}  # the restarts' wall time (the final fit's is in fit_info)
         self._chosen_start = {n: np.asarray(v) for n, v in optima[chosen].items() if n in self.start_names()}
+        if kept is not None:
+            # the chosen optimum to the full tolerance on the subsample, where the held-out refits start
+            # (`_refit_start`; they see the same items) and the final fit over every item
+            polished = self._map_on(part, [self._chosen_start]).posterior
+            self._chosen_start = self._subsample_optimum = {n: np.asarray(polished[n][0, 0], dtype=float)
+                                                            for n in self._chosen_start}
+        record = {"rule": "seeds", "seed_log_scores": [float(v) for v in scores], "log_densities": densities,
+                  "chosen": chosen, "densest": densest, "items": int(part.n_items), "tolerance": RESTART_TOL,
+                  "seconds": time.perf_counter() - started}  # the restarts' wall time (the final fit's is in fit_info)
         try:
             super().fit(data)
         finally:
