@@ -24,6 +24,10 @@ Writes benchmarks/out/combined_conflict.csv and prints the rates. `--bags-detail
 cases instead (`bags_detail`), writing one row per replicate and bag:
 
     python benchmarks/combined_conflict.py --bags-detail --first-rep 5 --reps 10 --out benchmarks/out/combined_conflict_bags.csv
+
+`--groups-detail` prints, per group, the observed average against the true and the rest's class shares (at
+`--prior-sd`). `--truth-only` prints what the true class model says of each replicate's honest group averages
+and wrong bags (the check's statistics with the rest replaced by the truth; no fit).
 """
 
 from __future__ import annotations
@@ -97,6 +101,75 @@ def true_model_bags_p(tables, truth, data, rep: int) -> float:
     return min(1.0, 8 * float(p_value_upper(observed, replicated)))
 
 
+def true_model_groups_p(tables, truth, data, rep: int) -> tuple[float, float]:
+    """(p after Bonferroni over 8 sources, phi) of the groups' averages when the rest is replaced by the true
+    class model: the check's chi-square discrepancy against averages drawn around the true shares' logits."""
+    from scipy.special import softmax
+
+    from bayes_wsc.criticism import omnibus
+    from bayes_wsc.models.combined.checks import CONFLICT_REPLICATES
+
+    x = tables["items"][[c for c in tables["items"].columns if c.startswith("x")]].to_numpy(float)
+    q1 = softmax(x @ truth.W.T + truth.b, axis=1)[:, 1]
+    member = data.item_group >= 0
+    share = (np.bincount(data.item_group[member], weights=q1[member], minlength=data.n_groups)
+             / np.bincount(data.item_group[member], minlength=data.n_groups))
+    replicated = (np.log(share) - np.log1p(-share)
+                  + np.random.default_rng(rep).normal(0, 1 / np.sqrt(10.0), (CONFLICT_REPLICATES, data.n_groups)))
+    row = omnibus("groups", data.group_he, replicated, list(data.group_names), "group", "", "")
+    return min(1.0, 8 * row.p_value), row.effect
+
+
+def groups_detail(reps, prior_sd: float) -> pd.DataFrame:
+    """Why honest group averages are flagged: per replicate and group, the observed average, the logit of the
+    group's share under the true class model, and under the rest's fit (Laplace, the groups held out, at
+    `prior_sd`): the draws' mean and sd and the MAP's value (the plug-in)."""
+    from scipy.special import softmax
+
+    from bayes_wsc.models.combined.checks import _rest_classes, rest_fit
+    from bayes_wsc.models.combined.model import CombinedClassifier
+    from bayes_wsc.models.combined.simulate import data_from_tables, simulate_combined
+
+    def logit_shares(q, data):
+        member = data.item_group >= 0
+        share = np.stack([np.bincount(data.item_group[member], weights=qq[member, 1], minlength=data.n_groups)
+                          for qq in q]) / np.bincount(data.item_group[member], minlength=data.n_groups)
+        return np.log(share) - np.log1p(-share)
+
+    rows = []
+    for rep in reps:
+        tables, truth, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
+        data = data_from_tables(tables)
+        rest = data.without("groups")
+        est = CombinedClassifier(progressbar=False, checks=False, conflict_check=True, prior_sd=prior_sd)
+        laplace = logit_shares(_rest_classes(rest_fit(est, rest, "laplace"), rest)[1], data)
+        plug_in = logit_shares(_rest_classes(rest_fit(est, rest, "map"), rest)[1], data)[0]
+        x = tables["items"][[c for c in tables["items"].columns if c.startswith("x")]].to_numpy(float)
+        true = logit_shares(softmax(x @ truth.W.T + truth.b, axis=1)[None], data)[0]
+        for g in range(data.n_groups):
+            rows.append({"rep": rep, "prior_sd": prior_sd, "group": g, "observed": data.group_he[g], "true": true[g],
+                         "rest_map": plug_in[g], "rest_mean": laplace[:, g].mean(), "rest_sd": laplace[:, g].std()})
+        print(pd.DataFrame(rows[-data.n_groups:]).round(2).to_string(index=False), flush=True)
+    return pd.DataFrame(rows)
+
+
+def truth_only(reps) -> pd.DataFrame:
+    """Per replicate, what the true class model says of the honest groups' averages and of the wrong bags (no
+    fit): the check's statistics with the rest replaced by the truth."""
+    from bayes_wsc.models.combined.simulate import data_from_tables, simulate_combined
+
+    rows = []
+    for rep in reps:
+        tables, truth, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
+        honest = data_from_tables(tables)
+        wrong = data_from_tables(corrupt(tables, "wrong_bags", np.random.default_rng(rep)))
+        groups_p, groups_phi = true_model_groups_p(tables, truth, honest, rep)
+        rows.append({"rep": rep, "groups_p": groups_p, "groups_phi": groups_phi,
+                     "bags_p": true_model_bags_p(tables, truth, wrong, rep),
+                     "counts_moved": counts_moved(honest, wrong)})
+    return pd.DataFrame(rows)
+
+
 def bags_detail(reps) -> pd.DataFrame:
     """Why a wrong-bags case is missed: per replicate and bag, the observed and true class-1 counts, the other
     sources' predictive of the count (the MAP without the bags: mean and sd), its exact two-sided tail
@@ -151,7 +224,18 @@ def main() -> None:
     parser.add_argument("--bags-detail", action="store_true", help="only the wrong-bags diagnosis (`bags_detail`)")
     parser.add_argument("--predictive", default="laplace",
                         help="the rest's predictive, comma-separated: laplace (the check's default), map (plug-in)")
+    parser.add_argument("--truth-only", action="store_true", help="only the true class model's verdicts (`truth_only`)")
+    parser.add_argument("--groups-detail", action="store_true", help="only the groups' diagnosis (`groups_detail`)")
+    parser.add_argument("--prior-sd", type=float, default=1.0, help="the fit's prior_sd for --groups-detail")
     args = parser.parse_args()
+    if args.groups_detail:
+        groups_detail(range(args.first_rep, args.first_rep + args.reps), args.prior_sd).to_csv(args.out, index=False)
+        return
+    if args.truth_only:
+        frame = truth_only(range(args.first_rep, args.first_rep + args.reps))
+        print(frame.round(4).to_string(index=False))
+        frame.to_csv(args.out, index=False)
+        return
     if args.bags_detail:
         bags_detail(range(args.first_rep, args.first_rep + args.reps)).to_csv(args.out, index=False)
         return
