@@ -120,10 +120,11 @@ def true_model_groups_p(tables, truth, data, rep: int) -> tuple[float, float]:
     return min(1.0, 8 * row.p_value), row.effect
 
 
-def groups_detail(reps, prior_sd: float) -> pd.DataFrame:
+def groups_detail(reps, prior_sd: float, also_without=()) -> pd.DataFrame:
     """Why honest group averages are flagged: per replicate and group, the observed average, the logit of the
     group's share under the true class model, and under the rest's fit (Laplace, the groups held out, at
-    `prior_sd`): the draws' mean and sd and the MAP's value (the plug-in)."""
+    `prior_sd`, and the sources `also_without` left out too): the draws' mean and sd and the MAP's value (the
+    plug-in)."""
     from scipy.special import softmax
 
     from bayes_wsc.models.combined.checks import _rest_classes, rest_fit
@@ -141,14 +142,17 @@ def groups_detail(reps, prior_sd: float) -> pd.DataFrame:
         tables, truth, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
         data = data_from_tables(tables)
         rest = data.without("groups")
+        for source in also_without:
+            rest = rest.without(source)
         est = CombinedClassifier(progressbar=False, checks=False, conflict_check=True, prior_sd=prior_sd)
         laplace = logit_shares(_rest_classes(rest_fit(est, rest, "laplace"), rest)[1], data)
         plug_in = logit_shares(_rest_classes(rest_fit(est, rest, "map"), rest)[1], data)[0]
         x = tables["items"][[c for c in tables["items"].columns if c.startswith("x")]].to_numpy(float)
         true = logit_shares(softmax(x @ truth.W.T + truth.b, axis=1)[None], data)[0]
         for g in range(data.n_groups):
-            rows.append({"rep": rep, "prior_sd": prior_sd, "group": g, "observed": data.group_he[g], "true": true[g],
-                         "rest_map": plug_in[g], "rest_mean": laplace[:, g].mean(), "rest_sd": laplace[:, g].std()})
+            rows.append({"rep": rep, "prior_sd": prior_sd, "also_without": ",".join(also_without), "group": g,
+                         "observed": data.group_he[g], "true": true[g], "rest_map": plug_in[g],
+                         "rest_mean": laplace[:, g].mean(), "rest_sd": laplace[:, g].std()})
         print(pd.DataFrame(rows[-data.n_groups:]).round(2).to_string(index=False), flush=True)
     return pd.DataFrame(rows)
 
@@ -227,9 +231,11 @@ def main() -> None:
     parser.add_argument("--truth-only", action="store_true", help="only the true class model's verdicts (`truth_only`)")
     parser.add_argument("--groups-detail", action="store_true", help="only the groups' diagnosis (`groups_detail`)")
     parser.add_argument("--prior-sd", type=float, default=1.0, help="the fit's prior_sd for --groups-detail")
+    parser.add_argument("--also-without", default="", help="--groups-detail: sources left out of the rest too")
     args = parser.parse_args()
     if args.groups_detail:
-        groups_detail(range(args.first_rep, args.first_rep + args.reps), args.prior_sd).to_csv(args.out, index=False)
+        groups_detail(range(args.first_rep, args.first_rep + args.reps), args.prior_sd,
+                      [w for w in args.also_without.split(",") if w]).to_csv(args.out, index=False)
         return
     if args.truth_only:
         frame = truth_only(range(args.first_rep, args.first_rep + args.reps))

@@ -20,9 +20,9 @@ groups) is left out, the model is refitted on the rest by the Laplace approximat
 source's observations are scored under the rest's posterior predictive: replicate i is drawn from the rest's
 draw i, so the predictive carries the rest's parameter uncertainty, and a statistic that needs each item's
 class uses r, the items' class probabilities averaged over the draws. (Plugging the rest's MAP in instead,
-`predictive="map"`, left that uncertainty out: the group averages, on the logit scale of a share of six items,
-then looked several times too far from the rest where the full predictive finds them unremarkable; RESULTS.md,
-issue 41, fifth round.)
+`predictive="map"`, leaves that uncertainty out: the logit of a group's class share under the rest's draws has
+an sd of 0.2-0.3, next to the averages' own noise sd of 0.32, so the plug-in made honest averages look too far
+off; RESULTS.md, issue 41, fifth round.)
 
 * hand labels: their mean predicted probability sum_j r_j[y_j] / n against labels drawn from the predictive
   (lower tail; effect = replicates' mean - observed, tolerance `LABEL_TOLERANCE`);
@@ -279,8 +279,8 @@ def chance_row(observed: float, replicated: np.ndarray) -> tuple[float, float, f
 
 def score_source(source: str, data, fit, rest, rng: np.random.Generator) -> tuple:
     """(p-value, effect, tolerance, words, information) of one held-out source under the rest's posterior
-    predictive (one replicate per draw of the rest's fit); `information` is (p, excess) of an annotator's or
-    expert's agreement against chance (`chance_row`), None for the other sources."""
+    predictive (one replicate per draw of the rest's fit); `information` is `chance_row` of an annotator's or
+    expert's agreement against chance, None for the other sources."""
     r_draws, q_draws = _rest_classes(fit, rest)
     r = r_draws.mean(axis=0)  # the predictive probability of each item's class
     kind, _, name = source.partition(":")
