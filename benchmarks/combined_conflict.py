@@ -10,16 +10,24 @@ each, 4 bags of 6 items, 4 groups of 6 items), honest or with one source corrupt
 * flipped_labels: half the hand labels swapped;
 * random_expert: expert1 answers every pair at random (the model can describe it: alpha = beta = 0.5).
 
-For each replicate the model is fitted by MAP and `checks.source_conflict` run (one MAP per held-out source);
-a case counts as detected when the row flags, and as naming the corrupted source when its message names it.
+For each replicate the model is fitted by MAP and `checks.source_conflict` run (one fit of the rest per held-out
+source: Laplace by default, the rest's MAP plugged in with `--predictive map`, both with `--predictive
+map,laplace`, scoring the same fit of the case); a case counts as detected when the conflict row flags, and as
+naming the corrupted source when its message names it. A random expert is not a conflict: the columns
+`near_chance` and `names_near_chance` hold the check's second row, the sources it finds near chance.
 
     python benchmarks/combined_conflict.py --reps 10
     python benchmarks/combined_conflict.py --first-rep 10 --reps 5 --out benchmarks/out/combined_conflict_10.csv
+    python benchmarks/combined_conflict.py --first-rep 200 --reps 12 --predictive map,laplace
 
 Writes benchmarks/out/combined_conflict.csv and prints the rates. `--bags-detail` diagnoses the wrong-bags
 cases instead (`bags_detail`), writing one row per replicate and bag:
 
     python benchmarks/combined_conflict.py --bags-detail --first-rep 5 --reps 10 --out benchmarks/out/combined_conflict_bags.csv
+
+`--groups-detail` prints, per group, the observed average against the true and the rest's class shares (at
+`--prior-sd`). `--truth-only` prints what the true class model says of each replicate's honest group averages
+and wrong bags (the check's statistics with the rest replaced by the truth; no fit).
 """
 
 from __future__ import annotations
@@ -79,6 +87,93 @@ def exact_tail(r: np.ndarray, observed: int) -> float:
     return float(min(1.0, 2 * min(table[:observed + 1].sum(), table[observed:].sum())))
 
 
+def true_model_bags_p(tables, truth, data, rep: int) -> float:
+    """The bags' surprise p-value (Bonferroni over 8 sources, as the check) when the rest is replaced by the
+    true class model softmax(x W^T + b), features only: what the counts alone can show against the truth."""
+    from scipy.special import softmax
+
+    from bayes_wsc.criticism import p_value_upper
+    from bayes_wsc.models.combined.checks import CONFLICT_REPLICATES, bag_surprise
+
+    x = tables["items"][[c for c in tables["items"].columns if c.startswith("x")]].to_numpy(float)
+    observed, replicated = bag_surprise(data, softmax(x @ truth.W.T + truth.b, axis=1),
+                                        np.random.default_rng(rep), CONFLICT_REPLICATES)
+    return min(1.0, 8 * float(p_value_upper(observed, replicated)))
+
+
+def true_model_groups_p(tables, truth, data, rep: int) -> tuple[float, float]:
+    """(p after Bonferroni over 8 sources, phi) of the groups' averages when the rest is replaced by the true
+    class model: the check's chi-square discrepancy against averages drawn around the true shares' logits."""
+    from scipy.special import softmax
+
+    from bayes_wsc.criticism import omnibus
+    from bayes_wsc.models.combined.checks import CONFLICT_REPLICATES
+
+    x = tables["items"][[c for c in tables["items"].columns if c.startswith("x")]].to_numpy(float)
+    q1 = softmax(x @ truth.W.T + truth.b, axis=1)[:, 1]
+    member = data.item_group >= 0
+    share = (np.bincount(data.item_group[member], weights=q1[member], minlength=data.n_groups)
+             / np.bincount(data.item_group[member], minlength=data.n_groups))
+    replicated = (np.log(share) - np.log1p(-share)
+                  + np.random.default_rng(rep).normal(0, 1 / np.sqrt(10.0), (CONFLICT_REPLICATES, data.n_groups)))
+    row = omnibus("groups", data.group_he, replicated, list(data.group_names), "group", "", "")
+    return min(1.0, 8 * row.p_value), row.effect
+
+
+def groups_detail(reps, prior_sd: float, also_without=()) -> pd.DataFrame:
+    """Why honest group averages are flagged: per replicate and group, the observed average, the logit of the
+    group's share under the true class model, and under the rest's fit (Laplace, the groups held out, at
+    `prior_sd`, and the sources `also_without` left out too): the draws' mean and sd and the MAP's value (the
+    plug-in)."""
+    from scipy.special import softmax
+
+    from bayes_wsc.models.combined.checks import _rest_classes, rest_fit
+    from bayes_wsc.models.combined.model import CombinedClassifier
+    from bayes_wsc.models.combined.simulate import data_from_tables, simulate_combined
+
+    def logit_shares(q, data):
+        member = data.item_group >= 0
+        share = np.stack([np.bincount(data.item_group[member], weights=qq[member, 1], minlength=data.n_groups)
+                          for qq in q]) / np.bincount(data.item_group[member], minlength=data.n_groups)
+        return np.log(share) - np.log1p(-share)
+
+    rows = []
+    for rep in reps:
+        tables, truth, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
+        data = data_from_tables(tables)
+        rest = data.without("groups")
+        for source in also_without:
+            rest = rest.without(source)
+        est = CombinedClassifier(progressbar=False, checks=False, conflict_check=True, prior_sd=prior_sd)
+        laplace = logit_shares(_rest_classes(rest_fit(est, rest, "laplace"), rest)[1], data)
+        plug_in = logit_shares(_rest_classes(rest_fit(est, rest, "map"), rest)[1], data)[0]
+        x = tables["items"][[c for c in tables["items"].columns if c.startswith("x")]].to_numpy(float)
+        true = logit_shares(softmax(x @ truth.W.T + truth.b, axis=1)[None], data)[0]
+        for g in range(data.n_groups):
+            rows.append({"rep": rep, "prior_sd": prior_sd, "also_without": ",".join(also_without), "group": g,
+                         "observed": data.group_he[g], "true": true[g], "rest_map": plug_in[g],
+                         "rest_mean": laplace[:, g].mean(), "rest_sd": laplace[:, g].std()})
+        print(pd.DataFrame(rows[-data.n_groups:]).round(2).to_string(index=False), flush=True)
+    return pd.DataFrame(rows)
+
+
+def truth_only(reps) -> pd.DataFrame:
+    """Per replicate, what the true class model says of the honest groups' averages and of the wrong bags (no
+    fit): the check's statistics with the rest replaced by the truth."""
+    from bayes_wsc.models.combined.simulate import data_from_tables, simulate_combined
+
+    rows = []
+    for rep in reps:
+        tables, truth, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
+        honest = data_from_tables(tables)
+        wrong = data_from_tables(corrupt(tables, "wrong_bags", np.random.default_rng(rep)))
+        groups_p, groups_phi = true_model_groups_p(tables, truth, honest, rep)
+        rows.append({"rep": rep, "groups_p": groups_p, "groups_phi": groups_phi,
+                     "bags_p": true_model_bags_p(tables, truth, wrong, rep),
+                     "counts_moved": counts_moved(honest, wrong)})
+    return pd.DataFrame(rows)
+
+
 def bags_detail(reps) -> pd.DataFrame:
     """Why a wrong-bags case is missed: per replicate and bag, the observed and true class-1 counts, the other
     sources' predictive of the count (the MAP without the bags: mean and sd), its exact two-sided tail
@@ -99,8 +194,8 @@ def bags_detail(reps) -> pd.DataFrame:
         honest = data_from_tables(tables)
         data = data_from_tables(corrupt(tables, "wrong_bags", np.random.default_rng(rep)))
         rest = data.without("bags")
-        fit = rest_fit(CombinedClassifier(progressbar=False, checks=False, conflict_check=True), rest)
-        r, _ = _rest_classes(fit, rest)
+        fit = rest_fit(CombinedClassifier(progressbar=False, checks=False, conflict_check=True), rest, "map")
+        r = _rest_classes(fit, rest)[0][0]
         x = tables["items"][[c for c in tables["items"].columns if c.startswith("x")]].to_numpy(float)
         true_q = softmax(x @ truth.W.T + truth.b, axis=1)
         rng = np.random.default_rng(rep)
@@ -110,7 +205,7 @@ def bags_detail(reps) -> pd.DataFrame:
                                          for g in range(data.n_bags)]) for s in range(CONFLICT_REPLICATES)])
         chi_square = omnibus("bags", data.bag_counts, replicated.astype(float), list(range(2 * data.n_bags)),
                              "count", "", "")
-        surprise_p, surprise, _, _ = score_source("bags", data, fit, rest, np.random.default_rng(rep))
+        surprise_p, surprise, *_ = score_source("bags", data, fit, rest, np.random.default_rng(rep))
         for g in range(data.n_bags):
             members = data.item_bag == g
             observed = int(data.bag_counts[g, 1])
@@ -131,7 +226,22 @@ def main() -> None:
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--out", default=str(Path(__file__).parent / "out" / "combined_conflict.csv"))
     parser.add_argument("--bags-detail", action="store_true", help="only the wrong-bags diagnosis (`bags_detail`)")
+    parser.add_argument("--predictive", default="laplace",
+                        help="the rest's predictive, comma-separated: laplace (the check's default), map (plug-in)")
+    parser.add_argument("--truth-only", action="store_true", help="only the true class model's verdicts (`truth_only`)")
+    parser.add_argument("--groups-detail", action="store_true", help="only the groups' diagnosis (`groups_detail`)")
+    parser.add_argument("--prior-sd", type=float, default=1.0, help="the fit's prior_sd for --groups-detail")
+    parser.add_argument("--also-without", default="", help="--groups-detail: sources left out of the rest too")
     args = parser.parse_args()
+    if args.groups_detail:
+        groups_detail(range(args.first_rep, args.first_rep + args.reps), args.prior_sd,
+                      [w for w in args.also_without.split(",") if w]).to_csv(args.out, index=False)
+        return
+    if args.truth_only:
+        frame = truth_only(range(args.first_rep, args.first_rep + args.reps))
+        print(frame.round(4).to_string(index=False))
+        frame.to_csv(args.out, index=False)
+        return
     if args.bags_detail:
         bags_detail(range(args.first_rep, args.first_rep + args.reps)).to_csv(args.out, index=False)
         return
@@ -141,29 +251,39 @@ def main() -> None:
 
     rows = []
     for rep in range(args.first_rep, args.first_rep + args.reps):
-        tables, _, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
+        tables, truth, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
         for scenario in args.scenarios.split(","):
             data = data_from_tables(corrupt(tables, scenario, np.random.default_rng(rep)))
             honest = data_from_tables(tables)
-            start = time.time()
             est = CombinedClassifier(progressbar=False, checks=False, conflict_check=True).fit(data)
-            [row] = source_conflict(est, data, seed=rep)
             target = CORRUPTED.get(scenario)
-            rows.append({"rep": rep, "scenario": scenario, "flagged": row.flagged, "p_value": row.p_value,
-                         "effect": row.effect, "names_source": bool(target and f"Source {target} " in row.message),
-                         "counts_moved": counts_moved(honest, data),
-                         "seconds": time.time() - start, "message": row.message})
-            print(f"{rep} {scenario}: flagged={row.flagged} {row.message[:120]}", flush=True)
-            pd.DataFrame(rows).to_csv(args.out, index=False)
-    table = pd.DataFrame(rows).groupby("scenario").agg(cases=("flagged", "size"), flag_rate=("flagged", "mean"),
-                                                       names_corrupted_source=("names_source", "mean"),
-                                                       seconds=("seconds", "median"))
+            truth_p = true_model_bags_p(tables, truth, data, rep) if scenario == "wrong_bags" else np.nan
+            for predictive in args.predictive.split(","):
+                start = time.time()
+                row, *information = source_conflict(est, data, seed=rep, predictive=predictive)
+                near = information[0].message if information and information[0].message.startswith("Near") else ""
+                rows.append({"rep": rep, "scenario": scenario, "predictive": predictive, "flagged": row.flagged,
+                             "p_value": row.p_value, "effect": row.effect,
+                             "names_source": bool(target and f"Source {target} " in row.message),
+                             "near_chance": near, "names_near_chance": bool(target and f" {target} (" in near),
+                             "counts_moved": counts_moved(honest, data), "true_model_bags_p": truth_p,
+                             "seconds": time.time() - start, "message": row.message})
+                print(f"{rep} {scenario} {predictive}: flagged={row.flagged} {row.message[:120]} | {near[:100]}",
+                      flush=True)
+                pd.DataFrame(rows).to_csv(args.out, index=False)
+    table = pd.DataFrame(rows).groupby(["predictive", "scenario"]).agg(
+        cases=("flagged", "size"), flagged=("flagged", "sum"), names_corrupted_source=("names_source", "sum"),
+        near_chance=("near_chance", lambda m: int((m != "").sum())), names_it_near_chance=("names_near_chance", "sum"),
+        seconds=("seconds", "median"))
     print(table.to_string())
     frame = pd.DataFrame(rows)
     bags = frame[frame["scenario"] == "wrong_bags"]
     if len(bags):
         print("wrong_bags by how wrong the bags are:")
-        print(bags.groupby("counts_moved").agg(cases=("flagged", "size"), flagged=("flagged", "sum")).to_string())
+        print(bags.groupby(["predictive", "counts_moved"]).agg(cases=("flagged", "size"),
+                                                               flagged=("flagged", "sum")).to_string())
+        print("wrong_bags the true class model finds (p < 0.05 after Bonferroni over 8):",
+              int((bags.drop_duplicates("rep")["true_model_bags_p"] < 0.05).sum()), "of", bags["rep"].nunique())
 
 
 if __name__ == "__main__":

@@ -335,6 +335,71 @@ def test_held_out_bags_are_scored_by_the_exact_probability_of_their_counts(k):
     assert abs(replicated.mean() - entropy) < 4 * replicated.std() / np.sqrt(replicated.size)
 
 
+def test_held_out_bags_are_scored_under_the_predictive_averaged_over_the_rests_draws():
+    """With draws r_s of the items' classes, a bag's predictive probability of its counts is the mean over the
+    draws of the exact probability given r_s (brute force), not the probability under the mean r."""
+    from bayes_wsc.models.combined.checks import bag_surprise
+
+    rng = np.random.default_rng(3)
+    data = subset(tiny_tables(2, rng), ("bags",))
+    rows = np.flatnonzero(data.item_bag == 0)
+    r = rng.dirichlet(np.ones(2), size=(2, data.n_items))  # two draws
+
+    def probability(r_s, counts) -> float:
+        return sum(np.prod(r_s[rows, z]) for z in itertools.product(range(2), repeat=rows.size)
+                   if np.array_equal(np.bincount(z, minlength=2), counts))
+
+    observed, replicated = bag_surprise(data, r, np.random.default_rng(0), 2000)
+    mixture = np.mean([probability(r_s, data.bag_counts[0]) for r_s in r])
+    np.testing.assert_allclose(observed, -np.log(mixture), rtol=1e-10)
+    assert abs(observed + np.log(probability(r.mean(axis=0), data.bag_counts[0]))) > 1e-3  # not the plug-in
+    table = [np.mean([probability(r_s, (rows.size - c, c)) for r_s in r]) for c in range(rows.size + 1)]
+    entropy = -sum(p * np.log(p) for p in table if p > 0)
+    assert abs(replicated.mean() - entropy) < 4 * replicated.std() / np.sqrt(replicated.size)
+
+
+def rest_draws(W, b):
+    """A stand-in for the rest's fit: draws of the class model (S, K, D), (S, K) as a posterior of one chain."""
+    import xarray as xr
+
+    posterior = xr.Dataset({"W": (("chain", "draw", "class", "feature"), np.asarray(W)[None]),
+                            "b": (("chain", "draw", "class"), np.asarray(b)[None])})
+    return type("RestFit", (), {"idata_": type("Idata", (), {"posterior": posterior}), "wh": 10.0})
+
+
+def test_the_groups_are_scored_against_a_predictive_that_carries_the_rests_uncertainty():
+    """Averages far from the class model's shares at its centre flag against the plug-in predictive (one draw)
+    and not against draws of the class model spread around that centre, whose shares' spread covers them;
+    with one draw the replicates are the plug-in's exactly."""
+    from bayes_wsc.models.combined.checks import score_source
+
+    tables = tiny_tables(2, np.random.default_rng(0))
+    tables["groups"] = tables["groups"].assign(he=[1.2, -1.2])  # 3.8 sd of the averages' noise (1 / sqrt(10)) from 0
+    data = subset(tables, ("groups",))
+    centre_W, centre_b = np.array([[0.0, 0.0], [0.0, 0.0]]), np.zeros(2)  # every share 1/2, logit 0
+    spread = np.random.default_rng(1).normal(0, 1.0, (400, 2, 3))  # draws of W and b around the centre
+    plug_in = score_source("groups", data, rest_draws(centre_W[None], centre_b[None]), data,
+                           np.random.default_rng(0))
+    carried = score_source("groups", data, rest_draws(centre_W + spread[..., :2], centre_b + spread[..., 2]), data,
+                           np.random.default_rng(0))
+    assert plug_in[0] < 0.01 and plug_in[1] > 5
+    assert carried[0] > 0.05 and carried[1] < plug_in[1] / 2
+
+
+def test_a_source_near_chance_is_named_as_uninformative_never_as_a_conflict():
+    from bayes_wsc.criticism import ALPHA
+    from bayes_wsc.models.combined.checks import source_information
+
+    rows = [("votes:a1", 0.001, 0.999, 0.2), ("pairs:e1", 0.4, 0.6, 0.01), ("votes:a2", 0.999, 0.0001, -0.3)]
+    [row] = source_information(rows)
+    assert not row.flagged and row.check == "source_information"
+    assert "pairs:e1 (" in row.message and "votes:a1" not in row.message and "votes:a2" not in row.message
+    assert row.message.startswith("Near chance")
+    [row] = source_information([rows[0], ("pairs:e1", ALPHA / 2, 1 - ALPHA / 2, 0.04)])
+    assert not row.flagged and not row.message.startswith("Near chance")
+    assert source_information([]) == []
+
+
 @pytest.mark.slow
 def test_the_conflict_check_names_an_adversarial_annotator_and_passes_honest_sources():
     from bayes_wsc.models.combined.checks import source_conflict
@@ -348,6 +413,7 @@ def test_the_conflict_check_names_an_adversarial_annotator_and_passes_honest_sou
     flipped = data_from_tables({**tables, "votes": votes})
     for data, flags in ((honest, False), (flipped, True)):
         est = fit_quietly(CombinedClassifier(checks=False, conflict_check=True), data)
-        [row] = source_conflict(est, data)
+        row, information = source_conflict(est, data)
+        assert information.check == "source_information" and not information.flagged
         assert row.flagged == flags, row.message
         assert ("Source votes:annotator1 contradicts" in row.message) == flags

@@ -16,27 +16,36 @@ These are in-sample checks: a source the model can describe (an annotator who al
 to Dawid-Skene, a reliable annotator with a permuted confusion matrix) passes them. The conflict check
 asks instead whether a source agrees with what the others imply (`source_conflict`, run when the estimator
 has `conflict_check=True`): each source in turn (the hand labels, each annotator, each expert, the bags, the
-groups) is left out, the model is refitted by MAP on the rest, and the source's observations are scored under
-that fit's predictive (the MAP plugged in: parameter uncertainty is left out, which the tolerances absorb):
+groups) is left out, the model is refitted on the rest by the Laplace approximation (`rest_fit`), and the
+source's observations are scored under the rest's posterior predictive: replicate i is drawn from the rest's
+draw i, so the predictive carries the rest's parameter uncertainty, and a statistic that needs each item's
+class uses r, the items' class probabilities averaged over the draws. (Plugging the rest's MAP in instead,
+`predictive="map"`, leaves that uncertainty out: the logit of a group's class share under the rest's draws has
+an sd of 0.2-0.3, next to the averages' own noise sd of 0.32, so the plug-in made honest averages look too far
+off; RESULTS.md, issue 41, fifth round.)
 
-* hand labels: their mean predicted probability sum_j r_j[y_j] / n against labels drawn from r (lower tail;
-  effect = replicates' mean - observed, tolerance `LABEL_TOLERANCE`);
+* hand labels: their mean predicted probability sum_j r_j[y_j] / n against labels drawn from the predictive
+  (lower tail; effect = replicates' mean - observed, tolerance `LABEL_TOLERANCE`);
 * an annotator (an expert): its agreement with the rest, the mean predicted probability of its votes (of
   its links agreeing with the co-classification), against a source that answers independently of the
   class at its own vote (link) frequencies, i.e. chance (lower tail; effect = chance - observed, tolerance
   `CHANCE_TOLERANCE`). An annotator or expert that is merely noisy, or answers at random, does not
   contradict the rest (the model learns its reliability); one worse than chance does;
-* bags: their counts' surprise under the rest's fit, S = -sum_b log P(m_b | r), P the exact
-  Poisson-multinomial probability of a bag's counts given its items' classes r under the rest
-  (`model.count_logp`), against counts drawn from r (upper tail; effect = S - the replicates' mean S, in nats,
-  tolerance `BAG_SURPRISE_TOLERANCE`). A bag's count is a sum of a few items whose classes the rest often
-  knows well, so its predictive is skewed: a count two off can be very improbable although within two
-  predictive sds, which a chi-square discrepancy (sum of squared sd units) does not see;
-* groups: the chi-square discrepancy of their averages against replicates from the rest's fit
+* bags: their counts' surprise under the rest's predictive, S = -sum_b log P(m_b), P(m_b) = mean_s
+  P(m_b | r_s), P(m | r_s) the exact Poisson-multinomial probability of a bag's counts given its items'
+  classes r_s under the rest's draw s (`model.count_logp`), against counts drawn from the same predictive
+  (upper tail; effect = S - the replicates' mean S, in nats, tolerance `BAG_SURPRISE_TOLERANCE`). A bag's
+  count is a sum of a few items whose classes the rest often knows well, so its predictive is skewed: a count
+  two off can be very improbable although within two predictive sds, which a chi-square discrepancy (sum of
+  squared sd units) does not see;
+* groups: the chi-square discrepancy of their averages against replicates from the rest's predictive, each
+  the logit of the group's class share under a draw of the class model plus the averages' noise
   (`criticism.omnibus`, effect phi against `PHI_TOLERANCE`).
 
 One row names the source whose p-value (Bonferroni over the sources) is smallest among those beyond their
-tolerance; it flags when that p-value is below `criticism.ALPHA`.
+tolerance; it flags when that p-value is below `criticism.ALPHA`. A second row (`source_information`, never
+flagged) names the annotators and experts whose agreement with the rest cannot be told from chance either
+way: a source answering at random does not contradict the others, it tells them nothing.
 """
 
 from __future__ import annotations
@@ -201,23 +210,27 @@ def held_out_sources(data) -> list[str]:
     return out
 
 
-def rest_fit(est, rest):
-    """The MAP of the model on the other sources (no checks of its own)."""
+def rest_fit(est, rest, predictive: str = "laplace"):
+    """The model on the other sources (no checks of its own): a Laplace fit with one draw per replicate
+    (`predictive="laplace"`, the check's default: the rest's parameter uncertainty enters the predictive), or
+    its MAP alone (`"map"`: the plug-in predictive, narrower)."""
     settings = {k: v for k, v in est.get_params().items() if k not in ("method", "checks", "conflict_check")}
-    return type(est)(**{**settings, "method": "map", "checks": False, "conflict_check": False,
+    method = {"laplace": {"method": "laplace", "draws": CONFLICT_REPLICATES}, "map": {"method": "map"}}[predictive]
+    return type(est)(**{**settings, **method, "checks": False, "conflict_check": False,
                         "progressbar": False}).fit(rest)
 
 
 def _rest_classes(fit, rest):
-    """The rest's MAP: each item's class given its features and the rest's labels and votes (n, K), and the
-    class model's probabilities (n, K)."""
+    """Per draw of the rest's fit (one for a MAP): each item's class given its features and the rest's labels
+    and votes (S, n, K), and the class model's probabilities (S, n, K)."""
     from bayes_wsc.models.combined.model import class_log_probabilities, label_logp, vote_evidence
 
     post = fit.idata_.posterior
-    params = {n: post[n].values[0] for n in ("W", "b", "confusion") if n in post}
+    params = {n: np.asarray(post[n].values, float).reshape(-1, *post[n].shape[2:])
+              for n in ("W", "b", "confusion") if n in post}
     log_q = class_log_probabilities(rest.features, params["W"], params["b"])
     local = log_q + label_logp(rest)[None] + vote_evidence(rest, params.get("confusion"))
-    return special.softmax(local, axis=-1)[0], np.exp(log_q[0])
+    return special.softmax(local, axis=-1), np.exp(log_q)
 
 
 def _lower(observed: float, replicated: np.ndarray) -> float:
@@ -225,11 +238,19 @@ def _lower(observed: float, replicated: np.ndarray) -> float:
     return float(p_value_upper(np.asarray(-observed), -np.asarray(replicated)))
 
 
+def _per_replicate(values: np.ndarray, reps: int) -> np.ndarray:
+    """`reps` rows of per-draw values (S, ...): replicate i from draw i mod S (a MAP: every replicate from it)."""
+    return values[np.arange(reps) % values.shape[0]]
+
+
 def bag_surprise(data, r: np.ndarray, rng: np.random.Generator, reps: int) -> tuple[float, np.ndarray]:
-    """The bags' surprise S = -sum_b log P(m_b | r) of the observed counts, and of `reps` replicated counts
-    drawn from r (n, K): each item's class drawn, a bag's counts read off (module docstring)."""
+    """The bags' surprise S = -sum_b log P(m_b) of the observed counts, and of `reps` replicated counts, under
+    the rest's posterior predictive of each bag's counts, P(m_b) = mean_s P(m_b | r_s), r (S, n, K) or (n, K)
+    the items' classes per draw: replicate i draws each item's class from draw i mod S and reads off a bag's
+    counts (module docstring)."""
     from bayes_wsc.models.combined.model import count_logp
 
+    r = r[None] if r.ndim == 2 else r
     log_r = np.log(np.clip(r, 1e-300, 1.0))
     members = [np.flatnonzero(data.item_bag == g) for g in range(data.n_bags)]
     known: dict = {}
@@ -237,32 +258,42 @@ def bag_surprise(data, r: np.ndarray, rng: np.random.Generator, reps: int) -> tu
     def surprise(g: int, counts: np.ndarray) -> float:
         key = (g, *counts.tolist())
         if key not in known:
-            known[key] = -float(count_logp(log_r[members[g]][None], counts)[0])
+            known[key] = -float(special.logsumexp(count_logp(log_r[:, members[g]], counts)) - np.log(r.shape[0]))
         return known[key]
 
     observed = sum(surprise(g, data.bag_counts[g].astype(np.int64)) for g in range(data.n_bags))
     replicated = np.zeros(reps)
     for g, rows in enumerate(members):
-        drawn = _draw(np.broadcast_to(r[rows], (reps, *r[rows].shape)), rng)
+        drawn = _draw(_per_replicate(r[:, rows], reps), rng)
         counts = np.stack([np.bincount(d, minlength=data.n_classes) for d in drawn])
         replicated += [surprise(g, c) for c in counts]
     return observed, replicated
 
 
-def score_source(source: str, data, fit, rest, rng: np.random.Generator) -> tuple[float, float, float, str]:
-    """(p-value, effect, tolerance, words) of one held-out source under the rest's fit."""
-    r, q = _rest_classes(fit, rest)
+def chance_row(observed: float, replicated: np.ndarray) -> tuple[float, float, float]:
+    """(P(chance >= observed), P(chance <= observed), observed - chance's mean) of an annotator's or expert's
+    agreement with the rest against answers at chance (`source_information`)."""
+    return (float(p_value_upper(np.asarray(observed), np.asarray(replicated))), _lower(observed, replicated),
+            float(observed - replicated.mean()))
+
+
+def score_source(source: str, data, fit, rest, rng: np.random.Generator) -> tuple:
+    """(p-value, effect, tolerance, words, information) of one held-out source under the rest's posterior
+    predictive (one replicate per draw of the rest's fit); `information` is `chance_row` of an annotator's or
+    expert's agreement against chance, None for the other sources."""
+    r_draws, q_draws = _rest_classes(fit, rest)
+    r = r_draws.mean(axis=0)  # the predictive probability of each item's class
     kind, _, name = source.partition(":")
     reps = CONFLICT_REPLICATES
     if kind == "labels":
         rows = np.flatnonzero(data.label >= 0)
         observed = float(r[rows, data.label[rows]].mean())
-        drawn = _draw(np.broadcast_to(r[rows], (reps, *r[rows].shape)), rng)
+        drawn = _draw(_per_replicate(r_draws[:, rows], reps), rng)
         replicated = np.take_along_axis(r[rows][None], drawn[..., None], axis=2)[..., 0].mean(axis=1)
         effect = float(replicated.mean() - observed)
         return _lower(observed, replicated), effect, LABEL_TOLERANCE, (
             f"the hand labels' mean probability under the other sources is {observed:.3g}, where labels drawn from "
-            f"those sources give {replicated.mean():.3g}")
+            f"those sources give {replicated.mean():.3g}"), None
     if kind == "votes":
         mine = data.cast & (data.source_names[data.vote_source] == name)
         items, votes = data.vote_item[mine], data.vote[mine]
@@ -272,39 +303,69 @@ def score_source(source: str, data, fit, rest, rng: np.random.Generator) -> tupl
         replicated = r[items[None, :], chance].mean(axis=1)
         return _lower(observed, replicated), float(replicated.mean() - observed), CHANCE_TOLERANCE, (
             f"annotator {name!r}'s votes have mean probability {observed:.3g} under the other sources, where votes "
-            f"independent of the class at its own frequencies (chance) give {replicated.mean():.3g}")
+            f"independent of the class at its own frequencies (chance) give {replicated.mean():.3g}"), \
+            chance_row(observed, replicated)
     if kind == "pairs":
         mine = data.expert_names[data.cell_expert] == name
         first, second = data.pairs[data.cell_pair[mine], 0], data.pairs[data.cell_pair[mine], 1]
-        gamma = np.sum(r[first] * r[second], axis=1)
+        gamma = np.sum(r_draws[:, first] * r_draws[:, second], axis=2).mean(axis=0)  # P(same class), predictive
         link = data.link[mine].astype(float)
         observed = float(np.mean(link * gamma + (1 - link) * (1 - gamma)))
         chance_links = (rng.random((reps, link.size)) < link.mean()).astype(float)
         replicated = np.mean(chance_links * gamma + (1 - chance_links) * (1 - gamma), axis=1)
         return _lower(observed, replicated), float(replicated.mean() - observed), CHANCE_TOLERANCE, (
             f"expert {name!r}'s links agree with the other sources' classes with probability {observed:.3g}, where "
-            f"links independent of the classes at its own rate (chance) give {replicated.mean():.3g}")
+            f"links independent of the classes at its own rate (chance) give {replicated.mean():.3g}"), \
+            chance_row(observed, replicated)
     if kind == "bags":
-        observed, replicated = bag_surprise(data, r, rng, reps)
+        observed, replicated = bag_surprise(data, r_draws, rng, reps)
         effect = float(observed - replicated.mean())
         return float(p_value_upper(observed, replicated)), effect, BAG_SURPRISE_TOLERANCE, (
             f"the bags' class counts are {np.exp(min(effect, 700.0)):.3g} times less probable under the other "
             f"sources than counts drawn from them (log probability {-observed:.3g} against "
-            f"{-replicated.mean():.3g})")
+            f"{-replicated.mean():.3g})"), None
     member = data.item_group >= 0
     sizes = np.bincount(data.item_group[member], minlength=data.n_groups)
-    share = np.bincount(data.item_group[member], weights=q[member, 1], minlength=data.n_groups) / sizes
-    mu = np.log(share) - np.log1p(-share)
+    share = np.stack([np.bincount(data.item_group[member], weights=q[member, 1], minlength=data.n_groups)
+                      for q in q_draws]) / sizes
+    mu = _per_replicate(np.log(share) - np.log1p(-share), reps)
     replicated = mu + rng.normal(0, 1 / np.sqrt(fit.wh), (reps, data.n_groups))
     row = omnibus("groups", data.group_he, replicated, list(data.group_names), "group", "", "")
     return row.p_value, row.effect, PHI_TOLERANCE, (
         f"the groups' averages are {row.effect:.3g} times as far from the other sources' class shares as "
-        "averages drawn from them")
+        "averages drawn from them"), None
 
 
-def source_conflict(est, data, seed: int = 0) -> list[Check]:
+def source_information(informative: list) -> list[Check]:
+    """One row on the annotators and experts whose agreement with the rest cannot be told from chance in either
+    direction (P(chance >= observed) and P(chance <= observed) both at least `ALPHA`): as far as the other
+    sources can tell they answer at random, so the fit learns little from them (the model learns a reliability
+    near chance for them). A weak but honest source with few answers is named too: the row says what the data
+    can tell, not that the source is corrupted. Not a conflict: the row never flags.
+    `informative` is (source, p above chance, p below chance, excess agreement over chance) per annotator and
+    expert."""
+    if not informative:
+        return []
+    near = [s for s in informative if s[1] >= ALPHA and s[2] >= ALPHA]
+    if not near:
+        return [Check("source_information", float("nan"), float("nan"), float("nan"), False,
+                      "Every annotator and expert agrees with the other sources better or worse than chance: "
+                      + ", ".join(f"{s[0]} by {s[3]:+.3g}" for s in informative) + ".", float("nan"),
+                      CHANCE_TOLERANCE)]
+    worst = max(near, key=lambda s: s[1])
+    names = "; ".join(f"{s[0]} (agreement {s[3]:+.3g} over chance, p = {s[1]:.3g} that chance agrees as well)"
+                      for s in near)
+    return [Check("source_information", float(worst[3]), 0.0, float(worst[1]), False,
+                  f"Near chance: {names}. The other sources cannot tell these answers from answers at random: "
+                  "the fit learns little from them (the model gives such a source a reliability near chance). Not a "
+                  "contradiction; a source that should know the classes may be answering at random.", float(worst[3]),
+                  CHANCE_TOLERANCE)]
+
+
+def source_conflict(est, data, seed: int = 0, predictive: str = "laplace") -> list[Check]:
     """The held-out-source conflict check (module docstring): one row, naming the source that contradicts the
-    rest, if any; none when the estimator's `conflict_check` is off."""
+    rest, if any, and one on the annotators and experts near chance (`source_information`); none when the
+    estimator's `conflict_check` is off. `predictive="map"` scores against the rest's MAP plugged in (`rest_fit`)."""
     if not getattr(est, "conflict_check", False):
         return []
     sources = held_out_sources(data)
@@ -312,15 +373,18 @@ def source_conflict(est, data, seed: int = 0) -> list[Check]:
         return [Check("source_conflict", float("nan"), float("nan"), float("nan"), False,
                       "Only one source is given: there is nothing to hold it against.")]
     rng = np.random.default_rng(seed)
-    scored = []
+    scored, informative = [], []
     for source in sources:
         rest = data.without(source)
         try:
-            fit = rest_fit(est, rest)
+            fit = rest_fit(est, rest, predictive)
         except Exception as exc:  # noqa: BLE001 - the rest cannot be fitted alone (no supervision left...)
             scored.append((source, float("nan"), float("nan"), float("nan"), f"not scored: {exc}"))
             continue
-        scored.append((source, *score_source(source, data, fit, rest, rng)))
+        p, effect, tolerance, words, information = score_source(source, data, fit, rest, rng)
+        scored.append((source, p, effect, tolerance, words))
+        if information is not None:
+            informative.append((source, *information))
     finite = [s for s in scored if np.isfinite(s[1])]
     if not finite:
         return [Check("source_conflict", float("nan"), float("nan"), float("nan"), False,
@@ -340,7 +404,7 @@ def source_conflict(est, data, seed: int = 0) -> list[Check]:
     # the statistic is the worst source's effect (its own units: probability below what the rest implies, or
     # the discrepancy's ratio); the message gives its observed value and what the rest implies
     return [Check("source_conflict", float(effect), float("nan"), p_corrected, flagged, message, float(effect),
-                  float(tolerance))]
+                  float(tolerance)), *source_information(informative)]
 
 
 def targeted() -> list:

@@ -335,8 +335,8 @@ class CombinedClassifier(Estimator):
     accuracy_a, accuracy_b : the experts' alpha, beta ~ 0.5 + 0.5 Beta(a, b).
     wh : the groups' averages' precision on the logit scale (seed 000's WH).
     restarts : MAP starts (the first at zero weights, the rest drawn from the priors).
-    conflict_check : with the fit's checks, leave each source out in turn, refit by MAP on the rest and
-        score the source against it (`checks.source_conflict`): one MAP per source, so off by default.
+    conflict_check : with the fit's checks, leave each source out in turn, refit the rest (Laplace) and
+        score the source against it (`checks.source_conflict`): one fit per source, so off by default.
     method, draws, tune, chains, seed, ... : as every estimator.
 
     After `fit(data)`: `idata_` with W[class, feature], b[class], and where their sources are given

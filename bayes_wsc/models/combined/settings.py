@@ -21,4 +21,5 @@ class CombinedSettings:
     wh: float = setting(10.0, POSITIVE, help="precision of the groups' averages on the logit scale (default 10)")
     restarts: int = setting(2, whole(1), build=False, help="MAP starts (default 2)")
     conflict_check: bool = setting(False, BOOLEAN, build=False, help=(
-        "hold each source out in turn, refit on the rest and say whether it contradicts them (one MAP per source)"))
+        "hold each source out in turn, refit on the rest and say whether it contradicts them (one Laplace fit per "
+        "source)"))
