@@ -24,20 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import combined  # noqa: E402
 
 
-def case_for(name: str, split: int, size: str) -> combined.Case:
-    """The study's case: the split and the supervision drawn exactly as `combined.run_sources` draws them."""
-    x_train, x_test, y_train, y_test = combined.split_data(name, split)
-    k = int(y_train.max() + 1)
-    spec = combined.SIZES[size]
-    rng = np.random.default_rng([split, 41, list(combined.SIZES).index(size)])
-    tables = combined.draw_sources(y_train, k, rng, labels=spec["labels"],
-                                   votes_per_annotator=int(round(spec["vote_rate"] * y_train.size)),
-                                   pairs=spec["pairs"], bags=spec["bags"], bag_size=combined.BAG_SIZE[name],
-                                   groups=spec["groups"] if k == 2 else 0)
-    return combined.Case(x_train, x_test, y_train, y_test, tables, seed=int(rng.integers(2**31)),
-                         bag_size=combined.BAG_SIZE[name])
-
-
 def centres(case: combined.Case, restarts: int = 2) -> dict:
     from bayes_wsc.errors import FitWarning
     from bayes_wsc.estimator import _restricted
@@ -86,7 +72,7 @@ def main() -> None:
     print("split | MAP restarts: log density (accuracy) | one stage: log density with Jacobian (accuracy) | "
           "two stages: log density with Jacobian (accuracy)")
     for split in range(args.first_split, args.first_split + args.splits):
-        r = centres(case_for(args.data, split, args.size))
+        r = centres(combined.study_case(args.data, split, args.size))
         restarts = ", ".join(f"{lp:.2f} ({a:.3f})" + (" *" if i == r["best_restart"] else "")
                              for i, (lp, a) in enumerate(zip(r["map_log_density"], r["map_accuracy"])))
         print(f"{split} | {restarts} | {r['one_stage_log_density']:.2f} ({r['one_stage_accuracy']:.3f}) | "

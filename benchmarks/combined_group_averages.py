@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from combined_centre import case_for  # noqa: E402
+from combined import study_case  # noqa: E402
 
 
 def main() -> None:
@@ -28,7 +28,7 @@ def main() -> None:
     args = parser.parse_args()
     residuals, clipped = [], 0
     for split in range(args.splits):
-        case = case_for("breast_cancer", split, args.size)
+        case = study_case("breast_cancer", split, args.size)
         q1 = LogisticRegression(C=1.0, max_iter=5000).fit(case.x_train, case.y_train).predict_proba(case.x_train)[:, 1]
         group = case.tables["item_columns"]["group"].to_numpy()
         for name, he in case.tables["groups"].set_index("group")["he"].items():
