@@ -473,20 +473,26 @@ def run_arm(name, case, key, rows, out):
     pd.DataFrame(rows).to_csv(out, index=False)
 
 
+def study_case(name: str, split: int, size: str, split_items=None) -> Case:
+    """The sources study's case of one data set, split and size: the supervision drawn from the split's
+    training classes with the seed [split, 41, size] (`split_items`: `split_data(name, split)` if already read)."""
+    x_train, x_test, y_train, y_test = split_data(name, split) if split_items is None else split_items
+    k = int(y_train.max() + 1)
+    spec = SIZES[size]
+    rng = np.random.default_rng([split, 41, list(SIZES).index(size)])
+    tables = draw_sources(y_train, k, rng, labels=spec["labels"],
+                          votes_per_annotator=int(round(spec["vote_rate"] * y_train.size)),
+                          pairs=spec["pairs"], bags=spec["bags"], bag_size=BAG_SIZE[name],
+                          groups=spec["groups"] if k == 2 else 0)
+    return Case(x_train, x_test, y_train, y_test, tables, seed=int(rng.integers(2**31)), bag_size=BAG_SIZE[name])
+
+
 def run_sources(name, splits, sizes, arms, out):
     rows = []
     for split in splits:
-        x_train, x_test, y_train, y_test = split_data(name, split)
-        k = int(y_train.max() + 1)
+        split_items = split_data(name, split)
         for size in sizes:
-            spec = SIZES[size]
-            rng = np.random.default_rng([split, 41, list(SIZES).index(size)])
-            tables = draw_sources(y_train, k, rng, labels=spec["labels"],
-                                  votes_per_annotator=int(round(spec["vote_rate"] * y_train.size)),
-                                  pairs=spec["pairs"], bags=spec["bags"], bag_size=BAG_SIZE[name],
-                                  groups=spec["groups"] if k == 2 else 0)
-            case = Case(x_train, x_test, y_train, y_test, tables, seed=int(rng.integers(2**31)),
-                        bag_size=BAG_SIZE[name])
+            case = study_case(name, split, size, split_items)
             for arm in arms:
                 run_arm(arm, case, {"dataset": name, "split": split, "size": size}, rows, out)
     return rows

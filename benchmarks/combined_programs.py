@@ -24,7 +24,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -42,16 +41,7 @@ def one_layout(data_name: str, size: str, splits: list[int], layout: str) -> lis
         model.slots = lambda n: int(n)
     rows = []
     for split in splits:
-        x_train, x_test, y_train, y_test = combined.split_data(data_name, split)
-        k = int(y_train.max() + 1)
-        spec = combined.SIZES[size]
-        rng = np.random.default_rng([split, 41, list(combined.SIZES).index(size)])
-        tables = combined.draw_sources(y_train, k, rng, labels=spec["labels"],
-                                       votes_per_annotator=int(round(spec["vote_rate"] * y_train.size)),
-                                       pairs=spec["pairs"], bags=spec["bags"], bag_size=combined.BAG_SIZE[data_name],
-                                       groups=spec["groups"] if k == 2 else 0)
-        case = combined.Case(x_train, x_test, y_train, y_test, tables, seed=int(rng.integers(2**31)),
-                             bag_size=combined.BAG_SIZE[data_name])
+        case = combined.study_case(data_name, split, size)
         start = time.time()
         est = combined.fit_combined(case, combined.ALL_SOURCES, "laplace")
         seconds = time.time() - start
