@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from bayes_wsc import inference
+from bayes_wsc import draw_stats, inference
 from bayes_wsc.errors import InputError
 
 #: floats per chunk of (draws x columns): about 64 MB
@@ -48,6 +48,26 @@ def summarize_columns(
         values = draws_of(cols)
         mean[cols] = values.mean(axis=0)
         bounds[cols] = inference.hdi(values, ci)
+    return mean, bounds[:, 0], bounds[:, 1]
+
+
+def summarize_rows(
+    n_rows: int,
+    rows_of: Callable[[np.ndarray], np.ndarray],
+    n_draws: int,
+    ci: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`summarize_columns` for draws built the other way round: `rows_of(rows) -> (len(rows), draws)`, a new
+    float array, contiguous in the draws, that this sorts in place for the HDI (the same HDI, without the
+    copy a sort of columns makes; a quantity gathered per row also gathers faster from draws stored so)."""
+    mean = np.empty(n_rows)
+    bounds = np.empty((n_rows, 2))
+    step = max(1, CHUNK_FLOATS // max(n_draws, 1))
+    for start in range(0, n_rows, step):
+        rows = np.arange(start, min(start + step, n_rows))
+        values = rows_of(rows)
+        mean[rows] = values.mean(axis=1)
+        bounds[rows] = np.nan if n_draws == 1 else draw_stats.hdi_of_rows(values, ci)
     return mean, bounds[:, 0], bounds[:, 1]
 
 
