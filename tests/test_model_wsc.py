@@ -148,12 +148,11 @@ def test_class_probability_from_draws_is_each_cells_mean_and_hdi():
     """`class_probability` (cells as rows, the sigmoid in place, `posterior.summarize_rows`) gives the mean and
     `inference.hdi` of sigmoid(mu_i + log w1_k - log w0_k) over the draws, taken column by column as before that
     change, on a stored NUTS fit (tests/data): the same HDI bounds exactly (they are draws), the same mean but
-    for the order of its sum (1e-15)."""
+    for the order of its sum (1e-15). The sigmoid is `maths.expit` (scipy's within 4 ulp: tests/test_maths.py)."""
     from pathlib import Path
 
-    from scipy.special import expit
-
     import bayes_wsc
+    from bayes_wsc.maths import expit
 
     est = bayes_wsc.load(Path(__file__).resolve().parent / "data" / "fit-pymc5.nc")
     post = est.idata_.posterior

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_wsc import inference
+from bayes_wsc import inference, maths
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
 from bayes_wsc.data.tables import key_text
@@ -1136,7 +1136,7 @@ class WSC(Estimator):
         if "cell_logit" in posterior:
             cell = stacked(self._fitted(), "cell_logit")
             flat = np.ascontiguousarray(cell.reshape(cell.shape[0], -1).T)  # (group * bin, draw), the cells' order
-            return summarize_rows(len(cells), lambda rows: special.expit(flat[cells[rows]]), flat.shape[1], ci)
+            return summarize_rows(len(cells), lambda rows: maths.expit(flat[cells[rows]]), flat.shape[1], ci)
         if "group_logit" in posterior and "bin_logit" in posterior:
             group, per_bin = stacked(self._fitted(), "group_logit"), stacked(self._fitted(), "bin_logit")
         else:
@@ -1149,7 +1149,7 @@ class WSC(Estimator):
             g, k = np.divmod(cells[rows], n_bins)
             values = group[g]
             values += per_bin[k]
-            return special.expit(values, out=values)
+            return maths.expit(values, out=values)
 
         return summarize_rows(len(cells), rows_of, n_draws, ci)
 
