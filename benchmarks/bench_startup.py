@@ -368,7 +368,8 @@ def main(argv=None) -> pd.DataFrame:
         if args.fits:  # the caches the fits were made with (the MAP programs they built), as a user has them
             env = dict(os.environ)
         if args.read_only:
-            byte_compile([Path(bayes_wsc.__file__).parent, *([Path(args.baseline) / "bayes_wsc"] if args.baseline else [])])
+            baseline = [Path(args.baseline) / "bayes_wsc"] if args.baseline else []
+            byte_compile([Path(bayes_wsc.__file__).parent, *baseline])
             table = pd.DataFrame(read_only(args, tmp, commands, items, env))
             out = Path(args.out)
             out.parent.mkdir(parents=True, exist_ok=True)
