@@ -40,15 +40,26 @@ def next_fast_len(target: int) -> int:
 def hdi(samples: np.ndarray, prob: float) -> np.ndarray:
     """`az.hdi` (unimodal) of every column of a (draws, n) array: (n, 2), the narrowest interval
     holding floor(prob * draws) + 1 sorted draws, the first such when several tie."""
-    ordered = np.sort(np.asarray(samples, dtype=float), axis=0)
-    n = ordered.shape[0]
+    return hdi_of_sorted_rows(np.sort(np.asarray(samples, dtype=float), axis=0).T, prob)
+
+
+def hdi_of_rows(rows: np.ndarray, prob: float) -> np.ndarray:
+    """`hdi` of every row of a (n, draws) float array, which it sorts in place: (n, 2). For a caller that
+    builds its draws row by row, contiguous in the draws, and no longer needs them unsorted (no copy)."""
+    rows.sort(axis=1)
+    return hdi_of_sorted_rows(rows, prob)
+
+
+def hdi_of_sorted_rows(ordered: np.ndarray, prob: float) -> np.ndarray:
+    """`hdi` of every row of a (n, draws) array whose rows are sorted."""
+    n = ordered.shape[1]
     inside = int(np.floor(prob * n))
     if n - inside < 1:
         raise ValueError("Too few elements for interval calculation.")
-    width = ordered[inside:] - ordered[:n - inside]
-    start = np.argmin(width, axis=0)
-    columns = np.arange(ordered.shape[1])
-    return np.stack([ordered[start, columns], ordered[start + inside, columns]], axis=-1)
+    width = ordered[:, inside:] - ordered[:, :n - inside]
+    start = np.argmin(width, axis=1)
+    rows = np.arange(ordered.shape[0])
+    return np.stack([ordered[rows, start], ordered[rows, start + inside]], axis=-1)
 
 
 def hdi_columns(prob: float) -> tuple[str, str]:

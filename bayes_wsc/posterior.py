@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from bayes_wsc import inference
+from bayes_wsc import draw_stats, inference
 from bayes_wsc.errors import InputError
 
 #: floats per chunk of (draws x columns): about 64 MB
@@ -40,14 +40,38 @@ def summarize_columns(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean and HDI of `draws_of(columns) -> (draws, len(columns))`, one chunk of columns at a time.
     With a single draw (a MAP) the bounds are NaN: a point has no interval (`inference.hdi`)."""
-    mean = np.empty(n_columns)
-    bounds = np.empty((n_columns, 2))
-    step = max(1, CHUNK_FLOATS // max(n_draws, 1))
-    for start in range(0, n_columns, step):
-        cols = np.arange(start, min(start + step, n_columns))
+    def stats_of(cols):
         values = draws_of(cols)
-        mean[cols] = values.mean(axis=0)
-        bounds[cols] = inference.hdi(values, ci)
+        return values.mean(axis=0), inference.hdi(values, ci)
+
+    return _in_chunks(n_columns, n_draws, stats_of)
+
+
+def summarize_rows(
+    n_rows: int,
+    rows_of: Callable[[np.ndarray], np.ndarray],
+    n_draws: int,
+    ci: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`summarize_columns` for draws built the other way round: `rows_of(rows) -> (len(rows), draws)`, a new
+    float array, contiguous in the draws, that this sorts in place for the HDI (the same HDI, without the
+    copy a sort of columns makes; a quantity gathered per row also gathers faster from draws stored so)."""
+    def stats_of(rows):
+        values = rows_of(rows)
+        return values.mean(axis=1), np.nan if n_draws == 1 else draw_stats.hdi_of_rows(values, ci)
+
+    return _in_chunks(n_rows, n_draws, stats_of)
+
+
+def _in_chunks(n: int, n_draws: int, stats_of: Callable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, low and high of `n` quantities from `stats_of(indices) -> (mean, bounds)`, a chunk of about
+    `CHUNK_FLOATS` draws at a time."""
+    mean = np.empty(n)
+    bounds = np.empty((n, 2))
+    step = max(1, CHUNK_FLOATS // max(n_draws, 1))
+    for start in range(0, n, step):
+        index = np.arange(start, min(start + step, n))
+        mean[index], bounds[index] = stats_of(index)
     return mean, bounds[:, 0], bounds[:, 1]
 
 

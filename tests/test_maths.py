@@ -23,3 +23,14 @@ def test_softmax_equals_scipys():
     a = np.random.default_rng(2).normal(size=(3, 5, 4)) * 30
     a[0, 0, 1] = -np.inf
     np.testing.assert_allclose(maths.softmax(a, axis=2), special.softmax(a, axis=2), rtol=1e-13, atol=1e-300)
+
+
+def test_expit_equals_scipys():
+    """Within 4 ulp (NumPy's exp against the C library's), 0 and 1 at the ends, and in place when asked."""
+    x = np.concatenate([np.random.default_rng(2).normal(scale=8, size=(2000,)), [-1000.0, -745.0, -40.0, 0.0, 40.0,
+                                                                                  1000.0]])
+    got = maths.expit(x)
+    np.testing.assert_array_max_ulp(got, special.expit(x), maxulp=4)
+    assert got[-6] == 0.0 and got[-3] == 0.5 and got[-1] == 1.0
+    inplace = x.copy()
+    assert maths.expit(inplace, out=inplace) is inplace and np.array_equal(inplace, got)

@@ -229,6 +229,26 @@ def test_nuts_predict_with_intervals(nuts_fit, tmp_path):
     assert "map_point" in again.idata_.posterior.attrs
 
 
+def test_predict_arrays_are_the_draws_means_and_hdis(nuts_fit):
+    """`predict_arrays` takes intervals of the label probabilities only (the clusters' were computed and
+    dropped before): the same label means and HDIs as every draw's P(y | x) summarized by `inference.hdi`,
+    and the clusters' mean memberships (to 1e-14: the order of the sum over draws)."""
+    from bayes_wsc import maths
+    from bayes_wsc.maths.pcmix import component_logp_draws
+
+    x = np.linspace(-2.0, 2.0, 9)[:, None]
+    pi, mean_z, sd_z, rho = nuts_fit._draws()
+    joint = np.log(pi)[:, None, :] + component_logp_draws(x, mean_z, sd_z)
+    resp = np.exp(joint - maths.logsumexp(joint, axis=2, keepdims=True))
+    labels = np.einsum("smk,skc->smc", resp, rho, optimize=True)
+    got = nuts_fit.predict_arrays(x, ci=0.9)
+    np.testing.assert_allclose(got["label_mean"], labels.mean(axis=0), rtol=1e-14)
+    bounds = inference.hdi(labels, 0.9)
+    np.testing.assert_array_equal(got["label_low"], bounds[..., 0])
+    np.testing.assert_array_equal(got["label_high"], bounds[..., 1])
+    np.testing.assert_allclose(got["cluster_mean"], resp.mean(axis=0), rtol=1e-14)
+
+
 def test_nuts_chains_are_relabeled_to_the_map(nuts_fit):
     """The narrow positive cluster keeps one label in every chain and draw (relabeled against the MAP)."""
     post = nuts_fit.idata_.posterior

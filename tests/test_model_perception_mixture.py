@@ -262,3 +262,27 @@ def test_cli_fits_the_mixture_and_writes_its_report(tmp_path, capsys):
     # a mixture setting with the conditional model alone
     assert run("--out", tmp_path / "other.nc", "--formulation", "conditional", "--groups", 2) == 2
     assert "--formulation mixture" in capsys.readouterr().err
+
+
+def test_joint_log_density_of_draws_is_the_expression_it_replaced():
+    """`joint_log_density_np` builds the (S, m, K, G) terms in place; the same numbers, bit for bit, as the
+    expression it replaced (written out here), for a stack of draws and for one draw."""
+    from bayes_wsc import maths
+    from bayes_wsc.models.perception.model import LOG_2PI, joint_log_density_np
+
+    rng = np.random.default_rng(5)
+    S, m, K, G, d, q = 7, 11, 3, 4, 5, 2
+    features, perception = rng.normal(size=(m, d)), rng.normal(size=(K, q))
+    A, B, sd = rng.normal(size=(S, d, q)), rng.normal(size=(S, G, d)), rng.uniform(0.3, 2.0, size=(S, d))
+    pi, pi_group = rng.dirichlet(np.ones(K), S), rng.dirichlet(np.ones(G), S)
+    means = np.einsum("kq,sdq->skd", perception, A, optimize=True)[:, :, None, :] + B[:, None, :, :]
+    precision = 1.0 / sd**2
+    quad = (np.einsum("md,sd->sm", features**2, precision, optimize=True)[:, :, None, None]
+            - 2.0 * np.einsum("md,skgd->smkg", features, means * precision[:, None, None, :], optimize=True)
+            + np.einsum("skgd,sd->skg", means**2, precision, optimize=True)[:, None])
+    comp = -0.5 * (quad + np.sum(2.0 * np.log(sd) + LOG_2PI, axis=1)[:, None, None, None])
+    before = np.log(pi)[:, None, :] + maths.logsumexp(np.log(pi_group)[:, None, None, :] + comp, axis=-1)
+    assert np.array_equal(joint_log_density_np(features, A, B, sd, pi, pi_group, perception), before)
+    assert np.array_equal(joint_log_density_np(features, A[2], B[2], sd[2], pi[2], pi_group[2], perception),
+                          joint_log_density_np(features, A[2:3], B[2:3], sd[2:3], pi[2:3], pi_group[2:3],
+                                               perception)[0])

@@ -142,3 +142,29 @@ def test_map_stopping_rule_ignores_an_additive_constant():
     assert abs(iterations[0] - iterations[1]) <= 0.2 * iterations[0], iterations
     np.testing.assert_allclose(fits[0].posterior["rho"], fits[1].posterior["rho"], atol=1e-4)
 
+
+
+def test_class_probability_from_draws_is_each_cells_mean_and_hdi():
+    """`class_probability` (cells as rows, the sigmoid in place, `posterior.summarize_rows`) gives the mean and
+    `inference.hdi` of sigmoid(mu_i + log w1_k - log w0_k) over the draws, taken column by column as before that
+    change, on a stored NUTS fit (tests/data): the same HDI bounds exactly (they are draws), the same mean but
+    for the order of its sum (1e-15). The sigmoid is `maths.expit` (scipy's within 4 ulp: tests/test_maths.py)."""
+    from pathlib import Path
+
+    import bayes_wsc
+    from bayes_wsc.maths import expit
+
+    est = bayes_wsc.load(Path(__file__).resolve().parent / "data" / "fit-pymc5.nc")
+    post = est.idata_.posterior
+    mu, w0, w1 = (post[n].values.reshape(-1, *post[n].shape[2:]) for n in ("mu", "w0", "w1"))
+    draws = expit(mu[:, :, None] + (np.log(w1) - np.log(w0))[:, None, :])  # (draw, group, bin)
+    for ci in (0.94, 0.5):
+        table = est.class_probability(ci=ci)
+        np.testing.assert_allclose(table["mean"].values, draws.mean(axis=0), rtol=1e-15, atol=0)
+        bounds = inference.hdi(draws, ci)
+        assert np.array_equal(table["low"].values, bounds[..., 0]) and np.array_equal(table["high"].values,
+                                                                                       bounds[..., 1])
+    groups = list(post["group"].values[[3, 0]])
+    part = est.class_probability(groups, ci=0.94)
+    np.testing.assert_allclose(part["mean"].values, draws[:, [3, 0]].mean(axis=0), rtol=1e-15, atol=0)
+    assert np.array_equal(part["low"].values, inference.hdi(draws[:, [3, 0]], 0.94)[..., 0])

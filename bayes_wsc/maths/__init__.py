@@ -21,3 +21,14 @@ def logsumexp(a: np.ndarray, axis: int = -1, keepdims: bool = False) -> np.ndarr
 def softmax(a: np.ndarray, axis: int = -1) -> np.ndarray:
     """exp(a) normalized along `axis`, through `logsumexp` (scipy's softmax, without its checks)."""
     return np.exp(a - logsumexp(a, axis=axis, keepdims=True))
+
+
+def expit(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """1 / (1 + exp(-x)) in NumPy (into `out` when given), for `predict`: scipy's `expit` is the same formula,
+    and importing `scipy.special` for it cost a command 0.2 s; the values agree with scipy's within 4 ulp (NumPy's
+    exp and the C library's differ in the last bits for about 2% of arguments; 3 ulp at most over 2e7 of them)."""
+    with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x below -709: the value is then 0, as scipy's
+        out = np.negative(x, out=out)
+        np.exp(out, out=out)
+        out += 1.0
+        return np.reciprocal(out, out=out)

@@ -491,22 +491,19 @@ class PCMixture(Estimator):
         self._check_fitted()
         pi, mean_z, sd_z, rho = self._draws()
         n_draws, components, n_classes = pi.shape[0], pi.shape[1], rho.shape[2]
-        width = n_classes + components
         m = x_std.shape[0]
+        cluster_mean = np.empty((m, components))
 
-        def draws_of(cols):
-            items, quantity = np.divmod(cols, width)
+        def draws_of(cols):  # the label columns, with intervals; the cluster columns' means kept on the way
+            items, label = np.divmod(cols, n_classes)
             unique, inverse = np.unique(items, return_inverse=True)
             joint = np.log(pi)[:, None, :] + component_logp_draws(x_std[unique], mean_z, sd_z)  # (S, m', K)
             resp = np.exp(joint - maths.logsumexp(joint, axis=2, keepdims=True))
-            values = np.concatenate([np.einsum("smk,skc->smc", resp, rho, optimize=True), resp], axis=2)  # (S, m', C + K)
-            return values[:, inverse, quantity]
+            cluster_mean[unique] = resp.reshape(n_draws, -1).mean(axis=0).reshape(-1, components)
+            return np.einsum("smk,skc->smc", resp, rho, optimize=True)[:, inverse, label]  # (S, len(cols))
 
-        mean, low, high = summarize_columns(m * width, draws_of, n_draws, ci)
-        shape = (m, width)
-        mean, low, high = mean.reshape(shape), low.reshape(shape), high.reshape(shape)
-        return {"label_mean": mean[:, :n_classes], "label_low": low[:, :n_classes],
-                "label_high": high[:, :n_classes], "cluster_mean": mean[:, n_classes:]}
+        mean, low, high = (v.reshape(m, n_classes) for v in summarize_columns(m * n_classes, draws_of, n_draws, ci))
+        return {"label_mean": mean, "label_low": low, "label_high": high, "cluster_mean": cluster_mean}
 
     def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI) -> pd.DataFrame:
         """Every input column plus the label probabilities and the clusters of new items.

@@ -687,11 +687,16 @@ def joint_log_density_np(features, A, B, sd, pi, pi_group, perception) -> np.nda
         return joint_log_density_np(features, A[None], B[None], sd[None], pi[None], pi_group[None], perception)[0]
     means = np.einsum("kq,sdq->skd", perception, A, optimize=True)[:, :, None, :] + B[:, None, :, :]  # (S, K, G, d)
     precision = 1.0 / sd**2  # (S, d)
-    quad = (np.einsum("md,sd->sm", features**2, precision, optimize=True)[:, :, None, None]
-            - 2.0 * np.einsum("md,skgd->smkg", features, means * precision[:, None, None, :], optimize=True)
-            + np.einsum("skgd,sd->skg", means**2, precision, optimize=True)[:, None])
-    comp = -0.5 * (quad + np.sum(2.0 * np.log(sd) + LOG_2PI, axis=1)[:, None, None, None])
-    return np.log(pi)[:, None, :] + maths.logsumexp(np.log(pi_group)[:, None, None, :] + comp, axis=-1)
+    # the (S, m, K, G) terms in one array, each step in place (the same operations in the same order as
+    # -0.5 (x'Px - 2 x'P mean + mean'P mean + log det) + log pi_group, without a temporary per step)
+    comp = np.einsum("md,skgd->smkg", features, means * precision[:, None, None, :], optimize=True)
+    comp *= 2.0
+    np.subtract(np.einsum("md,sd->sm", features**2, precision, optimize=True)[:, :, None, None], comp, out=comp)
+    comp += np.einsum("skgd,sd->skg", means**2, precision, optimize=True)[:, None]
+    comp += np.sum(2.0 * np.log(sd) + LOG_2PI, axis=1)[:, None, None, None]
+    comp *= -0.5
+    np.add(np.log(pi_group)[:, None, None, :], comp, out=comp)
+    return np.log(pi)[:, None, :] + maths.logsumexp(comp, axis=-1)
 
 
 def mixture_log_probabilities(features, A, B, sd, pi, pi_group, perception) -> np.ndarray:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_wsc import inference
+from bayes_wsc import inference, maths
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.grouped import BehaviorBins, GroupedCounts
 from bayes_wsc.data.tables import key_text
@@ -34,7 +34,7 @@ from bayes_wsc.graph_inputs import declare
 from bayes_wsc.maths.wsc import naive_emissions
 from bayes_wsc.models.wsc.settings import MU_METHODS, MU_PRIORS, WSCSettings  # noqa: F401  (MU_*: importable here)
 from bayes_wsc.settings import checked
-from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
+from bayes_wsc.posterior import append_predictions, stacked, summarize_columns, summarize_rows
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -1130,23 +1130,28 @@ class WSC(Estimator):
         """P(Z = 1 | X = k, group i) = sigmoid(group_i + bin_k): mu_i and log w1_k - log w0_k, or a variant's
         own split of that logit (`group_logit[group]`, `bin_logit[bin]`), or its own logit of every cell
         (`cell_logit[group, bin]`; models/ecological_inference.py)."""
+        # each cell's draws as a row (`summarize_rows`): gathered from logits stored (group or bin, draw), and
+        # the sigmoid taken in place; the same values as column by column, in half the time at 7,500 cells
         posterior = self._fitted().posterior
         if "cell_logit" in posterior:
             cell = stacked(self._fitted(), "cell_logit")
-            flat = cell.reshape(cell.shape[0], -1)  # (draw, group * bin), the cells' order here
-            return summarize_columns(len(cells), lambda cols: special.expit(flat[:, cells[cols]]), flat.shape[0], ci)
+            flat = np.ascontiguousarray(cell.reshape(cell.shape[0], -1).T)  # (group * bin, draw), the cells' order
+            return summarize_rows(len(cells), lambda rows: maths.expit(flat[cells[rows]]), flat.shape[1], ci)
         if "group_logit" in posterior and "bin_logit" in posterior:
             group, per_bin = stacked(self._fitted(), "group_logit"), stacked(self._fitted(), "bin_logit")
         else:
             group, w0, w1 = (stacked(self._fitted(), n) for n in ("mu", "w0", "w1"))
             per_bin = np.log(w1) - np.log(w0)  # once per (draw, bin), not per cell
-        n_bins = per_bin.shape[1]
+        n_draws, n_bins = per_bin.shape
+        group, per_bin = np.ascontiguousarray(group.T, dtype=float), np.ascontiguousarray(per_bin.T, dtype=float)
 
-        def draws_of(cols):  # class1_probability, with the per-bin logits taken above
-            g, k = np.divmod(cells[cols], n_bins)
-            return special.expit(group[:, g] + per_bin[:, k])
+        def rows_of(rows):  # class1_probability, with the per-bin logits taken above
+            g, k = np.divmod(cells[rows], n_bins)
+            values = group[g]
+            values += per_bin[k]
+            return maths.expit(values, out=values)
 
-        return summarize_columns(len(cells), draws_of, group.shape[0], ci)
+        return summarize_rows(len(cells), rows_of, n_draws, ci)
 
     def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI, group_col: str | None = None) -> pd.DataFrame:
         """Every input column plus `prob`, `prob_low`, `prob_high`: P(Z = 1 | behavior).
