@@ -224,6 +224,20 @@ def with_folds(data, scores: dict) -> dict:
     return {**scores, "fold_items": [[int(i) for i in f] for f in seed_folds(data, 5, seed=0)]}
 
 
+def test_a_reference_whose_solver_stops_is_not_run_and_says_why(monkeypatch):
+    from bayes_wsc.checks.perception import held_out_lpe
+    from bayes_wsc.models.perception import baselines
+
+    def stopped(*args, **kwargs):
+        raise RuntimeError("Maximum number of iterations reached.")
+
+    monkeypatch.setattr(baselines, "nnls", stopped)
+    data = small_data(6)
+    row = held_out_lpe(StandIn(with_folds(data, scored(data, None, confidence=0.9))), data)[0]
+    assert not row.flagged and row.message.startswith("not run: the reference could not be fitted")
+    assert "Maximum number of iterations" in row.message
+
+
 def test_lpe_check_flags_a_collapsed_fit_and_not_a_good_one():
     from bayes_wsc.checks.perception import LPE_TOLERANCE, held_out_lpe
     from bayes_wsc.status import problems_of

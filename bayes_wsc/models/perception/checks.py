@@ -337,7 +337,10 @@ def _reference_row(est, data, check: str, tolerance: float) -> list[Check]:
         why = ("no cluster has two seeds, so none can be held out and still leave it seeded." if not scores["seeds"]
                else "this fit's held-out seeds were scored before the reference existed; refit it.")
         return [_not_run(check, why, tolerance)]
-    ref = reference_scores(est, data, scores, check)
+    try:
+        ref = reference_scores(est, data, scores, check)
+    except RuntimeError as exc:  # the reference's own solver stopped (scipy's nnls past its iterations): no reference
+        return [_not_run(check, f"the reference could not be fitted ({exc}).", tolerance)]
     own = dict(zip(scores["seed_items"], scores["seed_guarded_log_scores"]))
     theirs = dict(zip(ref["seed_items"], ref["seed_guarded_log_scores"]))
     items = [i for i in own if i in theirs]
