@@ -155,7 +155,7 @@ def emission_inputs(data: LabelProportions, emission: str, bag_likelihood: str, 
 def fourier_basis(x: np.ndarray, n_basis: int) -> dict[str, np.ndarray]:
     """A fixed random Fourier basis of the standardized features (Rahimi & Recht 2007): phi_k(x) = (cos(x
     omega_k + beta_k) - center_k) / scale_k, omega_k ~ Normal(0, 2 gamma I) and beta_k ~ Uniform(0, 2 pi), so
-    that sum_k of the raw cosines approximates the Gaussian kernel exp(-gamma |x - x'|^2); gamma = 1 / the median
+    that sum_k of the raw cosines approximates the Gaussian kernel ``exp(-gamma |x - x'|^2)``; gamma = 1 / the median
     squared distance between (at most `BASIS_SAMPLE`) training items, a choice that reads no labels. Each basis
     function is standardized over the training items, so the logistic prior Normal(0, prior_sd) weighs it as it
     weighs a standardized feature. Drawn from `BASIS_SEED`: the same data and size give the same basis."""
