@@ -135,7 +135,7 @@ def test_reference_check_flags_a_fit_its_reference_beats_and_names_the_cluster()
 
     data = small_data(6)
     same = held_out_reference(StandIn(reference_stand_in(data, 0.0)), data)[0]
-    assert same.check == "held_out_reference" and same.tolerance == REFERENCE_TOLERANCE == 0.1
+    assert same.check == "held_out_reference" and same.tolerance == REFERENCE_TOLERANCE == 0.12
     assert not same.flagged and same.effect == pytest.approx(0.0, abs=1e-9)
     assert same.statistic == pytest.approx(same.reference) and np.isnan(same.p_value)
     # a starved fit: near a uniform guess where the reference is sure; c2 most of all

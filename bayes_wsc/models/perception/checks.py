@@ -81,8 +81,9 @@ NEIGHBOURS = 5
 HELD_OUT_TOLERANCE = 0.5
 
 #: `held_out_reference` flags a fit whose held-out seeds' guarded log score is this much below the seeded Gaussian
-#: mixture's on the same folds (nats per seed; chosen on data sets of the distractor family, benchmarks/RESULTS.md)
-REFERENCE_TOLERANCE = 0.1
+#: mixture's on the same folds (nats per seed; chosen on data sets of the distractor family, benchmarks/RESULTS.md:
+#: 0.1 at first; 0.12 since two good fits at 0.110 were its false alarms and no bad fit lay between the two)
+REFERENCE_TOLERANCE = 0.12
 
 #: `held_out_lpe` flags a fit whose held-out seeds' guarded log score is this much below LPE + k-means's hard
 #: clusters' on the same folds (nats per seed; chosen on the family's data sets 40-83, benchmarks/RESULTS.md)
