@@ -479,3 +479,45 @@ def test_mixture_refits_on_a_subsample_start_at_its_optimum(monkeypatch):
     print("held-out seeds whose most probable cluster differs:",
           int((from_subsample[held].argmax(axis=1) != from_mode[held].argmax(axis=1)).sum()), "of", int(held.sum()))
     assert fast < slow, (fast, slow)
+
+
+def test_auto_chooses_by_map_and_runs_laplace_or_nuts_on_the_chosen_formulation_only():
+    """With Laplace or NUTS, auto fits both formulations by MAP (the held-out seeds are MAP refits whatever
+    the method) and runs the asked method once, on the one it keeps: a NUTS run of the mixture over every
+    item was the costliest part of an auto fit, paid even when the mixture was not kept."""
+    import xarray as xr
+
+    from bayes_wsc import inference
+    from bayes_wsc.models.perception import PerceptionAuto, PerceptionClustering, PerceptionMixture
+
+    fitted = []
+
+    def stand_in(base, log_score):
+        class StandInFit(base):
+            def fit(self, data):
+                fitted.append((base.__name__, self.method))
+                self._groups = inference.Groups(posterior=xr.Dataset())
+                return self
+
+            def held_out_seeds(self, data=None, **kwargs):
+                return {"log_score": log_score, "guarded_log_score": log_score, "accuracy": 0.8, "folds": 5,
+                        "seeds": 15}
+
+        return StandInFit
+
+    data = small_data(5)
+    for method, better in [("nuts", "mixture"), ("laplace", "conditional"), ("map", "mixture")]:
+        fitted.clear()
+        scores = {"conditional": -0.5, "mixture": -0.4 if better == "mixture" else -0.9}
+        auto = PerceptionAuto(stand_in(PerceptionClustering, scores["conditional"])(method=method),
+                              stand_in(PerceptionMixture, scores["mixture"])(method=method))
+        chosen = auto.fit(data)
+        base = {"conditional": "PerceptionClustering", "mixture": "PerceptionMixture"}[better]
+        expected = [("PerceptionClustering", "map"), ("PerceptionMixture", "map")]
+        if method != "map":
+            expected.append((base, method))
+        assert fitted == expected and auto.chosen_ == better
+        assert chosen is auto.fits_[better] and chosen.method == method
+        other = "mixture" if better == "conditional" else "conditional"
+        assert auto.fits_[other].method == "map"
+        assert "Formulation: auto chose" in inference.get_attrs(chosen._fitted())["formulation"]["words"]
