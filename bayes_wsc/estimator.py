@@ -352,7 +352,8 @@ class Estimator(DeclaredSettings, ModelHooks, FitCriticism, abc.ABC):
     @property
     def map_point_(self) -> dict | None:
         """The posterior mode, by variable: a MAP fit's point, or the MAP a Laplace or NUTS fit started
-        from in this process (checks use it instead of refitting); None when the fit has no such point."""
+        from (in this process, or kept in its file: `fit_files.MODE_GROUP`; checks use it instead of refitting); None
+        when the fit has no such point."""
         import numpy as np
 
         self._check_fitted()

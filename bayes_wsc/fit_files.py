@@ -28,6 +28,9 @@ METHODS = ("map", "nuts", "laplace")
 LOG_LIKELIHOOD_LEFT_OUT = inference.LOG_LIKELIHOOD_LEFT_OUT
 #: what a loaded fit keeps pending when its file left the log-likelihood out (`Estimator.save`)
 SAVED_WITHOUT_LOG_LIKELIHOOD = "saved without it"
+#: the group of a saved Laplace or NUTS fit holding the MAP the fit started from (`Estimator.map_point_`), so
+#: that a check reading the file needs no MAP of its own (the first model's aggregation check refitted it)
+MODE_GROUP = "posterior_mode"
 
 
 def _is_check_rows(value) -> bool:
@@ -98,8 +101,44 @@ def save(est, path) -> Path:
     est._check_fitted()
     check_path(path, "save", "a fit file")
     if "_pending_log_likelihood" in est.__dict__ and est.log_likelihood_from_file() is not None:
-        return inference.save(inference.with_attrs(est._fitted(), {LOG_LIKELIHOOD_LEFT_OUT: True}), path)
-    return inference.save(est._complete_log_likelihood(), path)
+        groups = inference.with_attrs(est._fitted(), {LOG_LIKELIHOOD_LEFT_OUT: True})
+    else:
+        groups = inference.Groups(inference.groups_of(est._complete_log_likelihood()))
+    mode = mode_group(est)
+    if mode is not None:
+        groups[MODE_GROUP] = mode
+    return inference.save(groups, path)
+
+
+def mode_group(est):
+    """The MAP a Laplace or NUTS fit started from, what `map_point_` gives in the process that made the
+    fit, as a Dataset over the posterior's dims without chain and draw; None for a MAP fit (its posterior
+    is that point) or a fit without one (NUTS started elsewhere, a loaded fit of an older file)."""
+    import numpy as np
+    import xarray as xr
+
+    mode = getattr(est, "_mode", None)
+    posterior = est._fitted().posterior
+    if mode is None or not inference.has_draws(est._fitted()):
+        return None
+    variables = {}
+    for name, values in mode.posterior.items():
+        if name.startswith(inference.LOG_LIKELIHOOD_PREFIX):
+            continue
+        point = np.asarray(values)[0, 0]
+        dims = list(posterior[name].dims[2:]) if name in posterior.data_vars else []
+        if name not in posterior.data_vars or posterior[name].shape[2:] != point.shape:
+            dims = [f"{name}_dim_{i}" for i in range(point.ndim)]
+        variables[name] = xr.Variable(dims, point)
+    coords = {d: posterior[d] for v in variables.values() for d in v.dims if d in posterior.coords}
+    return xr.Dataset(variables, coords=coords)
+
+
+class _SavedMode:
+    """A saved fit's MAP (the file's `MODE_GROUP`) as the fit's own MAP draws read: (1, 1, ...) arrays."""
+
+    def __init__(self, ds):
+        self.posterior = {str(name): variable.values[None, None] for name, variable in ds.data_vars.items()}
 
 
 def load(path):
@@ -135,6 +174,9 @@ def from_idata(cls, idata, source: str = "this fit", base_settings: Iterable[str
     if "posterior" not in inference.group_names(idata):
         raise InputError(f"{source} is not a bayes_wsc fit (no posterior group), got {_described(idata)}")
     idata = inference.groups_of(idata)
+    mode = idata.get(MODE_GROUP)
+    if mode is not None:  # not a group ArviZ knows: kept beside the fit (`map_point_`), not in it
+        idata = inference.Groups((name, ds) for name, ds in idata.items() if name != MODE_GROUP)
     attrs = inference.get_attrs(idata)
     version = attrs.get("package_version", "unknown")
     written_by = f"written by bayes_wsc {version if isinstance(version, str) else 'unknown'}"
@@ -166,6 +208,8 @@ def from_idata(cls, idata, source: str = "this fit", base_settings: Iterable[str
         raise InputError(f"{source} ({written_by}) holds a setting this version refuses: {exc}") from None
     estimator.idata_ = _usable_draws(idata, cls.bounds, source)
     estimator._source = source
+    if mode is not None:
+        estimator._mode = _SavedMode(mode)
     if attrs.get(LOG_LIKELIHOOD_LEFT_OUT) and "log_likelihood" not in idata \
             and estimator.log_likelihood_from_file() is not None:
         estimator._pending_log_likelihood = SAVED_WITHOUT_LOG_LIKELIHOOD

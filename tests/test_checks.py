@@ -319,6 +319,31 @@ def test_aggregation_check_is_wired_and_its_refits_do_not_check(wsc_data, wsc_fi
                                              "the class"]
 
 
+def test_a_saved_nuts_fit_keeps_the_map_it_started_from(wsc_data, wsc_fits, tmp_path, monkeypatch):
+    """The file of a NUTS fit holds the MAP the fit started from (`fit_files.MODE_GROUP`), so that the
+    aggregation check of the loaded fit refits nothing and gives the in-process fit's row; a file written
+    before it was kept (no such group) leaves the check to refit the MAP, as it did then."""
+    from bayes_wsc import fit_files
+    from bayes_wsc.checks import aggregation
+
+    data, _ = wsc_data
+    est = wsc_fits["nuts"]
+    path = est.save(tmp_path / "nuts.nc")
+    loaded = load(path)
+    assert fit_files.MODE_GROUP not in inference.group_names(loaded._fitted())  # beside the fit, not in it
+    for name, value in est.map_point_.items():
+        np.testing.assert_array_equal(loaded.map_point_[name], value)
+    before = aggregation_rows(est, data, 0)
+    with monkeypatch.context() as patched:
+        patched.setattr(aggregation, "_map_point", lambda *a: pytest.fail("the check fitted a MAP"))
+        assert aggregation_rows(loaded, data, 0) == before
+    from bayes_wsc.models.wsc.checks import map_point
+
+    old = inference.Groups((g, ds) for g, ds in inference.load(path).items() if g != fit_files.MODE_GROUP)
+    refitted = WSC.from_idata(old)
+    assert refitted.map_point_ is None and map_point(refitted, data) is None  # the check refits, as it did
+
+
 # ---------------------------------------------------------------------- command line
 
 

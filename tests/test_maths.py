@@ -19,6 +19,16 @@ def test_logsumexp_equals_scipys(axis, keepdims):
     np.testing.assert_allclose(got, want, rtol=1e-13)
 
 
+@pytest.mark.parametrize("axis", [0, -1])
+def test_logsumexp_in_place_gives_the_same_values(axis):
+    """`overwrite_a` makes the shifted exponentials in the array given: bit for bit the values without it."""
+    a = np.random.default_rng(3).normal(size=(5, 7, 4)) * 40
+    a[0, 0, :] = -np.inf
+    a[:, 2, :] = [[900.0, -900.0, 0.0, 1.0]] * 5
+    want = maths.logsumexp(a, axis=axis)
+    np.testing.assert_array_equal(maths.logsumexp(a.copy(), axis=axis, overwrite_a=True), want)
+
+
 def test_softmax_equals_scipys():
     a = np.random.default_rng(2).normal(size=(3, 5, 4)) * 30
     a[0, 0, 1] = -np.inf

@@ -229,6 +229,21 @@ def test_nuts_predict_with_intervals(nuts_fit, tmp_path):
     assert "map_point" in again.idata_.posterior.attrs
 
 
+def test_component_logp_draws_is_the_expression_it_replaced():
+    """`component_logp_draws` makes its (S, m, K) steps in place: bit for bit the expression it replaced
+    (written out here)."""
+    from bayes_wsc.maths.pcmix import LOG_2PI, component_logp_draws
+
+    rng = np.random.default_rng(4)
+    x, mean_z, sd_z = rng.normal(size=(13, 3)), rng.normal(size=(6, 2, 3)), rng.uniform(0.2, 2.0, size=(6, 2, 3))
+    precision = 1.0 / sd_z**2
+    quad = (np.einsum("md,skd->smk", x**2, precision, optimize=True)
+            - 2 * np.einsum("md,skd->smk", x, mean_z * precision, optimize=True)
+            + np.sum(mean_z**2 * precision, axis=-1)[:, None, :])
+    before = -0.5 * np.maximum(quad, 0.0) - np.sum(np.log(sd_z), axis=-1)[:, None, :] - 0.5 * LOG_2PI * x.shape[1]
+    assert np.array_equal(component_logp_draws(x, mean_z, sd_z), before)
+
+
 def test_predict_arrays_are_the_draws_means_and_hdis(nuts_fit):
     """`predict_arrays` takes intervals of the label probabilities only (the clusters' were computed and
     dropped before): the same label means and HDIs as every draw's P(y | x) summarized by `inference.hdi`,

@@ -138,7 +138,7 @@ def test_fit_help_shows_the_nuts_defaults(capsys):
 
 
 # ---------------------------------------------------------------------- experts: pairs by the user's ids
-def test_the_experts_report_names_a_pair_by_its_items_ids(tmp_path):
+def test_the_experts_report_names_a_pair_by_its_items_ids(tmp_path, monkeypatch):
     items, constraints, _ = simulate_experts_model(n_items=60, n_features=2, n_clusters=2, alpha=(0.9, 0.8),
                                                    beta=(0.9, 0.8), pairs_per_expert=80, separation=3.0, seed=3)
     data = PairwiseConstraints.from_frames(items, constraints)
@@ -149,7 +149,10 @@ def test_the_experts_report_names_a_pair_by_its_items_ids(tmp_path):
     assert unit_label(idata, "5") == f"({ids[first]}, {ids[second]})"
     row = pareto_row(inference.loo(idata), "pair", idata)
     assert re.search(r"at pair \(item\d+, item\d+\)", row.message), row.message
+    calls, memberships = [], NoisyExperts.memberships
+    monkeypatch.setattr(NoisyExperts, "memberships", lambda self, *a, **k: calls.append(a) or memberships(self, *a, **k))
     page = est.report(tmp_path, baselines=False).read_text()
+    assert len(calls) == 1  # the memberships over every draw, once: the clusters' plot is handed them
     assert re.search(r"at pair \(item\d+, item\d+\)", page)
     assert not re.search(r"at pair \d", page)
     assert opens_with_status(page) and "Laplace approximation" in status_block(page)

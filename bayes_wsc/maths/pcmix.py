@@ -59,13 +59,18 @@ def component_logp(x: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarra
 def component_logp_draws(x: np.ndarray, mean_z: np.ndarray, sd_z: np.ndarray) -> np.ndarray:
     """log f(x_d | k) for many draws at once: x (m, D), mean_z and sd_z (S, K, D) -> (S, m, K).
 
-    The square is expanded so that no (S, m, K, D) array is formed.
+    The square is expanded so that no (S, m, K, D) array is formed; the (S, m, K) steps after it are made
+    in place (the same operations in the same order).
     """
     precision = 1.0 / sd_z**2
     quad = (np.einsum("md,skd->smk", x**2, precision, optimize=True)
             - 2 * np.einsum("md,skd->smk", x, mean_z * precision, optimize=True)
             + np.sum(mean_z**2 * precision, axis=-1)[:, None, :])
-    return -0.5 * np.maximum(quad, 0.0) - np.sum(np.log(sd_z), axis=-1)[:, None, :] - 0.5 * LOG_2PI * x.shape[1]
+    out = np.maximum(quad, 0.0, out=quad)
+    out *= -0.5
+    out -= np.sum(np.log(sd_z), axis=-1)[:, None, :]
+    out -= 0.5 * LOG_2PI * x.shape[1]
+    return out
 
 
 def label_logp(onehot: np.ndarray, rho: np.ndarray) -> np.ndarray:

@@ -107,11 +107,12 @@ def _omega(alpha, beta):
     return np.log(alpha * beta / ((1 - alpha) * (1 - beta)))
 
 
-def plot_clusters(est, *, ci: float = DEFAULT_CI, truth=None):
+def plot_clusters(est, *, ci: float = DEFAULT_CI, truth=None, members: pd.DataFrame | None = None):
     """Training items on their first two principal components, coloured by cluster (faded when
-    uncertain), and the distribution of the chosen cluster's probability."""
+    uncertain), and the distribution of the chosen cluster's probability. `members`: `est.memberships(ci)`
+    when the caller has it (the report: each call works over every draw, half its time for a NUTS fit)."""
     _checked(est)
-    members = est.memberships(ci)
+    members = est.memberships(ci) if members is None else members
     features = est.idata_.constant_data["features"].values
     centred = features - features.mean(axis=0)
     _, _, vt = np.linalg.svd(centred, full_matrices=False)
@@ -266,7 +267,7 @@ def _clusters_section(est, data, members, ci, truth) -> Section:
               (agreement, "Each expert's agreement with the clustering, most reliable (by omega) first.")]
     if truth is not None and getattr(truth, "labels", None) is not None:
         paragraphs.append(f"NMI between the clustering and the true classes: {nmi(truth.labels, hard):.3f}.")
-    return Section("Clusters", paragraphs=paragraphs, figures=[plot_clusters(est, ci=ci, truth=truth)], tables=tables)
+    return Section("Clusters", paragraphs=paragraphs, figures=[plot_clusters(est, ci=ci, truth=truth, members=members)], tables=tables)
 
 
 def _baselines_section(est, data, members, truth, seed) -> Section:

@@ -497,8 +497,10 @@ class PCMixture(Estimator):
         def draws_of(cols):  # the label columns, with intervals; the cluster columns' means kept on the way
             items, label = np.divmod(cols, n_classes)
             unique, inverse = np.unique(items, return_inverse=True)
-            joint = np.log(pi)[:, None, :] + component_logp_draws(x_std[unique], mean_z, sd_z)  # (S, m', K)
-            resp = np.exp(joint - maths.logsumexp(joint, axis=2, keepdims=True))
+            joint = component_logp_draws(x_std[unique], mean_z, sd_z)  # (S, m', K); each step below in place
+            joint += np.log(pi)[:, None, :]
+            joint -= maths.logsumexp(joint, axis=2, keepdims=True)
+            resp = np.exp(joint, out=joint)
             cluster_mean[unique] = resp.reshape(n_draws, -1).mean(axis=0).reshape(-1, components)
             return np.einsum("smk,skc->smc", resp, rho, optimize=True)[:, inverse, label]  # (S, len(cols))
 

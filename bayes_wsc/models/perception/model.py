@@ -696,7 +696,7 @@ def joint_log_density_np(features, A, B, sd, pi, pi_group, perception) -> np.nda
     comp += np.sum(2.0 * np.log(sd) + LOG_2PI, axis=1)[:, None, None, None]
     comp *= -0.5
     np.add(np.log(pi_group)[:, None, None, :], comp, out=comp)
-    return np.log(pi)[:, None, :] + maths.logsumexp(comp, axis=-1)
+    return np.log(pi)[:, None, :] + maths.logsumexp(comp, axis=-1, overwrite_a=True)
 
 
 def mixture_log_probabilities(features, A, B, sd, pi, pi_group, perception) -> np.ndarray:
