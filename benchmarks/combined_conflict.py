@@ -234,6 +234,81 @@ def pair_calibration(reps, n_pseudo_bags: int = 5, bag_size: int = 6, ci: float 
     return pd.DataFrame(rows)
 
 
+def pairs_magnitude(reps, step: float = 1e-4) -> pd.DataFrame:
+    """The composite-likelihood magnitude adjustment of the pairs' term, at the true parameters of each
+    replicate (honest data; the class model's weights and intercept on the standardized features, the experts'
+    alpha and beta; the annotators' confusion held at the truth): the pairs' scores s_p (finite differences of
+    each pair's unit), H = minus the Hessian of their sum, J = sum over clusters of pairs linked by shared items
+    of (sum of the cluster's scores)(...)^T (what the scores' dependence adds), and J_indep = sum_p s_p s_p^T (as
+    if independent). Printed: k = p / tr(H^-1 J), the adjustment that makes the composite posterior's curvature
+    match the scores' variability, over the replicates' means of H and J (each replicate's is noisy)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from bayes_wsc.models.combined.model import unit_log_likelihood, unit_names
+    from bayes_wsc.models.combined.simulate import _confusion, data_from_tables, simulate_combined
+
+    rows, H_all, J_all, J_indep_all = [], [], [], []
+    for rep in reps:
+        tables, truth, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
+        data = data_from_tables(tables)
+        is_pair = np.array([n.startswith("pair") for n in unit_names(data)])
+        mean, scale = data.scaling.mean, data.scaling.scale
+        W_std, b_std = truth.W * scale[None, :], truth.b + truth.W @ mean
+        confusion = np.stack([_confusion(a, 2) for a in truth.accuracy])[None]
+        theta0 = np.r_[W_std[1], b_std[1], truth.alpha, truth.beta]
+
+        def pair_units(theta):
+            w1, b1 = theta[:2], theta[2]
+            params = {"W": np.stack([-w1, w1])[None], "b": np.array([[-b1, b1]]) , "confusion": confusion,
+                      "alpha": theta[3:5][None], "beta": theta[5:7][None]}
+            return unit_log_likelihood(data, params)[0, is_pair]
+
+        def scores(theta):
+            out = np.empty((is_pair.sum(), theta.size))
+            for i in range(theta.size):
+                e = np.zeros(theta.size)
+                e[i] = step
+                out[:, i] = (pair_units(theta + e) - pair_units(theta - e)) / (2 * step)
+            return out
+
+        s = scores(theta0)
+        H = np.empty((theta0.size, theta0.size))
+        for i in range(theta0.size):
+            e = np.zeros(theta0.size)
+            e[i] = 1e-3
+            H[:, i] = -(scores(theta0 + e).sum(0) - scores(theta0 - e).sum(0)) / 2e-3
+        H = (H + H.T) / 2
+        n_pairs = data.pairs.shape[0]
+        graph = coo_matrix((np.ones(n_pairs), (data.pairs[:, 0], data.pairs[:, 1])), shape=(data.n_items,) * 2)
+        _, component = connected_components(graph, directed=False)
+        cluster = component[data.pairs[:, 0]]
+        summed = np.stack([s[cluster == c].sum(0) for c in np.unique(cluster)])
+        J, J_indep = summed.T @ summed, s.T @ s
+        H_all.append(H), J_all.append(J), J_indep_all.append(J_indep)
+        rows.append({"rep": rep, "pairs": n_pairs, "clusters": np.unique(cluster).size,
+                     "largest_cluster": int(np.bincount(cluster).max()),
+                     "k": theta0.size / np.trace(np.linalg.solve(H, J)),
+                     "k_indep": theta0.size / np.trace(np.linalg.solve(H, J_indep))})
+    H_all, J_all, J_indep_all = (np.asarray(m) for m in (H_all, J_all, J_indep_all))
+    p = H_all.shape[1]
+
+    def k_of(chosen):
+        H = H_all[chosen].mean(axis=0)
+        return (p / np.trace(np.linalg.solve(H, J_all[chosen].mean(axis=0))),
+                p / np.trace(np.linalg.solve(H, J_indep_all[chosen].mean(axis=0))))
+
+    everything = np.arange(len(rows))
+    k, k_indep = k_of(everything)
+    rng = np.random.default_rng(0)
+    boot = np.array([k_of(rng.choice(everything, everything.size)) for _ in range(1000)])
+    low, high = np.percentile(boot, [2.5, 97.5], axis=0)
+    print(f"over {len(rows)} replicates: k = {k:.3f} (bootstrap over replicates 95%: {low[0]:.3f}-{high[0]:.3f}; "
+          f"scores summed within clusters of pairs that share items), {k_indep:.3f} ({low[1]:.3f}-{high[1]:.3f}; "
+          f"scores as if independent)")
+    return pd.DataFrame(rows)
+
+
 def truth_only(reps) -> pd.DataFrame:
     """Per replicate, what the true class model says of the honest groups' averages and of the wrong bags (no
     fit): the check's statistics with the rest replaced by the truth."""
@@ -310,6 +385,8 @@ def main() -> None:
     parser.add_argument("--prior-sd", type=float, default=1.0, help="the fit's prior_sd for --groups-detail")
     parser.add_argument("--pair-weighting", action="store_true",
                         help="fit with the pairs' item weights (`CombinedClassifier(pair_weighting=True)`)")
+    parser.add_argument("--magnitude", action="store_true",
+                        help="only the pairs' composite-likelihood magnitude adjustment at the truth (`pairs_magnitude`)")
     parser.add_argument("--calibration", action="store_true",
                         help="only the pairs' weighting's calibration (`pair_calibration`), both ways")
     parser.add_argument("--also-without", default="", help="--groups-detail: sources left out of the rest too")
@@ -317,6 +394,11 @@ def main() -> None:
     if args.groups_detail:
         groups_detail(range(args.first_rep, args.first_rep + args.reps), args.prior_sd,
                       [w for w in args.also_without.split(",") if w]).to_csv(args.out, index=False)
+        return
+    if args.magnitude:
+        frame = pairs_magnitude(range(args.first_rep, args.first_rep + args.reps))
+        print(frame.describe().round(3).to_string())
+        frame.to_csv(args.out, index=False)
         return
     if args.calibration:
         frame = pair_calibration(range(args.first_rep, args.first_rep + args.reps))
