@@ -23,7 +23,7 @@ r_j = exp(e_j) / Z_j (the item's class given its own evidence):
   items in bags, it is a **pairwise composite likelihood** (as the experts model's), a generalized posterior
   that may be more confident than the data warrant. With `pair_weighting=True` each pair's term is
   multiplied by w_ij = (1/n_i + 1/n_j) / 2, n_i the number of distinct pairs item i is in (`pair_weights`):
-  each item's pairs count as one item's worth in all, a tempered (generalized) posterior;
+  an item in n_i pairs gives each 1/n_i of its weight, a tempered (generalized) posterior;
 * a group is one unit: its HE measures the group's expected class share under the class model, as seed
   000's HE measures mu_i, not the realized share of its items; it is treated as independent of the other
   sources given the parameters.
@@ -63,9 +63,9 @@ UNITS = LOG_LIKELIHOOD_PREFIX + "units"
 DATA_DIMS = {"x": ("item", "feature"), "label_logp": ("item", "class"), "vote_item": ("cast",),
              "vote_source": ("cast",), "vote_value": ("cast",), "pair_ends": ("pair_slot", "end"),
              "pair_must_links": ("pair_slot", "expert"), "pair_cannot_links": ("pair_slot", "expert"),
-             "pair_real": ("pair_slot",), "pair_weight": ("pair_slot",), "item_units": ("item_slot",), "item_unit_real": ("item_slot",),
-             "bag_rows": ("bag_item",), "group_rows": ("group_item",), "group_member": ("group_item",),
-             "group_he": ("group",)}
+             "pair_real": ("pair_slot",), "pair_weight": ("pair_slot",), "item_units": ("item_slot",),
+             "item_unit_real": ("item_slot",), "bag_rows": ("bag_item",), "group_rows": ("group_item",),
+             "group_member": ("group_item",), "group_he": ("group",)}
 
 
 def check_settings(prior_sd, intercept_sd, vote_diagonal, accuracy_a, accuracy_b, wh, pair_weighting=False) -> None:
