@@ -30,7 +30,12 @@ cases instead (`bags_detail`), writing one row per replicate and bag:
 
 `--groups-detail` prints, per group, the observed average against the true and the rest's class shares (at
 `--prior-sd`). `--truth-only` prints what the true class model says of each replicate's honest group averages
-and wrong bags (the check's statistics with the rest replaced by the truth; no fit).
+and wrong bags (the check's statistics with the rest replaced by the truth; no fit). `--pair-weighting` fits
+with the pairs' item weights; `--calibration` (`pair_calibration`) and `--magnitude` (`pairs_magnitude`) measure
+what the pairs' composite likelihood does:
+
+    python benchmarks/combined_conflict.py --calibration --first-rep 400 --reps 25 --out benchmarks/out/combined_calibration400.csv
+    python benchmarks/combined_conflict.py --magnitude --first-rep 400 --reps 100 --out benchmarks/out/combined_magnitude400.csv
 """
 
 from __future__ import annotations
