@@ -7,6 +7,9 @@ each, 4 bags of 6 items, 4 groups of 6 items), honest or with one source corrupt
 * flipped_annotator: annotator1's votes all swapped (an adversarial annotator);
 * wrong_bags: two of the four bags' counts swapped between the classes (a bag with as many of each class is
   unchanged by it: the `counts_moved` column says how many items' worth of counts the swap moved);
+* reversed_bags: every bag's counts given in the wrong class order (the proportions table's class columns
+  exchanged: a user's mistake; with two classes a bag's reversed order is the swap of wrong_bags, on all four
+  bags, so only bags with as many of each class are unchanged);
 * flipped_labels: half the hand labels swapped;
 * random_expert: expert1 answers every pair at random (the model can describe it: alpha = beta = 0.5).
 
@@ -27,7 +30,12 @@ cases instead (`bags_detail`), writing one row per replicate and bag:
 
 `--groups-detail` prints, per group, the observed average against the true and the rest's class shares (at
 `--prior-sd`). `--truth-only` prints what the true class model says of each replicate's honest group averages
-and wrong bags (the check's statistics with the rest replaced by the truth; no fit).
+and wrong bags (the check's statistics with the rest replaced by the truth; no fit). `--pair-weighting` fits
+with the pairs' item weights; `--calibration` (`pair_calibration`) and `--magnitude` (`pairs_magnitude`) measure
+what the pairs' composite likelihood does:
+
+    python benchmarks/combined_conflict.py --calibration --first-rep 400 --reps 25 --out benchmarks/out/combined_calibration400.csv
+    python benchmarks/combined_conflict.py --magnitude --first-rep 400 --reps 100 --out benchmarks/out/combined_magnitude400.csv
 """
 
 from __future__ import annotations
@@ -40,8 +48,9 @@ import numpy as np
 import pandas as pd
 
 SCENARIOS = ("honest", "flipped_annotator", "wrong_bags", "flipped_labels", "random_expert")
-CORRUPTED = {"flipped_annotator": "votes:annotator1", "wrong_bags": "bags", "flipped_labels": "labels",
-             "random_expert": "pairs:expert1"}
+BAG_SCENARIOS = ("wrong_bags", "reversed_bags")
+CORRUPTED = {"flipped_annotator": "votes:annotator1", "wrong_bags": "bags", "reversed_bags": "bags",
+             "flipped_labels": "labels", "random_expert": "pairs:expert1"}
 
 
 def swap(values: pd.Series, rows) -> pd.Series:
@@ -60,6 +69,9 @@ def corrupt(tables: dict, scenario: str, rng: np.random.Generator) -> dict:
         bags = tables["bags"]
         c0, c1 = bags["c0"].to_numpy().copy(), bags["c1"].to_numpy().copy()
         bags["c0"], bags["c1"] = np.r_[c1[:2], c0[2:]], np.r_[c0[:2], c1[2:]]
+    elif scenario == "reversed_bags":
+        bags = tables["bags"]
+        bags["c0"], bags["c1"] = bags["c1"].to_numpy().copy(), bags["c0"].to_numpy().copy()
     elif scenario == "flipped_labels":
         items = tables["items"]
         labelled = items.index[items["label"].notna()]
@@ -85,6 +97,14 @@ def exact_tail(r: np.ndarray, observed: int) -> float:
     log_r = np.log(np.clip(np.stack([1 - r, r], axis=1), 1e-300, 1.0))[None]
     table = np.exp([count_logp(log_r, np.array([r.size - c, c]))[0] for c in range(r.size + 1)])
     return float(min(1.0, 2 * min(table[:observed + 1].sum(), table[observed:].sum())))
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval of a rate seen k times in n cases (scipy's binomtest)."""
+    from scipy.stats import binomtest
+
+    interval = binomtest(k, n).proportion_ci(level, method="exact")
+    return interval.low, interval.high
 
 
 def true_model_bags_p(tables, truth, data, rep: int) -> float:
@@ -154,6 +174,143 @@ def groups_detail(reps, prior_sd: float, also_without=()) -> pd.DataFrame:
                          "observed": data.group_he[g], "true": true[g], "rest_map": plug_in[g],
                          "rest_mean": laplace[:, g].mean(), "rest_sd": laplace[:, g].std()})
         print(pd.DataFrame(rows[-data.n_groups:]).round(2).to_string(index=False), flush=True)
+    return pd.DataFrame(rows)
+
+
+def pair_calibration(reps, n_pseudo_bags: int = 5, bag_size: int = 6, ci: float = 0.9) -> pd.DataFrame:
+    """What the pairs' weighting does to the full fit (honest data, Laplace, 400 draws), both ways on the same
+    data: the accuracy and log loss of each item's class (given its features, labels and votes, the posterior
+    mean) against the true classes of the items without a hand label; the 90% central interval and the
+    randomized PIT of the class-1 count of pseudo-bags of `bag_size` items in no bag (their counts unseen by
+    the fit: the predictive is the draws' mixture of each item's class, exact per draw); and how far the
+    posterior is from the truth in its own sds (the groups' class shares on the logit scale, the weights W).
+    One row per replicate, weighting and pseudo-bag."""
+    from scipy.special import softmax
+
+    from bayes_wsc.models.combined.checks import _rest_classes
+    from bayes_wsc.models.combined.model import CombinedClassifier, count_logp
+    from bayes_wsc.models.combined.simulate import data_from_tables, simulate_combined
+
+    rows = []
+    for rep in reps:
+        tables, truth, names = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
+        data = data_from_tables(tables)
+        z = np.searchsorted(np.asarray(data.classes), np.asarray(names, dtype=str))
+        rng = np.random.default_rng(rep)
+        free = rng.permutation(np.flatnonzero(data.item_bag < 0))[:n_pseudo_bags * bag_size]
+        pseudo = free.reshape(n_pseudo_bags, bag_size)
+        unlabelled = data.label < 0
+        x = tables["items"][[c for c in tables["items"].columns if c.startswith("x")]].to_numpy(float)
+        true_q1 = softmax(x @ truth.W.T + truth.b, axis=1)[:, 1]
+        member = data.item_group >= 0
+
+        def logit_shares(q1):
+            share = (np.bincount(data.item_group[member], weights=q1[member], minlength=data.n_groups)
+                     / np.bincount(data.item_group[member], minlength=data.n_groups))
+            return np.log(share) - np.log1p(-share)
+
+        for weighting in (False, True):
+            est = CombinedClassifier(progressbar=False, checks=False, method="laplace", draws=400, seed=rep,
+                                     pair_weighting=weighting).fit(data)
+            r, q = _rest_classes(est, data)
+            mean = r.mean(axis=0)
+            p_true = np.clip(mean[np.arange(data.n_items), z], 1e-12, 1)[unlabelled]
+            accuracy = float((mean.argmax(axis=1) == z)[unlabelled].mean())
+            shares = np.stack([logit_shares(qq[:, 1]) for qq in q])
+            share_error = np.abs(shares.mean(axis=0) - logit_shares(true_q1)) / shares.std(axis=0)
+            W = np.asarray(est.idata_.posterior["W"].values, float).reshape(-1, *truth.W.shape)
+            W_error = np.abs(W.mean(axis=0) - truth.W) / W.std(axis=0)
+            for g, items in enumerate(pseudo):
+                log_r = np.log(np.clip(r[:, items], 1e-300, 1))
+                pmf = np.exp([count_logp(log_r, np.array([bag_size - c, c])) for c in range(bag_size + 1)]).mean(1)
+                cdf = np.cumsum(pmf)
+                observed = int(z[items].sum())
+                low, high = int(np.searchsorted(cdf, (1 - ci) / 2)), int(np.searchsorted(cdf, 1 - (1 - ci) / 2))
+                pit = (cdf[observed] - pmf[observed]) + rng.random() * pmf[observed]
+                rows.append({"rep": rep, "pair_weighting": weighting, "pseudo_bag": g, "observed": observed,
+                             "low": low, "high": high, "covered": low <= observed <= high,
+                             "pit": pit, "pit_in_band": (1 - ci) / 2 <= pit <= 1 - (1 - ci) / 2,
+                             "accuracy": accuracy, "log_loss": float(-np.log(p_true).mean()),
+                             "share_error_sds": float(share_error.mean()), "W_error_sds": float(W_error.mean()),
+                             "alpha": est.idata_.posterior["alpha"].values.mean(axis=(0, 1)).round(3).tolist()})
+        print(pd.DataFrame(rows[-2 * n_pseudo_bags:]).groupby("pair_weighting")[
+            ["accuracy", "log_loss", "covered", "pit_in_band", "share_error_sds", "W_error_sds"]].mean().round(3)
+            .to_string(), flush=True)
+    return pd.DataFrame(rows)
+
+
+def pairs_magnitude(reps, step: float = 1e-4) -> pd.DataFrame:
+    """The composite-likelihood magnitude adjustment of the pairs' term, at the true parameters of each
+    replicate (honest data; the class model's weights and intercept on the standardized features, the experts'
+    alpha and beta; the annotators' confusion held at the truth): the pairs' scores s_p (finite differences of
+    each pair's unit), H = minus the Hessian of their sum, J = sum over clusters of pairs linked by shared items
+    of (sum of the cluster's scores)(...)^T (what the scores' dependence adds), and J_indep = sum_p s_p s_p^T (as
+    if independent). Printed: k = p / tr(H^-1 J), the adjustment that makes the composite posterior's curvature
+    match the scores' variability, over the replicates' means of H and J (each replicate's is noisy)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from bayes_wsc.models.combined.model import unit_log_likelihood, unit_names
+    from bayes_wsc.models.combined.simulate import _confusion, data_from_tables, simulate_combined
+
+    rows, H_all, J_all, J_indep_all = [], [], [], []
+    for rep in reps:
+        tables, truth, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
+        data = data_from_tables(tables)
+        is_pair = np.array([n.startswith("pair") for n in unit_names(data)])
+        mean, scale = data.scaling.mean, data.scaling.scale
+        W_std, b_std = truth.W * scale[None, :], truth.b + truth.W @ mean
+        confusion = np.stack([_confusion(a, 2) for a in truth.accuracy])[None]
+        theta0 = np.r_[W_std[1], b_std[1], truth.alpha, truth.beta]
+
+        def pair_units(theta):
+            w1, b1 = theta[:2], theta[2]
+            params = {"W": np.stack([-w1, w1])[None], "b": np.array([[-b1, b1]]) , "confusion": confusion,
+                      "alpha": theta[3:5][None], "beta": theta[5:7][None]}
+            return unit_log_likelihood(data, params)[0, is_pair]
+
+        def scores(theta):
+            out = np.empty((is_pair.sum(), theta.size))
+            for i in range(theta.size):
+                e = np.zeros(theta.size)
+                e[i] = step
+                out[:, i] = (pair_units(theta + e) - pair_units(theta - e)) / (2 * step)
+            return out
+
+        s = scores(theta0)
+        H = np.empty((theta0.size, theta0.size))
+        for i in range(theta0.size):
+            e = np.zeros(theta0.size)
+            e[i] = 1e-3
+            H[:, i] = -(scores(theta0 + e).sum(0) - scores(theta0 - e).sum(0)) / 2e-3
+        H = (H + H.T) / 2
+        n_pairs = data.pairs.shape[0]
+        graph = coo_matrix((np.ones(n_pairs), (data.pairs[:, 0], data.pairs[:, 1])), shape=(data.n_items,) * 2)
+        _, component = connected_components(graph, directed=False)
+        cluster = component[data.pairs[:, 0]]
+        summed = np.stack([s[cluster == c].sum(0) for c in np.unique(cluster)])
+        J, J_indep = summed.T @ summed, s.T @ s
+        H_all.append(H), J_all.append(J), J_indep_all.append(J_indep)
+        rows.append({"rep": rep, "pairs": n_pairs, "clusters": np.unique(cluster).size,
+                     "largest_cluster": int(np.bincount(cluster).max()),
+                     "k": theta0.size / np.trace(np.linalg.solve(H, J)),
+                     "k_indep": theta0.size / np.trace(np.linalg.solve(H, J_indep))})
+    H_all, J_all, J_indep_all = (np.asarray(m) for m in (H_all, J_all, J_indep_all))
+    p = H_all.shape[1]
+
+    def k_of(chosen):
+        H = H_all[chosen].mean(axis=0)
+        return (p / np.trace(np.linalg.solve(H, J_all[chosen].mean(axis=0))),
+                p / np.trace(np.linalg.solve(H, J_indep_all[chosen].mean(axis=0))))
+
+    everything = np.arange(len(rows))
+    k, k_indep = k_of(everything)
+    rng = np.random.default_rng(0)
+    boot = np.array([k_of(rng.choice(everything, everything.size)) for _ in range(1000)])
+    low, high = np.percentile(boot, [2.5, 97.5], axis=0)
+    print(f"over {len(rows)} replicates: k = {k:.3f} (bootstrap over replicates 95%: {low[0]:.3f}-{high[0]:.3f}; "
+          f"scores summed within clusters of pairs that share items), {k_indep:.3f} ({low[1]:.3f}-{high[1]:.3f}; "
+          f"scores as if independent)")
     return pd.DataFrame(rows)
 
 
@@ -231,11 +388,28 @@ def main() -> None:
     parser.add_argument("--truth-only", action="store_true", help="only the true class model's verdicts (`truth_only`)")
     parser.add_argument("--groups-detail", action="store_true", help="only the groups' diagnosis (`groups_detail`)")
     parser.add_argument("--prior-sd", type=float, default=1.0, help="the fit's prior_sd for --groups-detail")
+    parser.add_argument("--pair-weighting", action="store_true",
+                        help="fit with the pairs' item weights (`CombinedClassifier(pair_weighting=True)`)")
+    parser.add_argument("--magnitude", action="store_true",
+                        help="only the pairs' composite-likelihood magnitude adjustment at the truth (`pairs_magnitude`)")
+    parser.add_argument("--calibration", action="store_true",
+                        help="only the pairs' weighting's calibration (`pair_calibration`), both ways")
     parser.add_argument("--also-without", default="", help="--groups-detail: sources left out of the rest too")
     args = parser.parse_args()
     if args.groups_detail:
         groups_detail(range(args.first_rep, args.first_rep + args.reps), args.prior_sd,
                       [w for w in args.also_without.split(",") if w]).to_csv(args.out, index=False)
+        return
+    if args.magnitude:
+        frame = pairs_magnitude(range(args.first_rep, args.first_rep + args.reps))
+        print(frame.describe().round(3).to_string())
+        frame.to_csv(args.out, index=False)
+        return
+    if args.calibration:
+        frame = pair_calibration(range(args.first_rep, args.first_rep + args.reps))
+        frame.to_csv(args.out, index=False)
+        print(frame.groupby("pair_weighting")[["accuracy", "log_loss", "covered", "pit_in_band",
+                                               "share_error_sds", "W_error_sds"]].mean().round(3).to_string())
         return
     if args.truth_only:
         frame = truth_only(range(args.first_rep, args.first_rep + args.reps))
@@ -255,14 +429,16 @@ def main() -> None:
         for scenario in args.scenarios.split(","):
             data = data_from_tables(corrupt(tables, scenario, np.random.default_rng(rep)))
             honest = data_from_tables(tables)
-            est = CombinedClassifier(progressbar=False, checks=False, conflict_check=True).fit(data)
+            est = CombinedClassifier(progressbar=False, checks=False, conflict_check=True,
+                                     pair_weighting=args.pair_weighting).fit(data)
             target = CORRUPTED.get(scenario)
-            truth_p = true_model_bags_p(tables, truth, data, rep) if scenario == "wrong_bags" else np.nan
+            truth_p = true_model_bags_p(tables, truth, data, rep) if scenario in BAG_SCENARIOS else np.nan
             for predictive in args.predictive.split(","):
                 start = time.time()
                 row, *information = source_conflict(est, data, seed=rep, predictive=predictive)
                 near = information[0].message if information and information[0].message.startswith("Near") else ""
-                rows.append({"rep": rep, "scenario": scenario, "predictive": predictive, "flagged": row.flagged,
+                rows.append({"rep": rep, "scenario": scenario, "predictive": predictive,
+                             "pair_weighting": args.pair_weighting, "flagged": row.flagged,
                              "p_value": row.p_value, "effect": row.effect,
                              "names_source": bool(target and f"Source {target} " in row.message),
                              "near_chance": near, "names_near_chance": bool(target and f" {target} (" in near),
@@ -277,13 +453,21 @@ def main() -> None:
         seconds=("seconds", "median"))
     print(table.to_string())
     frame = pd.DataFrame(rows)
-    bags = frame[frame["scenario"] == "wrong_bags"]
-    if len(bags):
-        print("wrong_bags by how wrong the bags are:")
-        print(bags.groupby(["predictive", "counts_moved"]).agg(cases=("flagged", "size"),
-                                                               flagged=("flagged", "sum")).to_string())
-        print("wrong_bags the true class model finds (p < 0.05 after Bonferroni over 8):",
-              int((bags.drop_duplicates("rep")["true_model_bags_p"] < 0.05).sum()), "of", bags["rep"].nunique())
+    for scenario in BAG_SCENARIOS:
+        bags = frame[frame["scenario"] == scenario].assign(
+            true_model_sees=lambda f: f["true_model_bags_p"] < 0.05)
+        if len(bags):
+            print(f"{scenario} by how wrong the bags are (items' worth of counts moved):")
+            print(bags.groupby(["predictive", "counts_moved"]).agg(
+                cases=("flagged", "size"), flagged=("flagged", "sum"), named=("names_source", "sum")).to_string())
+            print(f"{scenario} by whether the true class model finds the counts improbable (p < 0.05 after "
+                  "Bonferroni over 8):")
+            print(bags.groupby(["predictive", "true_model_sees"]).agg(
+                cases=("flagged", "size"), flagged=("flagged", "sum"), named=("names_source", "sum")).to_string())
+    for (predictive, scenario), part in frame.groupby(["predictive", "scenario"]):
+        low, high = clopper_pearson(int(part["flagged"].sum()), len(part))
+        print(f"{predictive} {scenario}: flagged {int(part['flagged'].sum())} of {len(part)}, "
+              f"Clopper-Pearson 95% {low:.3f}-{high:.3f}")
 
 
 if __name__ == "__main__":

@@ -417,3 +417,52 @@ def test_the_conflict_check_names_an_adversarial_annotator_and_passes_honest_sou
         assert information.check == "source_information" and not information.flagged
         assert row.flagged == flags, row.message
         assert ("Source votes:annotator1 contradicts" in row.message) == flags
+
+
+def weighted_pairs_case():
+    """Simulated data whose pairs share items, a random point, and its parameters as `unit_log_likelihood`
+    takes them."""
+    from bayes_wsc.models.combined.model import unit_names
+
+    rng = np.random.default_rng(3)
+    tables, _, _ = simulate_combined(40, 2, 2, seed=3, n_groups=2, pairs_per_expert=15)
+    data = data_from_tables(tables)
+    point = {n: v[None] for n, v in random_point(data, rng).items()}
+    params = {"W": (point["W_raw"] - point["W_raw"].mean(axis=2, keepdims=True)).transpose(0, 2, 1),
+              "b": point["b_raw"] - point["b_raw"].mean(axis=1, keepdims=True),
+              "confusion": point["confusion"], "alpha": 0.5 + 0.5 * point["alpha_raw"],
+              "beta": 0.5 + 0.5 * point["beta_raw"]}
+    return data, point, params, np.array([name.startswith("pair") for name in unit_names(data)])
+
+
+def test_the_pairs_item_weights_scale_each_pairs_term():
+    """With `pair_weighting` a pair's unit is its unweighted unit times (1/n_i + 1/n_j) / 2, n_i the pairs item
+    i is in (below 1 where pairs share an item); every other unit unchanged (NumPy; the graph: the slow test
+    below)."""
+    from bayes_wsc.models.combined.model import pair_weights, unit_log_likelihood
+
+    data, _, params, is_pair = weighted_pairs_case()
+    weights = pair_weights(data, True)
+    per_item = np.bincount(data.pairs.ravel(), minlength=data.n_items)
+    for p, (i, j) in enumerate(data.pairs):
+        assert weights[p] == pytest.approx((1 / per_item[i] + 1 / per_item[j]) / 2)
+    assert (weights < 1).any() and (pair_weights(data, False) == 1).all()
+    plain = unit_log_likelihood(data, params, wh=4.0)
+    weighted = unit_log_likelihood(data, params, wh=4.0, pair_weighting=True)
+    np.testing.assert_allclose(weighted[:, is_pair], plain[:, is_pair] * weights, rtol=1e-12)
+    np.testing.assert_allclose(weighted[:, ~is_pair], plain[:, ~is_pair], rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_the_graphs_weighted_pairs_are_the_numpy_formulas():
+    """The PyMC graph with `pair_weighting` records the NumPy formula's weighted units (~6 s: two compiles)."""
+    from bayes_wsc.inference import LOG_LIKELIHOOD_PREFIX
+    from bayes_wsc.model_terms import evaluate
+    from bayes_wsc.models.combined.model import build_model, unit_log_likelihood, unit_slots
+
+    data, point, params, _ = weighted_pairs_case()
+    for weighting in (False, True):
+        model = build_model(data, wh=4.0, pair_weighting=weighting)
+        units = evaluate(model, [model[LOG_LIKELIHOOD_PREFIX + "units"]], point)[0][:, unit_slots(data)]
+        np.testing.assert_allclose(unit_log_likelihood(data, params, wh=4.0, pair_weighting=weighting), units,
+                                   rtol=1e-8)

@@ -82,7 +82,7 @@ def default_log_likelihood(est, data, params: dict) -> np.ndarray:
     """The default model's per-unit log-likelihood in NumPy (`model.unit_log_likelihood`)."""
     from bayes_wsc.models.combined.model import unit_log_likelihood
 
-    return unit_log_likelihood(data, params, wh=est.wh)
+    return unit_log_likelihood(data, params, wh=est.wh, pair_weighting=est.pair_weighting)
 
 
 def _draw(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:

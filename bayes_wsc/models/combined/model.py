@@ -21,7 +21,9 @@ r_j = exp(e_j) / Z_j (the item's class given its own evidence):
 * a pair is one unit, the experts' links with (z_i, z_j) summed out under r_i, r_j (`pair_ratings_logp`),
   exact for a pair whose items are in no other pair and no bag; summed over pairs sharing items, or over
   items in bags, it is a **pairwise composite likelihood** (as the experts model's), a generalized posterior
-  that may be more confident than the data warrant;
+  that may be more confident than the data warrant. With `pair_weighting=True` each pair's term is
+  multiplied by w_ij = (1/n_i + 1/n_j) / 2, n_i the number of distinct pairs item i is in (`pair_weights`):
+  an item in n_i pairs gives each 1/n_i of its weight, a tempered (generalized) posterior;
 * a group is one unit: its HE measures the group's expected class share under the class model, as seed
   000's HE measures mu_i, not the realized share of its items; it is treated as independent of the other
   sources given the parameters.
@@ -61,15 +63,16 @@ UNITS = LOG_LIKELIHOOD_PREFIX + "units"
 DATA_DIMS = {"x": ("item", "feature"), "label_logp": ("item", "class"), "vote_item": ("cast",),
              "vote_source": ("cast",), "vote_value": ("cast",), "pair_ends": ("pair_slot", "end"),
              "pair_must_links": ("pair_slot", "expert"), "pair_cannot_links": ("pair_slot", "expert"),
-             "pair_real": ("pair_slot",), "item_units": ("item_slot",), "item_unit_real": ("item_slot",),
-             "bag_rows": ("bag_item",), "group_rows": ("group_item",), "group_member": ("group_item",),
-             "group_he": ("group",)}
+             "pair_real": ("pair_slot",), "pair_weight": ("pair_slot",), "item_units": ("item_slot",),
+             "item_unit_real": ("item_slot",), "bag_rows": ("bag_item",), "group_rows": ("group_item",),
+             "group_member": ("group_item",), "group_he": ("group",)}
 
 
-def check_settings(prior_sd, intercept_sd, vote_diagonal, accuracy_a, accuracy_b, wh) -> None:
+def check_settings(prior_sd, intercept_sd, vote_diagonal, accuracy_a, accuracy_b, wh, pair_weighting=False) -> None:
     """Fail early, naming the setting (as declared, `CombinedSettings`)."""
     checked(CombinedSettings, {"prior_sd": prior_sd, "intercept_sd": intercept_sd, "vote_diagonal": vote_diagonal,
-                               "accuracy_a": accuracy_a, "accuracy_b": accuracy_b, "wh": wh})
+                               "accuracy_a": accuracy_a, "accuracy_b": accuracy_b, "wh": wh,
+                               "pair_weighting": pair_weighting})
 
 
 # ---------------------------------------------------------------------- the data the graph reads (NumPy)
@@ -101,7 +104,17 @@ def padded(values: np.ndarray, size: int) -> np.ndarray:
     return np.concatenate([values, np.zeros((size - values.shape[0], *values.shape[1:]), values.dtype)])
 
 
-def unit_inputs(data: CombinedSupervision) -> dict[str, np.ndarray]:
+def pair_weights(data: CombinedSupervision, pair_weighting: bool = False) -> np.ndarray:
+    """Each distinct pair's weight on its term: 1 (the composite likelihood as it is), or with `pair_weighting`
+    (1/n_i + 1/n_j) / 2, n_i the number of pairs item i is in: an item in several pairs has its judgments'
+    weight shared among them, so the pairs count as half the number of their items (one pair alone: 1)."""
+    if not pair_weighting or not data.n_pairs:
+        return np.ones(data.n_pairs)
+    per_item = np.bincount(data.pairs.ravel(), minlength=data.n_items)
+    return (1.0 / per_item[data.pairs[:, 0]] + 1.0 / per_item[data.pairs[:, 1]]) / 2
+
+
+def unit_inputs(data: CombinedSupervision, pair_weighting: bool = False) -> dict[str, np.ndarray]:
     """Which items are units of their own (evidence, no bag), the bags' items and counts' layout, the pairs'
     links, the groups' items and averages. Items and pairs fill `slots`; a padding slot (item 0, a pair
     (0, 0) with no links) is marked 0 in `item_unit_real` (`pair_real`) and adds exactly 0."""
@@ -115,7 +128,8 @@ def unit_inputs(data: CombinedSupervision) -> dict[str, np.ndarray]:
         must, cannot = data.link_counts()
         size = slots(data.n_pairs)
         values.update(pair_ends=padded(data.pairs, size), pair_must_links=padded(must, size),
-                      pair_cannot_links=padded(cannot, size), pair_real=padded(np.ones(data.n_pairs), size))
+                      pair_cannot_links=padded(cannot, size), pair_real=padded(np.ones(data.n_pairs), size),
+                      pair_weight=padded(pair_weights(data, pair_weighting), size))
     if data.n_groups:
         member = np.flatnonzero(data.item_group >= 0)
         values.update(group_rows=member, group_member=data.item_group[member], group_he=data.group_he)
@@ -137,9 +151,9 @@ def bag_plan(data: CombinedSupervision):
     return count_plan(data.item_bag[bag_items(data)], data.bag_counts.astype(np.int64))
 
 
-def model_data(data: CombinedSupervision) -> dict[str, np.ndarray]:
+def model_data(data: CombinedSupervision, pair_weighting: bool = False) -> dict[str, np.ndarray]:
     """Every value the blocks declare as `pm.Data`, by name, in NumPy (a cached MAP program's inputs)."""
-    values = {**class_inputs(data), **unit_inputs(data)}
+    values = {**class_inputs(data), **unit_inputs(data, pair_weighting)}
     if data.cast.any():
         values.update(vote_inputs(data))
     return values
@@ -216,11 +230,12 @@ def add_experts(data: CombinedSupervision, *, accuracy_a: float = 2.0, accuracy_
             pm.Deterministic("beta", 0.5 + 0.5 * beta_raw, dims="expert"))
 
 
-def add_units(data: CombinedSupervision, log_q, evidence, alpha=None, beta=None, *, wh: float = 10.0):
+def add_units(data: CombinedSupervision, log_q, evidence, alpha=None, beta=None, *, wh: float = 10.0,
+              pair_weighting: bool = False):
     """Every unit's log-likelihood with the classes summed out (the module docstring), kept per unit slot
     (`record_pointwise("units")`; a padding slot adds exactly 0, `unit_inputs`) and summed in one Potential.
     `evidence` (n, K) is each item's own log P(label, votes | class). Returns the (slots,) tensor."""
-    inputs = declare(unit_inputs(data), DATA_DIMS)
+    inputs = declare(unit_inputs(data, pair_weighting), DATA_DIMS)
     local = pt.specify_shape(log_q + evidence, (data.n_items, data.n_classes))  # static: JAX needs K
     log_z = likelihoods.logsumexp(local, axis=1, keepdims=False)
     log_r = local - log_z[:, None]
@@ -234,9 +249,8 @@ def add_units(data: CombinedSupervision, log_q, evidence, alpha=None, beta=None,
     if data.n_pairs:
         ends = inputs["pair_ends"]
         log_same, log_different = likelihoods.pair_log_coclustering(log_r[ends[:, 0]], log_r[ends[:, 1]])
-        parts.append(pt.switch(inputs["pair_real"] > 0,
-                               likelihoods.pair_ratings_logp(log_same, log_different, inputs["pair_must_links"],
-                                                             inputs["pair_cannot_links"], alpha, beta), 0.0))
+        parts.append(pt.switch(inputs["pair_real"] > 0, inputs["pair_weight"] * likelihoods.pair_ratings_logp(
+            log_same, log_different, inputs["pair_must_links"], inputs["pair_cannot_links"], alpha, beta), 0.0))
     if data.n_groups:
         q = pt.exp(log_q[inputs["group_rows"]])
         shares = likelihoods.segment_sum(q, inputs["group_member"], data.n_groups)
@@ -249,14 +263,14 @@ def add_units(data: CombinedSupervision, log_q, evidence, alpha=None, beta=None,
 
 def build_model(data: CombinedSupervision, *, prior_sd: float = 1.0, intercept_sd: float = 2.0,
                 vote_diagonal: float = 4.0, accuracy_a: float = 2.0, accuracy_b: float = 2.0,
-                wh: float = 10.0) -> pm.Model:
+                wh: float = 10.0, pair_weighting: bool = False) -> pm.Model:
     """The combined model as a `pm.Model`: every source given in `data`, one latent class per item summed out."""
-    check_settings(prior_sd, intercept_sd, vote_diagonal, accuracy_a, accuracy_b, wh)
+    check_settings(prior_sd, intercept_sd, vote_diagonal, accuracy_a, accuracy_b, wh, pair_weighting)
     with pm.Model(coords=model_coords(data)) as model:
         log_q = add_class_model(data, prior_sd=prior_sd, intercept_sd=intercept_sd)
         evidence = add_label_evidence(data) + add_vote_evidence(data, vote_diagonal=vote_diagonal)
         alpha, beta = add_experts(data, accuracy_a=accuracy_a, accuracy_b=accuracy_b)
-        add_units(data, log_q, evidence, alpha, beta, wh=wh)
+        add_units(data, log_q, evidence, alpha, beta, wh=wh, pair_weighting=pair_weighting)
     return model
 
 
@@ -287,7 +301,7 @@ def count_logp(log_r: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def unit_log_likelihood(data: CombinedSupervision, params: dict, *, wh: float = 10.0,
-                        label_evidence: np.ndarray | None = None) -> np.ndarray:
+                        label_evidence: np.ndarray | None = None, pair_weighting: bool = False) -> np.ndarray:
     """The default model's per-unit log-likelihood (S, U) at draws of W, b, confusion, alpha, beta, in
     NumPy: what the checks replicate from and the tests hold the graph to. `label_evidence` (S, n, K)
     replaces the exact labels' log P(label | class) (a variant's noisy labels)."""
@@ -309,7 +323,8 @@ def unit_log_likelihood(data: CombinedSupervision, params: dict, *, wh: float = 
         must, cannot = data.link_counts()
         given_same = (must @ np.log(alpha).T + cannot @ np.log1p(-alpha).T).T
         given_different = (must @ np.log1p(-beta).T + cannot @ np.log(beta).T).T
-        parts.append(np.log(same * np.exp(given_same) + (1 - same) * np.exp(given_different)))
+        parts.append(pair_weights(data, pair_weighting)
+                     * np.log(same * np.exp(given_same) + (1 - same) * np.exp(given_different)))
     if data.n_groups:
         q = np.exp(log_q)
         member = data.item_group >= 0
@@ -357,7 +372,7 @@ class CombinedClassifier(Estimator):
         return build_model(data, **self.build_settings())
 
     def model_inputs(self, data: CombinedSupervision):
-        return model_coords(data), model_data(data)
+        return model_coords(data), model_data(data, self.pair_weighting)
 
     def data_messages(self, data: CombinedSupervision) -> list[str]:
         from bayes_wsc.diagnostics import constant_features_message

@@ -19,6 +19,8 @@ class CombinedSettings:
     accuracy_a: float = setting(2.0, POSITIVE)
     accuracy_b: float = setting(2.0, POSITIVE)
     wh: float = setting(10.0, POSITIVE, help="precision of the groups' averages on the logit scale (default 10)")
+    pair_weighting: bool = setting(False, BOOLEAN, help=(
+        "weight each pair's term by (1/n_i + 1/n_j)/2, n_i the pairs item i is in (a tempered composite likelihood)"))
     restarts: int = setting(2, whole(1), build=False, help="MAP starts (default 2)")
     conflict_check: bool = setting(False, BOOLEAN, build=False, help=(
         "hold each source out in turn, refit on the rest and say whether it contradicts them (one Laplace fit per "
