@@ -479,3 +479,25 @@ def test_mixture_refits_on_a_subsample_start_at_its_optimum(monkeypatch):
     print("held-out seeds whose most probable cluster differs:",
           int((from_subsample[held].argmax(axis=1) != from_mode[held].argmax(axis=1)).sum()), "of", int(held.sum()))
     assert fast < slow, (fast, slow)
+
+
+@pytest.mark.slow
+def test_auto_scores_a_subsampled_mixture_before_fitting_it_to_every_item(monkeypatch):
+    """Beyond RESTART_ITEMS other items, auto scores the mixture's held-out seeds on its subsample (the same refits
+    from the same start as the fitted mixture's check) and fits the mixture to every item only when it wins."""
+    from bayes_wsc import inference
+    from bayes_wsc.models.perception import PerceptionAuto, PerceptionMixture, model
+
+    monkeypatch.setattr(model, "RESTART_ITEMS", 40)
+    data = small_data(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        auto = PerceptionAuto(seed=3)
+        chosen = auto.fit(data)
+        alone = PerceptionMixture(seed=3).fit(data).held_out_seeds(data)
+    assert auto.scores_["mixture"]["log_score"] == pytest.approx(alone["log_score"], abs=1e-9)
+    assert auto.scores_["mixture"]["fold_items"] == alone["fold_items"]
+    record = inference.get_attrs(chosen._fitted())["formulation"]
+    assert ("mixture" in auto.fits_) == (auto.chosen_ == "mixture") == record["mixture_fitted"]
+    if auto.chosen_ == "conditional":
+        assert "was not fitted to every item" in record["words"]
