@@ -1062,8 +1062,9 @@ class PerceptionAuto:
         self.scores_ = scores
         chosen, why = choose_formulation(scores)
         if not fitted_mixture:
-            why = (f"the seeded mixture was scored on the {early['refit_items']} items its restarts saw and, having "
-                   "lost there, was not fitted to every item")
+            skipped = (f"the seeded mixture was scored on the {early['refit_items']} items its restarts saw and, "
+                       "having lost there, was not fitted to every item")
+            why = f"{why}; {skipped}" if why else skipped
         words = formulation_words(chosen, scores, why)
         record = {"chosen": chosen, "rule": "held-out seeds' guarded mean log score", "words": words,
                   "mixture_fitted": bool(fitted_mixture),
