@@ -944,11 +944,34 @@ def part_choice_timing(args) -> None:
 
     from bayes_wsc.models.perception import checks
 
-    data = simulate_study(n_items=args.timing_items, n_features=args.timing_features, seed=0).data()
+    if args.timing_family is None:
+        data = simulate_study(n_items=args.timing_items, n_features=args.timing_features, seed=0).data()
+    else:  # a distractor study with the family's knobs of that index, its noise features making up --timing-features
+        from bayes_wsc.models.perception.simulate import distractor_knobs, family_data_seed, simulate_distractor_study
+
+        knobs = distractor_knobs(args.timing_family, 0)
+        shown = simulate_distractor_study(20, **{**knobs, "n_noise_features": 0}, seed=0).data().n_features
+        knobs["n_noise_features"] = args.timing_features - shown
+        data = simulate_distractor_study(args.timing_items, **knobs, seed=family_data_seed(args.timing_family)).data()
+    print(f"data: {data.n_items} items x {data.n_features} features, {data.seed_items.size} seeds", flush=True)
+    from bayes_wsc import map_program
+    from bayes_wsc.models.perception import PerceptionMixture
+
+    minimize, evaluations = map_program.minimize, []
+
+    def counted(*a, **kw):  # L-BFGS's evaluations of the log density and gradient, per MAP, in order
+        result = minimize(*a, **kw)
+        evaluations.append(int(result.nfev))
+        return result
+
+    map_program.minimize = counted
     rows = []
     shipped = checks.targeted
     for run in range(2):
-        for method in ("conditional_before", "conditional", "auto"):
+        # both_fitted: the two formulations each fitted in full with their checks, as auto did before it chose
+        # on the mixture's subsample (the same work as auto when the mixture is chosen)
+        for method in ("conditional_before", "conditional", "auto", "both_fitted"):
+            evaluations.clear()
             t0 = time.perf_counter()
             # conditional_before: the conditional MAP with the targeted checks it had before held_out_reference
             checks.targeted = (lambda: [checks.held_out_seeds]) if method == "conditional_before" else shipped
@@ -957,19 +980,31 @@ def part_choice_timing(args) -> None:
                 if method == "auto":
                     auto = PerceptionAuto(seed=0)
                     auto.fit(data)
-                    info = {"chosen": auto.chosen_, **where_time_goes(auto)}
+                    record = auto.mixture._restart_record or {}
+                    info = {"chosen": auto.chosen_, "mixture_seconds": auto.seconds_["mixture"],
+                            "mixture_restart_seconds": record.get("seconds", np.nan),
+                            "mixture_held_out_seconds": auto.scores_["mixture"].get("seconds", np.nan),
+                            **where_time_goes(auto)}
+                elif method == "both_fitted":
+                    PerceptionClustering(seed=0).fit(data)
+                    PerceptionMixture(seed=0).fit(data)
+                    info = {}
                 else:
                     PerceptionClustering(seed=0).fit(data)
                     info = {}
             rows.append({"run": "first" if run == 0 else "cached", "method": method,
-                         "seconds": time.perf_counter() - t0, **info})
+                         "seconds": time.perf_counter() - t0, "evaluations": sum(evaluations),
+                         "evaluations_per_map": " ".join(map(str, evaluations)), **info})
             print(rows[-1], flush=True)
     checks.targeted = shipped
+    map_program.minimize = minimize
     frame = pd.DataFrame(rows)
-    frame.to_csv(OUT / "perception_choice_timing.csv", index=False)
+    name = "" if args.timing_family is None else f"_family{args.timing_family}"
+    frame.to_csv(OUT / f"perception_choice_timing{name}.csv", index=False)
     for run in ("first", "cached"):
         sub = frame[frame["run"] == run].set_index("method")["seconds"]
-        print(f"{run}: auto / conditional = {sub['auto'] / sub['conditional']:.2f}, auto / conditional with the "
+        print(f"{run}: auto / conditional = {sub['auto'] / sub['conditional']:.2f}, both fitted / conditional = "
+              f"{sub['both_fitted'] / sub['conditional']:.2f}, auto / conditional with the "
               f"checks before = {sub['auto'] / sub['conditional_before']:.2f}")
 
 
@@ -999,6 +1034,9 @@ def main(argv=None) -> None:
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--timing-items", type=int, default=10_000)
     parser.add_argument("--timing-features", type=int, default=50)
+    parser.add_argument("--timing-family", type=int, default=None, metavar="INDEX",
+                        help="choice_timing: a distractor study with the family's knobs of INDEX (noise features making "
+                             "up --timing-features) instead of the simulated study")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timing-methods", default="lpe_1thread,map_first,map_cached,mixture_first,mixture_cached",
                         help="timing: which of lpe_1thread, lpe_threads (the BLAS library's threads), map_first, "

@@ -499,6 +499,11 @@ def test_auto_chooses_by_map_and_runs_laplace_or_nuts_on_the_chosen_formulation_
                 self._groups = inference.Groups(posterior=xr.Dataset())
                 return self
 
+            fit_final = fit  # the mixture's fit over every item, after `fit_restarts`
+
+            def fit_restarts(self, data):
+                return False  # no subsample: `fit_final` is the whole fit
+
             def held_out_seeds(self, data=None, **kwargs):
                 return {"log_score": log_score, "guarded_log_score": log_score, "accuracy": 0.8, "folds": 5,
                         "seeds": 15}
@@ -521,3 +526,25 @@ def test_auto_chooses_by_map_and_runs_laplace_or_nuts_on_the_chosen_formulation_
         other = "mixture" if better == "conditional" else "conditional"
         assert auto.fits_[other].method == "map"
         assert "Formulation: auto chose" in inference.get_attrs(chosen._fitted())["formulation"]["words"]
+
+
+@pytest.mark.slow
+def test_auto_scores_a_subsampled_mixture_before_fitting_it_to_every_item(monkeypatch):
+    """Beyond RESTART_ITEMS other items, auto scores the mixture's held-out seeds on its subsample (the same refits
+    from the same start as the fitted mixture's check) and fits the mixture to every item only when it wins."""
+    from bayes_wsc import inference
+    from bayes_wsc.models.perception import PerceptionAuto, PerceptionMixture, model
+
+    monkeypatch.setattr(model, "RESTART_ITEMS", 40)
+    data = small_data(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        auto = PerceptionAuto(seed=3)
+        chosen = auto.fit(data)
+        alone = PerceptionMixture(seed=3).fit(data).held_out_seeds(data)
+    assert auto.scores_["mixture"]["log_score"] == pytest.approx(alone["log_score"], abs=1e-9)
+    assert auto.scores_["mixture"]["fold_items"] == alone["fold_items"]
+    record = inference.get_attrs(chosen._fitted())["formulation"]
+    assert ("mixture" in auto.fits_) == (auto.chosen_ == "mixture") == record["mixture_fitted"]
+    if auto.chosen_ == "conditional":
+        assert "was not fitted to every item" in record["words"]

@@ -461,23 +461,28 @@ class PerceptionClustering(Estimator):
         """Each fold of the seeds (`seed_folds`) left out and the MAP refitted from this fit's mode (the
         same compiled program, with those seeds' sets opened up), then the left-out seeds scored by
         `held_out_scores`. Kept in the fit's attrs (`held_out_seeds`), so that a fit scores once."""
-        import time
-
-        from bayes_wsc.map_program import run_map
-
         self._check_fitted()
         stored = inference.get_attrs(self._fitted()).get("held_out_seeds")
         if isinstance(stored, dict) and stored.get("folds_asked") == folds:
             return stored
-        started = time.perf_counter()
         data = self.data_from_fit() if data is None else data
+        result = self._held_out_refits(data, folds, self._refit_start(self.start_names()))
+        inference.set_attrs(self._fitted(), {"held_out_seeds": result})
+        return result
+
+    def _held_out_refits(self, data: SeedSets, folds: int, start: dict) -> dict:
+        """`held_out_seeds`' refits from `start` (free variables) and their scores; needs no fit of its own, only
+        the estimator's settings (the mixture scores its subsample's optimum with it before its final fit)."""
+        import time
+
+        from bayes_wsc.map_program import run_map
+
+        started = time.perf_counter()
         recipe = self._recipe()
         refit_data, kept = self.refit_items(data)
         saved = (getattr(self, "_model", None), getattr(self, "_model_recipe", None))
         if kept is not None or saved[1] is None:  # the model of the items refitted, built if its program is not cached
             self._model, self._model_recipe = None, (recipe.build, refit_data)
-        names = self.start_names()
-        start = self._refit_start(names)
         try:
             program, fixed, inputs, _ = self._map_program(refit_data, [start], recipe.map_fixed(refit_data))
         finally:
@@ -490,13 +495,12 @@ class PerceptionClustering(Estimator):
         for fold in fold_list:
             draws, _ = run_map(program, [start], self.leave_out(inputs, refit_data, fold), fixed=fixed)
             params = {n: np.asarray(v)[0] for n, v in draws.posterior.items()}
-            log_probs[index[fold]] = self.draw_log_probabilities(refit_data.features[fold], params)[0]
+            log_probs[index[fold]] = self.draw_log_probabilities(refit_data.features[fold], params,
+                                                                 refit_data.perception)[0]
         self.held_out_log_probs_ = log_probs  # (n, K), NaN rows: not held out (kept for studies of the rule)
-        result = {**held_out_scores(data, log_probs, self.clusters_, len(fold_list)), "folds_asked": int(folds),
-                  "fold_items": [[int(i) for i in index[fold]] for fold in fold_list],
-                  "refit_items": int(refit_data.n_items), "seconds": time.perf_counter() - started}
-        inference.set_attrs(self._fitted(), {"held_out_seeds": result})
-        return result
+        return {**held_out_scores(data, log_probs, [str(c) for c in data.clusters], len(fold_list)),
+                "folds_asked": int(folds), "fold_items": [[int(i) for i in index[fold]] for fold in fold_list],
+                "refit_items": int(refit_data.n_items), "seconds": time.perf_counter() - started}
 
     def summary_notes(self) -> list[str]:
         """The estimator's notes, and how the formulation was chosen when `PerceptionAuto` chose it."""
@@ -909,15 +913,21 @@ class PerceptionMixture(PerceptionClustering):
         taken to the full tolerance there, where the held-out refits then start (`_refit_start`). Every restart's
         log density and seed score are kept in the fit's attrs (`restarts`). NUTS starts its chains as every
         model's do (`chain_starts`)."""
+        self.fit_restarts(data)
+        return self.fit_final(data)
+
+    def fit_restarts(self, data) -> bool:
+        """`fit`'s first stage: the restarts on the subsample (`refit_items`), the chosen optimum kept as the final
+        fit's start (and, when subsampled, polished there: `_subsample_optimum`). False when the fit has none
+        (another `restart_rule`, one restart, NUTS): `fit_final` is then the whole fit."""
+        import time
         import warnings
 
         from bayes_wsc.errors import FitWarning
 
-        self._subsample_optimum = None
+        self._subsample_optimum = self._restart_record = self._chosen_start = self._early_held_out = None
         if self.restart_rule != "seeds" or int(self.restarts) < 2 or self.method == "nuts":
-            return super().fit(data)
-        import time
-
+            return False
         started = time.perf_counter()
         self.check_data_type(data)
         self.check_params()
@@ -939,13 +949,43 @@ class PerceptionMixture(PerceptionClustering):
             polished = self._map_on(part, [self._chosen_start]).posterior
             self._chosen_start = self._subsample_optimum = {n: np.asarray(polished[n][0, 0], dtype=float)
                                                             for n in self._chosen_start}
-        record = {"rule": "seeds", "seed_log_scores": [float(v) for v in scores], "log_densities": densities,
-                  "chosen": chosen, "densest": densest, "items": int(part.n_items), "tolerance": RESTART_TOL,
-                  "seconds": time.perf_counter() - started}  # the restarts' wall time (the final fit's is in fit_info)
+        self._restart_record = {
+            "rule": "seeds", "seed_log_scores": [float(v) for v in scores], "log_densities": densities,
+            "chosen": chosen, "densest": densest, "items": int(part.n_items), "tolerance": RESTART_TOL,
+            "seconds": time.perf_counter() - started}  # the restarts' wall time (the final fit's is in fit_info)
+        return True
+
+    def held_out_before_fit(self, data, folds: int = HELD_OUT_FOLDS) -> dict | None:
+        """After `fit_restarts` on a subsample: the held-out seeds' scores (`held_out_seeds`), which need no fit over
+        every item (the refits see the subsample and start from its optimum), so that `PerceptionAuto` can
+        choose before that fit. The final fit's check then reuses them. None when the restarts saw every item
+        (the refits then start from the final fit's mode)."""
+        if getattr(self, "_subsample_optimum", None) is None:
+            return None
+        self._early_held_out = self._held_out_refits(data, folds, dict(self._subsample_optimum))
+        return self._early_held_out
+
+    def held_out_seeds(self, data: SeedSets | None = None, *, folds: int = HELD_OUT_FOLDS) -> dict:
+        """As `PerceptionClustering.held_out_seeds`; the scores `held_out_before_fit` computed before this fit (the
+        same refits from the same start) are kept rather than computed again."""
+        early = getattr(self, "_early_held_out", None)
+        self._check_fitted()
+        if isinstance(early, dict) and early.get("folds_asked") == folds and "held_out_seeds" not in (
+                inference.get_attrs(self._fitted())):
+            inference.set_attrs(self._fitted(), {"held_out_seeds": early})
+        return super().held_out_seeds(data, folds=folds)
+
+    def fit_final(self, data):
+        """`fit`'s second stage: the MAP over every item from the chosen restart (the whole fit when `fit_restarts`
+        found none to run), with the checks."""
+        record = getattr(self, "_restart_record", None)
+        if record is None:
+            self._early_held_out = None
+            return super().fit(data)
         try:
             super().fit(data)
         finally:
-            self._chosen_start = None
+            self._chosen_start = self._early_held_out = None
         inference.set_attrs(self._fitted(), {"restarts": record})
         return self
 
@@ -980,8 +1020,11 @@ class PerceptionAuto:
     fits `conditional` (a `PerceptionClustering`) and `mixture` (a `PerceptionMixture`), scores each by
     its held-out seeds' guarded log score (`choice_score`) and returns the better fit (the conditional
     model on a tie or when no seed can be held out), with the choice and both scores in its attrs
-    (`formulation`), which `summary`, the report and the status line's notes show. `fits_` holds both: with Laplace or
-    NUTS, both are fitted by MAP to choose, and the chosen one again by that method (`fit`).
+    (`formulation`), which `summary`, the report and the status line's notes show. `fits_` holds both, except
+    when the mixture subsampled its restarts (`RESTART_ITEMS`) and lost on its held-out seeds there: its scores
+    need no fit over every item (`PerceptionMixture.held_out_before_fit`), so that fit and its checks are skipped
+    (at 10,000 items most of auto's cost, benchmarks/RESULTS.md, issue 39) and `fits_` holds the conditional fit.
+    With Laplace or NUTS, both are fitted by MAP to choose, and the chosen one again by that method (`fit`).
 
     Parameters
     ----------
@@ -1008,18 +1051,29 @@ class PerceptionAuto:
 
         check_data(data)
         self.fits_, self.seconds_ = {}, {}  # seconds_: each formulation's whole fit, its checks among them
-        for name in ("conditional", "mixture"):
-            est = getattr(self, name)
-            if est.method != "map":
-                est = type(est)(**{**est.get_params(), "method": "map"})
-            started = time.perf_counter()
-            self.fits_[name] = est.fit(data)
-            self.seconds_[name] = time.perf_counter() - started
-        scores = {name: est.held_out_seeds(data) for name, est in self.fits_.items()}
+        conditional, mixture = by_map(self.conditional), by_map(self.mixture)
+        started = time.perf_counter()
+        self.fits_["conditional"] = conditional.fit(data)
+        self.seconds_["conditional"] = time.perf_counter() - started
+        started = time.perf_counter()
+        scores = {"conditional": self.fits_["conditional"].held_out_seeds(data)}
+        early = mixture.held_out_before_fit(data) if mixture.fit_restarts(data) else None
+        fitted_mixture = early is None or choose_formulation({**scores, "mixture": early})[0] == "mixture"
+        if fitted_mixture:  # else the mixture loses on its subsample: no fit over every item, no checks of its own
+            self.fits_["mixture"] = mixture.fit_final(data)
+            scores["mixture"] = self.fits_["mixture"].held_out_seeds(data)
+        else:
+            scores["mixture"] = early
+        self.seconds_["mixture"] = time.perf_counter() - started
         self.scores_ = scores
         chosen, why = choose_formulation(scores)
+        if not fitted_mixture:
+            skipped = (f"the seeded mixture was scored on the {early['refit_items']} items its restarts saw and, "
+                       "having lost there, was not fitted to every item")
+            why = f"{why}; {skipped}" if why else skipped
         words = formulation_words(chosen, scores, why)
         record = {"chosen": chosen, "rule": "held-out seeds' guarded mean log score", "words": words,
+                  "mixture_fitted": bool(fitted_mixture),
                   "held_out_log_score": {n: s["log_score"] for n, s in scores.items()},
                   "held_out_guarded_log_score": {n: choice_score(s) for n, s in scores.items()},
                   "held_out_accuracy": {n: s["accuracy"] for n, s in scores.items()}}
@@ -1032,6 +1086,12 @@ class PerceptionAuto:
         est = self.fits_[chosen]
         inference.set_attrs(est._fitted(), {"formulation": record})
         return est
+
+
+def by_map(est: PerceptionClustering) -> PerceptionClustering:
+    """`est` when it fits by MAP, else a copy of it that does: auto chooses as a MAP fit would, whatever the
+    method (the held-out seeds are MAP refits), and runs Laplace or NUTS on the chosen formulation only."""
+    return est if est.method == "map" else type(est)(**{**est.get_params(), "method": "map"})
 
 
 def choice_score(scores: dict) -> float:
