@@ -10,6 +10,7 @@ programs. One stage is `find_centre` without its first stage (what `laplace.run_
 
     python benchmarks/laplace_centre_cost.py --digits --splits 3
     python benchmarks/laplace_centre_cost.py --wsc --repeats 2
+    python benchmarks/laplace_centre_cost.py --digits --splits 1 --profile   # where a fit's seconds go
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def info_row(est) -> dict:
             "compiled_program": info["map"].get("compiled_program")}
 
 
-def run_digits(splits, first_split, size) -> list[dict]:
+def run_digits(splits, first_split, size, stage_list=("two", "one")) -> list[dict]:
     import combined
 
     captured = {}
@@ -72,7 +73,7 @@ def run_digits(splits, first_split, size) -> list[dict]:
     rows = []
     for split in range(first_split, first_split + splits):
         case = combined.study_case("digits", split, size)
-        for stages in ("two", "one"):
+        for stages in stage_list:
             with centre_search(stages):
                 t0 = time.perf_counter()
                 probs, _, coverage = combined.arm_combined_all(case)
@@ -125,9 +126,19 @@ def main() -> None:
     parser.add_argument("--first-split", type=int, default=0)
     parser.add_argument("--size", default="small")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--profile", action="store_true",
+                        help="--digits: the two-stage fits only, under cProfile; prints the 25 costliest calls")
     parser.add_argument("--wsc-size", default="10000x100x30", help="IxJxK")
     args = parser.parse_args()
-    if args.digits:
+    if args.digits and args.profile:
+        import cProfile
+        import pstats
+
+        profile = cProfile.Profile()
+        rows = profile.runcall(run_digits, args.splits, args.first_split, args.size, ("two",))
+        pstats.Stats(profile).sort_stats("cumulative").print_stats(25)
+        out = OUT / "laplace_centre_cost_digits_profile.csv"
+    elif args.digits:
         rows = run_digits(args.splits, args.first_split, args.size)
         out = OUT / "laplace_centre_cost_digits.csv"
     else:
