@@ -316,7 +316,7 @@ COMBINED_VARIANT = """
 
 
     def build_model(data, *, prior_sd=1.0, intercept_sd=2.0, vote_diagonal=4.0, accuracy_a=2.0, accuracy_b=2.0,
-                    wh=10.0):
+                    wh=10.0, pair_weighting=False):
         with pm.Model(coords=model_coords(data)) as model:
             log_q = add_class_model(data, prior_sd=prior_sd, intercept_sd=intercept_sd)
             noise = pm.Beta("label_noise", 1.0, 9.0)
@@ -326,7 +326,7 @@ COMBINED_VARIANT = """
             labels = pt.switch(labelled, pt.switch(at_label, pt.log1p(-noise), wrong), 0.0)
             evidence = labels + add_vote_evidence(data, vote_diagonal=vote_diagonal)
             alpha, beta = add_experts(data, accuracy_a=accuracy_a, accuracy_b=accuracy_b)
-            add_units(data, log_q, evidence, alpha, beta, wh=wh)
+            add_units(data, log_q, evidence, alpha, beta, wh=wh, pair_weighting=pair_weighting)
         return model
 
 
