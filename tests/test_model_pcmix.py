@@ -244,10 +244,22 @@ def test_component_logp_draws_is_the_expression_it_replaced():
     assert np.array_equal(component_logp_draws(x, mean_z, sd_z), before)
 
 
-def test_predict_arrays_are_the_draws_means_and_hdis(nuts_fit):
+def test_component_logp_rows_is_component_logp_draws_laid_out_per_component():
+    """`component_logp_rows` (one matrix product per component, (K, m, S)) gives `component_logp_draws`'s values
+    to float rounding."""
+    from bayes_wsc.maths.pcmix import component_logp_draws, component_logp_rows
+
+    rng = np.random.default_rng(5)
+    x, mean_z, sd_z = rng.normal(size=(13, 3)), rng.normal(size=(6, 2, 3)), rng.uniform(0.2, 2.0, size=(6, 2, 3))
+    np.testing.assert_allclose(component_logp_rows(x, mean_z, sd_z), component_logp_draws(x, mean_z, sd_z).transpose(2, 1, 0),
+                               rtol=1e-13, atol=1e-13)
+
+
+def test_predict_arrays_are_the_draws_means_and_hdis(nuts_fit, monkeypatch):
     """`predict_arrays` takes intervals of the label probabilities only (the clusters' were computed and
-    dropped before): the same label means and HDIs as every draw's P(y | x) summarized by `inference.hdi`,
-    and the clusters' mean memberships (to 1e-14: the order of the sum over draws)."""
+    dropped before): the label means and HDIs of every draw's P(y | x) as the code before computed them
+    (written out here: `component_logp_draws`, a log-sum-exp, `inference.hdi` of the (draws, items) columns), and
+    the clusters' mean memberships, to float rounding (the rows' layout changes the order of the sums)."""
     from bayes_wsc import maths
     from bayes_wsc.maths.pcmix import component_logp_draws
 
@@ -257,11 +269,15 @@ def test_predict_arrays_are_the_draws_means_and_hdis(nuts_fit):
     resp = np.exp(joint - maths.logsumexp(joint, axis=2, keepdims=True))
     labels = np.einsum("smk,skc->smc", resp, rho, optimize=True)
     got = nuts_fit.predict_arrays(x, ci=0.9)
-    np.testing.assert_allclose(got["label_mean"], labels.mean(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(got["label_mean"], labels.mean(axis=0), rtol=1e-13)
     bounds = inference.hdi(labels, 0.9)
-    np.testing.assert_array_equal(got["label_low"], bounds[..., 0])
-    np.testing.assert_array_equal(got["label_high"], bounds[..., 1])
-    np.testing.assert_allclose(got["cluster_mean"], resp.mean(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(got["label_low"], bounds[..., 0], rtol=1e-13)
+    np.testing.assert_allclose(got["label_high"], bounds[..., 1], rtol=1e-13)
+    np.testing.assert_allclose(got["cluster_mean"], resp.mean(axis=0), rtol=1e-13)
+    monkeypatch.setattr("bayes_wsc.posterior.CHUNK_FLOATS", 3 * pi.shape[0])  # chunks of 3 rows: items split
+    again = nuts_fit.predict_arrays(x, ci=0.9)
+    for name, values in got.items():
+        np.testing.assert_array_equal(again[name], values)
 
 
 def test_nuts_chains_are_relabeled_to_the_map(nuts_fit):

@@ -43,7 +43,7 @@ import pandas as pd
 from bayes_wsc import inference, maths
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.maths.pcmix import (Params, Priors, check_components, check_lam, component_logp,
-                                   component_logp_draws, lam_text, random_starts)
+                                   component_logp_rows, lam_text, random_starts)
 from bayes_wsc.data.labeled import LabeledItems, standardize
 from bayes_wsc.defaults import DEFAULT_CI
 from bayes_wsc.errors import InputError
@@ -51,7 +51,7 @@ from bayes_wsc.estimator import Estimator, is_count, is_labels
 from bayes_wsc.models.pcmix.settings import PCMixSettings
 from bayes_wsc.settings import checked
 from bayes_wsc.graph_inputs import declare
-from bayes_wsc.posterior import append_predictions, stacked, summarize_columns
+from bayes_wsc.posterior import append_predictions, stacked, summarize_rows
 from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -493,18 +493,28 @@ class PCMixture(Estimator):
         n_draws, components, n_classes = pi.shape[0], pi.shape[1], rho.shape[2]
         m = x_std.shape[0]
         cluster_mean = np.empty((m, components))
+        log_pi = np.log(pi).T[:, None, :]  # (K, 1, S)
 
-        def draws_of(cols):  # the label columns, with intervals; the cluster columns' means kept on the way
-            items, label = np.divmod(cols, n_classes)
+        def rows_of(rows):  # the label rows (item * C + class), each item's draws contiguous for its interval
+            items, label = np.divmod(rows, n_classes)
             unique, inverse = np.unique(items, return_inverse=True)
-            joint = component_logp_draws(x_std[unique], mean_z, sd_z)  # (S, m', K); each step below in place
-            joint += np.log(pi)[:, None, :]
-            joint -= maths.logsumexp(joint, axis=2, keepdims=True)
-            resp = np.exp(joint, out=joint)
-            cluster_mean[unique] = resp.reshape(n_draws, -1).mean(axis=0).reshape(-1, components)
-            return np.einsum("smk,skc->smc", resp, rho, optimize=True)[:, inverse, label]  # (S, len(cols))
+            resp = component_logp_rows(x_std[unique], mean_z, sd_z)  # (K, m', S); each step below in place
+            resp += log_pi
+            resp -= resp.max(axis=0)
+            np.exp(resp, out=resp)
+            resp /= resp.sum(axis=0)
+            cluster_mean[unique] = resp.mean(axis=2).T
+            labels = np.empty((unique.size, n_classes, n_draws))
+            for c in range(n_classes):
+                block = labels[:, c]
+                np.multiply(resp[0], rho[:, 0, c], out=block)
+                for k in range(1, components):
+                    block += resp[k] * rho[:, k, c]
+            labels = labels.reshape(-1, n_draws)  # rows item * C + class of the chunk's items
+            whole = rows.size == labels.shape[0] and rows[0] == unique[0] * n_classes
+            return labels if whole else labels[inverse * n_classes + label]  # (len(rows), S)
 
-        mean, low, high = (v.reshape(m, n_classes) for v in summarize_columns(m * n_classes, draws_of, n_draws, ci))
+        mean, low, high = (v.reshape(m, n_classes) for v in summarize_rows(m * n_classes, rows_of, n_draws, ci))
         return {"label_mean": mean, "label_low": low, "label_high": high, "cluster_mean": cluster_mean}
 
     def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI) -> pd.DataFrame:
