@@ -79,17 +79,20 @@ def summarize_memberships(n_rows: int, n_clusters: int, probabilities_of: Callab
                           n_draws: int, ci: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Posterior mean of every row's cluster probabilities (n, K), the most probable cluster of each row and
     the HDI of its probability, from `probabilities_of(rows) -> (draws, len(rows), K)` (rows unique and
-    sorted); in chunks (`summarize_columns`), never stored per draw."""
-    def draws_of(cols):
-        rows, clusters = np.divmod(cols, n_clusters)
-        unique, inverse = np.unique(rows, return_inverse=True)
-        return probabilities_of(unique)[:, inverse, clusters]
-
-    mean, low, high = summarize_columns(n_rows * n_clusters, draws_of, n_draws, ci)
-    mean, low, high = (v.reshape(n_rows, n_clusters) for v in (mean, low, high))
+    sorted); a chunk of whole rows at a time (about `CHUNK_FLOATS` draws), never stored per draw. Only the
+    chosen cluster's draws are sorted for its interval (as a row, in place), not every cluster's."""
+    mean = np.empty((n_rows, n_clusters))
+    bounds = np.full((n_rows, 2), np.nan)  # a single draw (a MAP) has no interval
+    step = max(1, CHUNK_FLOATS // max(n_draws * n_clusters, 1))
+    for start in range(0, n_rows, step):
+        rows = np.arange(start, min(start + step, n_rows))
+        values = probabilities_of(rows)
+        mean[rows] = values.mean(axis=0)
+        if n_draws > 1:
+            chosen = mean[rows].argmax(axis=1)
+            bounds[rows] = draw_stats.hdi_of_rows(values[:, np.arange(rows.size), chosen].T.copy(), ci)
     chosen = mean.argmax(axis=1)
-    pick = np.arange(n_rows)
-    return mean, chosen, low[pick, chosen], high[pick, chosen]
+    return mean, chosen, bounds[:, 0], bounds[:, 1]
 
 
 def class_table(classes, probabilities_of: Callable[[np.ndarray], np.ndarray], n_rows: int, n_draws: int,

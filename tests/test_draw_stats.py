@@ -104,3 +104,24 @@ def test_loo_and_compare_read_alike_on_both_families():
     assert list(table.columns[:len(inference.COMPARE_COLUMNS)]) == inference.COMPARE_COLUMNS
     assert list(table.index) == ["a", "b"] and table["elpd_diff"].iloc[0] == 0 and table["elpd_diff"].iloc[1] > 0
     np.testing.assert_allclose(table.loc["a", "elpd_loo"], values.elpd, rtol=1e-9)
+
+
+def test_summarize_memberships_is_the_summary_of_every_clusters_columns(monkeypatch):
+    """`posterior.summarize_memberships` sorts only the chosen cluster's draws for its interval: the same means,
+    choices and bounds, bit for bit, as the code before (every row's K columns summarized by `inference.hdi`,
+    written out here), in one chunk or in chunks of a few rows."""
+    from bayes_wsc import inference, posterior
+
+    rng = np.random.default_rng(11)
+    logits = rng.normal(size=(400, 37, 3)) + rng.normal(size=(37, 3))
+    probabilities = np.exp(logits) / np.exp(logits).sum(axis=2, keepdims=True)
+    mean_before = probabilities.mean(axis=0)
+    chosen_before = mean_before.argmax(axis=1)
+    bounds = inference.hdi(probabilities.reshape(400, -1), 0.9).reshape(37, 3, 2)[np.arange(37), chosen_before]
+    for chunk_floats in (posterior.CHUNK_FLOATS, 400 * 3 * 5):
+        monkeypatch.setattr(posterior, "CHUNK_FLOATS", chunk_floats)
+        mean, chosen, low, high = posterior.summarize_memberships(37, 3, lambda rows: probabilities[:, rows], 400, 0.9)
+        assert np.array_equal(mean, mean_before) and np.array_equal(chosen, chosen_before)
+        assert np.array_equal(low, bounds[:, 0]) and np.array_equal(high, bounds[:, 1])
+    mean, chosen, low, high = posterior.summarize_memberships(37, 3, lambda rows: probabilities[:1, rows], 1, 0.9)
+    assert np.array_equal(mean, probabilities[0]) and np.isnan(low).all() and np.isnan(high).all()

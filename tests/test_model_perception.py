@@ -504,3 +504,27 @@ def test_full_size_recovery_map_and_nuts():
     assert np.all(np.abs(contrasts(map_fit)[0] - true) < 3.5 * draws.std(axis=0))
     probs = map_fit.memberships(use_seeds=False)[[f"prob_{c}" for c in data.clusters]].to_numpy()
     assert np.mean(probs.argmax(axis=1) == truth.z) > 0.7
+
+
+def test_membership_logits_of_draws_are_the_expression_they_replaced():
+    """`membership_logits` of a stack of draws (W P' folded first, one matrix product laid out (K, m, S)) gives
+    the values of the expression before it (written out here), to float rounding, and so do the softmax and the
+    log-softmax of it; one draw is unchanged."""
+    from bayes_wsc.models.perception.model import (membership_log_probabilities, membership_logits,
+                                                   membership_probabilities)
+
+    rng = np.random.default_rng(3)
+    features, W, b, perception = (rng.normal(size=(17, 6)), rng.normal(size=(40, 6, 4)), rng.normal(size=(40, 4)),
+                                  rng.normal(size=(3, 4)))
+    offset = 0.5 * np.sum(perception**2, axis=1)
+    before = (np.einsum("md,sdq->smq", features, W, optimize=True) + b[:, None, :]) @ perception.T - offset
+    got = membership_logits(features, W, b, perception)
+    assert got.shape == before.shape
+    np.testing.assert_allclose(got, before, rtol=1e-12, atol=1e-12)
+    probabilities = np.exp(before - before.max(axis=-1, keepdims=True))
+    probabilities /= probabilities.sum(axis=-1, keepdims=True)
+    np.testing.assert_allclose(membership_probabilities(features, W, b, perception), probabilities, rtol=1e-12)
+    np.testing.assert_allclose(membership_log_probabilities(features, W, b, perception), np.log(probabilities),
+                               rtol=1e-12, atol=1e-12)
+    one = (features @ W[0] + b[0]) @ perception.T - offset
+    assert np.array_equal(membership_logits(features, W[0], b[0], perception), one)
