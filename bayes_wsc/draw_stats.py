@@ -102,6 +102,49 @@ def convergence_statistics(draws: np.ndarray) -> tuple[float, float, float]:
     return float(rhat), float(_ess(z_split)), float(ess_tail)
 
 
+def chain_statistics_columns(draws: np.ndarray) -> np.ndarray:
+    """`chain_statistics` of every column of (chain, draw, m) draws at once, (m, 5) in `DIAGNOSTICS`' order: the
+    same arithmetic, the ranks, quantiles and Geyer's sequences (`_ess_columns`) of all columns together (the
+    256 weights of the digits' perception fit in a tenth of the time one by one); equal to float rounding."""
+    ary = np.asarray(draws, dtype=float)
+    out = np.full((ary.shape[2], 5), np.nan)
+    if ary.shape[1] < 4:
+        return out
+    valid = np.flatnonzero(~np.isnan(ary).any(axis=(0, 1)))
+    ary = ary[:, :, valid]
+    out[valid, 4], out[valid, 2], out[valid, 3] = convergence_statistics_columns(ary).T
+    centred = ary - ary.reshape(-1, ary.shape[2]).mean(axis=0)
+    sims_c2 = centred**2
+    total = sims_c2.sum(axis=(0, 1))
+    out[valid, 0] = np.sqrt(total / (sims_c2[:, :, 0].size - 1) / _ess_split_columns(_split_chains(ary)))
+    evar = total / sims_c2[:, :, 0].size
+    varvar = ((sims_c2**2).mean(axis=(0, 1)) - evar**2) / _ess_split_columns(_split_chains(sims_c2))
+    out[valid, 1] = np.sqrt(varvar / evar / 4)
+    out[np.isnan(out[:, 2])] = np.nan
+    return out
+
+
+def convergence_statistics_columns(draws: np.ndarray) -> np.ndarray:
+    """`convergence_statistics` of every column of (chain, draw, m) draws at once: (m, 3), R-hat, bulk ESS,
+    tail ESS."""
+    ary = np.asarray(draws, dtype=float)
+    out = np.full((ary.shape[2], 3), np.nan)
+    valid = np.flatnonzero(~np.isnan(ary).any(axis=(0, 1)))
+    if ary.shape[1] < 4 or not valid.size:
+        return out
+    ary = ary[:, :, valid]
+    flat = ary.reshape(-1, ary.shape[2])
+    z_split = _z_scale_columns(_split_chains(ary))
+    low, high = np.quantile(flat, [0.05, 0.95], axis=0)
+    out[valid, 2] = np.minimum(_ess_split_columns(_split_chains(ary <= low)),
+                               _ess_split_columns(_split_chains(ary <= high)))
+    out[valid, 1] = _ess_split_columns(z_split)
+    if ary.shape[0] >= 2:
+        folded = np.abs(ary - np.median(flat, axis=0))
+        out[valid, 0] = np.maximum(_rhat_columns(z_split), _rhat_columns(_z_scale_columns(_split_chains(folded))))
+    return out
+
+
 def waic(log_likelihood: np.ndarray) -> tuple[float, float, float, np.ndarray, bool]:
     """WAIC of a (draws, units) pointwise log-likelihood on the log scale, as `az.waic` computes it:
     elpd_waic, its standard error, p_waic, the per-unit elpd, and whether any unit's posterior variance
@@ -132,7 +175,14 @@ def ess_mean_columns(draws: np.ndarray) -> np.ndarray:
     out = np.full(ary.shape[2], np.nan)
     if ary.shape[1] < 4:
         return out
-    split = np.concatenate((ary[:, :ary.shape[1] // 2], ary[:, -(ary.shape[1] // 2):]), axis=0)
+    return _ess_split_columns(_split_chains(ary))
+
+
+def _ess_split_columns(split: np.ndarray) -> np.ndarray:
+    """`_ess` of every column of split (chain, draw, m) draws: NaN for a column with NaN, the number of draws for
+    a constant one."""
+    split = np.asarray(split, dtype=float)
+    out = np.full(split.shape[2], np.nan)
     valid = ~np.isnan(split).any(axis=(0, 1))
     constant = valid & ((split.max(axis=(0, 1)) - split.min(axis=(0, 1))) < np.finfo(float).resolution)
     out[constant] = split.shape[0] * split.shape[1]
@@ -210,6 +260,41 @@ def _z_scale(ary: np.ndarray) -> np.ndarray:
     from scipy.special import ndtri  # here, not at import: only fits with chains rank-normalize
 
     return ndtri((average_ranks(ary) - c) / (ary.size - 2 * c + 1))
+
+
+def average_ranks_columns(ary: np.ndarray) -> np.ndarray:
+    """`average_ranks` of each column of a (..., m) array, over all its other axes (each column sorted as a
+    contiguous row)."""
+    rows = np.ascontiguousarray(ary.reshape(-1, ary.shape[-1]).T)  # (m, n)
+    n = rows.shape[1]
+    order = np.argsort(rows, axis=1)
+    ordered = np.take_along_axis(rows, order, axis=1)
+    starts = np.ones(ordered.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]  # a value's first position among its ties
+    position = np.arange(n)
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    ends = np.ones(ordered.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    last = np.minimum.accumulate(np.where(ends, position, n)[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty(ordered.shape)
+    np.put_along_axis(ranks, order, (first + last) / 2 + 1, axis=1)
+    return ranks.T.reshape(ary.shape)
+
+
+def _z_scale_columns(ary: np.ndarray) -> np.ndarray:
+    """`_z_scale` of each column of a (chain, draw, m) array."""
+    c = 3 / 8
+    from scipy.special import ndtri
+
+    return ndtri((average_ranks_columns(ary) - c) / (ary[:, :, 0].size - 2 * c + 1))
+
+
+def _rhat_columns(ary: np.ndarray) -> np.ndarray:
+    """`_rhat` of each column of a (chain, draw, m) array without NaN."""
+    n = ary.shape[1]
+    between = n * np.var(ary.mean(axis=1), axis=0, ddof=1)
+    within = np.mean(np.var(ary, axis=1, ddof=1), axis=0)
+    return np.sqrt((between / within + n - 1) / n)
 
 
 def _rhat(ary: np.ndarray) -> float:

@@ -276,10 +276,12 @@ def summary(idata: InferenceData, var_names: list[str], hdi_prob: float = DEFAUL
             flat = values.reshape(values.shape[0] * values.shape[1], -1)
             mean, sd = flat.mean(axis=0), flat.std(axis=0, ddof=1)
             bounds = draw_stats.hdi(flat, hdi_prob)
+            if diagnose:  # every element of the variable at once
+                stats = draw_stats.chain_statistics_columns(values.reshape(values.shape[0], values.shape[1], -1))
             for j, (label, index, _) in enumerate(elements):
                 row = [mean[j], sd[j], bounds[j, 0], bounds[j, 1]]
                 if diagnose:
-                    row += draw_stats.chain_statistics(values[(slice(None), slice(None), *index)])
+                    row += stats[j].tolist()
                 rows[label] = row
     return pd.DataFrame.from_dict(rows, orient="index", columns=columns, dtype=float)
 
@@ -324,7 +326,7 @@ def convergence(idata, var_names: list[str]) -> dict[str, dict[str, float]]:
         warnings.simplefilter("ignore", RuntimeWarning)
         for name in var_names:
             values = _chain_draw_columns(idata.posterior[name])
-            stats = np.array([draw_stats.convergence_statistics(values[..., j]) for j in range(values.shape[-1])])
+            stats = draw_stats.convergence_statistics_columns(values)
             out[name] = {"rhat": float(np.nanmax(stats[:, 0])) if np.isfinite(stats[:, 0]).any() else np.nan,
                          "ess_bulk": float(np.nanmin(stats[:, 1])) if np.isfinite(stats[:, 1]).any() else np.nan,
                          "ess_tail": float(np.nanmin(stats[:, 2])) if np.isfinite(stats[:, 2]).any() else np.nan}
@@ -530,7 +532,7 @@ def rhat_elements(idata, name: str) -> xr.DataArray:
     values = _chain_draw_columns(variable)
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        rhat = np.array([draw_stats.convergence_statistics(values[..., j])[0] for j in range(values.shape[-1])])
+        rhat = draw_stats.convergence_statistics_columns(values)[:, 0]
     return xr.DataArray(rhat.reshape(variable.shape[2:]), dims=variable.dims[2:],
                         coords={d: variable.coords[d] for d in variable.dims[2:] if d in variable.coords})
 

@@ -125,3 +125,20 @@ def test_summarize_memberships_is_the_summary_of_every_clusters_columns(monkeypa
         assert np.array_equal(low, bounds[:, 0]) and np.array_equal(high, bounds[:, 1])
     mean, chosen, low, high = posterior.summarize_memberships(37, 3, lambda rows: probabilities[:1, rows], 1, 0.9)
     assert np.array_equal(mean, probabilities[0]) and np.isnan(low).all() and np.isnan(high).all()
+
+
+@pytest.mark.parametrize("chains, draws", [(4, 100), (2, 51), (1, 80), (3, 5), (2, 3)])
+def test_statistics_of_columns_are_those_of_each_column(chains, draws):
+    """`chain_statistics_columns` and `convergence_statistics_columns` (every element of a variable at once, what
+    `summary` and the fit's diagnostics use) give each column's `chain_statistics` and `convergence_statistics`
+    (one element at a time, as before) to float rounding: ties, a constant, a NaN and an indicator column."""
+    values = correlated_draws(chains, draws, 6, seed=chains * draws + 1)
+    values[..., 3] = np.nan
+    values[..., 4] = (values[..., 4] > 0).astype(float)
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        before = np.array([draw_stats.chain_statistics(values[..., j]) for j in range(6)])
+        after = draw_stats.chain_statistics_columns(values)
+        np.testing.assert_allclose(after, before, rtol=1e-12, equal_nan=True)
+        before = np.array([draw_stats.convergence_statistics(values[..., j]) for j in range(6)])
+        np.testing.assert_allclose(draw_stats.convergence_statistics_columns(values), before, rtol=1e-12, equal_nan=True)
