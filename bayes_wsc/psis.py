@@ -96,11 +96,14 @@ def smooth(log_weights: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, flo
 ROWS_AT_ONCE = 128
 
 
-def smooth_rows(log_weights: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def smooth_rows(log_weights: np.ndarray, r_eff: float = 1.0, overwrite: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """`smooth` of every row of a (units, S) array: rows whose tail is the usual one (its length's largest
     values all above the cutoff) are smoothed together, only their tails sorted; the others (ties at the
-    cutoff) one by one."""
-    x = np.array(log_weights, dtype=float)
+    cutoff) one by one. With `overwrite` (a float array the caller no longer needs) the result is made in
+    `log_weights` itself, without a copy of its size."""
+    x = log_weights if overwrite and log_weights.dtype == float else np.array(log_weights, dtype=float)
+    if x is log_weights:
+        log_weights = None  # the rows that `smooth` takes one by one are copied before they change
     x -= x.max(axis=1, keepdims=True)
     units, n = x.shape
     length = tail_length(n, r_eff)
@@ -113,7 +116,7 @@ def smooth_rows(log_weights: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray
     cutoff = np.maximum(ordered[:, 0], np.log(np.finfo(float).tiny))
     regular = (ordered[:, 1:] > cutoff[:, None]).all(axis=1) & (length > 4)
     for i in np.flatnonzero(~regular):
-        x[i], k[i] = smooth(log_weights[i], r_eff)
+        x[i], k[i] = smooth(x[i] if log_weights is None else log_weights[i], r_eff)
     probs = np.arange(0.5, length) / length
     rows = np.flatnonzero(regular)
     for start in range(0, rows.size, ROWS_AT_ONCE):
@@ -134,7 +137,8 @@ def smooth_rows(log_weights: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray
 def _logsumexp(x: np.ndarray, axis=None) -> np.ndarray:
     top = np.max(x, axis=axis, keepdims=True)
     top = np.where(np.isfinite(top), top, 0)
-    out = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
+    shifted = np.subtract(x, top)
+    out = np.log(np.sum(np.exp(shifted, out=shifted), axis=axis, keepdims=True)) + top
     return np.squeeze(out, axis=axis) if axis is not None else out.item()
 
 
@@ -171,10 +175,12 @@ def loo(log_likelihood: np.ndarray, r_eff: float = 1.0) -> Loo:
     """PSIS-LOO of pointwise log-likelihood draws shaped (chain, draw, *units)."""
     values = np.asarray(log_likelihood, dtype=float)
     units = values.shape[2:]
-    samples = values.reshape(values.shape[0] * values.shape[1], -1).T  # (unit, sample), chain-major as ArviZ stacks
+    # (unit, sample), chain-major as ArviZ stacks, each unit's draws a contiguous row
+    samples = np.ascontiguousarray(values.reshape(values.shape[0] * values.shape[1], -1).T)
     n_samples, n_units = samples.shape[1], samples.shape[0]
-    log_weights, k = smooth_rows(-samples, r_eff)
-    loo_i = _logsumexp(log_weights + samples, axis=1)
+    log_weights, k = smooth_rows(np.negative(samples), r_eff, overwrite=True)
+    log_weights += samples
+    loo_i = _logsumexp(log_weights, axis=1)
     elpd = float(loo_i.sum())
     lppd = float(np.sum(_logsumexp(samples, axis=1) - np.log(n_samples)))
     return Loo(elpd_loo=elpd, se=float((n_units * np.var(loo_i)) ** 0.5), p_loo=lppd - elpd, n_samples=n_samples,

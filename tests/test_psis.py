@@ -107,3 +107,5 @@ def test_smoothing_and_ess_in_bulk_are_the_one_by_one_arithmetic(chains, draws):
     np.testing.assert_allclose(np.sort(smoothed, axis=1), np.sort([w for w, _ in one_by_one], axis=1),
                                rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(k, [k for _, k in one_by_one], rtol=1e-12, atol=1e-14)
+    in_place, k_in_place = psis.smooth_rows(-log_lik, 0.8, overwrite=True)  # what `loo` does: the same, bit for bit
+    assert np.array_equal(in_place, smoothed) and np.array_equal(k_in_place, k)
