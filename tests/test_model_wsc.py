@@ -168,3 +168,9 @@ def test_class_probability_from_draws_is_each_cells_mean_and_hdi():
     part = est.class_probability(groups, ci=0.94)
     np.testing.assert_allclose(part["mean"].values, draws[:, [3, 0]].mean(axis=0), rtol=1e-15, atol=0)
     assert np.array_equal(part["low"].values, inference.hdi(draws[:, [3, 0]], 0.94)[..., 0])
+    n_bins = draws.shape[2]  # cells as `predict` asks: some bins of a group only, consecutive or not
+    cells = np.array([2, 5, 6, n_bins + 1, n_bins + 2, 3 * n_bins])
+    mean, low, high = est._group_bin_summary(cells, 0.94)
+    picked = draws.reshape(draws.shape[0], -1)[:, cells]
+    np.testing.assert_allclose(mean, picked.mean(axis=0), rtol=1e-15, atol=0)
+    assert np.array_equal(np.stack([low, high], axis=-1), inference.hdi(picked, 0.94))

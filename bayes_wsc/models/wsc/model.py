@@ -1147,8 +1147,15 @@ class WSC(Estimator):
 
         def rows_of(rows):  # class1_probability, with the per-bin logits taken above
             g, k = np.divmod(cells[rows], n_bins)
-            values = group[g]
-            values += per_bin[k]
+            values = np.empty((rows.size, n_draws))
+            # a run of one group's cells at a time: its logits plus its bins' (a slice when they are consecutive),
+            # without gathering a row of either per cell
+            ends = np.append(np.flatnonzero(np.diff(g)) + 1, g.size)
+            for start, end in zip(np.append(0, ends[:-1]), ends):
+                bins = k[start:end]
+                consecutive = bins[-1] - bins[0] == end - start - 1 and np.all(np.diff(bins) == 1)
+                np.add(per_bin[bins[0]:bins[-1] + 1] if consecutive else per_bin[bins], group[g[start]],
+                       out=values[start:end])
             return maths.expit(values, out=values)
 
         return summarize_rows(len(cells), rows_of, n_draws, ci)
