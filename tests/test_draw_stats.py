@@ -142,3 +142,4 @@ def test_statistics_of_columns_are_those_of_each_column(chains, draws):
         np.testing.assert_allclose(after, before, rtol=1e-12, equal_nan=True)
         before = np.array([draw_stats.convergence_statistics(values[..., j]) for j in range(6)])
         np.testing.assert_allclose(draw_stats.convergence_statistics_columns(values), before, rtol=1e-12, equal_nan=True)
+        assert np.isnan(draw_stats.chain_statistics_columns(np.full((chains, draws, 2), np.nan))).all()

@@ -1153,7 +1153,7 @@ class WSC(Estimator):
             ends = np.append(np.flatnonzero(np.diff(g)) + 1, g.size)
             for start, end in zip(np.append(0, ends[:-1]), ends):
                 bins = k[start:end]
-                consecutive = bins[-1] - bins[0] == end - start - 1 and np.all(np.diff(bins) == 1)
+                consecutive = np.all(np.diff(bins) == 1)
                 np.add(per_bin[bins[0]:bins[-1] + 1] if consecutive else per_bin[bins], group[g[start]],
                        out=values[start:end])
             return maths.expit(values, out=values)
