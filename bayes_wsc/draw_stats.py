@@ -106,12 +106,9 @@ def chain_statistics_columns(draws: np.ndarray) -> np.ndarray:
     """`chain_statistics` of every column of (chain, draw, m) draws at once, (m, 5) in `DIAGNOSTICS`' order: the
     same arithmetic, the ranks, quantiles and Geyer's sequences (`_ess_columns`) of all columns together, without
     a Python call per element (most of the time is the FFTs either way); equal to float rounding."""
-    ary = np.asarray(draws, dtype=float)
-    out = np.full((ary.shape[2], 5), np.nan)
-    valid = np.flatnonzero(~np.isnan(ary).any(axis=(0, 1)))
-    if ary.shape[1] < 4 or not valid.size:
+    ary, out, valid = _usable_columns(draws, 5)
+    if not valid.size:
         return out
-    ary = ary[:, :, valid]
     out[valid, 4], out[valid, 2], out[valid, 3] = convergence_statistics_columns(ary).T
     centred = ary - ary.reshape(-1, ary.shape[2]).mean(axis=0)
     sims_c2 = centred**2
@@ -124,15 +121,21 @@ def chain_statistics_columns(draws: np.ndarray) -> np.ndarray:
     return out
 
 
+def _usable_columns(draws: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The columns of (chain, draw, m) draws that have statistics (no NaN, at least 4 draws), an (m, width) table of
+    NaN for them, and their indices (none with fewer than 4 draws)."""
+    ary = np.asarray(draws, dtype=float)
+    out = np.full((ary.shape[2], width), np.nan)
+    valid = np.flatnonzero(~np.isnan(ary).any(axis=(0, 1))) if ary.shape[1] >= 4 else np.array([], dtype=int)
+    return ary[:, :, valid], out, valid
+
+
 def convergence_statistics_columns(draws: np.ndarray) -> np.ndarray:
     """`convergence_statistics` of every column of (chain, draw, m) draws at once: (m, 3), R-hat, bulk ESS,
     tail ESS."""
-    ary = np.asarray(draws, dtype=float)
-    out = np.full((ary.shape[2], 3), np.nan)
-    valid = np.flatnonzero(~np.isnan(ary).any(axis=(0, 1)))
-    if ary.shape[1] < 4 or not valid.size:
+    ary, out, valid = _usable_columns(draws, 3)
+    if not valid.size:
         return out
-    ary = ary[:, :, valid]
     flat = ary.reshape(-1, ary.shape[2])
     z_split = _z_scale_columns(_split_chains(ary))
     low, high = np.quantile(flat, [0.05, 0.95], axis=0)
