@@ -1039,10 +1039,10 @@ def part_choice_timing(args) -> None:
     map_program.minimize = counted
     rows = []
     shipped = checks.targeted
-    for run in range(2):
+    for run in range(args.timing_runs):
         # both_fitted: the two formulations each fitted in full with their checks, as auto did before it chose
         # on the mixture's subsample (the same work as auto when the mixture is chosen)
-        for method in ("conditional_before", "conditional", "auto", "both_fitted"):
+        for method in args.timing_arms.split(","):
             evaluations.clear()
             # each method as a new process would run it, programs on disk: none kept loaded from the one before
             getattr(map_program, "_LOADED", {}).clear()
@@ -1074,12 +1074,14 @@ def part_choice_timing(args) -> None:
     map_program.minimize = minimize
     frame = pd.DataFrame(rows)
     name = "" if args.timing_family is None else f"_family{args.timing_family}"
-    frame.to_csv(OUT / f"perception_choice_timing{name}.csv", index=False)
-    for run in ("first", "cached"):
-        sub = frame[frame["run"] == run].set_index("method")["seconds"]
-        print(f"{run}: auto / conditional = {sub['auto'] / sub['conditional']:.2f}, both fitted / conditional = "
-              f"{sub['both_fitted'] / sub['conditional']:.2f}, auto / conditional with the "
-              f"checks before = {sub['auto'] / sub['conditional_before']:.2f}")
+    stem = args.out_name if args.out_name != "perception_choice" else f"perception_choice_timing{name}"
+    frame.to_csv(OUT / f"{stem}.csv", index=False)
+    frame["repeat"] = np.repeat(np.arange(args.timing_runs), len(args.timing_arms.split(",")))
+    for repeat, rows in frame.groupby("repeat"):
+        sub = rows.set_index("method")["seconds"]
+        ratios = {f"{arm} / conditional": sub[arm] / sub["conditional"] for arm in ("auto", "both_fitted")
+                  if arm in sub and "conditional" in sub}
+        print(f"run {repeat} ({rows['run'].iloc[0]}):", ", ".join(f"{k} = {v:.2f}" for k, v in ratios.items()))
 
 
 def main(argv=None) -> None:
@@ -1092,7 +1094,8 @@ def main(argv=None) -> None:
     parser.add_argument("--first", type=int, default=0,
                         help="choice: the first data set's index in every part (new data sets: past the last run's)")
     parser.add_argument("--no-density", action="store_true", help="choice: leave the arm mixture_density out")
-    parser.add_argument("--out-name", default="perception_choice", help="choice: rows in out/NAME_IofN.csv")
+    parser.add_argument("--out-name", default="perception_choice",
+                        help="choice: rows in out/NAME_IofN.csv; choice_timing, auto_same: out/NAME.csv")
     parser.add_argument("--test-name", default="", help="choice_retune: the runs (comma-separated) measured, not tuned on")
     parser.add_argument("--lpe-restarts", type=int, default=10, help="choice: LPE's restarts")
     parser.add_argument("--shard", default="0/1", metavar="I/N",
@@ -1114,6 +1117,10 @@ def main(argv=None) -> None:
                         help="choice_timing: a distractor study with the family's knobs of INDEX (noise features making "
                              "up --timing-features) instead of the simulated study")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--timing-runs", type=int, default=2,
+                        help="choice_timing: runs of every arm, the first compiling its programs, then cached")
+    parser.add_argument("--timing-arms", default="conditional_before,conditional,auto,both_fitted",
+                        help="choice_timing: which of conditional_before, conditional, auto, both_fitted, in order")
     parser.add_argument("--timing-methods", default="lpe_1thread,map_first,map_cached,mixture_first,mixture_cached",
                         help="timing: which of lpe_1thread, lpe_threads (the BLAS library's threads), map_first, "
                              "map_cached, mixture_first, mixture_cached to run, in this order")
@@ -1136,7 +1143,7 @@ def main(argv=None) -> None:
         parts = ("distractor", "simulated", "digits", "timing", "nuts_digits") if args.part == "all" else (args.part,)
         for part in parts:
             globals()[f"part_{part}"](args)
-        if args.part in ("choice_reference_timing", "choice_retune", "auto_same", "auto_same_compare"):
+        if args.part in ("choice_reference_timing", "choice_retune", "auto_same", "auto_same_compare", "choice_timing"):
             return
         if args.part in ("choice", "choice_timing", "choice_lpe_reference"):
             summarize_rules(args.out_name) if args.out_name != "perception_choice" else summarize_choice()

@@ -1058,6 +1058,9 @@ class PerceptionAuto:
     when the mixture subsampled its restarts (`RESTART_ITEMS`) and lost on its held-out seeds there: its scores
     need no fit over every item (`PerceptionMixture.held_out_before_fit`), so that fit and its checks are skipped
     (at 10,000 items most of auto's cost, benchmarks/RESULTS.md, issue 39) and `fits_` holds the conditional fit.
+    Those refits stop once the mixture's score can no longer beat the conditional model's (`score_ceiling`: the
+    same choice, and the sentence says so). When the mixture is fitted, its reference checks reuse the conditional
+    fit's references, refitted on the same data and folds (`checks.reference_scores`).
     With Laplace or NUTS, both are fitted by MAP to choose, and the chosen one again by that method (`fit`).
 
     Parameters
