@@ -1099,12 +1099,9 @@ class PerceptionAuto:
                  if mixture.fit_restarts(data) else None)
         fitted_mixture = early is None or choose_formulation({**scores, "mixture": early})[0] == "mixture"
         if fitted_mixture:  # else the mixture loses on its subsample: no fit over every item, no checks of its own
-            # the reference checks' refits depend on the data and the folds alone: the conditional fit's are reused
-            # when the folds are the same (`checks.reference_scores`), for these data only
-            from bayes_wsc.models.perception.checks import REFERENCES
-
-            made = inference.get_attrs(self.fits_["conditional"]._fitted())
-            mixture._shared_references = {c: made[c] for c in REFERENCES if isinstance(made.get(c), dict)}
+            # the reference checks' refits depend on the data and the folds alone: the conditional fit's (in its attrs,
+            # by check) are reused when the folds are the same (`checks.reference_scores`), for these data only
+            mixture._shared_references = dict(inference.get_attrs(self.fits_["conditional"]._fitted()))
             try:
                 self.fits_["mixture"] = mixture.fit_final(data)
             finally:
