@@ -332,11 +332,25 @@ def cache_dir() -> Path:
     return Path(cache_root()) / "map_programs"
 
 
+#: programs read from the cache in this process, by folder (most recently used last; at most LOADED_KEEP): a fit
+#: that runs one program several times (restarts, a polish, held-out refits) reads and loads it once. Loading
+#: one (reading its exports, `jax.jit` of each, XLA's executables from its disk cache) took 0.15-0.2 s at 10,000
+#: items, paid 6-7 times by one `fit perception` before (benchmarks/RESULTS.md, issue 39)
+_LOADED: dict[Path, MapProgram] = {}
+LOADED_KEEP = 8
+
+
 def load(key: str) -> MapProgram | None:
-    """The cached program for `key`, or None; an unreadable entry is removed and reported as a miss."""
+    """The cached program for `key`, or None; an unreadable entry is removed and reported as a miss. A program
+    this process loaded before is given again while its folder exists (`_LOADED`)."""
     folder = cache_dir() / key
     if not folder.is_dir():
+        _LOADED.pop(folder, None)
         return None
+    if folder in _LOADED:
+        _LOADED[folder] = program = _LOADED.pop(folder)  # the most recently used last
+        os.utime(folder)
+        return program
     try:
         meta = json.loads((folder / "meta.json").read_text())
         exported = {name: (folder / f"{name}.bin").read_bytes() for name in meta["functions"]}
@@ -348,6 +362,9 @@ def load(key: str) -> MapProgram | None:
         shutil.rmtree(folder, ignore_errors=True)
         return None
     os.utime(folder)  # recently used: kept longest when the folder is trimmed
+    _LOADED[folder] = program
+    while len(_LOADED) > LOADED_KEEP:
+        _LOADED.pop(next(iter(_LOADED)))
     return program
 
 

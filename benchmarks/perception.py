@@ -10,6 +10,8 @@
     python benchmarks/perception.py --part choice_timing               # auto with its check at 10,000 x 50
     python benchmarks/perception.py --part choice_lpe_reference --out-name NAME   # LPE on a run's folds
     python benchmarks/perception.py --part choice_reference_timing --repeats 3     # the reference checks' cost
+    python benchmarks/perception.py --part auto_same --first 180 --out-name NAME  # auto's choice, flags, F (compare
+    python benchmarks/perception.py --part auto_same_compare --out-name BEFORE,AFTER   # two versions of the code)
 
 Issue 39 (`--part choice`, rows in out/perception_choice_IofN.csv, summary results/perception_choice_summary.csv):
 the formulation chosen by the held-out seeds. Data sets: `--family` of the distractor family
@@ -935,6 +937,76 @@ def where_time_goes(auto) -> dict:
     return out
 
 
+def part_auto_same(args) -> None:
+    """auto itself (`PerceptionAuto`, as `fit perception` runs it) on new data sets: the family's --family data sets
+    from --first at --family-items items, --datasets of the simulated study at --timing-items x --timing-features,
+    --seed-draws of the digits; per data set the formulation chosen, whether the mixture was fitted to every item,
+    the returned fit's checks (flag and effect), its F and both held-out scores. Run on two versions of the code
+    and compared with --part auto_same_compare (does a shortcut keep auto's choice, flags and F?). Rows in
+    out/NAME.csv (--out-name)."""
+    from bayes_wsc import inference
+    from bayes_wsc.baselines import perception as bp
+    from bayes_wsc.errors import FitWarning
+    from bayes_wsc.models.perception import PerceptionAuto, choice_score
+    from bayes_wsc.simulate.perception import digits_example, distractor_family, simulate_study
+
+    plan = ([("family", args.first + i) for i in range(args.family)]
+            + [("simulated", args.first + i) for i in range(args.datasets)]
+            + [("digits", args.first + i) for i in range(args.seed_draws)])
+    path = OUT / f"{args.out_name}.csv"
+    done = set(pd.read_csv(path)["dataset"]) if args.resume and path.exists() else set()
+    for part, index in plan:
+        if f"{part}{index}" in done:
+            continue
+        if part == "family":
+            study = distractor_family(index, n_items=args.family_items)[0]
+        elif part == "simulated":
+            study = simulate_study(n_items=args.timing_items, n_features=args.timing_features, seed=index)
+        else:
+            study = digits_example(seeds_per_cluster=args.digit_seeds, seed=index)
+        data = study.data()
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            auto = PerceptionAuto(seed=index)
+            est = auto.fit(data)
+        seconds = time.perf_counter() - t0
+        probs = est.memberships(use_seeds=False)[[f"prob_{c}" for c in data.clusters]].to_numpy()
+        f = bp.f_scores(bp.threshold_clusters(probs, THRESHOLD), study.membership, data.unseeded_items)
+        checks = est.checks_.set_index("check")
+        record = inference.get_attrs(est._fitted())["formulation"]
+        stopped = auto.scores_["mixture"].get("stopped") or {}
+        row = {"dataset": f"{part}{index}", "items": data.n_items, "chosen": auto.chosen_,
+               "mixture_fitted": record["mixture_fitted"], "f_mean": float(f.mean()), "seconds": seconds,
+               "flags": json.dumps({c: bool(checks.loc[c, "flagged"]) for c in checks.index}),
+               "effects": json.dumps({c: round(float(checks.loc[c, "effect"]), 6) for c in checks.index}),
+               "conditional_score": choice_score(auto.scores_["conditional"]),
+               "mixture_score": choice_score(auto.scores_["mixture"]),
+               "mixture_folds": len(auto.scores_["mixture"].get("fold_items", [])),
+               "stopped_after": stopped.get("after_folds", np.nan), "ceiling": stopped.get("ceiling", np.nan)}
+        append(path, [row])
+        print(row, flush=True)
+
+
+def part_auto_same_compare(args) -> None:
+    """--out-name BEFORE,AFTER (rows of --part auto_same): per data set, the choice, the flags and F of each, and
+    whether they agree."""
+    before, after = (pd.read_csv(OUT / f"{n}.csv").set_index("dataset") for n in args.out_name.split(","))
+    both = before.join(after, lsuffix="_before", rsuffix="_after", how="inner")
+    both["same_choice"] = both["chosen_before"] == both["chosen_after"]
+    both["same_flags"] = both["flags_before"] == both["flags_after"]
+    both["f_change"] = both["f_mean_after"] - both["f_mean_before"]
+    effects = [max(abs(json.loads(a)[c] - json.loads(b)[c]) for c in json.loads(a))
+               for a, b in zip(both["effects_after"], both["effects_before"])]
+    both["largest_effect_change"] = effects
+    cols = ["items_before", "chosen_before", "chosen_after", "same_flags", "f_mean_before", "f_change",
+            "largest_effect_change", "mixture_folds_after", "stopped_after_after", "seconds_before", "seconds_after"]
+    print(both[cols].round(4).to_string())
+    print(f"same choice {int(both['same_choice'].sum())}/{len(both)}, same flags {int(both['same_flags'].sum())}/"
+          f"{len(both)}, F changed on {int((both['f_change'].abs() > 0).sum())}, largest |F change| "
+          f"{both['f_change'].abs().max():.2g}")
+
+
 def part_choice_timing(args) -> None:
     """auto (both formulations with their checks) against today's conditional MAP (3 restarts, its checks
     then), at --timing-items x --timing-features; each first fit (compiles its program) and again (cached)."""
@@ -967,11 +1039,13 @@ def part_choice_timing(args) -> None:
     map_program.minimize = counted
     rows = []
     shipped = checks.targeted
-    for run in range(2):
+    for run in range(args.timing_runs):
         # both_fitted: the two formulations each fitted in full with their checks, as auto did before it chose
         # on the mixture's subsample (the same work as auto when the mixture is chosen)
-        for method in ("conditional_before", "conditional", "auto", "both_fitted"):
+        for method in args.timing_arms.split(","):
             evaluations.clear()
+            # each method as a new process would run it, programs on disk: none kept loaded from the one before
+            getattr(map_program, "_LOADED", {}).clear()
             t0 = time.perf_counter()
             # conditional_before: the conditional MAP with the targeted checks it had before held_out_reference
             checks.targeted = (lambda: [checks.held_out_seeds]) if method == "conditional_before" else shipped
@@ -1000,24 +1074,28 @@ def part_choice_timing(args) -> None:
     map_program.minimize = minimize
     frame = pd.DataFrame(rows)
     name = "" if args.timing_family is None else f"_family{args.timing_family}"
-    frame.to_csv(OUT / f"perception_choice_timing{name}.csv", index=False)
-    for run in ("first", "cached"):
-        sub = frame[frame["run"] == run].set_index("method")["seconds"]
-        print(f"{run}: auto / conditional = {sub['auto'] / sub['conditional']:.2f}, both fitted / conditional = "
-              f"{sub['both_fitted'] / sub['conditional']:.2f}, auto / conditional with the "
-              f"checks before = {sub['auto'] / sub['conditional_before']:.2f}")
+    stem = args.out_name if args.out_name != "perception_choice" else f"perception_choice_timing{name}"
+    frame.to_csv(OUT / f"{stem}.csv", index=False)
+    frame["repeat"] = np.repeat(np.arange(args.timing_runs), len(args.timing_arms.split(",")))
+    for repeat, rows in frame.groupby("repeat"):
+        sub = rows.set_index("method")["seconds"]
+        ratios = {f"{arm} / conditional": sub[arm] / sub["conditional"] for arm in ("auto", "both_fitted")
+                  if arm in sub and "conditional" in sub}
+        print(f"run {repeat} ({rows['run'].iloc[0]}):", ", ".join(f"{k} = {v:.2f}" for k, v in ratios.items()))
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=("distractor", "simulated", "digits", "timing", "nuts_digits", "choice",
-                                           "choice_timing", "choice_lpe_reference", "choice_reference_timing", "choice_retune", "all"),
+                                           "choice_timing", "choice_lpe_reference", "choice_reference_timing", "choice_retune",
+                                           "auto_same", "auto_same_compare", "all"),
                         default="all")
     parser.add_argument("--family", type=int, default=40, help="choice: data sets of the distractor family")
     parser.add_argument("--first", type=int, default=0,
                         help="choice: the first data set's index in every part (new data sets: past the last run's)")
     parser.add_argument("--no-density", action="store_true", help="choice: leave the arm mixture_density out")
-    parser.add_argument("--out-name", default="perception_choice", help="choice: rows in out/NAME_IofN.csv")
+    parser.add_argument("--out-name", default="perception_choice",
+                        help="choice: rows in out/NAME_IofN.csv; choice_timing, auto_same: out/NAME.csv")
     parser.add_argument("--test-name", default="", help="choice_retune: the runs (comma-separated) measured, not tuned on")
     parser.add_argument("--lpe-restarts", type=int, default=10, help="choice: LPE's restarts")
     parser.add_argument("--shard", default="0/1", metavar="I/N",
@@ -1032,12 +1110,17 @@ def main(argv=None) -> None:
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--family-items", type=int, default=400, help="auto_same: items per data set of the family")
     parser.add_argument("--timing-items", type=int, default=10_000)
     parser.add_argument("--timing-features", type=int, default=50)
     parser.add_argument("--timing-family", type=int, default=None, metavar="INDEX",
                         help="choice_timing: a distractor study with the family's knobs of INDEX (noise features making "
                              "up --timing-features) instead of the simulated study")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--timing-runs", type=int, default=2,
+                        help="choice_timing: runs of every arm, the first compiling its programs, then cached")
+    parser.add_argument("--timing-arms", default="conditional_before,conditional,auto,both_fitted",
+                        help="choice_timing: which of conditional_before, conditional, auto, both_fitted, in order")
     parser.add_argument("--timing-methods", default="lpe_1thread,map_first,map_cached,mixture_first,mixture_cached",
                         help="timing: which of lpe_1thread, lpe_threads (the BLAS library's threads), map_first, "
                              "map_cached, mixture_first, mixture_cached to run, in this order")
@@ -1060,7 +1143,7 @@ def main(argv=None) -> None:
         parts = ("distractor", "simulated", "digits", "timing", "nuts_digits") if args.part == "all" else (args.part,)
         for part in parts:
             globals()[f"part_{part}"](args)
-        if args.part in ("choice_reference_timing", "choice_retune"):
+        if args.part in ("choice_reference_timing", "choice_retune", "auto_same", "auto_same_compare", "choice_timing"):
             return
         if args.part in ("choice", "choice_timing", "choice_lpe_reference"):
             summarize_rules(args.out_name) if args.out_name != "perception_choice" else summarize_choice()

@@ -3,6 +3,7 @@ or ArviZ in a command-line MAP that finds its program cached."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -82,6 +83,20 @@ def test_a_broken_cache_entry_is_rebuilt_not_fatal(data, cache_home):
     est, info = fitted(data, mu_prior="flat")
     assert info["compiled_program"] == "built" and info["converged"]
     assert fitted(data, mu_prior="flat")[1]["compiled_program"] == "cache"
+
+
+def test_a_program_loaded_once_is_kept_while_its_folder_exists(data, cache_home):
+    """A fit that runs one program several times (restarts, held-out refits) loads it once: `load` gives the
+    program this process loaded before, and nothing once its folder is gone."""
+    fitted(data, mu_prior="flat")  # built and stored
+    (entry,) = (cache_home / "bayes_wsc" / "map_programs").iterdir()
+    first = map_program.load(entry.name)
+    assert first is not None and first.origin == "cache"
+    assert map_program.load(entry.name) is first
+    assert fitted(data, mu_prior="flat")[1]["compiled_program"] == "cache"
+    shutil.rmtree(entry)
+    assert map_program.load(entry.name) is None
+    assert fitted(data, mu_prior="flat")[1]["compiled_program"] == "built"
 
 
 class MyWSC(WSC):

@@ -179,6 +179,61 @@ def test_held_out_gmm_scores_each_fold_without_its_seeds():
     np.testing.assert_allclose(log_probs[folds[0]], np.log(by_hand.memberships[folds[0]]), atol=1e-10)
 
 
+def test_a_reference_of_another_fit_on_the_same_folds_is_reused_not_refitted(monkeypatch):
+    """`PerceptionAuto` hands the conditional fit's references to the mixture: the same numbers when the folds are the
+    same, refitted when they are not."""
+    from bayes_wsc.checks.perception import held_out_reference, reference_scores
+    from bayes_wsc.models.perception import baselines
+
+    data = small_data(6)
+    fit = StandIn(reference_stand_in(data, 0.3))
+    made = reference_scores(fit, data, fit.scores)
+    other = StandIn(reference_stand_in(data, 0.0))
+    other._shared_references = {"held_out_reference": made}
+    calls = []
+    monkeypatch.setattr(baselines, "held_out_gmm", lambda *a: calls.append(a) or np.zeros(0))
+    assert reference_scores(other, data, other.scores) is made and not calls
+    assert held_out_reference(other, data)[0].reference == pytest.approx(np.mean(made["seed_guarded_log_scores"]))
+    moved = {**made, "fold_items": made["fold_items"][::-1]}  # other folds: not these scores
+    other._shared_references = {"held_out_reference": moved}
+    with pytest.raises(Exception):
+        reference_scores(other, data, other.scores)  # refitted (the stand-in reference above returns nothing)
+    assert calls
+
+
+def test_score_ceiling_bounds_the_score_whatever_the_remaining_refits_find():
+    """The held-out refits that auto stops early (`score_ceiling`): the guarded log score, with every seed held out,
+    is at most the ceiling computed from the folds refitted so far, whatever the other folds' refits give (also when
+    one of them comes out non-finite and its seeds leave the mean); the ceiling is reached when they are certain."""
+    from bayes_wsc.models.perception.model import score_ceiling
+
+    data = small_data(6)
+    folds = seed_folds(data, 5, seed=2)
+    K, rng = data.n_clusters, np.random.default_rng(0)
+
+    def rows(n):
+        return np.log(rng.dirichlet(np.full(K, 0.5), n))
+
+    for done in range(1, len(folds)):
+        log_probs = np.full((data.n_items, K), np.nan)
+        for fold in folds[:done]:
+            log_probs[fold] = rows(fold.size)
+        remaining = np.concatenate(folds[done:])
+        ceiling = score_ceiling(data, log_probs, remaining)
+        for trial in range(20):
+            full = log_probs.copy()
+            full[remaining] = rows(remaining.size)
+            if trial % 3 == 0:
+                full[folds[-1]] = np.nan  # a refit whose rows are not finite: its seeds are not scored
+            score = held_out_scores(data, full, data.clusters, len(folds))["guarded_log_score"]
+            assert score <= ceiling + 1e-12
+        certain = log_probs.copy()  # every remaining seed in its own set for sure
+        certain[remaining] = np.where(data.seed_mask[remaining], 0.0, -700.0)  # finite: a non-finite row is not scored
+        reached = held_out_scores(data, certain, data.clusters, len(folds))["guarded_log_score"]
+        so_far = held_out_scores(data, log_probs, data.clusters, done)["guarded_log_score"]
+        assert ceiling == pytest.approx(max(reached, so_far), abs=1e-9)
+
+
 def test_lpe_nnls_is_lpes_optimum():
     """LPE's objective solved as a non-negative least-squares problem: no higher than Alg. 1's updates reach,
     and higher wherever W or b move off it."""
@@ -542,8 +597,14 @@ def test_auto_scores_a_subsampled_mixture_before_fitting_it_to_every_item(monkey
         auto = PerceptionAuto(seed=3)
         chosen = auto.fit(data)
         alone = PerceptionMixture(seed=3).fit(data).held_out_seeds(data)
-    assert auto.scores_["mixture"]["log_score"] == pytest.approx(alone["log_score"], abs=1e-9)
-    assert auto.scores_["mixture"]["fold_items"] == alone["fold_items"]
+    early = auto.scores_["mixture"]
+    if "stopped" in early:  # stopped once the mixture could not beat the conditional model: a bound, then
+        stop = early["stopped"]
+        assert choice_score(alone) <= stop["ceiling"] <= choice_score(auto.scores_["conditional"])
+        assert early["fold_items"] == alone["fold_items"][:stop["after_folds"]] and auto.chosen_ == "conditional"
+    else:
+        assert early["log_score"] == pytest.approx(alone["log_score"], abs=1e-9)
+        assert early["fold_items"] == alone["fold_items"]
     record = inference.get_attrs(chosen._fitted())["formulation"]
     assert ("mixture" in auto.fits_) == (auto.chosen_ == "mixture") == record["mixture_fitted"]
     if auto.chosen_ == "conditional":

@@ -289,7 +289,8 @@ REFERENCE_WORDS = {
 def reference_scores(est, data, scores: dict, check: str = "held_out_reference") -> dict:
     """A reference's held-out scores (`held_out_scores`) on the fit's own folds (`scores["fold_items"]`):
     `REFERENCES[check]`, refitted without each fold on every seed and at most `RESTART_ITEMS` other items
-    (`subsample_items`, as the seeded mixture's refits). Kept in the fit's attrs under the check's name."""
+    (`subsample_items`, as the seeded mixture's refits). Kept in the fit's attrs under the check's name; taken from
+    `est._shared_references` (check -> these scores of another fit of the same data) when its folds are the same."""
     from bayes_wsc import inference
     from bayes_wsc.models.perception import baselines
     from bayes_wsc.models.perception.model import RESTART_ITEMS, held_out_scores, subsample_items
@@ -301,6 +302,13 @@ def reference_scores(est, data, scores: dict, check: str = "held_out_reference")
     stored = inference.get_attrs(fitted).get(check) if fitted is not None else None
     if isinstance(stored, dict) and stored.get("fold_items") == scores["fold_items"]:
         return stored
+    # another fit of the same data on the same folds (`PerceptionAuto` hands the conditional fit's to the mixture):
+    # the reference depends on the data and the folds alone, so its scores are the same numbers
+    shared = (getattr(est, "_shared_references", None) or {}).get(check)
+    if isinstance(shared, dict) and shared.get("fold_items") == scores["fold_items"]:
+        if fitted is not None:
+            inference.set_attrs(fitted, {check: shared})
+        return shared
     part, kept = subsample_items(data, RESTART_ITEMS, seed=0)
     if kept is None:
         log_probs = held_out(data, folds)

@@ -315,6 +315,28 @@ def held_out_scores(data: SeedSets, log_probs: np.ndarray, names, folds: int) ->
     return out
 
 
+#: `score_ceiling` must lie this far below the rival's score for the held-out refits to stop (rounding of the means)
+CEILING_MARGIN = 1e-9
+
+
+def score_ceiling(data: SeedSets, log_probs: np.ndarray, remaining: np.ndarray) -> float:
+    """The highest guarded log score (`held_out_scores`) the held-out seeds can reach whatever the refits of the
+    seeds `remaining` (item indices, not yet held out; the rows of `log_probs` scored so far are kept): each
+    remaining seed at its largest guarded score, log((1 - GUESS_SHARE) + GUESS_SHARE ``|S|`` / K) (its sets
+    certain), and every subset of them counted (a refit whose rows come out non-finite leaves its seeds out of
+    the mean), so the score lies at or below this whatever those refits find."""
+    scored = held_out_scores(data, log_probs, list(range(data.n_clusters)), 1)
+    remaining = np.asarray(remaining, dtype=int)
+    if not remaining.size:
+        return scored["guarded_log_score"]
+    best = float(np.max(np.log((1 - GUESS_SHARE) + GUESS_SHARE * data.seed_mask[remaining].sum(axis=1)
+                               / data.n_clusters)))
+    n, total = scored["seeds"], float(np.sum(scored["seed_guarded_log_scores"]))
+    # the mean over the scored seeds and any r of the remaining is largest at r = 0 or at r = all of them
+    all_in = (total + remaining.size * best) / (n + remaining.size)
+    return max(all_in, total / n) if n else all_in
+
+
 # ---------------------------------------------------------------------- estimator
 class PerceptionClustering(Estimator):
     """The user's clusters from her seed sets and their perception vectors (seed 004).
@@ -476,9 +498,11 @@ class PerceptionClustering(Estimator):
         inference.set_attrs(self._fitted(), {"held_out_seeds": result})
         return result
 
-    def _held_out_refits(self, data: SeedSets, folds: int, start: dict) -> dict:
+    def _held_out_refits(self, data: SeedSets, folds: int, start: dict, rival: float | None = None) -> dict:
         """`held_out_seeds`' refits from `start` (free variables) and their scores; needs no fit of its own, only
-        the estimator's settings (the mixture scores its subsample's optimum with it before its final fit)."""
+        the estimator's settings (the mixture scores its subsample's optimum with it before its final fit).
+        `rival`: another fit's guarded log score (`choice_score`); the refits stop once this one's can no longer
+        exceed it (`score_ceiling`), and the result then says so (`stopped`) and holds the folds refitted."""
         import time
 
         from bayes_wsc.map_program import run_map
@@ -498,15 +522,23 @@ class PerceptionClustering(Estimator):
         log_probs = np.full((data.n_items, data.n_clusters), np.nan)
         fold_list = seed_folds(refit_data, folds, self.seed)
         index = np.arange(data.n_items) if kept is None else kept  # refit_data's rows in `data`
-        for fold in fold_list:
+        stopped = None
+        for done, fold in enumerate(fold_list, start=1):
             draws, _ = run_map(program, [start], self.leave_out(inputs, refit_data, fold), fixed=fixed)
             params = {n: np.asarray(v)[0] for n, v in draws.posterior.items()}
             log_probs[index[fold]] = self.draw_log_probabilities(refit_data.features[fold], params,
                                                                  refit_data.perception)[0]
+            if rival is not None and done < len(fold_list) and math.isfinite(rival):
+                ceiling = score_ceiling(data, log_probs, index[np.concatenate(fold_list[done:])])
+                if ceiling <= rival - CEILING_MARGIN:
+                    stopped = {"after_folds": done, "of_folds": len(fold_list), "ceiling": ceiling, "rival": rival}
+                    fold_list = fold_list[:done]
+                    break
         self.held_out_log_probs_ = log_probs  # (n, K), NaN rows: not held out (kept for studies of the rule)
         return {**held_out_scores(data, log_probs, [str(c) for c in data.clusters], len(fold_list)),
                 "folds_asked": int(folds), "fold_items": [[int(i) for i in index[fold]] for fold in fold_list],
-                "refit_items": int(refit_data.n_items), "seconds": time.perf_counter() - started}
+                "refit_items": int(refit_data.n_items), "seconds": time.perf_counter() - started,
+                **({"stopped": stopped} if stopped else {})}
 
     def summary_notes(self) -> list[str]:
         """The estimator's notes, and how the formulation was chosen when `PerceptionAuto` chose it."""
@@ -961,14 +993,16 @@ class PerceptionMixture(PerceptionClustering):
             "seconds": time.perf_counter() - started}  # the restarts' wall time (the final fit's is in fit_info)
         return True
 
-    def held_out_before_fit(self, data, folds: int = HELD_OUT_FOLDS) -> dict | None:
+    def held_out_before_fit(self, data, folds: int = HELD_OUT_FOLDS, rival: float | None = None) -> dict | None:
         """After `fit_restarts` on a subsample: the held-out seeds' scores (`held_out_seeds`), which need no fit over
         every item (the refits see the subsample and start from its optimum), so that `PerceptionAuto` can
         choose before that fit. The final fit's check then reuses them. None when the restarts saw every item
-        (the refits then start from the final fit's mode)."""
+        (the refits then start from the final fit's mode). `rival` (the other formulation's guarded log score):
+        the refits stop once this score cannot exceed it (`_held_out_refits`; the result has `stopped`, and the
+        final fit's check, if it runs, refits every fold)."""
         if getattr(self, "_subsample_optimum", None) is None:
             return None
-        self._early_held_out = self._held_out_refits(data, folds, dict(self._subsample_optimum))
+        self._early_held_out = self._held_out_refits(data, folds, dict(self._subsample_optimum), rival)
         return self._early_held_out
 
     def held_out_seeds(self, data: SeedSets | None = None, *, folds: int = HELD_OUT_FOLDS) -> dict:
@@ -976,8 +1010,8 @@ class PerceptionMixture(PerceptionClustering):
         same refits from the same start) are kept rather than computed again."""
         early = getattr(self, "_early_held_out", None)
         self._check_fitted()
-        if isinstance(early, dict) and early.get("folds_asked") == folds and "held_out_seeds" not in (
-                inference.get_attrs(self._fitted())):
+        if isinstance(early, dict) and early.get("folds_asked") == folds and "stopped" not in early and (
+                "held_out_seeds" not in inference.get_attrs(self._fitted())):
             inference.set_attrs(self._fitted(), {"held_out_seeds": early})
         return super().held_out_seeds(data, folds=folds)
 
@@ -1030,6 +1064,9 @@ class PerceptionAuto:
     when the mixture subsampled its restarts (`RESTART_ITEMS`) and lost on its held-out seeds there: its scores
     need no fit over every item (`PerceptionMixture.held_out_before_fit`), so that fit and its checks are skipped
     (at 10,000 items most of auto's cost, benchmarks/RESULTS.md, issue 39) and `fits_` holds the conditional fit.
+    Those refits stop once the mixture's score can no longer beat the conditional model's (`score_ceiling`: the
+    same choice, and the sentence says so). When the mixture is fitted, its reference checks reuse the conditional
+    fit's references, refitted on the same data and folds (`checks.reference_scores`).
     With Laplace or NUTS, both are fitted by MAP to choose, and the chosen one again by that method (`fit`).
 
     Parameters
@@ -1063,10 +1100,18 @@ class PerceptionAuto:
         self.seconds_["conditional"] = time.perf_counter() - started
         started = time.perf_counter()
         scores = {"conditional": self.fits_["conditional"].held_out_seeds(data)}
-        early = mixture.held_out_before_fit(data) if mixture.fit_restarts(data) else None
+        # the mixture's refits on its subsample stop once it cannot beat the conditional model's score
+        early = (mixture.held_out_before_fit(data, rival=choice_score(scores["conditional"]))
+                 if mixture.fit_restarts(data) else None)
         fitted_mixture = early is None or choose_formulation({**scores, "mixture": early})[0] == "mixture"
         if fitted_mixture:  # else the mixture loses on its subsample: no fit over every item, no checks of its own
-            self.fits_["mixture"] = mixture.fit_final(data)
+            # the reference checks' refits depend on the data and the folds alone: the conditional fit's (in its attrs,
+            # by check) are reused when the folds are the same (`checks.reference_scores`), for these data only
+            mixture._shared_references = dict(inference.get_attrs(self.fits_["conditional"]._fitted()))
+            try:
+                self.fits_["mixture"] = mixture.fit_final(data)
+            finally:
+                mixture._shared_references = None
             scores["mixture"] = self.fits_["mixture"].held_out_seeds(data)
         else:
             scores["mixture"] = early
@@ -1076,6 +1121,11 @@ class PerceptionAuto:
         if not fitted_mixture:
             skipped = (f"the seeded mixture was scored on the {early['refit_items']} items its restarts saw and, "
                        "having lost there, was not fitted to every item")
+            stop = early.get("stopped")
+            if stop:
+                skipped += (f"; its held-out refits stopped after {stop['after_folds']} of {stop['of_folds']} folds, "
+                            f"when its score could reach at most {stop['ceiling']:.3g} per seed (every seed not yet "
+                            "held out predicted with certainty), so its figures here are of those folds")
             why = f"{why}; {skipped}" if why else skipped
         words = formulation_words(chosen, scores, why)
         record = {"chosen": chosen, "rule": "held-out seeds' guarded mean log score", "words": words,
