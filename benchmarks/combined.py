@@ -42,7 +42,7 @@ items from their true labels (`draw_sources`):
 Also by `--arms` only (a diagnosis on the same draws, usually with `--tag _diag`): combined_all_map (the same fit
 by MAP) and combined_without_<source> (every source but one, by MAP); the ceilings lr_truth (the logistic regression
 on every training item's true label) and combined_truth (the combined model, Laplace, on every training item's true
-label as its only source, with its held-out bags' coverage).
+label as its only source, with its held-out bags' coverage); combined_all_sd2 (combined_all with `prior_sd=2`).
 
 `--study cost` spends an equal budget under a cost model (`COSTS`: A = a hand label 1, a vote 0.1, a pair
 judgment 0.25, a bag's counts 1; B = 1, 0.05, 0.1, 0.5) either on one source alone or a quarter on each of
@@ -376,7 +376,7 @@ def arm_proportions_bags(case):
     return est.predict(case.test)[[f"prob_{c}" for c in case.classes]].to_numpy(), False
 
 
-def fit_combined(case, sources, method="map"):
+def fit_combined(case, sources, method="map", **settings):
     from bayes_wsc.errors import FitWarning
     from bayes_wsc.models.combined.data import CombinedSupervision
     from bayes_wsc.models.combined.model import CombinedClassifier
@@ -386,7 +386,7 @@ def fit_combined(case, sources, method="map"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         return CombinedClassifier(method=method, progressbar=False, checks=False, restarts=2,
-                                  seed=case.seed).fit(data)
+                                  seed=case.seed, **settings).fit(data)
 
 
 def combined_arm(sources, method="map"):
@@ -490,11 +490,17 @@ def share_diagnosis(case, q, W_mean, b_mean, bags, rng, level: float = 0.9) -> d
     return out
 
 
-def arm_combined_all(case):
-    est = fit_combined(case, ALL_SOURCES, method="laplace")
+def arm_combined_all(case, **settings):
+    est = fit_combined(case, ALL_SOURCES, method="laplace", **settings)
     coverage = bag_coverage(est, case, np.random.default_rng([case.seed, 90]))
     probs = est.predict(case.test)[[f"prob_{c}" for c in case.classes]].to_numpy()
     return probs, False, coverage
+
+
+def arm_combined_all_sd2(case):
+    """combined_all with the class weights' prior twice as wide (`prior_sd=2`): what the prior does to the bags'
+    intervals."""
+    return arm_combined_all(case, prior_sd=2.0)
 
 
 def arm_lr_truth(case):
@@ -528,8 +534,9 @@ ARMS = {"lr_labels": arm_lr_labels, "pcmix_labels": arm_pcmix_labels, "majority_
         "combined_pairs": combined_arm(("pairs",)), "combined_bags": combined_arm(("bags",)),
         "combined_groups": combined_arm(("groups",)),
         "combined_mix": combined_arm(("labels", "votes", "pairs", "bags")), "combined_all": arm_combined_all,
-        "combined_all_map": combined_arm(ALL_SOURCES), "lr_truth": arm_lr_truth, "combined_truth": arm_combined_truth}
-ARM_SOURCE.update(lr_truth="truth", combined_truth="truth")
+        "combined_all_map": combined_arm(ALL_SOURCES), "lr_truth": arm_lr_truth, "combined_truth": arm_combined_truth,
+        "combined_all_sd2": arm_combined_all_sd2}
+ARM_SOURCE.update(lr_truth="truth", combined_truth="truth", combined_all_sd2="all")
 #: diagnosis (asked for by --arms): the combined MAP on every source but one
 for _left_out in ALL_SOURCES:
     ARMS[f"combined_without_{_left_out}"] = combined_arm(tuple(s for s in ALL_SOURCES if s != _left_out))
@@ -642,7 +649,7 @@ def main() -> None:
 
 
 #: arms that are neither a single source's nor a peer's (ceilings, diagnoses)
-NOT_COMPARED = ("combined_all", "combined_all_map", "combined_mix", "lr_truth", "combined_truth")
+NOT_COMPARED = ("combined_all", "combined_all_map", "combined_all_sd2", "combined_mix", "lr_truth", "combined_truth")
 
 
 def target_differences(frame: pd.DataFrame) -> pd.DataFrame:
