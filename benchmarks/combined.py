@@ -60,6 +60,7 @@ cached between data sets or runs beyond PyMC/JAX's own compilation caches); each
     python benchmarks/combined.py --data breast_cancer --study cost --costs A,B --splits 5
     python benchmarks/combined.py --report      # the tables of RESULTS.md from benchmarks/out/combined_*.csv
     python benchmarks/combined.py --report --tag _r7 --data wine,breast_cancer   # one run's files, with the targets
+    python benchmarks/combined.py --reference --data wine --splits 20    # bags' coverage under a reference model
 
 Writes benchmarks/out/combined_<study>_<data>.csv (one row per split, size or cost, and arm; rewritten after
 every arm) and prints each arm's mean per data set and size.
@@ -490,6 +491,32 @@ def share_diagnosis(case, q, W_mean, b_mean, bags, rng, level: float = 0.9) -> d
     return out
 
 
+def reference_shares(names, splits, sizes=("small",), strengths=(0.1, 1.0, 10.0, 100.0)) -> pd.DataFrame:
+    """The held-out bags' share coverage (as `bag_coverage`'s, on the same bags) when the class model is a
+    logistic regression on every training item's true label, at several inverse regularization strengths C:
+    how the coverage follows the gap between a model's confidence and its accuracy, with no fit of the package."""
+    from sklearn.linear_model import LogisticRegression
+
+    rows = []
+    for name in names:
+        for split in splits:
+            split_items = split_data(name, split)
+            for size in sizes:
+                case = study_case(name, split, size, split_items)
+                rng = np.random.default_rng([case.seed, 90])
+                bags = held_out_bags(case, rng)
+                for c in strengths:
+                    probs = LogisticRegression(C=c, max_iter=20000).fit(case.x_train, case.y_train).predict_proba(
+                        case.x_test)
+                    accuracy, log_loss = scores(probs, case.y_test)
+                    out = share_coverage(np.broadcast_to(probs, (1000, *probs.shape)), bags, case.y_test,
+                                         np.random.default_rng([case.seed, 92]))
+                    rows.append({"dataset": name, "split": split, "size": size, "C": c, "accuracy": accuracy,
+                                 "log_loss": log_loss, "mean_confidence": float(probs.max(axis=1).mean()),
+                                 "pit": out["pit"], "coverage": out["coverage"], "z2": out["z2"]})
+    return pd.DataFrame(rows)
+
+
 def arm_combined_all(case, **settings):
     est = fit_combined(case, ALL_SOURCES, method="laplace", **settings)
     coverage = bag_coverage(est, case, np.random.default_rng([case.seed, 90]))
@@ -624,7 +651,17 @@ def main() -> None:
     parser.add_argument("--arms", default=None, help="comma-separated arms (default: every arm of the study)")
     parser.add_argument("--tag", default="", help="appended to the output file's name")
     parser.add_argument("--report", action="store_true", help="print the tables from benchmarks/out/combined_*.csv")
+    parser.add_argument("--reference", action="store_true",
+                        help="only the held-out bags' coverage under a logistic regression on every training label "
+                             "(`reference_shares`), at several C")
     args = parser.parse_args()
+    if args.reference:
+        frame = reference_shares(args.data.split(","), range(args.first_split, args.first_split + args.splits),
+                                 args.sizes.split(","))
+        frame.to_csv(OUT / f"combined_reference{args.tag}.csv", index=False)
+        print(frame.groupby(["dataset", "size", "C"])[["accuracy", "log_loss", "mean_confidence", "pit", "coverage",
+                                                        "z2"]].mean().round(3).to_string())
+        return
     if args.report:
         report(args.tag, args.data.split(",")) if args.tag else report()
         return
