@@ -2,23 +2,13 @@
 predictive covers at the nominal level by the randomized PIT and has squared error equal to its variance; an
 underconfident one covers above it."""
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
 
-BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks" / "combined.py"
-
-
-def load_benchmark():
-    name = "benchmarks_combined"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, BENCHMARK)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from combined import share_coverage  # noqa: E402
 
 
 def items(n=4000, k=3, seed=0):
@@ -30,10 +20,9 @@ def items(n=4000, k=3, seed=0):
 
 
 def test_calibrated_predictive_covers_at_the_nominal_level():
-    bench = load_benchmark()
     p, classes, rng = items()
     bags = np.arange(classes.size).reshape(-1, 10)
-    out = bench.share_coverage(np.broadcast_to(p, (400, *p.shape)), bags, classes, rng, level=0.9)
+    out = share_coverage(np.broadcast_to(p, (400, *p.shape)), bags, classes, rng, level=0.9)
     # 400 bags x 3 classes: the PIT's coverage has sd about 0.01 around 0.90
     assert abs(out["pit"] - 0.90) < 0.035
     assert out["coverage"] >= out["pit"] - 0.01  # the central interval of a discrete share covers at least that
@@ -41,11 +30,10 @@ def test_calibrated_predictive_covers_at_the_nominal_level():
 
 
 def test_underconfident_predictive_covers_above_the_band():
-    bench = load_benchmark()
     p, classes, rng = items()
     soft = np.sqrt(p) / np.sqrt(p).sum(axis=1, keepdims=True)  # logits halved: each item's class less sure
     # than it is, so every bag's share spread wider
     bags = np.arange(classes.size).reshape(-1, 10)
-    out = bench.share_coverage(np.broadcast_to(soft, (400, *p.shape)), bags, classes, rng, level=0.9)
+    out = share_coverage(np.broadcast_to(soft, (400, *p.shape)), bags, classes, rng, level=0.9)
     assert out["pit"] > 0.92  # 1200 cells: sd about 0.009 around 0.90 were it calibrated
     assert out["z2"] < 0.8
