@@ -492,7 +492,8 @@ def share_diagnosis(case, q, W_mean, b_mean, bags, rng, level: float = 0.9) -> d
 
 
 def reference_shares(names, splits, sizes=("small",), strengths=(0.1, 1.0, 10.0, 100.0)) -> pd.DataFrame:
-    """The held-out bags' share coverage (as `bag_coverage`'s, on the same bags) when the class model is a
+    """The held-out bags' share coverage (as `bag_coverage`'s, on bags of the same size drawn from the same seed,
+    not the same bags: `bag_coverage` draws its Laplace draws' indices first) when the class model is a
     logistic regression on every training item's true label, at several inverse regularization strengths C:
     how the coverage follows the gap between a model's confidence and its accuracy, with no fit of the package."""
     from sklearn.linear_model import LogisticRegression
