@@ -40,7 +40,9 @@ items from their true labels (`draw_sources`):
   randomized probability integral transform, is exact at 90% for a calibrated model).
 
 Also by `--arms` only (a diagnosis on the same draws, usually with `--tag _diag`): combined_all_map (the same fit
-by MAP) and combined_without_<source> (every source but one, by MAP).
+by MAP) and combined_without_<source> (every source but one, by MAP); the ceilings lr_truth (the logistic regression
+on every training item's true label) and combined_truth (the combined model, Laplace, on every training item's true
+label as its only source, with its held-out bags' coverage); combined_all_sd2 (combined_all with `prior_sd=2`).
 
 `--study cost` spends an equal budget under a cost model (`COSTS`: A = a hand label 1, a vote 0.1, a pair
 judgment 0.25, a bag's counts 1; B = 1, 0.05, 0.1, 0.5) either on one source alone or a quarter on each of
@@ -57,6 +59,8 @@ cached between data sets or runs beyond PyMC/JAX's own compilation caches); each
     python benchmarks/combined.py --data wine --splits 10 --sizes small,large
     python benchmarks/combined.py --data breast_cancer --study cost --costs A,B --splits 5
     python benchmarks/combined.py --report      # the tables of RESULTS.md from benchmarks/out/combined_*.csv
+    python benchmarks/combined.py --report --tag _r7 --data wine,breast_cancer   # one run's files, with the targets
+    python benchmarks/combined.py --reference --data wine --splits 20    # bags' coverage under a reference model
 
 Writes benchmarks/out/combined_<study>_<data>.csv (one row per split, size or cost, and arm; rewritten after
 every arm) and prints each arm's mean per data set and size.
@@ -373,7 +377,7 @@ def arm_proportions_bags(case):
     return est.predict(case.test)[[f"prob_{c}" for c in case.classes]].to_numpy(), False
 
 
-def fit_combined(case, sources, method="map"):
+def fit_combined(case, sources, method="map", **settings):
     from bayes_wsc.errors import FitWarning
     from bayes_wsc.models.combined.data import CombinedSupervision
     from bayes_wsc.models.combined.model import CombinedClassifier
@@ -383,7 +387,7 @@ def fit_combined(case, sources, method="map"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         return CombinedClassifier(method=method, progressbar=False, checks=False, restarts=2,
-                                  seed=case.seed).fit(data)
+                                  seed=case.seed, **settings).fit(data)
 
 
 def combined_arm(sources, method="map"):
@@ -396,42 +400,159 @@ def combined_arm(sources, method="map"):
     return arm
 
 
+def held_out_bags(case, rng) -> np.ndarray:
+    """The test items cut at random into bags of the training bags' size, (bags, size) row indices."""
+    order = rng.permutation(case.y_test.size)
+    n_bags = order.size // case.bag_size
+    return order[:n_bags * case.bag_size].reshape(n_bags, case.bag_size)
+
+
+def draw_classes(q: np.ndarray, rng) -> np.ndarray:
+    """One class per item and draw from the class probabilities q (S, n, K): (S, n)."""
+    cumulative = np.cumsum(q, axis=2)
+    return (rng.random(q.shape[:2])[..., None] > cumulative).sum(axis=2).clip(max=q.shape[2] - 1)
+
+
+def share_coverage(q: np.ndarray, bags: np.ndarray, truth_classes: np.ndarray, rng,
+                   level: float = 0.9) -> dict[str, float]:
+    """The held-out bags' *realized* class shares (each draw s draws every item's class from q[s]) against the
+    bags' true realized shares, over (bag, class) cells: `coverage` of the central `level` interval; `pit`, the
+    randomized probability integral transform inside the central `level` band (exact at `level` for a
+    calibrated predictive, however discrete the shares); `z2`, the mean squared error of the predictive mean
+    share over the mean predictive variance (1 for a calibrated predictive, below 1: too wide)."""
+    k = q.shape[2]
+    drawn = draw_classes(q, rng)  # (S, n)
+    covered, pit, error2, variance = [], [], [], []
+    for members in bags:
+        shares = one_hot(drawn[:, members], k).mean(axis=1)  # (S, K)
+        low, high = np.quantile(shares, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        truth = np.bincount(truth_classes[members], minlength=k) / members.size
+        covered.extend((truth >= low - 1e-12) & (truth <= high + 1e-12))
+        below = (shares < truth - 1e-12).mean(axis=0)
+        at_most = (shares <= truth + 1e-12).mean(axis=0)
+        pit.extend(below + rng.random(k) * (at_most - below))
+        error2.extend((truth - shares.mean(axis=0)) ** 2)
+        variance.extend(shares.var(axis=0))
+    pit = np.asarray(pit)
+    return {"coverage": float(np.mean(covered)),
+            "pit": float(np.mean((pit >= (1 - level) / 2) & (pit <= (1 + level) / 2))),
+            "z2": float(np.mean(error2) / np.mean(variance))}
+
+
 def bag_coverage(est, case, rng, level: float = 0.9, n_draws: int = 1000) -> dict[str, float]:
     """How often held-out bags' true class shares fall in the fit's `level` predictive intervals, over (bag,
     class) cells. `bag_coverage`: the central interval of the predicted shares (a share is a multiple of
     1 / size, so a calibrated model covers at least `level`, up to 1); `bag_coverage_pit`: the randomized
     probability integral transform u ~ U(P(share < truth), P(share <= truth)) inside the central `level`
-    band, which a calibrated model covers at exactly `level` however discrete the shares."""
+    band, which a calibrated model covers at exactly `level` however discrete the shares.
+
+    The interval is of a bag's realized share (every item's class drawn), and so is the truth it is scored
+    against. Beside it, to say where its width comes from (`share_diagnosis`, its own random stream, so the two
+    columns above are as before): `bag_z2` (squared error over predictive variance, 1 when calibrated); the PIT
+    with the class model's uncertainty left out (`pit_plugin`: every draw at the posterior mean of W and b);
+    with the items' classes independent (`pit_independent`: each item drawn from its posterior mean
+    probabilities); of the bag's expected share (`coverage_expected`: the interval of the mean of q over the
+    bag's items, a parameter, against the realized truth); the test items' mean probability of the class the
+    fit picks against its accuracy (`mean_confidence`, under 1 - error when the fit is underconfident); and the
+    same PIT under a reference class model, the logistic regression (C = 1) on every training item's true label
+    (`pit_reference`)."""
     from bayes_wsc.posterior import stacked
     from scipy.special import softmax
 
     W, b = stacked(est._fitted(), "W"), stacked(est._fitted(), "b")
     take = rng.choice(W.shape[0], min(n_draws, W.shape[0]), replace=False)
-    order = rng.permutation(case.y_test.size)
-    n_bags = order.size // case.bag_size
-    bags = order[:n_bags * case.bag_size].reshape(n_bags, case.bag_size)
+    bags = held_out_bags(case, rng)
     q = softmax(np.einsum("nd,skd->snk", case.x_test, W[take]) + b[take][:, None, :], axis=-1)  # (S, n, K)
-    cumulative = np.cumsum(q, axis=2)
-    drawn = (rng.random(q.shape[:2])[..., None] > cumulative).sum(axis=2).clip(max=case.k - 1)  # (S, n)
-    covered, pit = [], []
-    for members in bags:
-        shares = one_hot(drawn[:, members], case.k).mean(axis=1)  # (S, K)
-        low, high = np.quantile(shares, [(1 - level) / 2, (1 + level) / 2], axis=0)
-        truth = np.bincount(case.y_test[members], minlength=case.k) / case.bag_size
-        covered.extend((truth >= low - 1e-12) & (truth <= high + 1e-12))
-        below = (shares < truth - 1e-12).mean(axis=0)
-        at_most = (shares <= truth + 1e-12).mean(axis=0)
-        pit.extend(below + rng.random(case.k) * (at_most - below))
-    pit = np.asarray(pit)
-    return {"bag_coverage": float(np.mean(covered)),
-            "bag_coverage_pit": float(np.mean((pit >= (1 - level) / 2) & (pit <= (1 + level) / 2)))}
+    main = share_coverage(q, bags, case.y_test, rng, level)
+    return {"bag_coverage": main["coverage"], "bag_coverage_pit": main["pit"],
+            **share_diagnosis(case, q, W[take].mean(axis=0), b[take].mean(axis=0), bags,
+                              np.random.default_rng([case.seed, 91]), level)}
 
 
-def arm_combined_all(case):
-    est = fit_combined(case, ALL_SOURCES, method="laplace")
+def share_diagnosis(case, q, W_mean, b_mean, bags, rng, level: float = 0.9) -> dict[str, float]:
+    """Where the held-out bags' interval width comes from (see `bag_coverage`)."""
+    from scipy.special import softmax
+    from sklearn.linear_model import LogisticRegression
+
+    s = q.shape[0]
+    out = {"bag_z2": share_coverage(q, bags, case.y_test, rng, level)["z2"]}
+    plugin = softmax(case.x_test @ W_mean.T + b_mean, axis=-1)
+    out["pit_plugin"] = share_coverage(np.broadcast_to(plugin, q.shape), bags, case.y_test, rng, level)["pit"]
+    mean_q = q.mean(axis=0)
+    out["pit_independent"] = share_coverage(np.broadcast_to(mean_q, q.shape), bags, case.y_test, rng, level)["pit"]
+    expected = q[:, bags, :].mean(axis=2)  # (S, bags, K): each bag's expected share under each draw
+    low, high = np.quantile(expected, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    truth = np.stack([np.bincount(case.y_test[m], minlength=case.k) / m.size for m in bags])
+    out["coverage_expected"] = float(np.mean((truth >= low - 1e-12) & (truth <= high + 1e-12)))
+    out["mean_confidence"] = float(mean_q.max(axis=1).mean())
+    reference = LogisticRegression(C=1.0, max_iter=5000).fit(case.x_train, case.y_train).predict_proba(case.x_test)
+    out["pit_reference"] = share_coverage(np.broadcast_to(reference, (s, *reference.shape)), bags, case.y_test,
+                                          rng, level)["pit"]
+    return out
+
+
+def reference_shares(names, splits, sizes=("small",), strengths=(0.1, 1.0, 10.0, 100.0)) -> pd.DataFrame:
+    """The held-out bags' share coverage (as `bag_coverage`'s, on bags of the same size drawn from the same seed,
+    not the same bags: `bag_coverage` draws its Laplace draws' indices first) when the class model is a
+    logistic regression on every training item's true label, at several inverse regularization strengths C:
+    how the coverage follows the gap between a model's confidence and its accuracy, with no fit of the package."""
+    from sklearn.linear_model import LogisticRegression
+
+    rows = []
+    for name in names:
+        for split in splits:
+            split_items = split_data(name, split)
+            for size in sizes:
+                case = study_case(name, split, size, split_items)
+                rng = np.random.default_rng([case.seed, 90])
+                bags = held_out_bags(case, rng)
+                for c in strengths:
+                    probs = LogisticRegression(C=c, max_iter=20000).fit(case.x_train, case.y_train).predict_proba(
+                        case.x_test)
+                    accuracy, log_loss = scores(probs, case.y_test)
+                    out = share_coverage(np.broadcast_to(probs, (1000, *probs.shape)), bags, case.y_test,
+                                         np.random.default_rng([case.seed, 92]))
+                    rows.append({"dataset": name, "split": split, "size": size, "C": c, "accuracy": accuracy,
+                                 "log_loss": log_loss, "mean_confidence": float(probs.max(axis=1).mean()),
+                                 "pit": out["pit"], "coverage": out["coverage"], "z2": out["z2"]})
+    return pd.DataFrame(rows)
+
+
+def arm_combined_all(case, **settings):
+    est = fit_combined(case, ALL_SOURCES, method="laplace", **settings)
     coverage = bag_coverage(est, case, np.random.default_rng([case.seed, 90]))
     probs = est.predict(case.test)[[f"prob_{c}" for c in case.classes]].to_numpy()
     return probs, False, coverage
+
+
+def arm_combined_all_sd2(case):
+    """combined_all with the class weights' prior twice as wide (`prior_sd=2`): what the prior does to the bags'
+    intervals."""
+    return arm_combined_all(case, prior_sd=2.0)
+
+
+def arm_lr_truth(case):
+    """The ceiling of a class model on these features: the logistic regression on every training item's label."""
+    return lr_probs(case, case.x_train, case.y_train), False
+
+
+def arm_combined_truth(case):
+    """The combined model (Laplace, as combined_all) with every training item's true label as its only source:
+    what its class model reaches when the supervision is complete, and its held-out bags' coverage then."""
+    from bayes_wsc.errors import FitWarning
+    from bayes_wsc.models.combined.data import CombinedSupervision
+    from bayes_wsc.models.combined.model import CombinedClassifier
+
+    items = pd.DataFrame(case.x_train, columns=case.columns)
+    items.insert(0, "id", case.ids)
+    items["label"] = np.asarray(case.classes, dtype=object)[case.y_train]
+    data = CombinedSupervision.from_frames(items, classes=case.classes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        est = CombinedClassifier(method="laplace", progressbar=False, checks=False, restarts=2,
+                                 seed=case.seed).fit(data)
+    coverage = bag_coverage(est, case, np.random.default_rng([case.seed, 90]))
+    return est.predict(case.test)[[f"prob_{c}" for c in case.classes]].to_numpy(), False, coverage
 
 
 ARMS = {"lr_labels": arm_lr_labels, "pcmix_labels": arm_pcmix_labels, "majority_lr": arm_majority_lr,
@@ -441,7 +562,9 @@ ARMS = {"lr_labels": arm_lr_labels, "pcmix_labels": arm_pcmix_labels, "majority_
         "combined_pairs": combined_arm(("pairs",)), "combined_bags": combined_arm(("bags",)),
         "combined_groups": combined_arm(("groups",)),
         "combined_mix": combined_arm(("labels", "votes", "pairs", "bags")), "combined_all": arm_combined_all,
-        "combined_all_map": combined_arm(ALL_SOURCES)}
+        "combined_all_map": combined_arm(ALL_SOURCES), "lr_truth": arm_lr_truth, "combined_truth": arm_combined_truth,
+        "combined_all_sd2": arm_combined_all_sd2}
+ARM_SOURCE.update(lr_truth="truth", combined_truth="truth", combined_all_sd2="all")
 #: diagnosis (asked for by --arms): the combined MAP on every source but one
 for _left_out in ALL_SOURCES:
     ARMS[f"combined_without_{_left_out}"] = combined_arm(tuple(s for s in ALL_SOURCES if s != _left_out))
@@ -451,7 +574,7 @@ for _left_out in ALL_SOURCES:
 # ---------------------------------------------------------------------- runs
 def run_arm(name, case, key, rows, out):
     source = ARM_SOURCE[name]
-    if source not in ("all", "mix") and not case.has(source):
+    if source not in ("all", "mix", "truth") and not case.has(source):
         return
     start = time.time()
     extra = {}
@@ -529,9 +652,19 @@ def main() -> None:
     parser.add_argument("--arms", default=None, help="comma-separated arms (default: every arm of the study)")
     parser.add_argument("--tag", default="", help="appended to the output file's name")
     parser.add_argument("--report", action="store_true", help="print the tables from benchmarks/out/combined_*.csv")
+    parser.add_argument("--reference", action="store_true",
+                        help="only the held-out bags' coverage under a logistic regression on every training label "
+                             "(`reference_shares`), at several C")
     args = parser.parse_args()
+    if args.reference:
+        frame = reference_shares(args.data.split(","), range(args.first_split, args.first_split + args.splits),
+                                 args.sizes.split(","))
+        frame.to_csv(OUT / f"combined_reference{args.tag}.csv", index=False)
+        print(frame.groupby(["dataset", "size", "C"])[["accuracy", "log_loss", "mean_confidence", "pit", "coverage",
+                                                        "z2"]].mean().round(3).to_string())
+        return
     if args.report:
-        report()
+        report(args.tag, args.data.split(",")) if args.tag else report()
         return
     names = args.data.split(",")
     default_arms = SOURCE_ARMS if args.study == "sources" else COST_ARMS
@@ -553,11 +686,39 @@ def main() -> None:
         print(table.round(3).to_string(), flush=True)
 
 
-def report() -> None:
-    """Markdown tables from every file of each study: mean accuracy (mean log loss) per arm, one column per
-    data set and size (sources) or cost model (cost), with the number of splits; then the raw summary."""
+#: arms that are neither a single source's nor a peer's (ceilings, diagnoses)
+NOT_COMPARED = ("combined_all", "combined_all_map", "combined_all_sd2", "combined_mix", "lr_truth", "combined_truth")
+
+
+def target_differences(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per data set and size, paired by split: combined_all minus the single-source or peer arm of the best mean
+    accuracy (the never-hurts and +0.02 targets) and combined_votes minus the better of snorkel_lr and crowdkit_lr
+    by mean (the votes-only target), with the se of the paired mean, the splits, and wins / ties / losses."""
+    rows = []
+    for (name, size), part in frame.groupby(["dataset", "size"], sort=False):
+        accuracy = part.pivot_table(index="split", columns="arm", values="accuracy")
+        compared = [a for a in accuracy.columns if a not in NOT_COMPARED and not a.startswith("combined_without")]
+        peers = [a for a in ("snorkel_lr", "crowdkit_lr") if a in accuracy.columns]
+        for label, arm, against in (("combined_all - best arm", "combined_all", compared),
+                                    ("combined_votes - better peer", "combined_votes", peers)):
+            if arm not in accuracy.columns or not against:
+                continue
+            best = accuracy[against].mean().idxmax()
+            diff = (accuracy[arm] - accuracy[best]).dropna()
+            rows.append({"dataset": name, "size": size, "target": label, "against": best,
+                         "difference": diff.mean(), "se": diff.std(ddof=1) / np.sqrt(diff.size),
+                         "splits": diff.size, "won": int((diff > 1e-9).sum()), "tied": int((diff.abs() <= 1e-9).sum()),
+                         "lost": int((diff < -1e-9).sum())})
+    return pd.DataFrame(rows)
+
+
+def report(tag: str = "", names=DATASETS) -> None:
+    """Markdown tables from every file of each study (`tag`: the files of that tag only): mean accuracy (mean log
+    loss) per arm, one column per data set and size (sources) or cost model (cost), with the number of splits;
+    then the raw summary, and with a tag the targets paired by split (`target_differences`)."""
     for study in ("sources", "cost"):
-        files = [OUT / f"combined_{study}_{name}.csv" for name in DATASETS if (OUT / f"combined_{study}_{name}.csv").exists()]
+        files = [OUT / f"combined_{study}_{name}{tag}.csv" for name in names
+                 if (OUT / f"combined_{study}_{name}{tag}.csv").exists()]
         if not files:
             continue
         frame = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
@@ -573,7 +734,8 @@ def report() -> None:
         summary = grouped.agg(accuracy=("accuracy", "mean"), sd=("accuracy", "std"), log_loss=("log_loss", "mean"),
                               splits=("accuracy", "count"), failed=("failed", lambda v: int((v != "").sum())),
                               seconds=("seconds", "mean"))
-        for column in ("bag_coverage", "bag_coverage_pit"):
+        for column in ("bag_coverage", "bag_coverage_pit", "bag_z2", "pit_plugin", "pit_independent",
+                       "coverage_expected", "mean_confidence", "pit_reference"):
             if column in frame:
                 summary[column] = grouped[column].mean()
         cell = summary.apply(lambda r: f"{r.accuracy:.3f}" + ("" if np.isnan(r.log_loss) else f" ({r.log_loss:.3f})")
@@ -588,6 +750,10 @@ def report() -> None:
             print(f"| {arm} | " + " | ".join("-" if pd.isna(v) else v for v in row) + " |")
         print()
         print(summary.round(3).to_string(), "\n")
+        if tag and study == "sources":
+            print(target_differences(frame).round(3).to_string(), "\n")
+    if tag:
+        return
     for tag in ("diag",):  # runs of --tag _diag (other arms on the same draws): their means
         files = sorted(OUT.glob(f"combined_sources_*_{tag}.csv"))
         if files:

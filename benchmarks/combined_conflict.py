@@ -22,6 +22,7 @@ naming the corrupted source when its message names it. A random expert is not a 
     python benchmarks/combined_conflict.py --reps 10
     python benchmarks/combined_conflict.py --first-rep 10 --reps 5 --out benchmarks/out/combined_conflict_10.csv
     python benchmarks/combined_conflict.py --first-rep 200 --reps 12 --predictive map,laplace
+    python benchmarks/combined_conflict.py --bag-size 12 --scenarios honest,reversed_bags --first-rep 500 --reps 10
 
 Writes benchmarks/out/combined_conflict.csv and prints the rates. `--bags-detail` diagnoses the wrong-bags
 cases instead (`bags_detail`), writing one row per replicate and bag:
@@ -395,6 +396,9 @@ def main() -> None:
     parser.add_argument("--calibration", action="store_true",
                         help="only the pairs' weighting's calibration (`pair_calibration`), both ways")
     parser.add_argument("--also-without", default="", help="--groups-detail: sources left out of the rest too")
+    parser.add_argument("--bag-size", type=int, default=6,
+                        help="items per bag in the simulated data (the study's 6 unless given): how the bags' power "
+                             "grows with what a swap can move")
     args = parser.parse_args()
     if args.groups_detail:
         groups_detail(range(args.first_rep, args.first_rep + args.reps), args.prior_sd,
@@ -425,7 +429,7 @@ def main() -> None:
 
     rows = []
     for rep in range(args.first_rep, args.first_rep + args.reps):
-        tables, truth, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4)
+        tables, truth, _ = simulate_combined(200, 2, 2, seed=1000 + rep, n_groups=4, bag_size=args.bag_size)
         for scenario in args.scenarios.split(","):
             data = data_from_tables(corrupt(tables, scenario, np.random.default_rng(rep)))
             honest = data_from_tables(tables)
@@ -437,7 +441,7 @@ def main() -> None:
                 start = time.time()
                 row, *information = source_conflict(est, data, seed=rep, predictive=predictive)
                 near = information[0].message if information and information[0].message.startswith("Near") else ""
-                rows.append({"rep": rep, "scenario": scenario, "predictive": predictive,
+                rows.append({"rep": rep, "scenario": scenario, "predictive": predictive, "bag_size": args.bag_size,
                              "pair_weighting": args.pair_weighting, "flagged": row.flagged,
                              "p_value": row.p_value, "effect": row.effect,
                              "names_source": bool(target and f"Source {target} " in row.message),
