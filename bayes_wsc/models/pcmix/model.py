@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayes_wsc import inference, maths
+from bayes_wsc import inference
 from bayes_wsc._lazy import LazyModule
 from bayes_wsc.maths.pcmix import (Params, Priors, check_components, check_lam, component_logp,
                                    component_logp_rows, lam_text, random_starts)
