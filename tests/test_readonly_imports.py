@@ -68,6 +68,29 @@ def test_check_of_a_nuts_fit_imports_no_arviz(model, tmp_path):
     assert "LOADED []" in proc.stdout, f"`check` of a NUTS fit of {model} imported {proc.stdout.split('LOADED')[-1]}"
 
 
+REPORT = """
+import sys
+from bayes_wsc.cli import main
+code = main(sys.argv[1:])
+print("LOADED", sorted(m for m in ("arviz", "pymc") if m in sys.modules))
+sys.exit(code)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", [spec.name for spec in registry.MODELS])
+def test_report_of_a_nuts_fit_imports_no_arviz(model, tmp_path):
+    """`report` reads the fit as its groups (`fit_criticism.report`): wrapping it for ArviZ 0.2x imported ArviZ,
+    2-3 s of CPU that drew nothing (benchmarks/RESULTS.md, issue 38). Run twice, the second held, as `check`."""
+    path = model_fits(model)["nuts"].save(tmp_path / "fit.nc")
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", REPORT, "report", str(path), "--out", str(tmp_path / "report")],
+                              capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "report" / "report.html").exists()
+    assert "LOADED []" in proc.stdout, f"`report` of a NUTS fit of {model} imported {proc.stdout.split('LOADED')[-1]}"
+
+
 def test_without_dask_leaves_a_process_that_has_used_xarray_as_it_is():
     """A command run in-process after xarray has looked for Dask (a test, a notebook) must not mark Dask absent:
     xarray caches that Dask is available and would import `dask.base` from the absent package."""

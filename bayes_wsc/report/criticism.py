@@ -62,7 +62,7 @@ def rank_section(fits: dict) -> Section:
 def plot_ranks(est, max_panels: int = MAX_RANK_PANELS):
     """Rank plots of the scalar estimands, then of the elements of the others with the largest R-hat
     (a Figure, and the panel labels)."""
-    idata = est.idata_
+    idata = est._fitted()
     scalars, elements = [], []
     for name in est.diagnosed_names():
         rhat = inference.rhat_elements(idata, name)
@@ -167,7 +167,7 @@ def ppc_section(fits: dict, *, draws: int, seed: int) -> Section:
     figures, not_run = [], []
     for label, est in fits.items():
         try:
-            ppc = second_of_two_classes(est.posterior_predictive(draws=draws, seed=seed))
+            ppc = second_of_two_classes(criticism.posterior_predictive(est, draws=draws, seed=seed))
         except InputError as exc:  # the fitted model replaced the terms they replicate from: say so
             if "were not run" not in str(exc):
                 raise
@@ -208,17 +208,18 @@ def loo_section(fits: dict) -> Section:
         "unreliable."]
     tables, warnings, usable, problems = [], [], {}, []
     for label, est in fits.items():
-        reason = inference.loo_unavailable(est.idata_, label)
+        fitted = est._complete_log_likelihood()  # a loaded fit's groups: no ArviZ
+        reason = inference.loo_unavailable(fitted, label)
         if reason:
             paragraphs.append(reason + ".")
             continue
         usable[label] = est
-        elpd = inference.psis_loo(est.idata_)  # the numbers `check` prints
-        noun = criticism.unit_noun(est.idata_)
+        elpd = inference.psis_loo(fitted)  # the numbers `check` prints
+        noun = criticism.unit_noun(fitted)
         tables.append((loo_table(elpd).round(2),
                        f"{label}: LOO over {np.size(elpd.pareto_k)} {criticism.plural(noun)}."))
         paragraphs += [f"{label}: {note}" for note in est.log_likelihood_notes()]
-        row = criticism.pareto_row(elpd, noun, est.idata_)
+        row = criticism.pareto_row(elpd, noun, fitted)
         (warnings if row.flagged else paragraphs).append(f"{label}: {row.message}")
         if row.flagged:
             problems.append(_problem(fits, label, row))

@@ -149,7 +149,7 @@ def laplace_words(est) -> str:
     """How a Laplace fit (method="laplace") was made, in every model's report."""
     from bayes_wsc import inference
 
-    info = inference.get_attrs(est.idata_).get("fit_info", {}).get("laplace", {})
+    info = inference.get_attrs(est._fitted()).get("fit_info", {}).get("laplace", {})
     return (f"the Laplace approximation: a Gaussian at the posterior mode on the unconstrained scale, "
             f"{info.get('draws')} independent draws (approximate intervals: poor where the data say little, near "
             "a bound, or with several modes; see bayes_wsc/laplace.py)")

@@ -36,7 +36,7 @@ def nmi(a, b) -> float:
 
 
 def _checked(est):
-    if getattr(est, "idata_", None) is None or not hasattr(est, "expert_table"):
+    if getattr(est, "_fitted", lambda: None)() is None or not hasattr(est, "expert_table"):
         raise InputError("the report needs a fitted NoisyExperts: call fit(data) first")
     return est
 
@@ -64,7 +64,7 @@ def plot_experts(est, *, ci: float = DEFAULT_CI, truth=None):
     n = len(table)
     fig, axes = new_figure(1, 3, width=11.0, height=1.2 + 0.38 * n, sharey=True)
     y = np.arange(n)[::-1]
-    has_interval = inference.has_draws(est.idata_)
+    has_interval = inference.has_draws(est._fitted())
     panels = [("omega", r"$\omega$ = log($\alpha\beta$ / ((1-$\alpha$)(1-$\beta$)))", None),
               ("alpha", r"$\alpha$: sensitivity, P(must-link | same cluster)", (0.5, 1.0)),
               ("beta", r"$\beta$: specificity, P(cannot-link | different clusters)", (0.5, 1.0))]
@@ -113,13 +113,13 @@ def plot_clusters(est, *, ci: float = DEFAULT_CI, truth=None, members: pd.DataFr
     when the caller has it (the report: each call works over every draw, half its time for a NUTS fit)."""
     _checked(est)
     members = est.memberships(ci) if members is None else members
-    features = est.idata_.constant_data["features"].values
+    features = est._fitted().constant_data["features"].values
     centred = features - features.mean(axis=0)
     _, _, vt = np.linalg.svd(centred, full_matrices=False)
     scores = centred @ vt[: min(2, vt.shape[0])].T
     if scores.shape[1] == 1:
         scores = np.column_stack([scores[:, 0], np.zeros(len(scores))])
-    k = est.idata_.posterior.sizes["cluster"]
+    k = est._fitted().posterior.sizes["cluster"]
     chosen = members[[f"prob_{c}" for c in range(k)]].to_numpy().max(axis=1)
     ncols = 3 if truth is not None else 2
     fig, axes = new_figure(1, ncols, width=5.0 * ncols, height=4.4)
@@ -177,7 +177,7 @@ def write_report(est, out_dir, *, truth=None, ci: float = DEFAULT_CI, title: str
 
 
 def _intro(est, data) -> list[str]:
-    k = est.idata_.posterior.sizes["cluster"]
+    k = est._fitted().posterior.sizes["cluster"]
     how = method_words(est, "the posterior mode from random restarts; no intervals")
     first = (f"{data.n_items} items with {data.n_features} features ({data.linked_items.size} of them in at least "
              f"one constraint), {data.n_experts} experts, {data.n_constraints} must-link / cannot-link constraints on "
@@ -230,7 +230,7 @@ def _experts_section(est, ci, truth) -> Section:
 
 
 def _clusters_section(est, data, members, ci, truth) -> Section:
-    k = est.idata_.posterior.sizes["cluster"]
+    k = est._fitted().posterior.sizes["cluster"]
     probs = members[[f"prob_{c}" for c in range(k)]].to_numpy()
     chosen = probs.max(axis=1)
     linked = np.zeros(data.n_items, dtype=bool)
@@ -273,7 +273,7 @@ def _clusters_section(est, data, members, ci, truth) -> Section:
 def _baselines_section(est, data, members, truth, seed) -> Section:
     from bayes_wsc.models.experts.baselines import kmeans_labels, majority_vote_pckmeans, point_estimate
 
-    k = est.idata_.posterior.sizes["cluster"]
+    k = est._fitted().posterior.sizes["cluster"]
     ours = members["cluster"].to_numpy()
     results = {
         f"{fit_label(est)} (this fit)": ours,
@@ -314,7 +314,7 @@ def _summary_section(est, ci) -> Section:
 
 
 def _diagnostics_section(est, fits: dict) -> Section:
-    attrs = inference.get_attrs(est.idata_)
+    attrs = inference.get_attrs(est._fitted())
     fit_info = attrs.get("fit_info", {})
     paragraphs = []
     lps = fit_info.get("map", {}).get("restart_log_densities")

@@ -50,18 +50,18 @@ GENERALIZED_POSTERIOR_WORDS = (
 
 # ---------------------------------------------------------------------- numbers
 def _checked_fit(est, what: str = "the fit"):
-    if getattr(est, "idata_", None) is None or getattr(est, "model_name", None) != "pcmix":
+    if getattr(est, "_fitted", lambda: None)() is None or getattr(est, "model_name", None) != "pcmix":
         raise InputError(f"{what} is not a fitted PCMixture: call fit(data) first")
     return est
 
 
 def _settings(est) -> dict:
-    return dict(inference.get_attrs(est.idata_).get("settings", {}))
+    return dict(inference.get_attrs(est._fitted()).get("settings", {}))
 
 
 def cluster_table(est) -> pd.DataFrame:
     """Posterior means (or the MAP) of pi, rho, mean and sd per component, in the data's units."""
-    post = est.idata_.posterior
+    post = est._fitted().posterior
     mean = post["mean"].mean(("chain", "draw")).values
     sd = post["sd"].mean(("chain", "draw")).values
     pi = post["pi"].mean(("chain", "draw")).values
@@ -93,7 +93,7 @@ class Mixture:
     @classmethod
     def of_fit(cls, est) -> Mixture:
         """Posterior means (or the MAP) of a fitted PCMixture."""
-        post = est.idata_.posterior
+        post = est._fitted().posterior
         rho = post["rho"].mean(("chain", "draw")).values
         if rho.ndim == 1:
             rho = np.stack([1 - rho, rho], axis=-1)
@@ -338,7 +338,7 @@ def _estimands_section(est, ci: float) -> Section:
 def _restarts_section(est) -> Section:
     table = est.restart_basins_.copy()
     table.index = [f"basin {i + 1}" for i in range(len(table))]
-    info = inference.get_attrs(est.idata_).get("fit_info", {}).get("map", {})
+    info = inference.get_attrs(est._fitted()).get("fit_info", {}).get("map", {})
     paragraphs = [
         "The PC objective has several local optima. Every restart of the MAP ends in one; restarts that reach the "
         "same log density (prior + PC objective) are grouped into one basin. The best basin is the fit.",

@@ -31,7 +31,7 @@ TOP_FEATURES = 20
 
 
 def _checked(est):
-    if getattr(est, "idata_", None) is None or not hasattr(est, "memberships"):
+    if getattr(est, "_fitted", lambda: None)() is None or not hasattr(est, "memberships"):
         raise InputError("the report needs a fitted PerceptionClustering: call fit(data) first")
     return est
 
@@ -74,7 +74,7 @@ def plot_weights(est, *, top: int = TOP_FEATURES, ci: float = DEFAULT_CI):
     the largest weights, columns the perception features. With draws, a dot marks each entry whose `ci`
     HDI excludes zero (the sign of that weight is settled)."""
     name = _weights_name(est)
-    W = est.idata_.posterior[name].mean(("chain", "draw"))
+    W = est._fitted().posterior[name].mean(("chain", "draw"))
     values = W.values
     rows = np.argsort(-np.linalg.norm(values, axis=1), kind="stable")[:top]
     settled = weights_away_from_zero(est, ci)
@@ -96,14 +96,14 @@ def plot_weights(est, *, top: int = TOP_FEATURES, ci: float = DEFAULT_CI):
 
 def _weights_name(est) -> str:
     """W of the conditional model, A (the perception features' shifts of the features) of the mixture."""
-    return "W" if "W" in est.idata_.posterior else "A"
+    return "W" if "W" in est._fitted().posterior else "A"
 
 
 def weights_away_from_zero(est, ci: float = DEFAULT_CI):
     """(features, perception features) booleans: W's `ci` HDI excludes zero; None for a fit without draws."""
-    if not inference.has_draws(est.idata_):
+    if not inference.has_draws(est._fitted()):
         return None
-    draws = est.idata_.posterior[_weights_name(est)].values
+    draws = est._fitted().posterior[_weights_name(est)].values
     bounds = inference.hdi(draws.reshape(-1, *draws.shape[2:]), ci)
     return (bounds[..., 0] > 0) | (bounds[..., 1] < 0)
 
@@ -174,7 +174,7 @@ def _clusters_section(est, data, members, ci) -> Section:
     probs = _probabilities(members, clusters)
     hard = members["cluster"].to_numpy()
     overlap = members["clusters"].str.split(";")
-    pi = est.idata_.posterior["pi"]
+    pi = est._fitted().posterior["pi"]
     pi_draws = pi.values.reshape(-1, pi.shape[-1])
     bounds = inference.hdi(pi_draws, ci)
     rows = []
@@ -289,7 +289,7 @@ def _summary_section(est, ci) -> Section:
 
 
 def _diagnostics_section(est, fits: dict) -> Section:
-    fit_info = inference.get_attrs(est.idata_).get("fit_info", {})
+    fit_info = inference.get_attrs(est._fitted()).get("fit_info", {})
     paragraphs = []
     lps = fit_info.get("map", {}).get("restart_log_densities")
     if lps:

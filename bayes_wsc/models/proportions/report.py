@@ -44,15 +44,15 @@ def plot_classes(est, *, ci: float = DEFAULT_CI):
     against the first (the reference) alone."""
     _checked(est)
     classes = list(est.classes_)
-    post = est.idata_.posterior
+    post = est._fitted().posterior
     centre = None  # with one class shown: where its values say nothing (no weight, even odds)
     if "mean" in post and "sd" in post:
-        const = est.idata_.constant_data
-        draws = (stacked(est.idata_, "mean") - const["center"].values) / const["scale"].values  # (S, L, D)
+        const = est._fitted().constant_data
+        draws = (stacked(est._fitted(), "mean") - const["center"].values) / const["scale"].values  # (S, L, D)
         labels = [str(f) for f in post["feature"].values]
         xlabel = "class mean, standardized units (feature mean 0, sd 1)"
     elif "W" in post:
-        draws = stacked(est.idata_, "W")
+        draws = stacked(est._fitted(), "W")
         labels = [str(f) for f in post[post["W"].dims[-1]].values]  # features, or a random Fourier basis
         unit = "random Fourier basis function" if post["W"].dims[-1] == "basis" else "standardized feature"
         xlabel = f"softmax weight per {unit} (zero-sum over classes)"
@@ -60,7 +60,7 @@ def plot_classes(est, *, ci: float = DEFAULT_CI):
             draws, centre = draws[:, 1:] - draws[:, :1], 0.0
             xlabel = f"log-odds weight of class {classes[1]} against class {classes[0]} per {unit} (W[1] - W[0])"
     elif "rho" in post:
-        draws = np.transpose(stacked(est.idata_, "rho"), (0, 2, 1))  # (S, L, K)
+        draws = np.transpose(stacked(est._fitted(), "rho"), (0, 2, 1))  # (S, L, K)
         labels = [str(b) for b in post["bin"].values]
         xlabel = "P(class | bin)"
         if len(classes) == 2:  # P(first | bin) = 1 - P(second | bin)
@@ -108,7 +108,7 @@ def plot_group_fit(est, table=None):
 
 
 def _fit_words(est) -> str:
-    settings = inference.get_attrs(est.idata_)["settings"]
+    settings = inference.get_attrs(est._fitted())["settings"]
     method = fit_method(est)
     bag = est.bag_likelihood_
     shares = ("the proportions taken as known exactly" if settings.get("concentration") is None
@@ -155,7 +155,7 @@ def write_report(est, out_dir, *, ci: float = DEFAULT_CI, title: str | None = No
             f"{ci:.0%} highest-density intervals when the fit has draws."
             + (f" With two classes the weights (or bin probabilities) of class {data.classes[0]} are the mirror of "
                f"those of class {data.classes[1]}, so class {data.classes[1]} is shown against class "
-               f"{data.classes[0]}, the reference." if len(data.classes) == 2 and "sd" not in est.idata_.posterior
+               f"{data.classes[0]}, the reference." if len(data.classes) == 2 and "sd" not in est._fitted().posterior
                else "")], figures=[plot_classes(est, ci=ci)]),
         Section("Fit to the proportions", paragraphs=[
             "For every group, the given proportion of each class against the mean predicted probability of that "

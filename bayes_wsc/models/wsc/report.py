@@ -146,15 +146,15 @@ def _as_labelled(fits) -> dict:
 
 
 def _settings_or_fail(est, what: str) -> dict:
-    if getattr(est, "idata_", None) is None or not hasattr(est, "data_from_fit"):
+    if getattr(est, "_fitted", lambda: None)() is None or not hasattr(est, "data_from_fit"):
         raise InputError(f"{what} is not a fitted WSC: call fit(data) first")
-    if "rho" not in est.idata_.posterior:
+    if "rho" not in est._fitted().posterior:
         raise InputError(f"{what} has no rho in its posterior: it is not a WSC fit")
     return {**_settings(est), "method": fit_method(est)}
 
 
 def _settings(est) -> dict:
-    return dict(inference.get_attrs(est.idata_).get("settings", {}))
+    return dict(inference.get_attrs(est._fitted()).get("settings", {}))
 
 
 def _shared_data(fits: dict) -> GroupedCounts:
@@ -191,7 +191,7 @@ def compute_baselines(data: GroupedCounts, wh: float, reps: int, seed: int | Non
 
 
 def _fit_rho(label: str, est, ci: float, color: str) -> FitRho:
-    draws = stacked(est.idata_, "rho")
+    draws = stacked(est._fitted(), "rho")
     interval = inference.hdi(draws, ci) if draws.shape[0] > 1 else None
     return FitRho(label, fit_method(est), draws.mean(axis=0), interval, color)
 
@@ -236,7 +236,7 @@ def _intro(fits: dict, data: GroupedCounts) -> list[str]:
 
 
 def _fit_words(est) -> str:
-    settings, attrs = _settings(est), inference.get_attrs(est.idata_)
+    settings, attrs = _settings(est), inference.get_attrs(est._fitted())
     if attrs["method"] == "map":
         method = ("the posterior mode (MAP), found by L-BFGS from the variant's own starts (PyMC's initial point "
                   "if it defines none)" if settings.get("model_file") else
@@ -486,7 +486,7 @@ PI_WORDS = ("pi is the share of class-1 items in the data: the item-weighted mea
 
 
 def _pi_section(fits: dict, rhos: list[FitRho], base: Baselines, truth_pi, ci: float) -> Section:
-    draws = {rho.label: stacked(fits[rho.label].idata_, "pi").ravel() for rho in rhos}
+    draws = {rho.label: stacked(fits[rho.label]._fitted(), "pi").ravel() for rho in rhos}
     if all(pi.size == 1 for pi in draws.values()):  # points only (MAP): their values in words, no empty axes
         lines = [f"{label}: posterior mode {pi[0]:.3f} (no interval)." for label, pi in draws.items()]
         lines.append(f"EM: {base.em_pi:.3f}.")
@@ -548,12 +548,12 @@ def _mu_section(fits: dict, rhos: list[FitRho], data: GroupedCounts, ci: float, 
     scatter = None
     color_of = {rho.label: rho.color for rho in rhos}
     for ax, (label, est) in zip(axes.ravel(), fits.items()):
-        if "mu" not in est.idata_.posterior:  # a variant model may name its group quality otherwise
+        if "mu" not in est._fitted().posterior:  # a variant model may name its group quality otherwise
             ax.set_visible(False)
             paragraphs.append(f"{label} has no variable mu, so it is not shown here.")
             continue
-        he = est.idata_.observed_data["he"].values
-        mu_draws = stacked(est.idata_, "mu")
+        he = est._fitted().observed_data["he"].values
+        mu_draws = stacked(est._fitted(), "mu")
         mu_mean = mu_draws.mean(axis=0)
         every = np.concatenate([he, mu_mean])
         if mu_draws.shape[0] > 1:
