@@ -29,6 +29,25 @@ def test_logsumexp_in_place_gives_the_same_values(axis):
     np.testing.assert_array_equal(maths.logsumexp(a.copy(), axis=axis, overwrite_a=True), want)
 
 
+@pytest.mark.parametrize("k", range(2, maths.SMALL_AXIS + 1))
+def test_logsumexp_over_a_short_last_axis_is_the_reductions_value_bit_for_bit(k):
+    """A last axis of at most `SMALL_AXIS` entries is taken slice by slice: the same values as NumPy's
+    reduction over the axis, to the last bit (special values included)."""
+    a = np.random.default_rng(k).normal(size=(50, 40, k)) * 30
+    a[0, 0, :] = -np.inf
+    a[1, 1, 0] = -np.inf
+    a[2, 2, 0] = np.inf
+    a[3, 3, 1] = np.nan
+    top = np.max(a, axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = np.log(np.sum(np.exp(a - top), axis=-1, keepdims=True)) + top
+        for keepdims in (False, True):
+            got = maths.logsumexp(a, keepdims=keepdims)
+            np.testing.assert_array_equal(got, want if keepdims else want[..., 0])
+        np.testing.assert_array_equal(maths.logsumexp(np.swapaxes(a, 0, 1)), np.swapaxes(want[..., 0], 0, 1))
+
+
 def test_softmax_equals_scipys():
     a = np.random.default_rng(2).normal(size=(3, 5, 4)) * 30
     a[0, 0, 1] = -np.inf

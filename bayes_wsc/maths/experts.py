@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayes_wsc._lazy import LazyModule
 from bayes_wsc.data.pairwise import PairwiseConstraints
+from bayes_wsc.maths import logsumexp
 
-special = LazyModule("scipy.special")
 
 
 def pair_log_likelihoods(alpha: np.ndarray, beta: np.ndarray, data: PairwiseConstraints, pairs=slice(None)):
@@ -48,32 +47,66 @@ def constraint_informed_memberships(features: np.ndarray, W: np.ndarray, b: np.n
     (links then reach an item through chains of pairs: transitivity). Items in no pair get their
     softmax membership either way.
     """
-    logits = np.einsum("nd,sdk->snk", features, W, optimize=True) + b[:, None, :]
-    log_p = logits - special.logsumexp(logits, axis=-1, keepdims=True)  # (S, n, K) every item, features only
+    logits = np.einsum("nd,sdk->nsk", features, W, optimize=True) + b  # (n, S, K): items first, so that a
+    log_p = logits - logsumexp(logits, axis=-1, keepdims=True)  # pair's items are whole rows to gather
     same, different = pair_log_likelihoods(alpha, beta, data)  # (S, P)
-    same, different = same[..., None], different[..., None]
+    top = np.maximum(same, different)  # each pair's two likelihoods relative to the larger: one of them is 1
+    same, different = np.exp(same - top).T[..., None], np.exp(different - top).T[..., None]  # (P, S, 1)
     first, second = data.pairs[:, 0], data.pairs[:, 1]
 
-    def message(log_cavity):  # log sum_l q(l) P(links | k, l), normalized over k
-        found = np.logaddexp(log_cavity + same, log1mexp(np.minimum(log_cavity, 0.0)) + different)
-        return found - special.logsumexp(found, axis=-1, keepdims=True)
+    def message(log_cavity):  # log sum_l q(l) P(links | k, l), normalized over k, q the softmax of the cavity
+        shifted = log_cavity - _last_max(log_cavity)[..., None]
+        q = np.exp(shifted)
+        total = _last_sum(q)[..., None]
+        q /= total
+        shifted -= np.log(total)  # log q, whose expm1 is -(1 - q) without cancelling
+        found = q * same
+        found -= np.expm1(shifted, out=shifted) * different  # q_k L_same + (1 - q_k) L_different
+        np.maximum(found, _TINY, out=found)  # never log(0): the caller subtracts messages
+        found /= _last_sum(found)[..., None]
+        return np.log(found, out=found)
 
-    to_first, to_second = message(log_p[:, second]), message(log_p[:, first])  # sweep 0: cavities p(z | x)
+    to_first, to_second = message(log_p[second]), message(log_p[first])  # sweep 0: cavities p(z | x)
+    into_first, into_second = _incidence(first, len(log_p)), _incidence(second, len(log_p))
+
+    def beliefs():  # log p(z_i | x_i) plus every message into item i
+        return log_p + (into_first @ to_first.reshape(len(first), -1)
+                        + into_second @ to_second.reshape(len(second), -1)).reshape(log_p.shape)
+
     for _ in range(sweeps):
-        belief = log_p.copy()
-        np.add.at(belief, (slice(None), first), to_first)
-        np.add.at(belief, (slice(None), second), to_second)
-        cavity_second = belief[:, second] - to_second  # the partner's belief without this pair's message
-        cavity_first = belief[:, first] - to_first
-        new_first = message(cavity_second - special.logsumexp(cavity_second, axis=-1, keepdims=True))
-        new_second = message(cavity_first - special.logsumexp(cavity_first, axis=-1, keepdims=True))
+        belief = beliefs()
+        new_first = message(belief[second] - to_second)  # the partner's belief without this pair's message
+        new_second = message(belief[first] - to_first)
         to_first = np.logaddexp(np.log1p(-damping) + new_first, np.log(damping) + to_first) if damping else new_first
         to_second = np.logaddexp(np.log1p(-damping) + new_second, np.log(damping) + to_second) if damping else new_second
-    belief = log_p.copy()
-    np.add.at(belief, (slice(None), first), to_first)
-    np.add.at(belief, (slice(None), second), to_second)
-    belief = belief[:, rows]
-    return np.exp(belief - special.logsumexp(belief, axis=-1, keepdims=True))
+    belief = beliefs()[rows]
+    return np.exp(belief - logsumexp(belief, axis=-1, keepdims=True)).transpose(1, 0, 2)
+
+
+_TINY = np.finfo(float).tiny
+
+
+def _last_max(a: np.ndarray) -> np.ndarray:
+    """The maximum over the short last axis (the clusters), slice by slice (see `maths.SMALL_AXIS`)."""
+    out = a[..., 0].copy()
+    for k in range(1, a.shape[-1]):
+        np.maximum(out, a[..., k], out=out)
+    return out
+
+
+def _last_sum(a: np.ndarray) -> np.ndarray:
+    """The sum over the short last axis (the clusters), slice by slice."""
+    out = a[..., 0].copy()
+    for k in range(1, a.shape[-1]):
+        out += a[..., k]
+    return out
+
+
+def _incidence(ends: np.ndarray, n: int):
+    """The (n, P) 0/1 matrix that sums per item the messages of the pairs whose end is that item."""
+    from scipy import sparse
+
+    return sparse.csr_array((np.ones(len(ends)), (ends, np.arange(len(ends)))), shape=(n, len(ends)))
 
 
 def kmeans_logits(features: np.ndarray, n_clusters: int, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -95,9 +128,3 @@ def kmeans_logits(features: np.ndarray, n_clusters: int, seed: int | None) -> tu
     W = centres.T / variance
     b = -0.5 * (centres**2).sum(axis=1) / variance + np.log((counts + 1.0) / (n + n_clusters))
     return W - W.mean(axis=1, keepdims=True), b - b.mean()
-
-
-def log1mexp(x: np.ndarray) -> np.ndarray:
-    """log(1 - exp(x)) for x <= 0, accurate at both ends (-inf at x = 0)."""
-    with np.errstate(divide="ignore"):
-        return np.where(x > -np.log(2), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
