@@ -47,6 +47,20 @@ def constraint_informed_memberships(features: np.ndarray, W: np.ndarray, b: np.n
     (links then reach an item through chains of pairs: transitivity). Items in no pair get their
     softmax membership either way.
     """
+    step = max(1, CACHE_FLOATS // (W.shape[-1] * max(1, len(data.pairs))))
+    return np.concatenate([_memberships_block(features, W[s:s + step], b[s:s + step], alpha[s:s + step],
+                                              beta[s:s + step], data, rows, sweeps, damping)
+                           for s in range(0, max(1, W.shape[0]), step)])
+
+
+#: Draws are taken in blocks whose (pairs, draws, clusters) arrays hold about this many numbers (1 MB), so
+#: that the few such arrays of a sweep stay in a core's cache (4 MB of L2 here): on 3,891 pairs and 3 clusters
+#: (11 draws a block) 1.2-1.6 times as fast as blocks of 80 draws, measured on a loaded machine.
+CACHE_FLOATS = 2**17
+
+
+def _memberships_block(features, W, b, alpha, beta, data, rows, sweeps, damping):
+    """`constraint_informed_memberships` of one block of draws."""
     logits = np.einsum("nd,sdk->nsk", features, W, optimize=True) + b  # (n, S, K): items first, so that a
     log_p = logits - logsumexp(logits, axis=-1, keepdims=True)  # pair's items are whole rows to gather
     same, different = pair_log_likelihoods(alpha, beta, data)  # (S, P)
@@ -54,7 +68,7 @@ def constraint_informed_memberships(features: np.ndarray, W: np.ndarray, b: np.n
     same, different = np.exp(same - top).T[..., None], np.exp(different - top).T[..., None]  # (P, S, 1)
     first, second = data.pairs[:, 0], data.pairs[:, 1]
 
-    def message(log_cavity):  # log sum_l q(l) P(links | k, l), normalized over k, q the softmax of the cavity
+    def message(log_cavity):  # sum_l q(l) P(links | k, l), normalized over k, q the softmax of the cavity
         shifted = log_cavity - _last_max(log_cavity)[..., None]
         q = np.exp(shifted)
         total = _last_sum(q)[..., None]
@@ -62,23 +76,30 @@ def constraint_informed_memberships(features: np.ndarray, W: np.ndarray, b: np.n
         shifted -= np.log(total)  # log q, whose expm1 is -(1 - q) without cancelling
         found = q * same
         found -= np.expm1(shifted, out=shifted) * different  # q_k L_same + (1 - q_k) L_different
-        np.maximum(found, _TINY, out=found)  # never log(0): the caller subtracts messages
+        np.maximum(found, _TINY, out=found)  # never log(0): the caller subtracts messages' logs
         found /= _last_sum(found)[..., None]
-        return np.log(found, out=found)
+        return found
 
-    to_first, to_second = message(log_p[second]), message(log_p[first])  # sweep 0: cavities p(z | x)
+    m_first, m_second = message(log_p[second]), message(log_p[first])  # sweep 0: cavities p(z | x)
+    to_first, to_second = np.log(m_first), np.log(m_second)
     into_first, into_second = _incidence(first, len(log_p)), _incidence(second, len(log_p))
 
     def beliefs():  # log p(z_i | x_i) plus every message into item i
         return log_p + (into_first @ to_first.reshape(len(first), -1)
                         + into_second @ to_second.reshape(len(second), -1)).reshape(log_p.shape)
 
+    def damped(new, old):  # the share `damping` of the old message kept (a mixture of the two distributions)
+        if damping:
+            new *= 1.0 - damping
+            new += damping * old
+        return new
+
     for _ in range(sweeps):
         belief = beliefs()
         new_first = message(belief[second] - to_second)  # the partner's belief without this pair's message
         new_second = message(belief[first] - to_first)
-        to_first = np.logaddexp(np.log1p(-damping) + new_first, np.log(damping) + to_first) if damping else new_first
-        to_second = np.logaddexp(np.log1p(-damping) + new_second, np.log(damping) + to_second) if damping else new_second
+        m_first, m_second = damped(new_first, m_first), damped(new_second, m_second)
+        to_first, to_second = np.log(m_first), np.log(m_second)
     belief = beliefs()[rows]
     return np.exp(belief - logsumexp(belief, axis=-1, keepdims=True)).transpose(1, 0, 2)
 
