@@ -143,3 +143,14 @@ def test_statistics_of_columns_are_those_of_each_column(chains, draws):
         before = np.array([draw_stats.convergence_statistics(values[..., j]) for j in range(6)])
         np.testing.assert_allclose(draw_stats.convergence_statistics_columns(values), before, rtol=1e-12, equal_nan=True)
         assert np.isnan(draw_stats.chain_statistics_columns(np.full((chains, draws, 2), np.nan))).all()
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 4000])
+def test_blom_quantiles_are_scipys_normal_quantiles(n):
+    """The table that rank normalization looks its quantiles up in holds scipy's `ndtri` of Blom's
+    (r - 3/8) / (n + 1/4) at every whole and half rank r from 1 to n."""
+    from scipy.special import ndtri
+
+    ranks = np.arange(2, 2 * n + 1) / 2
+    want = ndtri((ranks - 3 / 8) / (n + 1 / 4))
+    np.testing.assert_allclose(draw_stats.blom_quantiles(n), want, rtol=1e-14, atol=1e-14)
