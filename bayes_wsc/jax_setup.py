@@ -48,19 +48,24 @@ def usable_cpus() -> int:
 
 
 def set_host_devices(n: int) -> None:
-    """Give JAX one CPU device per chain so that chains run in parallel.
+    """Give JAX a CPU device per chain so that chains run in parallel, and as many again.
 
     XLA reads the device count when its backend starts, so this only works
     before the first JAX computation. It must also come after importing
     `pymc.sampling.jax`, which sets the count to 100 on import: with 100
     devices on a 2-core machine every chain fights for the cores.
+
+    Twice the chains: when NumPyro's parallel chains filled every device of a 2-core machine
+    (4 chains, 4 devices), XLA's runtime grew by 10-22 MB a second while they sampled (a long
+    fit held 5-9 GB); with 8 devices it stayed flat, the draws bit for bit the same
+    (`benchmarks/nuts_memory.py`, RESULTS.md).
     """
     from jax._src import xla_bridge
 
     if xla_bridge.backends_are_initialized():
         return
     flags = re.sub(r"--xla_force_host_platform_device_count=\S+", "", os.environ.get("XLA_FLAGS", ""))
-    wanted = max(n, usable_cpus())
+    wanted = max(2 * n, usable_cpus())
     os.environ["XLA_FLAGS"] = f"{flags.strip()} --xla_force_host_platform_device_count={wanted}".strip()
 
 
