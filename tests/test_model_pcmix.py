@@ -280,6 +280,18 @@ def test_predict_arrays_are_the_draws_means_and_hdis(nuts_fit, monkeypatch):
         np.testing.assert_array_equal(again[name], values)
 
 
+def test_predict_arrays_of_chosen_classes_are_those_columns_bit_for_bit(nuts_fit):
+    """`classes` (what `predict` of two classes asks for: the positive one) gives those classes' label
+    columns, in that order, bit for bit as computed with every class; the clusters' means the same."""
+    x = np.linspace(-2.0, 2.0, 9)[:, None]
+    every = nuts_fit.predict_arrays(x, ci=0.9)
+    for classes in ([1], [1, 0]):
+        some = nuts_fit.predict_arrays(x, ci=0.9, classes=classes)
+        for name in ("label_mean", "label_low", "label_high"):
+            np.testing.assert_array_equal(some[name], every[name][:, classes])
+        np.testing.assert_array_equal(some["cluster_mean"], every["cluster_mean"])
+
+
 def test_nuts_chains_are_relabeled_to_the_map(nuts_fit):
     """The narrow positive cluster keeps one label in every chain and draw (relabeled against the MAP)."""
     post = nuts_fit.idata_.posterior

@@ -482,15 +482,19 @@ class PCMixture(Estimator):
                              "objective": data_term + float(self.lam) * label_term})
 
     # ------------------------------------------------------------------ predictions
-    def predict_arrays(self, x_std: np.ndarray, ci: float = DEFAULT_CI) -> dict[str, np.ndarray]:
+    def predict_arrays(self, x_std: np.ndarray, ci: float = DEFAULT_CI,
+                       classes: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Posterior mean and HDI of P(y = c | x) and the mean of p(z = k | x) for standardized items.
 
         Returns "label_mean", "label_low", "label_high" (m, C) and "cluster_mean" (m, K); nothing
-        per draw is kept (computed in chunks of items).
+        per draw is kept (computed in chunks of items). `classes` (codes): the label columns of these
+        classes only, in this order (`predict` of two classes reports the positive one: half the work).
         """
         self._check_fitted()
         pi, mean_z, sd_z, rho = self._draws()
-        n_draws, components, n_classes = pi.shape[0], pi.shape[1], rho.shape[2]
+        n_draws, components = pi.shape[0], pi.shape[1]
+        chosen = np.arange(rho.shape[2]) if classes is None else np.asarray(classes, dtype=np.int64)
+        n_classes = chosen.size
         m = x_std.shape[0]
         cluster_mean = np.empty((m, components))
         log_pi = np.log(pi).T[:, None, :]  # (K, 1, S)
@@ -505,8 +509,8 @@ class PCMixture(Estimator):
             resp /= resp.sum(axis=0)
             cluster_mean[unique] = resp.mean(axis=2).T
             labels = np.empty((unique.size, n_classes, n_draws))
-            for c in range(n_classes):
-                block = labels[:, c]
+            for j, c in enumerate(chosen):
+                block = labels[:, j]
                 np.multiply(resp[0], rho[:, 0, c], out=block)
                 for k in range(1, components):
                     block += resp[k] * rho[:, k, c]
@@ -528,11 +532,11 @@ class PCMixture(Estimator):
         self._check_fitted()
         const = self._fitted().constant_data
         x_std = standardize(items, self.features_, const["center"].values, const["scale"].values, "items")
-        result = self.predict_arrays(x_std, ci)
-        out = {}
         classes = self.classes_
+        result = self.predict_arrays(x_std, ci, classes=[1] if len(classes) == 2 else None)
+        out = {}
         if len(classes) == 2:
-            out["prob"], out["prob_low"], out["prob_high"] = (result[f"label_{s}"][:, 1] for s in ("mean", "low", "high"))
+            out["prob"], out["prob_low"], out["prob_high"] = (result[f"label_{s}"][:, 0] for s in ("mean", "low", "high"))
         else:
             for c, name in enumerate(classes):
                 out[f"prob_{name}"] = result["label_mean"][:, c]
