@@ -27,23 +27,34 @@ def logsumexp(a: np.ndarray, axis: int = -1, keepdims: bool = False, overwrite_a
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
-#: NumPy reduces a short last axis (a handful of clusters) row by row, several times slower than the same
+#: NumPy reduces a short last axis (a handful of clusters) row by row, up to 4 times slower than the same
 #: operations over its slices; up to this length `logsumexp` takes the slices, with the same values.
 SMALL_AXIS = 7
 
 
+def max_last(a: np.ndarray) -> np.ndarray:
+    """The maximum over a short last axis, slice by slice (see `SMALL_AXIS`)."""
+    out = a[..., 0].copy()
+    for k in range(1, a.shape[-1]):
+        np.maximum(out, a[..., k], out=out)
+    return out
+
+
+def sum_last(a: np.ndarray) -> np.ndarray:
+    """The sum over a short last axis, slice by slice, left to right: the order in which NumPy sums fewer
+    than 8 terms, so bit for bit its reduction's value up to `SMALL_AXIS` entries."""
+    out = a[..., 0].copy()
+    for k in range(1, a.shape[-1]):
+        out += a[..., k]
+    return out
+
+
 def _logsumexp_small_last(a: np.ndarray, keepdims: bool) -> np.ndarray:
-    """`logsumexp` over a short last axis, its maximum and its sum taken slice by slice (the sum left to
-    right, the order in which NumPy sums fewer than 8 terms), so the values are bit for bit those of the reduction."""
+    """`logsumexp` over a short last axis through `max_last` and `sum_last`: bit for bit the reduction's values."""
     a = np.asarray(a)
-    top = a[..., 0].copy()
-    for k in range(1, a.shape[-1]):
-        np.maximum(top, a[..., k], out=top)
+    top = max_last(a)
     top[~np.isfinite(top)] = 0.0
-    shifted = np.exp(a - top[..., None])
-    total = shifted[..., 0].copy()
-    for k in range(1, a.shape[-1]):
-        total += shifted[..., k]
+    total = sum_last(np.exp(a - top[..., None]))
     with np.errstate(divide="ignore"):
         out = np.log(total, out=total)
     out += top

@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from bayes_wsc.data.pairwise import PairwiseConstraints
-from bayes_wsc.maths import logsumexp
-
+from bayes_wsc.maths import logsumexp, max_last, sum_last
 
 
 def pair_log_likelihoods(alpha: np.ndarray, beta: np.ndarray, data: PairwiseConstraints, pairs=slice(None)):
@@ -69,15 +68,15 @@ def _memberships_block(features, W, b, alpha, beta, data, rows, sweeps, damping)
     first, second = data.pairs[:, 0], data.pairs[:, 1]
 
     def message(log_cavity):  # sum_l q(l) P(links | k, l), normalized over k, q the softmax of the cavity
-        shifted = log_cavity - _last_max(log_cavity)[..., None]
+        shifted = log_cavity - max_last(log_cavity)[..., None]
         q = np.exp(shifted)
-        total = _last_sum(q)[..., None]
+        total = sum_last(q)[..., None]
         q /= total
         shifted -= np.log(total)  # log q, whose expm1 is -(1 - q) without cancelling
         found = q * same
         found -= np.expm1(shifted, out=shifted) * different  # q_k L_same + (1 - q_k) L_different
         np.maximum(found, _TINY, out=found)  # never log(0): the caller subtracts messages' logs
-        found /= _last_sum(found)[..., None]
+        found /= sum_last(found)[..., None]
         return found
 
     m_first, m_second = message(log_p[second]), message(log_p[first])  # sweep 0: cavities p(z | x)
@@ -105,22 +104,6 @@ def _memberships_block(features, W, b, alpha, beta, data, rows, sweeps, damping)
 
 
 _TINY = np.finfo(float).tiny
-
-
-def _last_max(a: np.ndarray) -> np.ndarray:
-    """The maximum over the short last axis (the clusters), slice by slice (see `maths.SMALL_AXIS`)."""
-    out = a[..., 0].copy()
-    for k in range(1, a.shape[-1]):
-        np.maximum(out, a[..., k], out=out)
-    return out
-
-
-def _last_sum(a: np.ndarray) -> np.ndarray:
-    """The sum over the short last axis (the clusters), slice by slice."""
-    out = a[..., 0].copy()
-    for k in range(1, a.shape[-1]):
-        out += a[..., k]
-    return out
 
 
 def _incidence(ends: np.ndarray, n: int):
