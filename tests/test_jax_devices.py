@@ -34,6 +34,7 @@ FIT = textwrap.dedent("""
     devices = int(sys.argv[1])
     chosen = jax_setup.set_host_devices
     jax_setup.set_host_devices = lambda n: chosen(devices // 2)  # twice its argument: `devices` devices
+    jax_setup.usable_cpus = lambda: 1  # on any machine
     from bayes_wsc.estimator import load  # noqa: F401 (the package as a user's process has it)
     from bayes_wsc.models.wsc import WSC
     from bayes_wsc.simulate import simulate_wsc
