@@ -13,7 +13,7 @@ def logsumexp(a: np.ndarray, axis: int = -1, keepdims: bool = False, overwrite_a
     of only -inf gives -inf, as scipy's does. With `overwrite_a` (a float array the caller no longer needs)
     the shifted exponentials are made in `a` itself: the same values, without two temporaries of its size
     (of the perception model's (draws, items, clusters, groups) terms, 160 MB each at 1000 x 1000 x 4 x 5)."""
-    if not overwrite_a and axis in (-1, a.ndim - 1) and 1 < a.shape[-1] <= SMALL_AXIS:
+    if not overwrite_a and np.ndim(a) and axis in (-1, np.ndim(a) - 1) and 1 < np.shape(a)[-1] <= SMALL_AXIS:
         return _logsumexp_small_last(a, keepdims)
     top = np.max(a, axis=axis, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
