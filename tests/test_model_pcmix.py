@@ -246,12 +246,15 @@ def test_component_logp_draws_is_the_expression_it_replaced():
 
 def test_component_logp_rows_is_component_logp_draws_laid_out_per_component():
     """`component_logp_rows` (one matrix product per component, (K, m, S)) gives `component_logp_draws`'s values
-    to float rounding."""
+    to float rounding, and with log pi added the joint log density."""
     from bayes_wsc.maths.pcmix import component_logp_draws, component_logp_rows
 
     rng = np.random.default_rng(5)
     x, mean_z, sd_z = rng.normal(size=(13, 3)), rng.normal(size=(6, 2, 3)), rng.uniform(0.2, 2.0, size=(6, 2, 3))
-    np.testing.assert_allclose(component_logp_rows(x, mean_z, sd_z), component_logp_draws(x, mean_z, sd_z).transpose(2, 1, 0),
+    expected = component_logp_draws(x, mean_z, sd_z).transpose(2, 1, 0)
+    np.testing.assert_allclose(component_logp_rows(x, mean_z, sd_z), expected, rtol=1e-13, atol=1e-13)
+    log_pi = np.log(rng.dirichlet(np.ones(2), size=6))  # (S, K): the joint log density
+    np.testing.assert_allclose(component_logp_rows(x, mean_z, sd_z, log_pi), expected + log_pi.T[:, None, :],
                                rtol=1e-13, atol=1e-13)
 
 
@@ -274,7 +277,7 @@ def test_predict_arrays_are_the_draws_means_and_hdis(nuts_fit, monkeypatch):
     np.testing.assert_allclose(got["label_low"], bounds[..., 0], rtol=1e-13)
     np.testing.assert_allclose(got["label_high"], bounds[..., 1], rtol=1e-13)
     np.testing.assert_allclose(got["cluster_mean"], resp.mean(axis=0), rtol=1e-13)
-    monkeypatch.setattr("bayes_wsc.posterior.CHUNK_FLOATS", 3 * pi.shape[0])  # chunks of 3 rows: items split
+    monkeypatch.setattr("bayes_wsc.models.pcmix.model.CACHE_CHUNK_FLOATS", 3 * pi.shape[0])  # chunks of 3 rows: items split
     again = nuts_fit.predict_arrays(x, ci=0.9)
     for name, values in got.items():
         np.testing.assert_array_equal(again[name], values)

@@ -51,7 +51,7 @@ from bayes_wsc.estimator import Estimator, is_count, is_labels
 from bayes_wsc.models.pcmix.settings import PCMixSettings
 from bayes_wsc.settings import checked
 from bayes_wsc.graph_inputs import declare
-from bayes_wsc.posterior import append_predictions, stacked, summarize_rows
+from bayes_wsc.posterior import CACHE_CHUNK_FLOATS, append_predictions, stacked, summarize_rows
 from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -497,16 +497,17 @@ class PCMixture(Estimator):
         n_classes = chosen.size
         m = x_std.shape[0]
         cluster_mean = np.empty((m, components))
-        log_pi = np.log(pi).T[:, None, :]  # (K, 1, S)
+        log_pi = np.log(pi)
 
         def rows_of(rows):  # the label rows (item * C + class), each item's draws contiguous for its interval
             items, label = np.divmod(rows, n_classes)
             unique, inverse = np.unique(items, return_inverse=True)
-            resp = component_logp_rows(x_std[unique], mean_z, sd_z)  # (K, m', S); each step below in place
-            resp += log_pi
-            resp -= resp.max(axis=0)
+            resp = component_logp_rows(x_std[unique], mean_z, sd_z, log_pi)  # (K, m', S); each step below in place
+            top = resp.max(axis=0)
+            resp -= top
             np.exp(resp, out=resp)
-            resp /= resp.sum(axis=0)
+            total = resp.sum(axis=0, out=top)
+            resp *= np.reciprocal(total, out=total)  # one division per item and draw, not per component
             cluster_mean[unique] = resp.mean(axis=2).T
             labels = np.empty((unique.size, n_classes, n_draws))
             for j, c in enumerate(chosen):
@@ -518,7 +519,8 @@ class PCMixture(Estimator):
             whole = rows.size == labels.shape[0] and rows[0] == unique[0] * n_classes
             return labels if whole else labels[inverse * n_classes + label]  # (len(rows), S)
 
-        mean, low, high = (v.reshape(m, n_classes) for v in summarize_rows(m * n_classes, rows_of, n_draws, ci))
+        stats = summarize_rows(m * n_classes, rows_of, n_draws, ci, CACHE_CHUNK_FLOATS)
+        mean, low, high = (v.reshape(m, n_classes) for v in stats)
         return {"label_mean": mean, "label_low": low, "label_high": high, "cluster_mean": cluster_mean}
 
     def predict(self, items: pd.DataFrame, *, ci: float = DEFAULT_CI) -> pd.DataFrame:
