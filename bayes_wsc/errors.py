@@ -13,3 +13,8 @@ class InputError(ValueError):
 
 class FitWarning(UserWarning):
     """A fit finished but should not be trusted as is (diagnostics, identifiability)."""
+
+
+class SamplingWarning(FitWarning):
+    """Said before a long run starts (NUTS from a start that will make it slow): the command line prints it at
+    once, where its other fit warnings wait for the fit's printed diagnostics."""

@@ -42,7 +42,7 @@ from bayes_wsc.class_checks import (_check_contract, _check_levels, _checking_da
                                     _naming_missing_variables)
 from bayes_wsc.comparison import compare  # noqa: F401  (bayes_wsc.compare, kept importable from here)
 from bayes_wsc.defaults import DEFAULT_CI
-from bayes_wsc.errors import FitWarning, InputError
+from bayes_wsc.errors import FitWarning, InputError, SamplingWarning
 from bayes_wsc.estimator_settings import (CHAIN_STARTS, DEFAULT_SEED, CommonSettings,  # noqa: F401
                                           DeclaredSettings, _check_settings_class, _keyword_names, _names,
                                           _settings_init, _settings_signature, setting_names)
@@ -208,6 +208,7 @@ class Estimator(DeclaredSettings, ModelHooks, FitCriticism, abc.ABC):
         for message in early:
             warnings.warn(message, FitWarning, stacklevel=2)
         messages, fit_info, map_draws = list(early), {}, None
+        warned = len(early)  # messages[:warned] are warned already
         coords, dims = None, None
         if self.method != "nuts" or recipe.start_nuts_at_map:
             with self.variant_errors("map_fixed"):
@@ -257,6 +258,12 @@ class Estimator(DeclaredSettings, ModelHooks, FitCriticism, abc.ABC):
             free = [rv.name for rv in model.free_RVs]
             start = _restricted(start, set(free))
             start = [self.nuts_start(s) for s in start] if isinstance(start, list) else self.nuts_start(start)
+            with self.variant_errors("nuts_warnings"):
+                before = list(self.nuts_warnings(start))
+            for message in before:  # said now, before the run, not after it
+                warnings.warn(message, SamplingWarning, stacklevel=2)
+            messages[warned:warned] = before
+            warned += len(before)
             backend = self.backend or default_backend()
             precision = self.precision or (self.nuts_precision if backend == "numpyro" else "float64")
             with self.variant_errors("NUTS"):
@@ -294,7 +301,7 @@ class Estimator(DeclaredSettings, ModelHooks, FitCriticism, abc.ABC):
         if self.checks and not criticism.running() and self.model_name in criticism.MODULES:
             messages += self._fit_time_checks(data)
         inference.set_attrs(self._fitted(), {"diagnostics": messages})
-        for message in messages[len(early):]:
+        for message in messages[warned:]:
             warnings.warn(message, FitWarning, stacklevel=2)
         return self
 

@@ -80,6 +80,12 @@ class ModelHooks:
         """Model-specific warnings (orientation, label switching); none by default."""
         return []
 
+    def nuts_warnings(self, start) -> list[str]:
+        """What NUTS's start (`nuts_start`'s point, or a list of them, one per chain) already says about the
+        run, warned before sampling begins (a run of an hour would otherwise say it at its end) and kept
+        with the fit's diagnostics; none by default."""
+        return []
+
     def nuts_options(self) -> dict:
         """Further settings of `fit.fit_nuts` for this model (e.g. `dense_mass`); none by default."""
         return {}

@@ -286,3 +286,18 @@ def test_joint_log_density_of_draws_is_the_expression_it_replaced():
     assert np.array_equal(joint_log_density_np(features, A[2], B[2], sd[2], pi[2], pi_group[2], perception),
                           joint_log_density_np(features, A[2:3], B[2:3], sd[2:3], pi[2:3], pi_group[2:3],
                                                perception)[0])
+
+
+def test_nuts_is_told_of_small_groups_before_it_runs_and_takes_a_full_mass_matrix():
+    """The MAP's small groups (under a quarter of an even share) are named with the --groups that leaves them
+    out, before NUTS runs (`nuts_warnings`: they make its trees long); none for even shares or one group. NUTS
+    adapts a full mass matrix (A is seen only through A P')."""
+    est = PerceptionMixture(groups=5)
+    start = {"A": np.zeros((2, 2)), "pi_group": np.array([0.343, 0.013, 0.019, 0.303, 0.322])}
+    [said] = est.nuts_warnings(start)
+    assert "2 of the 5 groups" in said and "g1 1.3%, g2 1.9%" in said and "under 5.0%" in said
+    assert "--groups 3 (groups=3)" in said
+    assert est.nuts_warnings([start, dict(start, pi_group=np.full(5, 0.2))]) == [said]  # the first chain's: the MAP
+    assert est.nuts_warnings({"pi_group": np.full(5, 0.2)}) == []
+    assert est.nuts_warnings({"A": np.zeros((2, 2))}) == []  # one group: no pi_group
+    assert est.nuts_options() == {"dense_mass": True}

@@ -322,3 +322,35 @@ def test_nuts_never_starts_at_a_degenerate_map_of_one_start(monkeypatch, tmp_pat
         warnings.simplefilter("ignore", FitWarning)
         nuts.fit(data)
     assert float(seen["initvals"]["tau"]) == 1e-3
+
+
+def test_what_the_nuts_start_says_is_warned_before_sampling_and_kept_once(monkeypatch):
+    """A model's `nuts_warnings` (here one line, whatever the start) is a `SamplingWarning` issued before NUTS
+    runs, kept in the fit's diagnostics, and not warned again when the fit ends; the command line prints it
+    at once (`fit_save_report` lets it through where it holds other fit warnings back)."""
+    from bayes_wsc import fit as fitting
+    from bayes_wsc.data.labeled import LabeledItems
+    from bayes_wsc.errors import SamplingWarning
+    from bayes_wsc.models.pcmix import PCMixture
+
+    rng = np.random.default_rng(0)
+    z = rng.integers(0, 2, 40)
+    data = LabeledItems.from_frame(pd.DataFrame({"x": rng.normal(size=40) + 2.0 * z, "y": z}),
+                                   features=["x"], label_col="y")
+    monkeypatch.setattr(PCMixture, "nuts_warnings", lambda self, start: ["the start says the run will be slow"])
+    run_nuts, at_nuts = fitting.fit_nuts, []
+
+    def record(model, **kwargs):
+        at_nuts.append(len(caught))
+        return run_nuts(model, **kwargs)
+
+    monkeypatch.setattr(fitting, "fit_nuts", record)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = PCMixture(components=2, seed=1, checks=False, method="nuts", draws=30, tune=30, chains=1,
+                        progressbar=False).fit(data)
+    said = [w.category for w in caught if "will be slow" in str(w.message)]
+    assert said == [SamplingWarning]  # once
+    first = next(i for i, w in enumerate(caught) if "will be slow" in str(w.message))
+    assert first < at_nuts[0]  # before NUTS ran
+    assert est.diagnostics_.count("the start says the run will be slow") == 1

@@ -272,13 +272,15 @@ def print_fit(est, ci: float | None = None, heading: str | None = None) -> None:
 
 
 def fit_save_report(est, data, args) -> None:
-    """Fit (warnings go to the printed diagnostics, not Python warnings), save, print, report."""
+    """Fit (warnings go to the printed diagnostics, not Python warnings, but those said before a long run
+    starts: `SamplingWarning`), save, print, report."""
     import warnings
 
-    from bayes_wsc.errors import FitWarning
+    from bayes_wsc.errors import FitWarning, SamplingWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
+        warnings.simplefilter("always", SamplingWarning)
         est = est.fit(data)  # what fit returns: the estimator, or the fit a chooser (PerceptionAuto) kept
     path = est.save(args.out)
     print_fit(est)
