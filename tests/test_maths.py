@@ -31,8 +31,8 @@ def test_logsumexp_in_place_gives_the_same_values(axis):
 
 @pytest.mark.parametrize("k", range(2, maths.SMALL_AXIS + 1))
 def test_logsumexp_over_a_short_last_axis_is_the_reductions_value_bit_for_bit(k):
-    """A last axis of at most `SMALL_AXIS` entries is taken slice by slice: the same values as NumPy's
-    reduction over the axis, to the last bit (special values included)."""
+    """An axis of at most `SMALL_AXIS` entries is taken slice by slice: the same values as NumPy's
+    reduction over the axis, to the last bit (special values included), the last axis or another."""
     a = np.random.default_rng(k).normal(size=(50, 40, k)) * 30
     a[0, 0, :] = -np.inf
     a[1, 1, 0] = -np.inf
@@ -46,6 +46,11 @@ def test_logsumexp_over_a_short_last_axis_is_the_reductions_value_bit_for_bit(k)
             got = maths.logsumexp(a, keepdims=keepdims)
             np.testing.assert_array_equal(got, want if keepdims else want[..., 0])
         np.testing.assert_array_equal(maths.logsumexp(np.swapaxes(a, 0, 1)), np.swapaxes(want[..., 0], 0, 1))
+        # a short middle axis (the perception mixture's groups), its slices whole blocks, in place or not
+        middle = np.ascontiguousarray(np.moveaxis(a, -1, 1))
+        for overwrite in (False, True):
+            got = maths.logsumexp(middle.copy(), axis=1, keepdims=True, overwrite_a=overwrite)
+            np.testing.assert_array_equal(got, np.moveaxis(want, -1, 1))
 
 
 def test_softmax_equals_scipys():

@@ -265,8 +265,9 @@ def test_cli_fits_the_mixture_and_writes_its_report(tmp_path, capsys):
 
 
 def test_joint_log_density_of_draws_is_the_expression_it_replaced():
-    """`joint_log_density_np` builds the (S, m, K, G) terms in place; the same numbers, bit for bit, as the
-    expression it replaced (written out here), for a stack of draws and for one draw."""
+    """`joint_log_density_np` builds the (S, K, G, m) terms in one matrix product (the square expanded, the
+    constants folded in); the same numbers to float rounding as the expression it replaced (written out
+    here), for a stack of draws, and one draw bit for bit as that draw of a stack."""
     from bayes_wsc import maths
     from bayes_wsc.models.perception.model import LOG_2PI, joint_log_density_np
 
@@ -282,7 +283,8 @@ def test_joint_log_density_of_draws_is_the_expression_it_replaced():
             + np.einsum("skgd,sd->skg", means**2, precision, optimize=True)[:, None])
     comp = -0.5 * (quad + np.sum(2.0 * np.log(sd) + LOG_2PI, axis=1)[:, None, None, None])
     before = np.log(pi)[:, None, :] + maths.logsumexp(np.log(pi_group)[:, None, None, :] + comp, axis=-1)
-    assert np.array_equal(joint_log_density_np(features, A, B, sd, pi, pi_group, perception), before)
+    np.testing.assert_allclose(joint_log_density_np(features, A, B, sd, pi, pi_group, perception), before,
+                               rtol=1e-13, atol=1e-13)
     assert np.array_equal(joint_log_density_np(features, A[2], B[2], sd[2], pi[2], pi_group[2], perception),
                           joint_log_density_np(features, A[2:3], B[2:3], sd[2:3], pi[2:3], pi_group[2:3],
                                                perception)[0])

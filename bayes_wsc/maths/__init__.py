@@ -13,8 +13,10 @@ def logsumexp(a: np.ndarray, axis: int = -1, keepdims: bool = False, overwrite_a
     of only -inf gives -inf, as scipy's does. With `overwrite_a` (a float array the caller no longer needs)
     the shifted exponentials are made in `a` itself: the same values, without two temporaries of its size
     (of the perception model's (draws, items, clusters, groups) terms, 160 MB each at 1000 x 1000 x 4 x 5)."""
-    if not overwrite_a and np.ndim(a) and axis in (-1, np.ndim(a) - 1) and 1 < np.shape(a)[-1] <= SMALL_AXIS:
-        return _logsumexp_small_last(a, keepdims)
+    if np.ndim(a) and 1 < np.shape(a)[axis] <= SMALL_AXIS and (not overwrite_a or axis not in (-1, np.ndim(a) - 1)):
+        # a short axis, slice by slice: in place (`overwrite_a`) only where its slices are blocks, not strided
+        out = _logsumexp_small_last(np.moveaxis(a, axis, -1), keepdims, overwrite_a)
+        return np.moveaxis(out, -1, axis) if keepdims else out
     top = np.max(a, axis=axis, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
     if overwrite_a:
@@ -27,8 +29,8 @@ def logsumexp(a: np.ndarray, axis: int = -1, keepdims: bool = False, overwrite_a
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
-#: NumPy reduces a short last axis (a handful of clusters) row by row, up to 4 times slower than the same
-#: operations over its slices; up to this length `logsumexp` takes the slices, with the same values.
+#: NumPy reduces a short axis (a handful of clusters or groups) up to 4 times slower than the same operations
+#: over its slices; up to this length `logsumexp` takes the slices (of any axis), with the same values.
 SMALL_AXIS = 7
 
 
@@ -49,12 +51,17 @@ def sum_last(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _logsumexp_small_last(a: np.ndarray, keepdims: bool) -> np.ndarray:
-    """`logsumexp` over a short last axis through `max_last` and `sum_last`: bit for bit the reduction's values."""
+def _logsumexp_small_last(a: np.ndarray, keepdims: bool, overwrite_a: bool = False) -> np.ndarray:
+    """`logsumexp` over a short last axis through `max_last` and `sum_last`: bit for bit the reduction's values
+    (with `overwrite_a`, the shifted exponentials made in `a`, as there)."""
     a = np.asarray(a)
     top = max_last(a)
     top[~np.isfinite(top)] = 0.0
-    total = sum_last(np.exp(a - top[..., None]))
+    if overwrite_a:
+        shifted = np.subtract(a, top[..., None], out=a)
+        total = sum_last(np.exp(shifted, out=shifted))
+    else:
+        total = sum_last(np.exp(a - top[..., None]))
     with np.errstate(divide="ignore"):
         out = np.log(total, out=total)
     out += top

@@ -731,16 +731,18 @@ def joint_log_density_np(features, A, B, sd, pi, pi_group, perception) -> np.nda
         return joint_log_density_np(features, A[None], B[None], sd[None], pi[None], pi_group[None], perception)[0]
     means = np.einsum("kq,sdq->skd", perception, A, optimize=True)[:, :, None, :] + B[:, None, :, :]  # (S, K, G, d)
     precision = 1.0 / sd**2  # (S, d)
-    # the (S, m, K, G) terms in one array, each step in place (the same operations in the same order as
-    # -0.5 (x'Px - 2 x'P mean + mean'P mean + log det) + log pi_group, without a temporary per step)
-    comp = np.einsum("md,skgd->smkg", features, means * precision[:, None, None, :], optimize=True)
-    comp *= 2.0
-    np.subtract(np.einsum("md,sd->sm", features**2, precision, optimize=True)[:, :, None, None], comp, out=comp)
-    comp += np.einsum("skgd,sd->skg", means**2, precision, optimize=True)[:, None]
-    comp += np.sum(2.0 * np.log(sd) + LOG_2PI, axis=1)[:, None, None, None]
-    comp *= -0.5
-    np.add(np.log(pi_group)[:, None, None, :], comp, out=comp)
-    return np.log(pi)[:, None, :] + maths.logsumexp(comp, axis=-1, overwrite_a=True)
+    # log pi_group_h N(x_i | mean_kh, sd^2) of every draw, cluster, group and item in one matrix product,
+    # [x^2, x, 1] against [-precision / 2, mean * precision, the component's constant], items last (each
+    # (cluster, group) block of a draw contiguous: the sums over groups and clusters run across blocks)
+    S, K, G, d = means.shape
+    constant = (-0.5 * np.einsum("skgd,sd->skg", means**2, precision, optimize=True)
+                - np.sum(np.log(sd) + 0.5 * LOG_2PI, axis=1)[:, None, None] + np.log(pi_group)[:, None, :])
+    weights = np.concatenate([np.broadcast_to(-0.5 * precision[:, None, None, :], means.shape),
+                              means * precision[:, None, None, :], constant[..., None]], axis=-1)
+    features = np.concatenate([features**2, features, np.ones((features.shape[0], 1))], axis=1)
+    comp = np.matmul(weights.reshape(S * K * G, 2 * d + 1), features.T).reshape(S, K, G, -1)
+    joint = np.log(pi)[:, :, None] + maths.logsumexp(comp, axis=2, overwrite_a=True)  # (S, K, m)
+    return joint.transpose(0, 2, 1)  # (S, m, K), a view
 
 
 def mixture_log_probabilities(features, A, B, sd, pi, pi_group, perception) -> np.ndarray:
