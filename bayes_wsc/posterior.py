@@ -84,14 +84,16 @@ def _in_chunks(n: int, n_draws: int, stats_of: Callable,
 
 
 def summarize_memberships(n_rows: int, n_clusters: int, probabilities_of: Callable[[np.ndarray], np.ndarray],
-                          n_draws: int, ci: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                          n_draws: int, ci: float, chunk_floats: int | None = None,
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Posterior mean of every row's cluster probabilities (n, K), the most probable cluster of each row and
     the HDI of its probability, from `probabilities_of(rows) -> (draws, len(rows), K)` (rows unique and
     sorted); a chunk of whole rows at a time (about `CHUNK_FLOATS` draws), never stored per draw. Only the
-    chosen cluster's draws are sorted for its interval (as a row, in place), not every cluster's."""
+    chosen cluster's draws are sorted for its interval (as a row, in place), not every cluster's.
+    `chunk_floats` as `summarize_rows`'."""
     mean = np.empty((n_rows, n_clusters))
     bounds = np.full((n_rows, 2), np.nan)  # a single draw (a MAP) has no interval
-    step = max(1, CHUNK_FLOATS // max(n_draws * n_clusters, 1))
+    step = max(1, (CHUNK_FLOATS if chunk_floats is None else chunk_floats) // max(n_draws * n_clusters, 1))
     for start in range(0, n_rows, step):
         rows = np.arange(start, min(start + step, n_rows))
         values = probabilities_of(rows)

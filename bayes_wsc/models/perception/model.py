@@ -61,7 +61,7 @@ from bayes_wsc.models.perception.settings import (DEFAULT_GROUPS, OVERLAP_THRESH
 from bayes_wsc.settings import checked
 from bayes_wsc.graph_inputs import declare
 from bayes_wsc.maths.perception import threshold_clusters
-from bayes_wsc.posterior import stacked, summarize_memberships
+from bayes_wsc.posterior import CACHE_CHUNK_FLOATS, stacked, summarize_memberships
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
 # program is cached (bayes_wsc.map_program) runs without them
@@ -601,7 +601,8 @@ class PerceptionClustering(Estimator):
                 return self.draw_probabilities(features[unique], params)
             return condition_on_seeds(self.draw_log_probabilities(features[unique], params), in_set[unique])
 
-        return summarize_memberships(features.shape[0], len(self.clusters_), probabilities_of, n_draws, ci)
+        return summarize_memberships(features.shape[0], len(self.clusters_), probabilities_of, n_draws, ci,
+                                     CACHE_CHUNK_FLOATS)
 
     def _membership_frame(self, features, ci, index, threshold, in_set=None) -> pd.DataFrame:
         mean, chosen, low, high = self._membership_summary(features, ci, in_set)
