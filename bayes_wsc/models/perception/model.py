@@ -725,30 +725,39 @@ def joint_log_density(x, A, B, sd, log_pi, log_group, perception, n_clusters: in
 
 
 # ---------------------------------------------------------------------- numbers from draws
-def joint_log_density_np(features, A, B, sd, pi, pi_group, perception) -> np.ndarray:
-    """`joint_log_density` in NumPy for one draw (A (d, q), B (G, d), sd (d,), pi (K,), pi_group (G,))
-    -> (m, K), or a stack of S draws (each with a leading S axis) -> (S, m, K)."""
-    if np.ndim(A) == 2:
-        return joint_log_density_np(features, A[None], B[None], sd[None], pi[None], pi_group[None], perception)[0]
+def component_weights(A, B, sd, pi_group, perception) -> np.ndarray:
+    """(S, K, G, 2d + 1) for a stack of S draws: per cluster k and group h, [-precision / 2, mean_kh * precision,
+    the constant] (constant = log pi_group_h - mean_kh' precision mean_kh / 2 - log det / 2), so that
+    log pi_group_h N(x | mean_kh, sd^2) is this row times [x^2, x, 1] (`joint_log_density_np`). It depends on the
+    draws alone: a caller scoring items in chunks makes it once (`PerceptionMixture._parameter_draws`)."""
     means = np.einsum("kq,sdq->skd", perception, A, optimize=True)[:, :, None, :] + B[:, None, :, :]  # (S, K, G, d)
     precision = 1.0 / sd**2  # (S, d)
-    # log pi_group_h N(x_i | mean_kh, sd^2) of every draw, cluster, group and item in one matrix product,
-    # [x^2, x, 1] against [-precision / 2, mean * precision, the component's constant], items last (each
-    # (cluster, group) block of a draw contiguous: the sums over groups and clusters run across blocks)
-    S, K, G, d = means.shape
     constant = (-0.5 * np.einsum("skgd,sd->skg", means**2, precision, optimize=True)
                 - np.sum(np.log(sd) + 0.5 * LOG_2PI, axis=1)[:, None, None] + np.log(pi_group)[:, None, :])
-    weights = np.concatenate([np.broadcast_to(-0.5 * precision[:, None, None, :], means.shape),
-                              means * precision[:, None, None, :], constant[..., None]], axis=-1)
+    return np.concatenate([np.broadcast_to(-0.5 * precision[:, None, None, :], means.shape),
+                           means * precision[:, None, None, :], constant[..., None]], axis=-1)
+
+
+def joint_log_density_np(features, A, B, sd, pi, pi_group, perception, weights=None) -> np.ndarray:
+    """`joint_log_density` in NumPy for one draw (A (d, q), B (G, d), sd (d,), pi (K,), pi_group (G,))
+    -> (m, K), or a stack of S draws (each with a leading S axis) -> (S, m, K); `weights`: their
+    `component_weights`, when the caller has them."""
+    if np.ndim(A) == 2:
+        return joint_log_density_np(features, A[None], B[None], sd[None], pi[None], pi_group[None], perception)[0]
+    if weights is None:
+        weights = component_weights(A, B, sd, pi_group, perception)
+    # log pi_group_h N(x_i | mean_kh, sd^2) of every draw, cluster, group and item in one matrix product, items
+    # last (each (cluster, group) block of a draw contiguous: the sums over groups and clusters run across blocks)
+    S, K, G, width = weights.shape
     features = np.concatenate([features**2, features, np.ones((features.shape[0], 1))], axis=1)
-    comp = np.matmul(weights.reshape(S * K * G, 2 * d + 1), features.T).reshape(S, K, G, -1)
+    comp = np.matmul(weights.reshape(S * K * G, width), features.T).reshape(S, K, G, -1)
     joint = np.log(pi)[:, :, None] + maths.logsumexp(comp, axis=2, overwrite_a=True)  # (S, K, m)
     return joint.transpose(0, 2, 1)  # (S, m, K), a view
 
 
-def mixture_log_probabilities(features, A, B, sd, pi, pi_group, perception) -> np.ndarray:
+def mixture_log_probabilities(features, A, B, sd, pi, pi_group, perception, weights=None) -> np.ndarray:
     """log P(z = k | x), shaped as `joint_log_density_np`."""
-    joint = joint_log_density_np(features, A, B, sd, pi, pi_group, perception)
+    joint = joint_log_density_np(features, A, B, sd, pi, pi_group, perception, weights)
     return joint - maths.logsumexp(joint, axis=-1, keepdims=True)
 
 
@@ -1068,15 +1077,19 @@ class PerceptionMixture(PerceptionClustering):
         out = {name: stacked(fitted, name) for name in ("A", "B", "sd", "pi")}
         S = out["A"].shape[0]
         out["pi_group"] = stacked(fitted, "pi_group") if "pi_group" in fitted.posterior else np.ones((S, 1))
+        # made once, not per chunk of items (every array here is per draw: a subset of draws slices it too)
+        out["weights"] = component_weights(out["A"], out["B"], out["sd"], out["pi_group"], self._perception(None))
         return out
 
     def draw_log_probabilities(self, features: np.ndarray, params: dict, perception=None) -> np.ndarray:
-        """log P(z = k | x) for the draws in `params` (leading axis S) -> (S, m, K)."""
+        """log P(z = k | x) for the draws in `params` (leading axis S) -> (S, m, K); their `weights` are used
+        when the fit's own perception vectors score the items (`perception` None)."""
+        weights = params.get("weights") if perception is None else None
         perception = self._perception(perception)
         A = params["A"]
         pi_group = params["pi_group"] if "pi_group" in params else np.ones((*A.shape[:-2], 1))
         return mixture_log_probabilities(features, A, params["B"], params["sd"], params["pi"], pi_group,
-                                            perception)
+                                            perception, weights)
 
 
 # ============================================================ choosing the formulation
