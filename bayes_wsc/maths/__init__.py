@@ -6,6 +6,8 @@ models share (Dawid and Skene's votes: `dawid_skene.py`) has a module of its own
 
 import numpy as np
 
+LOG_2PI = float(np.log(2 * np.pi))
+
 
 def logsumexp(a: np.ndarray, axis: int = -1, keepdims: bool = False, overwrite_a: bool = False) -> np.ndarray:
     """log sum exp(a) along `axis`, for the per-draw arrays of `predict`: scipy's general version spends
@@ -82,3 +84,21 @@ def expit(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         np.exp(out, out=out)
         out += 1.0
         return np.reciprocal(out, out=out)
+
+
+def quadratic_features(x: np.ndarray) -> np.ndarray:
+    """[x^2, x, 1] of items x (m, d) -> (m, 2d + 1): times `diag_normal_weights`, a diagonal Gaussian's log density."""
+    return np.concatenate([x**2, x, np.ones((x.shape[0], 1))], axis=1)
+
+
+def diag_normal_weights(mean: np.ndarray, sd: np.ndarray, log_weight: np.ndarray | None = None) -> np.ndarray:
+    """[-precision / 2, mean * precision, the constant] of diagonal Gaussians, mean (..., d) and sd broadcastable to
+    it -> (..., 2d + 1), so that `quadratic_features(x) @ weights` is log N(x | mean, diag(sd^2)) (+ `log_weight`,
+    shaped as mean without its last axis): each component's log density of many items in one matrix product, the
+    square expanded (the same values to float rounding)."""
+    precision = np.broadcast_to(1.0 / sd**2, mean.shape)
+    constant = (-0.5 * np.sum(mean**2 * precision, axis=-1) - np.sum(np.log(np.broadcast_to(sd, mean.shape)), axis=-1)
+                - 0.5 * LOG_2PI * mean.shape[-1])
+    if log_weight is not None:
+        constant = constant + log_weight
+    return np.concatenate([-0.5 * precision, mean * precision, constant[..., None]], axis=-1)

@@ -13,9 +13,8 @@ import numpy as np
 
 from bayes_wsc.data.labeled import LabeledItems
 from bayes_wsc.errors import InputError
+from bayes_wsc.maths import LOG_2PI, diag_normal_weights, quadratic_features
 from bayes_wsc.settings import real
-
-LOG_2PI = float(np.log(2 * np.pi))
 
 
 @dataclass(frozen=True)
@@ -76,19 +75,13 @@ def component_logp_draws(x: np.ndarray, mean_z: np.ndarray, sd_z: np.ndarray) ->
 def component_logp_rows(x: np.ndarray, mean_z: np.ndarray, sd_z: np.ndarray,
                         log_weight: np.ndarray | None = None) -> np.ndarray:
     """`component_logp_draws` laid out (K, m, S), each component's block contiguous in the draws, for `predict`,
-    plus `log_weight` (S, K) when given (log pi: the joint log density). One matrix product per component,
-    [x^2, x, 1] against [-precision / 2, mean * precision, the draw's constant], and nothing after it: every
-    (m, S) block is made once, where the components' log-sum-exp is elementwise across blocks and each item's
-    draws are a row to sort for its interval. The same values to float rounding (the square expanded in one sum)."""
-    precision = 1.0 / sd_z**2
-    m, d = x.shape
-    features = np.concatenate([x**2, x, np.ones((m, 1))], axis=1)  # (m, 2D + 1)
-    constant = -0.5 * np.sum(mean_z**2 * precision, axis=-1) - np.sum(np.log(sd_z), axis=-1) - 0.5 * LOG_2PI * d
-    if log_weight is not None:
-        constant += log_weight
-    weights = np.concatenate([-0.5 * precision, mean_z * precision, constant[..., None]], axis=2)
-    weights = weights.transpose(1, 2, 0).copy()  # (K, 2D + 1, S)
-    out = np.empty((sd_z.shape[1], m, sd_z.shape[0]))
+    plus `log_weight` (S, K) when given (log pi: the joint log density). One matrix product per component
+    (`maths.quadratic_features` against `maths.diag_normal_weights`) and nothing after it: every (m, S) block is
+    made once, where the components' log-sum-exp is elementwise across blocks and each item's draws are a row to
+    sort for its interval. The same values to float rounding (the square expanded in one sum)."""
+    features = quadratic_features(x)  # (m, 2D + 1)
+    weights = diag_normal_weights(mean_z, sd_z, log_weight).transpose(1, 2, 0).copy()  # (K, 2D + 1, S)
+    out = np.empty((sd_z.shape[1], x.shape[0], sd_z.shape[0]))
     for k, block in enumerate(out):
         np.matmul(features, weights[k], out=block)
     return out

@@ -667,7 +667,7 @@ SHIFT_SD = 2.0
 CONCENTRATION = 1.01
 #: a group whose MAP share is under this fraction of an even share (1 / groups) is small: NUTS is then slow
 SMALL_GROUP_FRACTION = 0.25
-LOG_2PI = 1.8378770664093453
+LOG_2PI = maths.LOG_2PI
 
 
 def check_mixture_settings(groups, seed_weight) -> None:
@@ -726,16 +726,12 @@ def joint_log_density(x, A, B, sd, log_pi, log_group, perception, n_clusters: in
 
 # ---------------------------------------------------------------------- numbers from draws
 def component_weights(A, B, sd, pi_group, perception) -> np.ndarray:
-    """(S, K, G, 2d + 1) for a stack of S draws: per cluster k and group h, [-precision / 2, mean_kh * precision,
-    the constant] (constant = log pi_group_h - mean_kh' precision mean_kh / 2 - log det / 2), so that
-    log pi_group_h N(x | mean_kh, sd^2) is this row times [x^2, x, 1] (`joint_log_density_np`). It depends on the
-    draws alone: a caller scoring items in chunks makes it once (`PerceptionMixture._parameter_draws`)."""
+    """(S, K, G, 2d + 1) for a stack of S draws: `maths.diag_normal_weights` of every cluster k and group h (mean
+    A p_k + B_h, sd, log pi_group_h added), so that log pi_group_h N(x | mean_kh, sd^2) is this row times
+    `maths.quadratic_features(x)` (`joint_log_density_np`). It depends on the draws alone: a caller scoring
+    items in chunks makes it once (`PerceptionMixture._parameter_draws`)."""
     means = np.einsum("kq,sdq->skd", perception, A, optimize=True)[:, :, None, :] + B[:, None, :, :]  # (S, K, G, d)
-    precision = 1.0 / sd**2  # (S, d)
-    constant = (-0.5 * np.einsum("skgd,sd->skg", means**2, precision, optimize=True)
-                - np.sum(np.log(sd) + 0.5 * LOG_2PI, axis=1)[:, None, None] + np.log(pi_group)[:, None, :])
-    return np.concatenate([np.broadcast_to(-0.5 * precision[:, None, None, :], means.shape),
-                           means * precision[:, None, None, :], constant[..., None]], axis=-1)
+    return maths.diag_normal_weights(means, sd[:, None, None, :], np.log(pi_group)[:, None, :])
 
 
 def joint_log_density_np(features, A, B, sd, pi, pi_group, perception, weights=None) -> np.ndarray:
@@ -749,8 +745,7 @@ def joint_log_density_np(features, A, B, sd, pi, pi_group, perception, weights=N
     # log pi_group_h N(x_i | mean_kh, sd^2) of every draw, cluster, group and item in one matrix product, items
     # last (each (cluster, group) block of a draw contiguous: the sums over groups and clusters run across blocks)
     S, K, G, width = weights.shape
-    features = np.concatenate([features**2, features, np.ones((features.shape[0], 1))], axis=1)
-    comp = np.matmul(weights.reshape(S * K * G, width), features.T).reshape(S, K, G, -1)
+    comp = np.matmul(weights.reshape(S * K * G, width), maths.quadratic_features(features).T).reshape(S, K, G, -1)
     joint = np.log(pi)[:, :, None] + maths.logsumexp(comp, axis=2, overwrite_a=True)  # (S, K, m)
     return joint.transpose(0, 2, 1)  # (S, m, K), a view
 
