@@ -242,7 +242,7 @@ def cmd_predict(args) -> None:
         items = read_table(args.items, "items", sep=args.sep, text_columns=model.key_columns())
         out = model.predict(items)
     else:
-        est = load(args.fit)
+        est = load(args.fit, log_likelihood_on_first_use=True)
         options = {"ci": args.ci, **_predict_options(args, est)}
         items = read_table(args.items, "items", sep=args.sep, text_columns=est.key_columns())
         out = est.predict(items, **options)
@@ -333,14 +333,14 @@ def check_probabilities(predictions, items) -> None:
 def cmd_report(args) -> None:
     from bayes_wsc.estimator import load
 
-    print(f"wrote {load(args.fit).report(args.out, ci=args.ci)}")
+    print(f"wrote {load(args.fit, log_likelihood_on_first_use=True).report(args.out, ci=args.ci)}")
 
 
 def cmd_summary(args) -> None:
     from bayes_wsc.commands.common import print_fit
     from bayes_wsc.estimator import load
 
-    est = load(args.fit)
+    est = load(args.fit, log_likelihood_on_first_use=True)
     attrs = est._fitted().posterior.attrs  # the fit's groups as read: no ArviZ
     print_fit(est, ci=args.ci, heading=f"model: {attrs['model']}  method: {attrs['method']}  "
                                       f"fitted with bayes_wsc {attrs.get('package_version')}")
@@ -350,7 +350,7 @@ def cmd_check(args) -> None:
     from bayes_wsc.estimator import load
     from bayes_wsc.outputs import write_csv
 
-    est = load(args.fit)
+    est = load(args.fit, log_likelihood_on_first_use=True)
     if args.model_file is not None:
         est.use_variant_file(args.model_file)
     table = est.run_checks(draws=args.draws, seed=args.seed)
@@ -397,7 +397,7 @@ def cmd_ppc(args) -> None:
     if args.plot:
         if Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
             raise InputError(f"--plot {args.plot!r} must end in one of {', '.join(PLOT_SUFFIXES)}")
-    est = load(args.fit)
+    est = load(args.fit, log_likelihood_on_first_use=True)
     ppc = criticism.posterior_predictive(est, draws=args.draws, seed=args.seed)  # ArviZ only for --plot
     path = inference.save(ppc, args.out)
     names = ", ".join(ppc.posterior_predictive.data_vars)

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import datetime
 import inspect
+import os
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from bayes_wsc import criticism, inference, registry
 from bayes_wsc.errors import FitWarning, InputError
@@ -100,7 +102,9 @@ def save(est, path) -> Path:
     """`Estimator.save`: the fit as netCDF, without a pending log-likelihood the file can rebuild."""
     est._check_fitted()
     check_path(path, "save", "a fit file")
-    if "_pending_log_likelihood" in est.__dict__ and est.log_likelihood_from_file() is not None:
+    pending = est.__dict__.get("_pending_log_likelihood")  # one still in the file it was loaded from is copied
+    if pending is not None and not isinstance(pending, LogLikelihoodInFile) \
+            and est.log_likelihood_from_file() is not None:
         groups = inference.with_attrs(est._fitted(), {LOG_LIKELIHOOD_LEFT_OUT: True})
     else:
         groups = inference.Groups(inference.groups_of(est._complete_log_likelihood()))
@@ -141,15 +145,53 @@ class _SavedMode:
         self.posterior = {str(name): variable.values[None, None] for name, variable in ds.data_vars.items()}
 
 
-def load(path):
-    """Load any saved fit; the model named in the file picks the estimator class."""
+def load(path, *, log_likelihood_on_first_use: bool = False):
+    """Load any saved fit; the model named in the file picks the estimator class.
+    `log_likelihood_on_first_use`: leave the file's `log_likelihood` group (draws x units, often most of
+    the file: 160 MB of pcmix's 5,000 items at 4,000 draws) in the file until something reads it
+    (`LogLikelihoodInFile`), for the commands that may not (`predict`, `summary`, `ppc`); `check` and
+    `report` read it on first use. The file must then stay as it is while the fit is in use."""
     check_path(path, "load")
-    idata = inference.load(path)
+    later = ("log_likelihood",) if log_likelihood_on_first_use else ()
+    idata = inference.load(path, leave=later)
     name = idata.posterior.attrs["model"]
     if not isinstance(name, str) or name not in registry.NAMES:
         raise InputError(f"fit file {str(path)!r} holds a model {name!r} that this version does not know")
     cls = registry.get(name).estimator_class()
-    return cls.from_idata(idata, source=f"fit file {str(path)!r}")
+    estimator = cls.from_idata(idata, source=f"fit file {str(path)!r}")
+    if later and "_pending_log_likelihood" not in estimator.__dict__ and inference.has_group(path, later[0]):
+        estimator._pending_log_likelihood = LogLikelihoodInFile.of(path)
+    return estimator
+
+
+class LogLikelihoodInFile(NamedTuple):
+    """A loaded fit's `log_likelihood` group left in its file until first use (`load`), with the file's size
+    and modification time when it was loaded: a file changed or removed since then is an `InputError` on
+    reading, never another fit's values."""
+
+    path: str
+    stamp: tuple[int, int]
+
+    @classmethod
+    def of(cls, path) -> LogLikelihoodInFile:
+        return cls(os.path.abspath(path), _stamp(path))
+
+    def read(self, source: str):
+        """The group as `inference.load` reads it (a Dataset)."""
+        try:
+            changed = _stamp(self.path) != self.stamp
+        except OSError:
+            raise InputError(f"{source} was removed after it was loaded: its log-likelihood, left in the file "
+                             "until first use, cannot be read; load the fit again") from None
+        if changed:
+            raise InputError(f"{source} changed after it was loaded: its log-likelihood, left in the file until "
+                             "first use, would not be this fit's; load the fit again")
+        return inference.load_group(self.path, "log_likelihood")
+
+
+def _stamp(path) -> tuple[int, int]:
+    stat = os.stat(path)
+    return stat.st_size, stat.st_mtime_ns
 
 
 def load_as(cls, path):
@@ -206,7 +248,7 @@ def from_idata(cls, idata, source: str = "this fit", base_settings: Iterable[str
         estimator.check_params()
     except InputError as exc:
         raise InputError(f"{source} ({written_by}) holds a setting this version refuses: {exc}") from None
-    estimator.idata_ = _usable_draws(idata, cls.bounds, source)
+    estimator.idata_, estimator._source_draws = _usable_draws(idata, cls.bounds, source)
     estimator._source = source
     if mode is not None:
         estimator._mode = _SavedMode(mode)
@@ -218,8 +260,8 @@ def from_idata(cls, idata, source: str = "this fit", base_settings: Iterable[str
 
 def _usable_draws(idata, bounds: dict, source: str):
     """The fit without the draws that hold a value the model cannot have produced (not finite, or
-    outside `bounds`), with one `FitWarning` per variable holding such values; an `InputError` when no
-    draw is left."""
+    outside `bounds`), with one `FitWarning` per variable holding such values, and the indices of the
+    draws kept (None: all of them); an `InputError` when no draw is left."""
     import numpy as np
 
     problems, bad = [], None
@@ -242,7 +284,7 @@ def _usable_draws(idata, bounds: dict, source: str):
                                      (np.isfinite(values) & wrong).sum())) if n]
             problems.append((f"{group} variable {str(name)!r}", int(wrong.sum()), " or ".join(kinds), int(draws.sum())))
     if bad is None:
-        return idata
+        return idata, None
     total = bad.size
     kept = np.flatnonzero(~bad)
     if not kept.size:
@@ -256,4 +298,4 @@ def _usable_draws(idata, bounds: dict, source: str):
         warnings.warn(f"{source}: {what} holds {count} value{'s' * (count > 1)} the model cannot produce ({kinds}) "
                       f"in {draws} of {total} draws; those draws are left out{every} ({kept.size} of {total} used)",
                       FitWarning, stacklevel=4)  # the caller of Estimator.from_idata
-    return inference.select_draws(idata, kept)
+    return inference.select_draws(idata, kept), kept

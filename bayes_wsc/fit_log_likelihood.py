@@ -5,14 +5,14 @@ Which of the fitted model's terms are the default model's (`likelihood_terms`, s
 only from a formula the fit shares); a NUTS or Laplace fit's log-likelihood computed on first use
 (`complete`), as it can cost as much as the fit, and at fit time on `FIT_TIME_LOO_DRAWS` draws of
 each chain only, for the Pareto k check (`thinned_fit`); a loaded fit's rebuilt from its file when the
-file left it out. Apart from the fit's lifecycle because it has a life of its own after the fit; the
+file left it out, or read from its file on first use when the fit was loaded so (`read_from_file`). Apart from the fit's lifecycle because it has a life of its own after the fit; the
 estimator's `_complete_log_likelihood` delegates here.
 """
 
 from __future__ import annotations
 
-from bayes_wsc import criticism, inference
-from bayes_wsc.fit_files import LOG_LIKELIHOOD_LEFT_OUT, SAVED_WITHOUT_LOG_LIKELIHOOD
+from bayes_wsc import criticism, fit_files, inference
+from bayes_wsc.fit_files import LOG_LIKELIHOOD_LEFT_OUT, SAVED_WITHOUT_LOG_LIKELIHOOD, LogLikelihoodInFile
 from bayes_wsc.value_checks import check_finite
 from bayes_wsc.variant_files import _one_line
 
@@ -63,7 +63,9 @@ def complete(est):
     model it integrates every group's mu_i out for every draw, longer than the approximation itself
     at 10,000 groups."""
     pending = est.__dict__.pop("_pending_log_likelihood", None)
-    if pending == SAVED_WITHOUT_LOG_LIKELIHOOD:
+    if isinstance(pending, LogLikelihoodInFile):
+        read_from_file(est, pending)
+    elif pending == SAVED_WITHOUT_LOG_LIKELIHOOD:
         values, dims, holds = est.log_likelihood_from_file()()
         check_finite(values)
         inference.add_log_likelihood(est._groups, values, dims)
@@ -74,6 +76,20 @@ def complete(est):
         inference.add_log_likelihood(est._groups, values, dims or {})
         inference.set_attrs(est._groups, {"log_likelihood_holds": holds or recorded_words(est)})
     return est._fitted()
+
+
+def read_from_file(est, pending: LogLikelihoodInFile) -> None:
+    """The `log_likelihood` group a loaded fit left in its file, read now and checked as `load` checks
+    every group (`fit_files._usable_draws`): the draws the fit left out of its posterior are left out of
+    it, and a draw it holds damaged is left out of the whole fit, with a `FitWarning`."""
+    import numpy as np
+
+    group = pending.read(est._source)
+    kept = getattr(est, "_source_draws", None)
+    if kept is not None:
+        group = group.isel(draw=kept).assign_coords(draw=np.arange(len(kept)))
+    est._groups["log_likelihood"] = group
+    est._groups, _ = fit_files._usable_draws(est._groups, type(est).bounds, est._source)
 
 
 def thinned_fit(est):

@@ -28,6 +28,7 @@ import functools
 import json
 import os
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -606,28 +607,55 @@ def _hdf5_error(exc: Exception) -> OSError:
     return OSError(errno.EIO, f"the netCDF writer failed ({first})")
 
 
-def load(path: str | Path) -> Groups:
+def load(path: str | Path, leave: Iterable[str] = ()) -> Groups:
     """Read a fit as `Groups` (one xarray Dataset per netCDF group, as `az.from_netcdf` reads them,
-    but without importing ArviZ; `to_inference_data` wraps them); a missing file or a file that is
-    not a bayes_wsc fit is an `InputError`."""
+    but without importing ArviZ; `to_inference_data` wraps them), except the groups named in `leave`
+    (`load_group` reads one later); a missing file or a file that is not a bayes_wsc fit is an
+    `InputError`."""
     if not isinstance(path, (str, os.PathLike)):
         raise InputError(f"a fit file's path must be a str or pathlib.Path, got {type(path).__name__}")
     path = Path(path)
     if not path.exists():
         raise InputError(f"fit file {str(path)!r} does not exist")
     try:
-        import h5netcdf
-
-        with h5netcdf.File(path, mode="r") as handle:
-            names = list(handle.groups)
-        groups = Groups()
-        for name in names:
-            with xr.open_dataset(path, group=name, engine="h5netcdf") as ds:
-                groups[name] = ds.load()
+        groups = Groups(_read_groups(path, lambda name: name not in leave))
     except Exception as exc:  # noqa: BLE001 - any reader failure means "not a fit"
         raise InputError(f"fit file {str(path)!r} is not a netCDF fit ({type(exc).__name__})") from None
     if "posterior" not in groups or "model" not in groups.posterior.attrs:
         raise InputError(f"fit file {str(path)!r} is not a bayes_wsc fit (no posterior with a model name)")
+    return groups
+
+
+def load_group(path: str | Path, name: str) -> xr.Dataset | None:
+    """One group of a fit file, read into memory as `load` reads it; None when the file has no such group."""
+    return _read_groups(path, lambda group: group == name).get(name)
+
+
+def has_group(path: str | Path, name: str) -> bool:
+    """Whether a fit file (one `load` has read) holds a group of this name."""
+    from bayes_wsc import netcdf_reader
+
+    return name in netcdf_reader.group_names(path)
+
+
+def _read_groups(path, wanted) -> dict[str, xr.Dataset]:
+    """The groups `wanted` names, in memory: read by `netcdf_reader` (the layout xarray's h5netcdf engine
+    writes, in a third of the time), else by that engine, which decides what a file that reader does not
+    know holds."""
+    from bayes_wsc import netcdf_reader
+
+    try:
+        return netcdf_reader.read_groups(path, wanted)
+    except Exception:  # noqa: BLE001 - xarray's engine reads it, or says why not
+        pass
+    import h5netcdf
+
+    groups = {}
+    with h5netcdf.File(path, mode="r") as handle:
+        names = [name for name in handle.groups if wanted(name)]
+    for name in names:
+        with xr.open_dataset(path, group=name, engine="h5netcdf") as ds:
+            groups[name] = ds.load()
     return groups
 
 

@@ -292,3 +292,70 @@ def test_reading_a_fit_never_imports_the_file_it_names(map_fits, laplace_fits, t
         assert code == 2 and marker.exists() and "check" in stderr, stderr
     else:  # another file than the fit's, or a default fit: refused before anything is imported
         assert code == 2 and not marker.exists() and len(stderr.strip().splitlines()) == 1, stderr
+
+
+def test_the_reader_reads_every_model_s_fits_as_xarray_does(map_fits, laplace_fits, tmp_path):
+    """`netcdf_reader` (what `load` reads a fit with) against xarray's h5netcdf engine, on MAP fits of every
+    model, Laplace fits with and without a saved log-likelihood, and a `ppc` file: the same Datasets."""
+    from test_netcdf_reader import assert_same_groups, engine_groups
+
+    from bayes_wsc import netcdf_reader
+
+    code, _, stderr = run_cli(["ppc", str(laplace_fits["pcmix"]), "--draws", "5", "--out", str(tmp_path / "ppc.nc")])
+    assert code == 0, stderr
+    for path in [*map_fits.values(), *laplace_fits.values(), tmp_path / "ppc.nc"]:
+        assert_same_groups(netcdf_reader.read_groups(path), engine_groups(path))
+
+
+def test_a_log_likelihood_left_in_the_file_is_read_on_first_use(laplace_fits, tmp_path):
+    """`load(path, log_likelihood_on_first_use=True)` (the read-only commands') leaves the file's
+    log-likelihood in it until something reads it: then the fit is the one `load` gives; saved again, the
+    file holds it; and a file changed or removed after the load is a one-line error, not another fit's values."""
+    import os
+    import shutil
+
+    fit = tmp_path / "fit.nc"
+    shutil.copyfile(laplace_fits["pcmix"], fit)
+    assert inference.has_group(fit, "log_likelihood")
+    eager = load(fit)
+    later = load(fit, log_likelihood_on_first_use=True)
+    assert "log_likelihood" not in later._groups
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)  # LOO's Pareto k of 12 draws
+        assert later.loo().elpd_loo == eager.loo().elpd_loo
+    read_later, read_at_once = (inference.groups_of(e.idata_)["log_likelihood"] for e in (later, eager))
+    assert read_later.identical(read_at_once)
+    again = tmp_path / "again.nc"
+    load(fit, log_likelihood_on_first_use=True).save(again)
+    assert inference.load_group(again, "log_likelihood").identical(inference.load_group(fit, "log_likelihood"))
+    changed = load(fit, log_likelihood_on_first_use=True)
+    os.utime(fit, ns=(os.stat(fit).st_atime_ns, os.stat(fit).st_mtime_ns + 10**9))
+    with pytest.raises(InputError, match=r"fit\.nc'.* changed after it was loaded"):
+        changed.idata_
+    removed = load(fit, log_likelihood_on_first_use=True)
+    fit.unlink()
+    with pytest.raises(InputError, match=r"fit\.nc'.* was removed after it was loaded"):
+        removed.idata_
+
+
+def test_a_damaged_log_likelihood_read_on_first_use_leaves_the_same_draws_out(laplace_fits, tmp_path):
+    """Draws damaged in the posterior (left out at load) and in the log-likelihood (found on first use): the
+    fit read later is the fit read at once, the same draws left out, each damaged variable warned of."""
+    groups = _groups(laplace_fits["pcmix"])
+    _write_into(groups, next(iter(groups["posterior"].data_vars)), np.nan, draw=2)
+    values = groups["log_likelihood"]["items"].values.copy()
+    values[0, 7, 0] = np.nan
+    groups["log_likelihood"]["items"] = (groups["log_likelihood"]["items"].dims, values)
+    bad = inference.save(groups, tmp_path / "bad.nc")
+    with pytest.warns(FitWarning) as seen:
+        eager = load(bad)
+        eager_ll = inference.groups_of(eager.idata_)["log_likelihood"]
+    assert len([w for w in seen if "left out" in str(w.message)]) == 2
+    with pytest.warns(FitWarning) as seen:
+        later = load(bad, log_likelihood_on_first_use=True)
+        assert later._groups.posterior.sizes["draw"] == groups["posterior"].sizes["draw"] - 1
+        later_ll = inference.groups_of(later.idata_)["log_likelihood"]
+    assert len([w for w in seen if "left out" in str(w.message)]) == 2
+    assert later_ll.identical(eager_ll)
+    assert later._fitted().posterior.equals(eager._fitted().posterior)
+    assert later_ll.sizes["draw"] == groups["posterior"].sizes["draw"] - 2
