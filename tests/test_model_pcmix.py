@@ -258,27 +258,38 @@ def test_component_logp_rows_is_component_logp_draws_laid_out_per_component():
                                rtol=1e-13, atol=1e-13)
 
 
-def test_predict_arrays_are_the_draws_means_and_hdis(nuts_fit, monkeypatch):
+@pytest.fixture(scope="module")
+def laplace_three(intervals):
+    """Three components with draws: `predict_arrays`' general path (two components take a logistic shortcut)."""
+    est = PCMixture(components=3, lam=4.0, restarts=4, seed=1, method="laplace", draws=200, progressbar=False)
+    return fit_quietly(est, intervals[2])
+
+
+@pytest.mark.parametrize("which", ["nuts_fit", "laplace_three"])
+def test_predict_arrays_are_the_draws_means_and_hdis(which, request, monkeypatch):
     """`predict_arrays` takes intervals of the label probabilities only (the clusters' were computed and
     dropped before): the label means and HDIs of every draw's P(y | x) as the code before computed them
     (written out here: `component_logp_draws`, a log-sum-exp, `inference.hdi` of the (draws, items) columns), and
-    the clusters' mean memberships, to float rounding (the rows' layout changes the order of the sums)."""
+    the clusters' mean memberships, to float rounding (the rows' layout changes the order of the sums), with
+    two components (P(z = 1 | x) as a logistic of the log densities' difference) and with three."""
     from bayes_wsc import maths
     from bayes_wsc.maths.pcmix import component_logp_draws
 
+    fit = request.getfixturevalue(which)
     x = np.linspace(-2.0, 2.0, 9)[:, None]
-    pi, mean_z, sd_z, rho = nuts_fit._draws()
+    pi, mean_z, sd_z, rho = fit._draws()
+    assert pi.shape[1] == (2 if which == "nuts_fit" else 3)
     joint = np.log(pi)[:, None, :] + component_logp_draws(x, mean_z, sd_z)
     resp = np.exp(joint - maths.logsumexp(joint, axis=2, keepdims=True))
     labels = np.einsum("smk,skc->smc", resp, rho, optimize=True)
-    got = nuts_fit.predict_arrays(x, ci=0.9)
+    got = fit.predict_arrays(x, ci=0.9)
     np.testing.assert_allclose(got["label_mean"], labels.mean(axis=0), rtol=1e-13)
     bounds = inference.hdi(labels, 0.9)
     np.testing.assert_allclose(got["label_low"], bounds[..., 0], rtol=1e-13)
     np.testing.assert_allclose(got["label_high"], bounds[..., 1], rtol=1e-13)
-    np.testing.assert_allclose(got["cluster_mean"], resp.mean(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(got["cluster_mean"], resp.mean(axis=0), rtol=1e-13, atol=1e-15)
     monkeypatch.setattr("bayes_wsc.models.pcmix.model.CACHE_CHUNK_FLOATS", 3 * pi.shape[0])  # chunks of 3 rows: items split
-    again = nuts_fit.predict_arrays(x, ci=0.9)
+    again = fit.predict_arrays(x, ci=0.9)
     for name, values in got.items():
         np.testing.assert_array_equal(again[name], values)
 

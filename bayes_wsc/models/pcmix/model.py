@@ -503,18 +503,30 @@ class PCMixture(Estimator):
             items, label = np.divmod(rows, n_classes)
             unique, inverse = np.unique(items, return_inverse=True)
             resp = component_logp_rows(x_std[unique], mean_z, sd_z, log_pi)  # (K, m', S); each step below in place
-            top = resp.max(axis=0)
-            resp -= top
-            np.exp(resp, out=resp)
-            total = resp.sum(axis=0, out=top)
-            resp *= np.reciprocal(total, out=total)  # one division per item and draw, not per component
-            cluster_mean[unique] = resp.mean(axis=2).T
             labels = np.empty((unique.size, n_classes, n_draws))
-            for j, c in enumerate(chosen):
-                block = labels[:, j]
-                np.multiply(resp[0], rho[:, 0, c], out=block)
-                for k in range(1, components):
-                    block += resp[k] * rho[:, k, c]
+            if components == 2:  # P(z = 1 | x) = 1 / (1 + exp(l0 - l1)): one exp per item and draw, and no sum
+                second = np.subtract(resp[0], resp[1], out=resp[1])
+                with np.errstate(over="ignore"):  # exp overflows to inf where P(z = 1 | x) is 0
+                    np.exp(second, out=second)
+                second += 1.0
+                np.reciprocal(second, out=second)
+                cluster_mean[unique, 1] = second.mean(axis=1)
+                cluster_mean[unique, 0] = 1.0 - cluster_mean[unique, 1]
+                for j, c in enumerate(chosen):  # rho_0c + P(z = 1 | x) (rho_1c - rho_0c)
+                    np.multiply(second, rho[:, 1, c] - rho[:, 0, c], out=labels[:, j])
+                    labels[:, j] += rho[:, 0, c]
+            else:
+                top = resp.max(axis=0)
+                resp -= top
+                np.exp(resp, out=resp)
+                total = resp.sum(axis=0, out=top)
+                resp *= np.reciprocal(total, out=total)  # one division per item and draw, not per component
+                cluster_mean[unique] = resp.mean(axis=2).T
+                for j, c in enumerate(chosen):
+                    block = labels[:, j]
+                    np.multiply(resp[0], rho[:, 0, c], out=block)
+                    for k in range(1, components):
+                        block += resp[k] * rho[:, k, c]
             labels = labels.reshape(-1, n_draws)  # rows item * C + class of the chunk's items
             whole = rows.size == labels.shape[0] and rows[0] == unique[0] * n_classes
             return labels if whole else labels[inverse * n_classes + label]  # (len(rows), S)
