@@ -434,7 +434,28 @@ def write_bytes(path, data: bytes, what: str = "file") -> Path:
 
 def write_csv(frame, path, what: str = "table") -> Path:
     """A DataFrame as CSV, without its index."""
-    return write_file(path, lambda tmp: frame.to_csv(tmp, index=False), what)
+    return write_file(path, lambda tmp: _repeats_as_text(frame).to_csv(tmp, index=False), what)
+
+
+def _repeats_as_text(frame):
+    """`frame` (not copied) with each float column whose values repeat (wsc's predictions: one value per group and
+    bin, on each of its rows; 7,500 values on 50,000 rows) as the text `to_csv` writes for it, each distinct value
+    formatted once: the same file, without formatting a float per row (0.17 of 0.23 s there). The text is pandas'
+    own (`astype(str)`, and `na_rep`'s empty field for NaN: `pandas.Index._get_values_for_csv`)."""
+    import numpy as np
+    import pandas as pd
+
+    out = None
+    for at in range(frame.shape[1]):
+        column = frame.iloc[:, at]
+        if column.dtype.kind != "f" or not isinstance(column.dtype, np.dtype) or len(column) < 1000:
+            continue
+        codes, values = pd.factorize(column.to_numpy())
+        if 2 * len(values) > len(column):
+            continue
+        out = frame.copy(deep=False) if out is None else out
+        out.isetitem(at, np.append(values.astype(str).astype(object), "")[codes])  # code -1: NaN
+    return frame if out is None else out
 
 
 def write_json(obj, path, what: str = "file") -> Path:

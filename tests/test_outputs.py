@@ -426,3 +426,26 @@ def test_a_long_output_name_is_checked_with_the_temporary_name(tmp_path, length)
             folder.check()
     else:
         folder.check()
+
+
+def test_a_csv_of_repeated_floats_is_the_file_pandas_writes(tmp_path):
+    """`write_csv` formats each distinct value of a float column that repeats once: the file is `to_csv`'s, byte
+    for byte (shortest round-trip text, NaN as an empty field, -0.0, inf, tiny and huge values, a float32
+    column, duplicate column names), and the frame is left as it was."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    special = np.array([np.nan, -0.0, np.inf, -np.inf, 1e-300, 1.5e300, 0.1, 1 / 3, 2.0])
+    values = np.concatenate([special, rng.random(40)])
+    frame = pd.DataFrame({"group": [f"g{i % 7}" for i in range(3000)],
+                          "prob": values[rng.integers(0, values.size, 3000)],
+                          "unique": rng.normal(size=3000),
+                          "small": rng.random(3000).round(1).astype(np.float32),
+                          "count": rng.integers(0, 5, 3000)})
+    frame.insert(2, "prob_low", frame["prob"] / 2)
+    frame = pd.concat([frame, frame[["prob"]]], axis=1)  # a second column named prob
+    before = frame.copy()
+    path = outputs.write_csv(frame, tmp_path / "p.csv")
+    assert path.read_text() == frame.to_csv(index=False)
+    pd.testing.assert_frame_equal(frame, before)
+    assert not pd.api.types.is_float_dtype(outputs._repeats_as_text(frame).dtypes.iloc[1])  # formatted once
