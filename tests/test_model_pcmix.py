@@ -288,7 +288,7 @@ def test_predict_arrays_are_the_draws_means_and_hdis(which, request, monkeypatch
     np.testing.assert_allclose(got["label_low"], bounds[..., 0], rtol=1e-13)
     np.testing.assert_allclose(got["label_high"], bounds[..., 1], rtol=1e-13)
     np.testing.assert_allclose(got["cluster_mean"], resp.mean(axis=0), rtol=1e-13, atol=1e-15)
-    monkeypatch.setattr("bayes_wsc.models.pcmix.model.CACHE_CHUNK_FLOATS", 3 * pi.shape[0])  # chunks of 3 rows: items split
+    monkeypatch.setattr("bayes_wsc.posterior.CACHE_CHUNK_FLOATS", 3 * pi.shape[0])  # chunks of 3 rows: items split
     again = fit.predict_arrays(x, ci=0.9)
     for name, values in got.items():
         np.testing.assert_array_equal(again[name], values)

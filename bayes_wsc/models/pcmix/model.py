@@ -51,7 +51,7 @@ from bayes_wsc.estimator import Estimator, is_count, is_labels
 from bayes_wsc.models.pcmix.settings import PCMixSettings
 from bayes_wsc.settings import checked
 from bayes_wsc.graph_inputs import declare
-from bayes_wsc.posterior import CACHE_CHUNK_FLOATS, append_predictions, stacked, summarize_rows
+from bayes_wsc.posterior import append_predictions, stacked, summarize_rows
 from bayes_wsc.relabel import canonical_permutation, cluster_axes, mode_messages, permute_clusters, relabel_draws
 
 # PyMC and PyTensor load when a model is built, not when the estimator is: a MAP whose compiled
@@ -531,7 +531,7 @@ class PCMixture(Estimator):
             whole = rows.size == labels.shape[0] and rows[0] == unique[0] * n_classes
             return labels if whole else labels[inverse * n_classes + label]  # (len(rows), S)
 
-        stats = summarize_rows(m * n_classes, rows_of, n_draws, ci, CACHE_CHUNK_FLOATS)
+        stats = summarize_rows(m * n_classes, rows_of, n_draws, ci)
         mean, low, high = (v.reshape(m, n_classes) for v in stats)
         return {"label_mean": mean, "label_low": low, "label_high": high, "cluster_mean": cluster_mean}
 
