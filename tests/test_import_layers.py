@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "outputs.py", "value_checks.py", "datasets/")),
     ("data", ("data/",)),
     ("maths", ("maths/",)),
-    ("inference", ("inference.py", "posterior.py", "diagnostics.py", "map_program.py", "laplace.py", "nested_laplace.py",
+    ("inference", ("netcdf_reader.py", "inference.py", "posterior.py", "diagnostics.py", "map_program.py", "laplace.py", "nested_laplace.py",
                    "fit.py",
                    "likelihoods.py", "graph_inputs.py", "model_terms.py", "comparison.py", "criticism.py")),
     ("baselines", ("baselines/",)),
