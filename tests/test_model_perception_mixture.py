@@ -290,6 +290,28 @@ def test_joint_log_density_of_draws_is_the_expression_it_replaced():
                                                perception)[0])
 
 
+def test_mixture_probabilities_are_the_exponential_of_the_log_probabilities():
+    """`mixture_probabilities` (what `predict` and the memberships use: one shift and one exponential per term,
+    normalized over clusters and groups at once) against the exponential of `mixture_log_probabilities` (two
+    log-sum-exps): the same probabilities to 1e-12, summing to one, with the components' weights given or not,
+    and for an item far from every component (terms near -1e5) as for the others."""
+    from bayes_wsc.models.perception.model import component_weights, mixture_probabilities
+
+    rng = np.random.default_rng(7)
+    S, m, K, G, d, q = 6, 9, 4, 3, 5, 2
+    features, perception = rng.normal(size=(m, d)), rng.normal(size=(K, q))
+    features[-1] = 300.0
+    A, B, sd = rng.normal(size=(S, d, q)), rng.normal(size=(S, G, d)), rng.uniform(0.3, 2.0, size=(S, d))
+    pi, pi_group = rng.dirichlet(np.ones(K), S), rng.dirichlet(np.ones(G), S)
+    expected = np.exp(membership_log_probabilities(features, A, B, sd, pi, pi_group, perception))
+    got = mixture_probabilities(features, A, B, sd, pi, pi_group, perception)
+    assert got.shape == (S, m, K)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got.sum(axis=-1), 1.0, rtol=1e-14)
+    weights = component_weights(A, B, sd, pi_group, perception)
+    assert np.array_equal(mixture_probabilities(features, A, B, sd, pi, pi_group, perception, weights), got)
+
+
 def test_nuts_is_told_of_small_groups_before_it_runs_and_takes_a_full_mass_matrix():
     """The MAP's small groups (under a quarter of an even share) are named with the --groups that leaves them
     out, before NUTS runs (`nuts_warnings`: they make its trees long); none for even shares or one group. NUTS

@@ -740,20 +740,49 @@ def joint_log_density_np(features, A, B, sd, pi, pi_group, perception, weights=N
     `component_weights`, when the caller has them."""
     if np.ndim(A) == 2:
         return joint_log_density_np(features, A[None], B[None], sd[None], pi[None], pi_group[None], perception)[0]
-    if weights is None:
-        weights = component_weights(A, B, sd, pi_group, perception)
-    # log pi_group_h N(x_i | mean_kh, sd^2) of every draw, cluster, group and item in one matrix product, items
-    # last (each (cluster, group) block of a draw contiguous: the sums over groups and clusters run across blocks)
-    S, K, G, width = weights.shape
-    comp = np.matmul(weights.reshape(S * K * G, width), maths.quadratic_features(features).T).reshape(S, K, G, -1)
+    comp = _component_terms(features, A, B, sd, pi_group, perception, weights)
     joint = np.log(pi)[:, :, None] + maths.logsumexp(comp, axis=2, overwrite_a=True)  # (S, K, m)
     return joint.transpose(0, 2, 1)  # (S, m, K), a view
+
+
+def _component_terms(features, A, B, sd, pi_group, perception, weights=None) -> np.ndarray:
+    """log pi_group_h N(x_i | mean_kh, sd^2) of every draw, cluster, group and item, (S, K, G, m), in one matrix
+    product, items last (each (cluster, group) block of a draw contiguous: the sums over groups and clusters run
+    across blocks)."""
+    if weights is None:
+        weights = component_weights(A, B, sd, pi_group, perception)
+    S, K, G, width = weights.shape
+    return np.matmul(weights.reshape(S * K * G, width), maths.quadratic_features(features).T).reshape(S, K, G, -1)
 
 
 def mixture_log_probabilities(features, A, B, sd, pi, pi_group, perception, weights=None) -> np.ndarray:
     """log P(z = k | x), shaped as `joint_log_density_np`."""
     joint = joint_log_density_np(features, A, B, sd, pi, pi_group, perception, weights)
     return joint - maths.logsumexp(joint, axis=-1, keepdims=True)
+
+
+def mixture_probabilities(features, A, B, sd, pi, pi_group, perception, weights=None) -> np.ndarray:
+    """P(z = k | x) of a stack of S draws, (S, m, K): exp of `mixture_log_probabilities` to float rounding, with one
+    shift per draw and item (the largest of its K x G terms pi_k pi_group_h N(x | mean_kh, sd^2)) and one
+    exponential per term, normalized over both axes at once instead of a log-sum-exp over the groups, another over
+    the clusters and an exponential of the result (half the passes over the largest arrays of `predict`)."""
+    comp = _component_terms(features, A, B, sd, pi_group, perception, weights)  # (S, K, G, m)
+    comp += np.log(pi)[:, :, None, None]
+    S, K, G, m = comp.shape
+    terms = comp.reshape(S, K * G, m)
+    top = terms[:, 0].copy()
+    for j in range(1, K * G):  # slice by slice: a short axis (`maths.SMALL_AXIS`)
+        np.maximum(top, terms[:, j], out=top)
+    terms -= top[:, None, :]
+    np.exp(terms, out=terms)
+    clusters = comp[:, :, 0].copy()  # (S, K, m): each cluster's sum over its groups
+    for h in range(1, G):
+        clusters += comp[:, :, h]
+    total = clusters[:, 0].copy()
+    for k in range(1, K):
+        total += clusters[:, k]
+    clusters *= np.reciprocal(total, out=total)[:, None, :]
+    return clusters.transpose(0, 2, 1)  # (S, m, K), a view
 
 
 def restart_seed_scores(data: SeedSets, optima: list[dict]) -> np.ndarray:
@@ -1079,12 +1108,19 @@ class PerceptionMixture(PerceptionClustering):
     def draw_log_probabilities(self, features: np.ndarray, params: dict, perception=None) -> np.ndarray:
         """log P(z = k | x) for the draws in `params` (leading axis S) -> (S, m, K); their `weights` are used
         when the fit's own perception vectors score the items (`perception` None)."""
+        return mixture_log_probabilities(features, *self._mixture_arguments(params, perception))
+
+    def draw_probabilities(self, features: np.ndarray, params: dict, perception=None) -> np.ndarray:
+        """P(z = k | x), as `draw_log_probabilities` (`mixture_probabilities`: no logarithm taken)."""
+        return mixture_probabilities(features, *self._mixture_arguments(params, perception))
+
+    def _mixture_arguments(self, params: dict, perception=None) -> tuple:
+        """A, B, sd, pi, pi_group, the perception vectors and the components' weights (None unless the fit's
+        own perception vectors score the items) of the draws in `params`."""
         weights = params.get("weights") if perception is None else None
-        perception = self._perception(perception)
         A = params["A"]
         pi_group = params["pi_group"] if "pi_group" in params else np.ones((*A.shape[:-2], 1))
-        return mixture_log_probabilities(features, A, params["B"], params["sd"], params["pi"], pi_group,
-                                            perception, weights)
+        return A, params["B"], params["sd"], params["pi"], pi_group, self._perception(perception), weights
 
 
 # ============================================================ choosing the formulation
