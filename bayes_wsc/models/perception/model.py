@@ -769,18 +769,11 @@ def mixture_probabilities(features, A, B, sd, pi, pi_group, perception, weights=
     comp = _component_terms(features, A, B, sd, pi_group, perception, weights)  # (S, K, G, m)
     comp += np.log(pi)[:, :, None, None]
     S, K, G, m = comp.shape
-    terms = comp.reshape(S, K * G, m)
-    top = terms[:, 0].copy()
-    for j in range(1, K * G):  # slice by slice: a short axis (`maths.SMALL_AXIS`)
-        np.maximum(top, terms[:, j], out=top)
-    terms -= top[:, None, :]
+    terms = comp.reshape(S, K * G, m)  # short axes, slice by slice (`maths.max_last`, `maths.sum_last`)
+    terms -= maths.max_last(np.moveaxis(terms, 1, -1))[:, None, :]
     np.exp(terms, out=terms)
-    clusters = comp[:, :, 0].copy()  # (S, K, m): each cluster's sum over its groups
-    for h in range(1, G):
-        clusters += comp[:, :, h]
-    total = clusters[:, 0].copy()
-    for k in range(1, K):
-        total += clusters[:, k]
+    clusters = maths.sum_last(np.moveaxis(comp, 2, -1))  # (S, K, m): each cluster's sum over its groups
+    total = maths.sum_last(np.moveaxis(clusters, 1, -1))
     clusters *= np.reciprocal(total, out=total)[:, None, :]
     return clusters.transpose(0, 2, 1)  # (S, m, K), a view
 
