@@ -5,8 +5,9 @@ Which of the fitted model's terms are the default model's (`likelihood_terms`, s
 only from a formula the fit shares); a NUTS or Laplace fit's log-likelihood computed on first use
 (`complete`), as it can cost as much as the fit, and at fit time on `FIT_TIME_LOO_DRAWS` draws of
 each chain only, for the Pareto k check (`thinned_fit`); a loaded fit's rebuilt from its file when the
-file left it out, or read from its file on first use when the fit was loaded so (`read_from_file`). Apart from the fit's lifecycle because it has a life of its own after the fit; the
-estimator's `_complete_log_likelihood` delegates here.
+file left it out, or read from its file on first use when the fit was loaded so (`read_from_file`). Apart
+from the fit's lifecycle because it has a life of its own after the fit; the estimator's
+`_complete_log_likelihood` delegates here.
 """
 
 from __future__ import annotations

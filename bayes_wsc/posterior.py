@@ -20,7 +20,7 @@ CHUNK_FLOATS = 8_000_000
 #: floats per chunk where each step of the work passes over the whole chunk several times (a softmax over
 #: components, then a weighted sum; a sum, a sigmoid, a mean and a sort): about 8 MB, a working set the caches
 #: hold (pcmix's `predict` of 5,000 items x 4,000 draws: 0.87 s in chunks of `CHUNK_FLOATS`, 0.50 s in these;
-#: wsc's 7,500 cells x 4,000 draws: 0.66-0.79 s, 0.38-0.53 s). `summarize_rows`' default
+#: wsc's 7,500 cells x 4,000 draws: 0.37-0.55 s, 0.28-0.35 s). `summarize_rows`' default.
 CACHE_CHUNK_FLOATS = 2**20
 
 
