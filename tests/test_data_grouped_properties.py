@@ -197,3 +197,11 @@ def test_data_weighing_almost_nothing_are_said_or_refused(weight, cap):
         return
     said = any("less than one click" in m for m in WSC().data_messages(data))
     assert said == (data.counts.sum() < 1.0), (weight, cap, data.counts.sum())
+
+
+def test_a_boolean_among_group_indices_is_refused():
+    """The case hypothesis found on Python 3.12: [0, 2, 3, True] became groups 0, 2, 3, 1 in NumPy's array."""
+    from bayes_wsc.data.proportions import LabelProportions
+
+    with pytest.raises(InputError, match="groups must be whole-number indices, got True at position 3"):
+        LabelProportions.from_arrays(np.arange(8.0).reshape(4, 2), [0, 2, 3, True], np.full((4, 2), 0.5))

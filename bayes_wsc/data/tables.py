@@ -598,6 +598,12 @@ def float_array(values, name: str) -> np.ndarray:
 def index_array(values, name: str) -> np.ndarray:
     """Indices given in Python (each item's group, a class code) as int64: a fractional, non-finite or
     non-numeric value is one line naming its position, never truncated (0.5 is not group 0)."""
+    if not isinstance(values, np.ndarray):  # a bool among numbers would become 0 or 1 in NumPy's array of them
+        items = np.asarray(values, dtype=object).ravel()
+        flags = [isinstance(v, (bool, np.bool_)) for v in items]
+        if any(flags) and not all(flags):  # all of them: `float_array` says True/False are not numbers
+            position = flags.index(True)
+            raise InputError(f"{name} must be whole-number indices, got {items[position]!r} at position {position}")
     raw = np.asarray(values) if not isinstance(values, np.ndarray) else values
     if raw.dtype.kind in "iu":
         return raw.astype(np.int64)
