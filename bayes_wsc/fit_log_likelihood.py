@@ -83,12 +83,10 @@ def read_from_file(est, pending: LogLikelihoodInFile) -> None:
     """The `log_likelihood` group a loaded fit left in its file, read now and checked as `load` checks
     every group (`fit_files._usable_draws`): the draws the fit left out of its posterior are left out of
     it, and a draw it holds damaged is left out of the whole fit, with a `FitWarning`."""
-    import numpy as np
-
     group = pending.read(est._source)
     kept = getattr(est, "_source_draws", None)
     if kept is not None:
-        group = group.isel(draw=kept).assign_coords(draw=np.arange(len(kept)))
+        group = inference.select_draws(inference.Groups(log_likelihood=group), kept)["log_likelihood"]
     est._groups["log_likelihood"] = group
     est._groups, _ = fit_files._usable_draws(est._groups, type(est).bounds, est._source)
 
